@@ -1,0 +1,133 @@
+//! Errors typed by who is at fault.
+//!
+//! [`RequestError`]: the remote peer sent something the server must refuse; it
+//! carries the HTTP status and, where the spec allows one, a JSON-RPC error body.
+//! [`UsageError`]: the local application called a command it should not have.
+
+use crate::ids::RequestId;
+use crate::jsonrpc::{ErrorObject, ParseError, INVALID_REQUEST, METHOD_NOT_FOUND, TRANSPORT_ERROR};
+use crate::version::UnsupportedVersion;
+
+/// A request the server refuses, with its HTTP status.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// Not GET, POST or DELETE (405, with `Allow`).
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// `Origin` present and not allowed (403, R41–R42).
+    #[error("origin {0:?} is not allowed")]
+    ForbiddenOrigin(String),
+    /// `Host` not allowed (403; DNS rebinding).
+    #[error("host {0:?} is not allowed")]
+    ForbiddenHost(String),
+    /// `Accept` does not list what the method needs (406, R2, R12).
+    #[error("Accept must list {0}")]
+    NotAcceptable(&'static str),
+    /// POST body is not `application/json` (415).
+    #[error("Content-Type must be application/json")]
+    UnsupportedMediaType,
+    /// Body over the bound (413).
+    #[error("body larger than {max} bytes")]
+    PayloadTooLarge {
+        /// The bound, `body_max`.
+        max: usize,
+    },
+    /// `MCP-Protocol-Version` invalid or unsupported (400, R31).
+    #[error(transparent)]
+    BadProtocolVersion(#[from] UnsupportedVersion),
+    /// Body is not a JSON-RPC message this version accepts (400).
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// No `Mcp-Session-Id` on a request other than `initialize` (400, R23; 401 under a preset).
+    #[error("missing Mcp-Session-Id")]
+    MissingSessionId {
+        /// Answer 401 instead of 400 (rmcp v0.16).
+        unauthorized: bool,
+    },
+    /// `Mcp-Session-Id` unknown, malformed or terminated (404, R24; 401 under a preset).
+    #[error("unknown or terminated session")]
+    UnknownSession {
+        /// Answer 401 instead of 404 (rmcp v0.16).
+        unauthorized: bool,
+    },
+    /// `initialize` in a batch, or on a session that is already initialized (400).
+    #[error("initialize must be alone and without a session id")]
+    BadInitialize,
+    /// A request id already in flight on this session (400, R45).
+    #[error("request id {0} is already in use")]
+    DuplicateRequestId(RequestId),
+    /// `Last-Event-ID` names no event this session can replay from (400).
+    /// Documented answer for unknown, expired, foreign and malformed ids.
+    #[error("Last-Event-ID {0:?} is unknown or expired; open a new stream")]
+    UnknownEventId(String),
+    /// Resuming a finished POST stream under rmcp v0.16 (500 `ChannelClosed`).
+    #[error("stream closed")]
+    ChannelClosed,
+    /// Too many live sessions (503), `sessions_max`.
+    #[error("too many sessions")]
+    SessionLimit,
+}
+
+impl RequestError {
+    /// The HTTP status to answer with.
+    pub fn status(&self) -> u16 {
+        match self {
+            RequestError::MethodNotAllowed => 405,
+            RequestError::ForbiddenOrigin(_) | RequestError::ForbiddenHost(_) => 403,
+            RequestError::NotAcceptable(_) => 406,
+            RequestError::UnsupportedMediaType => 415,
+            RequestError::PayloadTooLarge { .. } => 413,
+            RequestError::MissingSessionId { unauthorized: true }
+            | RequestError::UnknownSession { unauthorized: true } => 401,
+            RequestError::UnknownSession { .. } => 404,
+            RequestError::BadProtocolVersion(_)
+            | RequestError::Parse(_)
+            | RequestError::MissingSessionId { .. }
+            | RequestError::BadInitialize
+            | RequestError::DuplicateRequestId(_)
+            | RequestError::UnknownEventId(_) => 400,
+            RequestError::ChannelClosed => 500,
+            RequestError::SessionLimit => 503,
+        }
+    }
+
+    /// The JSON-RPC error body (R5, R42: an error with no id, unless the
+    /// request's id is known).
+    pub fn error_object(&self) -> ErrorObject {
+        let code = match self {
+            RequestError::Parse(p) => p.code(),
+            RequestError::BadInitialize | RequestError::DuplicateRequestId(_) => INVALID_REQUEST,
+            RequestError::MethodNotAllowed => METHOD_NOT_FOUND,
+            _ => TRANSPORT_ERROR,
+        };
+        ErrorObject::new(code, self.to_string())
+    }
+
+    /// The request id the error answers, when known.
+    pub fn request_id(&self) -> Option<&RequestId> {
+        match self {
+            RequestError::DuplicateRequestId(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// A command the application should not have issued.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UsageError {
+    /// The request is not in flight: never received, already answered, or cancelled.
+    /// Nothing for a request may follow its response (R9, R51).
+    #[error("request {0} is not active")]
+    RequestNotActive(RequestId),
+    /// The session has ended.
+    #[error("session has ended")]
+    SessionEnded,
+    /// Too many server-to-client requests awaiting answers (`outbound_requests_max`).
+    #[error("too many outstanding server requests")]
+    TooManyRequests,
+    /// No such HTTP exchange.
+    #[error("unknown http exchange")]
+    UnknownExchange,
+}

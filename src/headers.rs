@@ -1,0 +1,30 @@
+//! Header names as constants, lower-case (HTTP header names are case-insensitive;
+//! 2025-11-25 spells `MCP-Session-Id`, older versions `Mcp-Session-Id`).
+
+/// The session id header (R19–R22).
+pub const MCP_SESSION_ID: &str = "mcp-session-id";
+/// The negotiated protocol version header (R29–R31).
+pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// The SSE resumption cursor (R34).
+pub const LAST_EVENT_ID: &str = "last-event-id";
+/// Media types the client accepts (R2, R12).
+pub const ACCEPT: &str = "accept";
+/// Media type of a body.
+pub const CONTENT_TYPE: &str = "content-type";
+/// Browser origin, validated against DNS rebinding (R41, R42).
+pub const ORIGIN: &str = "origin";
+/// Target host, validated with the origin.
+pub const HOST: &str = "host";
+/// Methods allowed, on a 405.
+pub const ALLOW: &str = "allow";
+/// Length of a body.
+pub const CONTENT_LENGTH: &str = "content-length";
+/// Asks proxies not to buffer an SSE stream.
+pub const X_ACCEL_BUFFERING: &str = "x-accel-buffering";
+/// Cache directive sent on SSE streams.
+pub const CACHE_CONTROL: &str = "cache-control";
+
+/// `application/json`.
+pub const MIME_JSON: &str = "application/json";
+/// `text/event-stream`.
+pub const MIME_SSE: &str = "text/event-stream";

@@ -1,0 +1,520 @@
+//! JSON-RPC 2.0 messages, parsed once at the edge.
+//!
+//! Parameters, results and error data stay raw JSON text ([`RawJson`]): the
+//! transport never needs their tree, and text is `Hash + Eq`, which the model
+//! checker needs to fingerprint whole worlds.
+
+use crate::ids::RequestId;
+use crate::version::ProtocolVersion;
+use serde::de::Error as _;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use std::fmt;
+
+/// Parse error: the body is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON is not a valid JSON-RPC message.
+pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid method parameters.
+pub const INVALID_PARAMS: i64 = -32602;
+/// Internal error.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// Generic transport-level error (server-defined range), used with an HTTP error status.
+pub const TRANSPORT_ERROR: i64 = -32000;
+
+/// A compact JSON value kept as text.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RawJson(String);
+
+impl RawJson {
+    /// Wraps text that the caller guarantees is one valid JSON value.
+    fn from_trusted(text: String) -> Self {
+        RawJson(text)
+    }
+
+    /// Serializes any value.
+    pub fn new<T: Serialize>(value: &T) -> Self {
+        RawJson(serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned()))
+    }
+
+    /// Parses text, checking it is one JSON value.
+    pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
+        let raw: Box<RawValue> = serde_json::from_str(text)?;
+        Ok(RawJson(raw.get().to_owned()))
+    }
+
+    /// `{}`.
+    pub fn empty_object() -> Self {
+        RawJson("{}".to_owned())
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The value as a tree.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(&self.0).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+impl fmt::Debug for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<serde_json::Value> for RawJson {
+    fn from(v: serde_json::Value) -> Self {
+        RawJson(v.to_string())
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let raw: &RawValue = serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        raw.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw: Box<RawValue> = Deserialize::deserialize(d)?;
+        Ok(RawJson::from_trusted(raw.get().to_owned()))
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code.
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Optional details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<RawJson>,
+}
+
+impl ErrorObject {
+    /// An error with no data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+/// One JSON-RPC message.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Message {
+    /// A request: expects exactly one response with the same id.
+    Request {
+        /// The id.
+        id: RequestId,
+        /// The method.
+        method: String,
+        /// The parameters.
+        params: Option<RawJson>,
+    },
+    /// A notification: no id, no response (R46).
+    Notification {
+        /// The method.
+        method: String,
+        /// The parameters.
+        params: Option<RawJson>,
+    },
+    /// A successful response.
+    Response {
+        /// The id of the request answered.
+        id: RequestId,
+        /// The result.
+        result: RawJson,
+    },
+    /// An error response; `id` is `None` only when the request's id was unreadable (R47).
+    Error {
+        /// The id of the request answered.
+        id: Option<RequestId>,
+        /// The error.
+        error: ErrorObject,
+    },
+}
+
+impl Message {
+    /// A request.
+    pub fn request(id: impl Into<RequestId>, method: &str, params: Option<RawJson>) -> Self {
+        Message::Request {
+            id: id.into(),
+            method: method.to_owned(),
+            params,
+        }
+    }
+
+    /// A notification.
+    pub fn notification(method: &str, params: Option<RawJson>) -> Self {
+        Message::Notification {
+            method: method.to_owned(),
+            params,
+        }
+    }
+
+    /// The method of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request { method, .. } | Message::Notification { method, .. } => Some(method),
+            _ => None,
+        }
+    }
+
+    /// The id of a request or response.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            Message::Request { id, .. } | Message::Response { id, .. } => Some(id),
+            Message::Error { id, .. } => id.as_ref(),
+            Message::Notification { .. } => None,
+        }
+    }
+
+    /// Whether this answers a request (result or error).
+    pub fn is_response(&self) -> bool {
+        matches!(self, Message::Response { .. } | Message::Error { .. })
+    }
+
+    /// Whether this is a request.
+    pub fn is_request(&self) -> bool {
+        matches!(self, Message::Request { .. })
+    }
+
+    /// Whether this is the `initialize` request.
+    pub fn is_initialize(&self) -> bool {
+        matches!(self, Message::Request { method, .. } if method == "initialize")
+    }
+
+    /// The `progressToken` of a `notifications/progress`, or of a request's `_meta`.
+    pub fn progress_token(&self) -> Option<serde_json::Value> {
+        let (params, in_meta) = match self {
+            Message::Notification { method, params } if method == "notifications/progress" => {
+                (params.as_ref()?, false)
+            }
+            Message::Request { params, .. } => (params.as_ref()?, true),
+            _ => return None,
+        };
+        let v = params.to_value();
+        let token = if in_meta {
+            v.get("_meta")?.get("progressToken")?
+        } else {
+            v.get("progressToken")?
+        };
+        Some(token.clone())
+    }
+
+    /// Serializes to compact JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("jsonrpc", "2.0")?;
+        match self {
+            Message::Request { id, method, params } => {
+                m.serialize_entry("id", id)?;
+                m.serialize_entry("method", method)?;
+                if let Some(p) = params {
+                    m.serialize_entry("params", p)?;
+                }
+            }
+            Message::Notification { method, params } => {
+                m.serialize_entry("method", method)?;
+                if let Some(p) = params {
+                    m.serialize_entry("params", p)?;
+                }
+            }
+            Message::Response { id, result } => {
+                m.serialize_entry("id", id)?;
+                m.serialize_entry("result", result)?;
+            }
+            Message::Error { id, error } => {
+                m.serialize_entry("id", id)?;
+                m.serialize_entry("error", error)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// The fields of any JSON-RPC object, before classification.
+#[derive(Deserialize)]
+struct WireMessage {
+    jsonrpc: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Box<RawValue>>,
+    method: Option<String>,
+    params: Option<RawJson>,
+    result: Option<RawJson>,
+    error: Option<ErrorObject>,
+}
+
+/// Keeps `"id": null` distinguishable from an absent id.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+fn parse_id(raw: &RawValue) -> Result<RequestId, &'static str> {
+    let text = raw.get();
+    if text == "null" {
+        return Err("id must not be null");
+    }
+    if text.starts_with('"') {
+        return serde_json::from_str::<String>(text)
+            .map(RequestId::Str)
+            .map_err(|_| "id string is invalid");
+    }
+    serde_json::from_str::<i64>(text)
+        .map(RequestId::Num)
+        .map_err(|_| "id must be a string or an integer")
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = WireMessage::deserialize(d)?;
+        classify(w).map_err(D::Error::custom)
+    }
+}
+
+fn classify(w: WireMessage) -> Result<Message, &'static str> {
+    if w.jsonrpc.as_deref() != Some("2.0") {
+        return Err("jsonrpc must be \"2.0\"");
+    }
+    let id = w.id.as_deref().map(parse_id).transpose();
+    match (w.method, w.result, w.error) {
+        (Some(method), None, None) => match w.id {
+            None => Ok(Message::Notification {
+                method,
+                params: w.params,
+            }),
+            Some(_) => Ok(Message::Request {
+                id: id?.ok_or("id missing")?,
+                method,
+                params: w.params,
+            }),
+        },
+        (None, Some(result), None) => Ok(Message::Response {
+            id: id?.ok_or("response without id")?,
+            result,
+        }),
+        (None, None, Some(error)) => {
+            // An error may carry a null id when the request's id was unreadable (R47).
+            let id = match w.id.as_deref() {
+                Some(raw) if raw.get() == "null" => None,
+                Some(raw) => Some(parse_id(raw)?),
+                None => None,
+            };
+            Ok(Message::Error { id, error })
+        }
+        _ => Err("exactly one of method, result or error is required"),
+    }
+}
+
+/// Why a POST body is not a JSON-RPC message the server can take.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// The body is not JSON (-32700).
+    #[error("parse error: {0}")]
+    NotJson(String),
+    /// JSON, but not a JSON-RPC 2.0 message (-32600).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// A batch, which this protocol version does not accept (-32600, R48).
+    #[error("batches are not accepted in protocol version {0}")]
+    BatchNotAllowed(ProtocolVersion),
+    /// An empty batch (-32600).
+    #[error("invalid request: empty batch")]
+    EmptyBatch,
+    /// The body is not UTF-8 (-32700, R45).
+    #[error("parse error: body is not UTF-8")]
+    NotUtf8,
+}
+
+impl ParseError {
+    /// The JSON-RPC error code for this failure.
+    pub fn code(&self) -> i64 {
+        match self {
+            ParseError::NotJson(_) | ParseError::NotUtf8 => PARSE_ERROR,
+            ParseError::Invalid(_) | ParseError::BatchNotAllowed(_) | ParseError::EmptyBatch => {
+                INVALID_REQUEST
+            }
+        }
+    }
+
+    /// The error object to send back.
+    pub fn to_error_object(&self) -> ErrorObject {
+        ErrorObject::new(self.code(), self.to_string())
+    }
+}
+
+/// A parsed POST body.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Body {
+    /// One message.
+    Single(Message),
+    /// Several messages (2025-03-26 only).
+    Batch(Vec<Message>),
+}
+
+impl Body {
+    /// The messages, in order.
+    pub fn messages(&self) -> &[Message] {
+        match self {
+            Body::Single(m) => std::slice::from_ref(m),
+            Body::Batch(ms) => ms,
+        }
+    }
+
+    /// Takes the messages.
+    pub fn into_messages(self) -> Vec<Message> {
+        match self {
+            Body::Single(m) => vec![m],
+            Body::Batch(ms) => ms,
+        }
+    }
+}
+
+/// Parses a POST body. Batches are accepted only when `version` allows them
+/// (2025-03-26, R48); whether `initialize` may be batched is the caller's rule.
+pub fn parse_body(bytes: &[u8], version: ProtocolVersion) -> Result<Body, ParseError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| ParseError::NotUtf8)?;
+    let first = text.bytes().find(|b| !b.is_ascii_whitespace());
+    if first != Some(b'[') {
+        return parse_one(text).map(Body::Single);
+    }
+    let items: Vec<Box<RawValue>> =
+        serde_json::from_str(text).map_err(|e| ParseError::NotJson(e.to_string()))?;
+    if !version.accepts_batches() {
+        return Err(ParseError::BatchNotAllowed(version));
+    }
+    if items.is_empty() {
+        return Err(ParseError::EmptyBatch);
+    }
+    let msgs = items
+        .iter()
+        .map(|raw| parse_one(raw.get()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Body::Batch(msgs))
+}
+
+/// Parses exactly one message.
+pub fn parse_message(text: &str) -> Result<Message, ParseError> {
+    parse_one(text)
+}
+
+fn parse_one(text: &str) -> Result<Message, ParseError> {
+    let w: WireMessage = match serde_json::from_str(text) {
+        Ok(w) => w,
+        Err(e) if e.is_syntax() || e.is_eof() => return Err(ParseError::NotJson(e.to_string())),
+        Err(e) => return Err(ParseError::Invalid(e.to_string())),
+    };
+    classify(w).map_err(|e| ParseError::Invalid(e.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Message, ParseError> {
+        parse_message(s)
+    }
+
+    #[test]
+    fn classifies_each_kind() {
+        assert!(matches!(
+            p(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            Ok(Message::Request {
+                id: RequestId::Num(1),
+                ..
+            })
+        ));
+        assert!(matches!(
+            p(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Ok(Message::Notification { .. })
+        ));
+        assert!(matches!(
+            p(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
+            Ok(Message::Response { .. })
+        ));
+        assert!(matches!(
+            p(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#),
+            Ok(Message::Error { id: None, .. })
+        ));
+    }
+
+    #[test]
+    fn typed_errors() {
+        assert_eq!(p("{").unwrap_err().code(), PARSE_ERROR);
+        assert_eq!(p("not json").unwrap_err().code(), PARSE_ERROR);
+        assert_eq!(p("{}").unwrap_err().code(), INVALID_REQUEST);
+        assert_eq!(p("42").unwrap_err().code(), INVALID_REQUEST);
+        assert_eq!(
+            p(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)
+                .unwrap_err()
+                .code(),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            p(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#)
+                .unwrap_err()
+                .code(),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            p(r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#)
+                .unwrap_err()
+                .code(),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            p(r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":""}}"#)
+                .unwrap_err()
+                .code(),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            parse_body(&[0xff, 0xfe], ProtocolVersion::LATEST)
+                .unwrap_err()
+                .code(),
+            PARSE_ERROR
+        );
+    }
+
+    #[test]
+    fn batches_only_in_2025_03_26() {
+        let b = br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"}]"#;
+        let ok = parse_body(b, ProtocolVersion::V2025_03_26).unwrap();
+        assert_eq!(ok.messages().len(), 2);
+        assert_eq!(
+            parse_body(b, ProtocolVersion::V2025_06_18),
+            Err(ParseError::BatchNotAllowed(ProtocolVersion::V2025_06_18))
+        );
+        assert_eq!(
+            parse_body(b"[]", ProtocolVersion::V2025_03_26),
+            Err(ParseError::EmptyBatch)
+        );
+    }
+
+    #[test]
+    fn progress_tokens() {
+        let n = p(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#).unwrap();
+        assert_eq!(n.progress_token(), Some(serde_json::json!(7)));
+        let r = p(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"t"}}}"#).unwrap();
+        assert_eq!(r.progress_token(), Some(serde_json::json!("t")));
+    }
+}

@@ -1,0 +1,23 @@
+//! Sans-IO cores for the MCP Streamable HTTP transport.
+//!
+//! See `docs/architecture.md`. The contract, for every core:
+//!
+//! **Every mutation (`handle_*(…, now)` or a command) must be followed by a
+//! complete drain of `poll_transmit` and `poll_event` until they return `None`,
+//! then a look at `poll_timeout`.** The cores never read a clock, never draw from
+//! a global random generator, never block and never spawn: time and seeds are
+//! inputs, and where a real implementation's behaviour depends on scheduling,
+//! that scheduling point is an input too.
+
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod headers;
+pub mod ids;
+pub mod jsonrpc;
+pub mod policy;
+pub mod rng;
+pub mod server;
+pub mod sse;
+pub mod time;
+pub mod version;

@@ -1,0 +1,301 @@
+//! Every decision where implementations differ, as one enum per decision.
+//!
+//! `#[default]` is always the FIXED behaviour. Each knob is read in exactly one
+//! `match` in the cores (grep for its type name). Presets are `const` structs
+//! of knobs that reproduce real SDKs, pre-fix and post-fix, so that the same
+//! checkers that verify FIXED can demonstrate each real race; their docs cite
+//! the code they reproduce (see `docs/presets.md` and the shared `races.md`).
+
+use serde::{Deserialize, Serialize};
+
+/// How messages the application emits reach the session's streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionQueue {
+    /// Causal routing: a message for request R goes on R's stream; an unrelated
+    /// one on exactly one live standalone stream, or is held (bounded) until one
+    /// attaches. Notification and response POSTs get no listener at all.
+    #[default]
+    Causal,
+    /// mcp-go v0.44.1 (`server/streamable_http.go` handlePost/handleGet, `server/session.go`):
+    /// one session channel read by competing consumers: every POST's listener
+    /// (notification POSTs included, whose 202 path is not fenced), the request
+    /// handler's drain before its response, and the GET reader. Which consumer
+    /// wins is a scheduling point: `handle_listener_wake` / `handle_handler_step`.
+    SharedCompeting,
+}
+
+/// What happens to unrelated messages emitted before `notifications/initialized`
+/// (for example by a session-registration hook).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreInitNotifications {
+    /// Held until the client sends `notifications/initialized` (R49), then routed as usual.
+    #[default]
+    Hold,
+    /// Routed at once (mcp-go: the hook's `list_changed` enters the session queue
+    /// while nothing reads it).
+    Send,
+    /// Dropped by explicit policy (toolhive #4075: the hook sets capabilities
+    /// directly and sends nothing).
+    Suppress,
+}
+
+/// What a standalone GET does to the session's other standalone streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StandaloneAttach {
+    /// Every plain GET opens its own stream; all coexist (R17); no GET ends
+    /// another; a resume takes over only the stream it names.
+    #[default]
+    Coexist,
+    /// rmcp v0.16.0 (`session/local.rs` `resume`): one common channel; every GET
+    /// replaces its sender, so the previous GET's stream ends (race B).
+    ReplaceCommon,
+    /// rmcp 3.9 (PR #660/#682, `resume_or_shadow_common`): while the common
+    /// channel looks alive, a new GET becomes a shadow stream that is never
+    /// written and never promoted; liveness is learnt only when the HTTP body is
+    /// dropped (`handle_http_closed`).
+    ShadowCommon,
+}
+
+/// Where replay starts for `Last-Event-ID: n`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayStart {
+    /// Strictly after the named event (R35).
+    #[default]
+    AfterNamed,
+    /// At the named event, re-sending it (rmcp `CachedTx::sync` skips
+    /// `index - front.index` entries).
+    AtNamed,
+}
+
+/// How SSE event ids are spelled, and so what a `Last-Event-ID` can name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventIdScheme {
+    /// `<session-namespace>-<stream>-<seq>`: unique in the session, names its
+    /// stream (R32, R33); priming events take their own sequence number.
+    #[default]
+    StreamScoped,
+    /// rmcp v0.16.0: common events `<idx>`, POST-stream events `<idx>/<stream>`,
+    /// and every POST stream primed with the literal id `0`, which collides with
+    /// the first common event.
+    Rmcp016,
+    /// rmcp 3.9: POST streams primed with `0/<stream>` (index 0 of that stream);
+    /// standalone GETs primed with the literal `0`, colliding with common index 0.
+    Rmcp39,
+}
+
+/// Status for a missing or unknown session id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionErrorStatus {
+    /// 400 for a missing id (R23), 404 for an unknown or terminated one (R24).
+    #[default]
+    Spec,
+    /// 401 for both (rmcp v0.16.0 `tower.rs`; sent VS Code into OAuth).
+    Unauthorized,
+}
+
+/// The answer to a GET whose `Last-Event-ID` names a POST stream whose response
+/// was already sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishedStreamResume {
+    /// Replay what follows the named event, then end; if nothing follows,
+    /// `204 No Content`, which tells an EventSource-style reader to stop (WHATWG).
+    #[default]
+    ReplayThenEnd,
+    /// `500` (rmcp v0.16.0: the request-wise channel is gone, `ChannelClosed`).
+    ServerError,
+    /// `200`, an empty stream, then end (rmcp 3.9 after #799): an
+    /// EventSource-style reader reconnects again.
+    EmptyStream,
+}
+
+/// Where a response goes when its POST stream has no connection attached
+/// (the client closed it, or the server closed it for polling).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DetachedResponse {
+    /// Kept in that stream's replay buffer for the client's resumption (R35).
+    #[default]
+    BufferForResume,
+    /// Sent on whatever GET arrives next, `Last-Event-ID` ignored (the
+    /// conformance `sse-retry` mock, `src/scenarios/client/sse-retry.ts`, v0.1.13;
+    /// race C's server side).
+    NextGet,
+}
+
+/// All server knobs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerPolicy {
+    /// See [`SessionQueue`].
+    pub session_queue: SessionQueue,
+    /// See [`PreInitNotifications`].
+    pub pre_init_notifications: PreInitNotifications,
+    /// See [`StandaloneAttach`].
+    pub standalone_attach: StandaloneAttach,
+    /// See [`ReplayStart`].
+    pub replay_start: ReplayStart,
+    /// See [`EventIdScheme`].
+    pub event_ids: EventIdScheme,
+    /// See [`SessionErrorStatus`].
+    pub session_errors: SessionErrorStatus,
+    /// See [`FinishedStreamResume`].
+    pub finished_stream_resume: FinishedStreamResume,
+    /// See [`DetachedResponse`].
+    pub detached_response: DetachedResponse,
+}
+
+impl ServerPolicy {
+    /// Ours: causal routing, coexisting GETs, strict replay, spec statuses.
+    pub const FIXED: ServerPolicy = ServerPolicy {
+        session_queue: SessionQueue::Causal,
+        pre_init_notifications: PreInitNotifications::Hold,
+        standalone_attach: StandaloneAttach::Coexist,
+        replay_start: ReplayStart::AfterNamed,
+        event_ids: EventIdScheme::StreamScoped,
+        session_errors: SessionErrorStatus::Spec,
+        finished_stream_resume: FinishedStreamResume::ReplayThenEnd,
+        detached_response: DetachedResponse::BufferForResume,
+    };
+
+    /// Whether this policy has scheduling points the driver must choose
+    /// (`handle_listener_wake`, `handle_handler_step`).
+    pub fn has_scheduling_points(&self) -> bool {
+        self.session_queue == SessionQueue::SharedCompeting
+    }
+}
+
+#[cfg(feature = "presets")]
+impl ServerPolicy {
+    /// mcp-go v0.44.1 (mark3labs/mcp-go 6bea1d45, `server/streamable_http.go`,
+    /// `server/session.go`) as pinned by toolhive before PR #4075: one session
+    /// queue with competing per-POST listeners, registration-hook notifications
+    /// through it, the 202 path not fenced. Race A.
+    pub const MCP_GO_0_44: ServerPolicy = ServerPolicy {
+        session_queue: SessionQueue::SharedCompeting,
+        pre_init_notifications: PreInitNotifications::Send,
+        ..ServerPolicy::FIXED
+    };
+
+    /// toolhive PR #4075 (4bc341cf9, `pkg/vmcp/server/server.go`): the hook sets
+    /// capabilities directly, so registration sends nothing; the shared queue
+    /// and its competing listeners remain (any later notify replays race A).
+    pub const TOOLHIVE_4075: ServerPolicy = ServerPolicy {
+        pre_init_notifications: PreInitNotifications::Suppress,
+        ..ServerPolicy::MCP_GO_0_44
+    };
+
+    /// rmcp v0.16.0 (modelcontextprotocol/rust-sdk 3df4c5bf,
+    /// `streamable_http_server/session/local.rs`, `tower.rs`): every GET replaces
+    /// the common sender, inclusive replay, POST priming id `0` colliding with the
+    /// first common id, 500 on resuming a finished POST stream, 401 for missing or
+    /// unknown sessions. Race B.
+    pub const RMCP_0_16: ServerPolicy = ServerPolicy {
+        standalone_attach: StandaloneAttach::ReplaceCommon,
+        replay_start: ReplayStart::AtNamed,
+        event_ids: EventIdScheme::Rmcp016,
+        session_errors: SessionErrorStatus::Unauthorized,
+        finished_stream_resume: FinishedStreamResume::ServerError,
+        ..ServerPolicy::FIXED
+    };
+
+    /// rmcp 3.9.0 (PR #660 = #682, merged 332fcbfb; #799 3e56d527): shadow
+    /// streams never promoted, liveness known only when the body is dropped,
+    /// inclusive replay, GET priming `0` colliding with common index 0, an empty
+    /// stream for a finished POST stream. Race B's remaining holes.
+    pub const RMCP_3_9: ServerPolicy = ServerPolicy {
+        standalone_attach: StandaloneAttach::ShadowCommon,
+        replay_start: ReplayStart::AtNamed,
+        event_ids: EventIdScheme::Rmcp39,
+        session_errors: SessionErrorStatus::Spec,
+        finished_stream_resume: FinishedStreamResume::EmptyStream,
+        ..ServerPolicy::FIXED
+    };
+
+    /// The conformance suite's `sse-retry` mock (@modelcontextprotocol/conformance
+    /// 0.1.13, `src/scenarios/client/sse-retry.ts`, a1b8aaae): a pending tool
+    /// response goes on whatever GET arrives, `Last-Event-ID` ignored. Race C's
+    /// server side.
+    pub const CONFORMANCE_SSE_RETRY: ServerPolicy = ServerPolicy {
+        detached_response: DetachedResponse::NextGet,
+        ..ServerPolicy::FIXED
+    };
+}
+
+/// A named server preset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NamedServerPolicy {
+    /// The preset's name, as used on the command line and in `models/`.
+    pub name: &'static str,
+    /// The knobs.
+    pub policy: ServerPolicy,
+}
+
+impl ServerPolicy {
+    /// Every preset, FIXED first.
+    pub fn presets() -> &'static [NamedServerPolicy] {
+        &[
+            NamedServerPolicy {
+                name: "FIXED",
+                policy: ServerPolicy::FIXED,
+            },
+            #[cfg(feature = "presets")]
+            NamedServerPolicy {
+                name: "MCP_GO_0_44",
+                policy: ServerPolicy::MCP_GO_0_44,
+            },
+            #[cfg(feature = "presets")]
+            NamedServerPolicy {
+                name: "TOOLHIVE_4075",
+                policy: ServerPolicy::TOOLHIVE_4075,
+            },
+            #[cfg(feature = "presets")]
+            NamedServerPolicy {
+                name: "RMCP_0_16",
+                policy: ServerPolicy::RMCP_0_16,
+            },
+            #[cfg(feature = "presets")]
+            NamedServerPolicy {
+                name: "RMCP_3_9",
+                policy: ServerPolicy::RMCP_3_9,
+            },
+            #[cfg(feature = "presets")]
+            NamedServerPolicy {
+                name: "CONFORMANCE_SSE_RETRY",
+                policy: ServerPolicy::CONFORMANCE_SSE_RETRY,
+            },
+        ]
+    }
+
+    /// The preset called `name` (case-insensitive).
+    pub fn preset(name: &str) -> Option<ServerPolicy> {
+        Self::presets()
+            .iter()
+            .find(|p| p.name.eq_ignore_ascii_case(name))
+            .map(|p| p.policy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_fixed_and_presets_are_distinct() {
+        assert_eq!(ServerPolicy::default(), ServerPolicy::FIXED);
+        let all = ServerPolicy::presets();
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert_ne!(a.policy, b.policy, "{} == {}", a.name, b.name);
+            }
+        }
+        assert_eq!(ServerPolicy::preset("fixed"), Some(ServerPolicy::FIXED));
+        assert_eq!(ServerPolicy::preset("nope"), None);
+    }
+}

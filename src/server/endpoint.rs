@@ -1,0 +1,415 @@
+//! [`ServerEndpoint`]: every session of one MCP endpoint, and the status codes
+//! that need no session (R1–R31, R41–R43).
+//!
+//! It validates a request head and body, mints session ids from its seeded
+//! generator, and dispatches to the [`ServerSession`] named by
+//! `Mcp-Session-Id`. Its outputs are the sessions' outputs, merged.
+
+use super::request::{self, AllowList, Method, RequestHead};
+use super::session::{ServerSession, SessionConfig, SessionTimer};
+use super::{Content, EndReason, ResponseHead, ServerEvent, Transmit, TransmitKind};
+use crate::error::RequestError;
+use crate::headers;
+use crate::ids::{HttpId, SessionId};
+use crate::jsonrpc::{self, Body, ErrorObject, Message, METHOD_NOT_FOUND};
+use crate::policy::{ServerPolicy, SessionErrorStatus};
+use crate::rng::SeededRng;
+use crate::time::Instant;
+use crate::version::ProtocolVersion;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Bound::{Excluded, Unbounded};
+
+/// Endpoint-wide settings.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EndpointConfig {
+    /// Per-session bounds and timings.
+    pub session: SessionConfig,
+    /// Hosts and origins allowed (R41–R43); loopback by default.
+    pub allow: AllowList,
+    /// Largest POST body accepted, in bytes (413 past it).
+    pub body_max: usize,
+    /// Live sessions at once (503 past it).
+    pub sessions_max: usize,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            session: SessionConfig::default(),
+            allow: AllowList::default(),
+            body_max: 4 << 20,
+            sessions_max: 100_000,
+        }
+    }
+}
+
+/// The outcome of [`ServerEndpoint::handle_request`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dispatched {
+    /// The id minted for this exchange; every transmit for it names it.
+    pub http: HttpId,
+    /// The session it went to (a new one for `initialize`).
+    pub session: Option<SessionId>,
+    /// Refused, with the status already queued as transmits.
+    pub outcome: Result<(), RequestError>,
+}
+
+/// All sessions of one endpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ServerEndpoint {
+    config: EndpointConfig,
+    policy: ServerPolicy,
+    rng: SeededRng,
+    sessions: BTreeMap<SessionId, ServerSession>,
+    routes: BTreeMap<HttpId, SessionId>,
+    next_http: u64,
+    transmits: VecDeque<Transmit>,
+    dirty: BTreeSet<SessionId>,
+}
+
+impl ServerEndpoint {
+    /// An endpoint whose session ids all derive from `seed`.
+    pub fn new(config: EndpointConfig, policy: ServerPolicy, seed: u64) -> Self {
+        ServerEndpoint {
+            config,
+            policy,
+            rng: SeededRng::new(seed),
+            sessions: BTreeMap::new(),
+            routes: BTreeMap::new(),
+            next_http: 1,
+            transmits: VecDeque::new(),
+            dirty: BTreeSet::new(),
+        }
+    }
+
+    // ---- getters -------------------------------------------------------
+
+    /// The policy in force.
+    pub fn policy(&self) -> &ServerPolicy {
+        &self.policy
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EndpointConfig {
+        &self.config
+    }
+
+    /// A session, read-only.
+    pub fn session(&self, id: &SessionId) -> Option<&ServerSession> {
+        self.sessions.get(id)
+    }
+
+    /// A session, for application commands (`respond`, `notify`, …); its
+    /// outputs then surface through the endpoint's `poll_*`.
+    pub fn session_mut(&mut self, id: &SessionId) -> Option<&mut ServerSession> {
+        let s = self.sessions.get_mut(id)?;
+        self.dirty.insert(id.clone());
+        Some(s)
+    }
+
+    /// Live session ids, in order.
+    pub fn session_ids(&self) -> impl Iterator<Item = &SessionId> {
+        self.sessions.keys()
+    }
+
+    /// The session an exchange belongs to.
+    pub fn route(&self, http: HttpId) -> Option<&SessionId> {
+        self.routes.get(&http)
+    }
+
+    // ---- inputs --------------------------------------------------------
+
+    /// One HTTP request, head and whole body (empty for GET and DELETE).
+    pub fn handle_request(&mut self, head: &RequestHead, body: &[u8], now: Instant) -> Dispatched {
+        let http = HttpId(self.next_http);
+        self.next_http += 1;
+        let mut session = None;
+        let outcome = self.dispatch(http, head, body, now, &mut session);
+        if let Err(e) = &outcome {
+            self.reject(http, e);
+        }
+        if let Some(sid) = &session {
+            self.routes.insert(http, sid.clone());
+            self.dirty.insert(sid.clone());
+        }
+        Dispatched {
+            http,
+            session,
+            outcome,
+        }
+    }
+
+    /// The exchange `http` is gone; call once per exchange when it is done,
+    /// whoever ended it.
+    pub fn handle_http_closed(&mut self, http: HttpId, now: Instant) {
+        let Some(sid) = self.routes.remove(&http) else {
+            return;
+        };
+        if let Some(s) = self.sessions.get_mut(&sid) {
+            s.handle_http_closed(http, now);
+            self.dirty.insert(sid);
+        }
+    }
+
+    /// Fires every session timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let due: Vec<SessionId> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.poll_timeout().is_some_and(|(at, _)| at <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            if let Some(s) = self.sessions.get_mut(&id) {
+                s.handle_timeout(now);
+                self.dirty.insert(id);
+            }
+        }
+    }
+
+    // ---- outputs -------------------------------------------------------
+
+    /// The next thing to write.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        if let Some(t) = self.transmits.pop_front() {
+            return Some(t);
+        }
+        let mut cursor: Option<SessionId> = None;
+        loop {
+            let id = match &cursor {
+                None => self.dirty.iter().next(),
+                Some(c) => self.dirty.range((Excluded(c), Unbounded)).next(),
+            }
+            .cloned()?;
+            if let Some(t) = self.sessions.get_mut(&id).and_then(|s| s.poll_transmit()) {
+                return Some(t);
+            }
+            self.settle(&id);
+            cursor = Some(id);
+        }
+    }
+
+    /// The next thing the application must handle, with its session.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<(SessionId, ServerEvent)> {
+        let mut cursor: Option<SessionId> = None;
+        loop {
+            let id = match &cursor {
+                None => self.dirty.iter().next(),
+                Some(c) => self.dirty.range((Excluded(c), Unbounded)).next(),
+            }
+            .cloned()?;
+            if let Some(e) = self.sessions.get_mut(&id).and_then(|s| s.poll_event()) {
+                return Some((id, e));
+            }
+            self.settle(&id);
+            cursor = Some(id);
+        }
+    }
+
+    /// Forgets a drained session's dirty mark, and the session itself once it
+    /// has ended and said all it had to say.
+    fn settle(&mut self, id: &SessionId) {
+        if self.sessions.get(id).is_some_and(|s| s.has_output()) {
+            return;
+        }
+        self.dirty.remove(id);
+        if self.sessions.get(id).is_some_and(|s| s.is_ended()) {
+            self.sessions.remove(id);
+            self.routes.retain(|_, s| s != id);
+        }
+    }
+
+    /// The earliest deadline of any session.
+    pub fn poll_timeout(&self) -> Option<(Instant, SessionTimer)> {
+        self.sessions
+            .values()
+            .filter_map(|s| s.poll_timeout())
+            .min()
+    }
+
+    // ---- internals -----------------------------------------------------
+
+    fn dispatch(
+        &mut self,
+        http: HttpId,
+        head: &RequestHead,
+        body: &[u8],
+        now: Instant,
+        session: &mut Option<SessionId>,
+    ) -> Result<(), RequestError> {
+        self.config.allow.check(head)?;
+        if matches!(head.method, Method::Other(_)) {
+            return Err(RequestError::MethodNotAllowed);
+        }
+        request::check_accept(head)?;
+        let header_version = request::protocol_version(head)?;
+        let unauthorized = self.policy.session_errors == SessionErrorStatus::Unauthorized;
+        let sid = match head.header(headers::MCP_SESSION_ID) {
+            None => None,
+            Some(text) => Some(
+                text.parse::<SessionId>()
+                    .ok()
+                    .filter(|id| self.sessions.get(id).is_some_and(|s| !s.is_ended()))
+                    .ok_or(RequestError::UnknownSession { unauthorized })?,
+            ),
+        };
+        match head.method {
+            Method::Post => self.dispatch_post(http, head, body, header_version, sid, now, session),
+            Method::Get => {
+                let sid = sid.ok_or(RequestError::MissingSessionId { unauthorized })?;
+                *session = Some(sid.clone());
+                let last = head.header(headers::LAST_EVENT_ID);
+                self.sessions
+                    .get_mut(&sid)
+                    .ok_or(RequestError::UnknownSession { unauthorized })?
+                    .handle_get(http, last, now)
+            }
+            Method::Delete => {
+                let sid = sid.ok_or(RequestError::MissingSessionId { unauthorized })?;
+                *session = Some(sid.clone());
+                if let Some(s) = self.sessions.get_mut(&sid) {
+                    s.handle_delete(http, now);
+                }
+                Ok(())
+            }
+            Method::Other(_) => Err(RequestError::MethodNotAllowed),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch_post(
+        &mut self,
+        http: HttpId,
+        head: &RequestHead,
+        body: &[u8],
+        header_version: Option<ProtocolVersion>,
+        sid: Option<SessionId>,
+        now: Instant,
+        session: &mut Option<SessionId>,
+    ) -> Result<(), RequestError> {
+        request::check_content_type(head)?;
+        if body.len() > self.config.body_max {
+            return Err(RequestError::PayloadTooLarge {
+                max: self.config.body_max,
+            });
+        }
+        let unauthorized = self.policy.session_errors == SessionErrorStatus::Unauthorized;
+        let version = match &sid {
+            Some(id) => self.sessions.get(id).map(|s| s.version()),
+            None => header_version,
+        }
+        .unwrap_or(ProtocolVersion::ASSUMED_WITHOUT_HEADER);
+        let parsed = jsonrpc::parse_body(body, version)?;
+        let has_initialize = parsed.messages().iter().any(Message::is_initialize);
+        match (sid, &parsed) {
+            (Some(_), _) if has_initialize => Err(RequestError::BadInitialize),
+            (Some(id), _) => {
+                *session = Some(id.clone());
+                let s = self
+                    .sessions
+                    .get_mut(&id)
+                    .ok_or(RequestError::UnknownSession { unauthorized })?;
+                s.handle_post(http, parsed, now)
+            }
+            (None, Body::Single(m)) if m.is_initialize() => {
+                let id = self.open_session(m)?;
+                *session = Some(id.clone());
+                let s = self
+                    .sessions
+                    .get_mut(&id)
+                    .ok_or(RequestError::SessionLimit)?;
+                s.handle_post(http, parsed, now)
+            }
+            (None, _) if has_initialize => Err(RequestError::BadInitialize),
+            (None, Body::Single(Message::Request { id, method, .. }))
+                if method == "server/discover" =>
+            {
+                // 2026-07-28 clients probe first and fall back to `initialize` on an error.
+                self.answer_error(
+                    http,
+                    400,
+                    Some(id.clone()),
+                    ErrorObject::new(
+                        METHOD_NOT_FOUND,
+                        "server/discover is not supported; use initialize",
+                    ),
+                );
+                Ok(())
+            }
+            (None, _) => Err(RequestError::MissingSessionId { unauthorized }),
+        }
+    }
+
+    fn open_session(&mut self, initialize: &Message) -> Result<SessionId, RequestError> {
+        if self.sessions.len() >= self.config.sessions_max {
+            return Err(RequestError::SessionLimit);
+        }
+        let offered = match initialize {
+            Message::Request {
+                params: Some(p), ..
+            } => p
+                .to_value()
+                .get("protocolVersion")
+                .and_then(|v| v.as_str())
+                .and_then(|v| v.parse::<ProtocolVersion>().ok()),
+            _ => None,
+        };
+        let version = offered.unwrap_or(ProtocolVersion::LATEST);
+        let id = loop {
+            let candidate = SessionId::from_bits(self.rng.next_u128());
+            if !self.sessions.contains_key(&candidate) {
+                break candidate;
+            }
+        };
+        let namespace = (self.rng.next_u64() >> 32) as u32;
+        let session = ServerSession::new(
+            id.clone(),
+            namespace,
+            version,
+            self.config.session,
+            self.policy,
+        );
+        self.sessions.insert(id.clone(), session);
+        Ok(id)
+    }
+
+    fn reject(&mut self, http: HttpId, error: &RequestError) {
+        let id = error.request_id().cloned();
+        let status = error.status();
+        let allow = matches!(error, RequestError::MethodNotAllowed);
+        let mut head = ResponseHead::new(status, Content::Json);
+        head.allow = allow;
+        self.push(http, TransmitKind::Head(head));
+        self.push(
+            http,
+            TransmitKind::Json(Message::Error {
+                id,
+                error: error.error_object(),
+            }),
+        );
+        self.push(http, TransmitKind::End(EndReason::Complete));
+    }
+
+    fn answer_error(
+        &mut self,
+        http: HttpId,
+        status: u16,
+        id: Option<crate::ids::RequestId>,
+        error: ErrorObject,
+    ) {
+        self.push(
+            http,
+            TransmitKind::Head(ResponseHead::new(status, Content::Json)),
+        );
+        self.push(http, TransmitKind::Json(Message::Error { id, error }));
+        self.push(http, TransmitKind::End(EndReason::Complete));
+    }
+
+    fn push(&mut self, http: HttpId, kind: TransmitKind) {
+        self.transmits.push_back(Transmit { http, kind });
+    }
+}

@@ -1,0 +1,258 @@
+//! The HTTP request head as the server core sees it, and the checks that need
+//! nothing but the head (method, Origin/Host, Accept, Content-Type, version).
+
+use crate::error::RequestError;
+use crate::headers;
+use crate::ids::SessionId;
+use crate::version::ProtocolVersion;
+use serde::{Deserialize, Serialize};
+
+/// HTTP method.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Method {
+    /// Opens or resumes an SSE stream.
+    Get,
+    /// Carries one client message (or a 2025-03-26 batch).
+    Post,
+    /// Ends the session.
+    Delete,
+    /// Anything else (answered 405).
+    Other(String),
+}
+
+impl Method {
+    /// Parses a method token.
+    pub fn parse(s: &str) -> Method {
+        match s {
+            "GET" => Method::Get,
+            "POST" => Method::Post,
+            "DELETE" => Method::Delete,
+            other => Method::Other(other.to_owned()),
+        }
+    }
+}
+
+/// A request head: method and headers (names lower-case).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RequestHead {
+    /// The method.
+    pub method: Method,
+    /// Header name/value pairs; names are matched case-insensitively.
+    pub headers: Vec<(String, String)>,
+}
+
+impl RequestHead {
+    /// A head with no headers.
+    pub fn new(method: Method) -> Self {
+        RequestHead {
+            method,
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds a header.
+    pub fn with(mut self, name: &str, value: &str) -> Self {
+        self.headers
+            .push((name.to_ascii_lowercase(), value.to_owned()));
+        self
+    }
+
+    /// The first value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A POST head as a conforming client sends it.
+    pub fn post(session: Option<&SessionId>, version: Option<ProtocolVersion>) -> Self {
+        let mut h = RequestHead::new(Method::Post)
+            .with(headers::CONTENT_TYPE, headers::MIME_JSON)
+            .with(headers::ACCEPT, "application/json, text/event-stream");
+        if let Some(s) = session {
+            h = h.with(headers::MCP_SESSION_ID, s.as_str());
+        }
+        if let Some(v) = version {
+            h = h.with(headers::MCP_PROTOCOL_VERSION, v.as_str());
+        }
+        h
+    }
+
+    /// A GET head as a conforming client sends it.
+    pub fn get(session: &SessionId, version: ProtocolVersion, last_event_id: Option<&str>) -> Self {
+        let mut h = RequestHead::new(Method::Get)
+            .with(headers::ACCEPT, headers::MIME_SSE)
+            .with(headers::MCP_SESSION_ID, session.as_str())
+            .with(headers::MCP_PROTOCOL_VERSION, version.as_str());
+        if let Some(l) = last_event_id {
+            h = h.with(headers::LAST_EVENT_ID, l);
+        }
+        h
+    }
+
+    /// A DELETE head.
+    pub fn delete(session: &SessionId) -> Self {
+        RequestHead::new(Method::Delete).with(headers::MCP_SESSION_ID, session.as_str())
+    }
+}
+
+/// Which origins and hosts may talk to the server (R41–R43).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AllowList {
+    /// Allowed host names (without port); empty allows any.
+    pub hosts: Vec<String>,
+}
+
+impl Default for AllowList {
+    /// Loopback only.
+    fn default() -> Self {
+        AllowList {
+            hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+        }
+    }
+}
+
+impl AllowList {
+    /// Allows every host and origin.
+    pub fn any() -> Self {
+        AllowList { hosts: Vec::new() }
+    }
+
+    fn allows_host(&self, host: &str) -> bool {
+        if self.hosts.is_empty() {
+            return true;
+        }
+        let name = strip_port(host);
+        self.hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
+    }
+
+    /// Checks `Origin` (when present) and `Host` (when present).
+    pub fn check(&self, head: &RequestHead) -> Result<(), RequestError> {
+        if let Some(origin) = head.header(headers::ORIGIN) {
+            let host = origin
+                .split_once("://")
+                .map(|(_, rest)| rest)
+                .unwrap_or(origin)
+                .split('/')
+                .next()
+                .unwrap_or("");
+            if origin != "null" && !self.allows_host(host)
+                || origin == "null" && !self.hosts.is_empty()
+            {
+                return Err(RequestError::ForbiddenOrigin(origin.to_owned()));
+            }
+        }
+        if let Some(host) = head.header(headers::HOST) {
+            if !self.allows_host(host) {
+                return Err(RequestError::ForbiddenHost(host.to_owned()));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn strip_port(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        // [::1]:8080 -> [::1]
+        return match rest.find(']') {
+            Some(i) => &host[..i + 2],
+            None => host,
+        };
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+/// Whether an `Accept` value admits `mime` (exact type, `type/*` or `*/*`).
+pub fn accepts(accept: Option<&str>, mime: &str) -> bool {
+    let Some(accept) = accept else { return false };
+    let major = mime.split('/').next().unwrap_or("");
+    accept.split(',').any(|part| {
+        let t = part.split(';').next().unwrap_or("").trim();
+        t.eq_ignore_ascii_case(mime)
+            || t == "*/*"
+            || t.strip_suffix("/*")
+                .is_some_and(|m| m.eq_ignore_ascii_case(major))
+    })
+}
+
+/// Checks `Accept` for the method (R2, R12).
+pub fn check_accept(head: &RequestHead) -> Result<(), RequestError> {
+    let accept = head.header(headers::ACCEPT);
+    match head.method {
+        Method::Post => {
+            if !accepts(accept, headers::MIME_JSON) || !accepts(accept, headers::MIME_SSE) {
+                return Err(RequestError::NotAcceptable(
+                    "both application/json and text/event-stream",
+                ));
+            }
+        }
+        Method::Get => {
+            if !accepts(accept, headers::MIME_SSE) {
+                return Err(RequestError::NotAcceptable("text/event-stream"));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Checks a POST's `Content-Type`.
+pub fn check_content_type(head: &RequestHead) -> Result<(), RequestError> {
+    let ct = head.header(headers::CONTENT_TYPE).unwrap_or("");
+    let mime = ct.split(';').next().unwrap_or("").trim();
+    if mime.eq_ignore_ascii_case(headers::MIME_JSON) {
+        Ok(())
+    } else {
+        Err(RequestError::UnsupportedMediaType)
+    }
+}
+
+/// The `MCP-Protocol-Version` header, if present: must be a supported version (R31).
+pub fn protocol_version(head: &RequestHead) -> Result<Option<ProtocolVersion>, RequestError> {
+    head.header(headers::MCP_PROTOCOL_VERSION)
+        .map(|v| v.parse().map_err(RequestError::BadProtocolVersion))
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_matching() {
+        assert!(accepts(
+            Some("application/json, text/event-stream"),
+            "text/event-stream"
+        ));
+        assert!(accepts(Some("*/*"), "application/json"));
+        assert!(accepts(Some("text/*;q=0.5"), "text/event-stream"));
+        assert!(!accepts(Some("application/json"), "text/event-stream"));
+        assert!(!accepts(None, "application/json"));
+    }
+
+    #[test]
+    fn origin_and_host() {
+        let allow = AllowList::default();
+        let ok = RequestHead::new(Method::Post)
+            .with("Origin", "http://localhost:3000")
+            .with("Host", "127.0.0.1:8080");
+        assert_eq!(allow.check(&ok), Ok(()));
+        let evil = RequestHead::new(Method::Post).with("Origin", "http://evil.example.com");
+        assert!(matches!(
+            allow.check(&evil),
+            Err(RequestError::ForbiddenOrigin(_))
+        ));
+        let evil_host = RequestHead::new(Method::Post).with("Host", "evil.example.com");
+        assert!(matches!(
+            allow.check(&evil_host),
+            Err(RequestError::ForbiddenHost(_))
+        ));
+        let v6 = RequestHead::new(Method::Get).with("Host", "[::1]:9");
+        assert_eq!(allow.check(&v6), Ok(()));
+        assert_eq!(AllowList::any().check(&evil), Ok(()));
+    }
+}

@@ -1,0 +1,128 @@
+//! One logical SSE stream and its bounded replay buffer.
+//!
+//! ```text
+//!              attach(http)                 detach (client closed, polling)
+//!   Detached ───────────────▶ Attached(http) ───────────────▶ Detached
+//!      ▲                          │  response written (POST streams)
+//!      └──── resume(L) ◀──────────┴──────────────▶ Finished (replayable until evicted)
+//! ```
+//! A stream outlives its HTTP connections: every event with an id is kept (up
+//! to `events_max`) so a `Last-Event-ID` resumption can replay strictly after
+//! it, and only from this stream (R35).
+
+use super::Outgoing;
+use crate::ids::{HttpId, RequestId, StreamId};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Why the stream exists.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// The response stream of a POST; the ids of its requests still unanswered.
+    Post {
+        /// Requests whose responses this stream still owes, in order.
+        pending: Vec<RequestId>,
+    },
+    /// A standalone GET stream.
+    Standalone,
+}
+
+/// Body format of a POST's answer, committed once (None → JSON or SSE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Not yet decided: nothing written.
+    Undecided,
+    /// `application/json`: one message, no ids, not resumable.
+    Json,
+    /// `text/event-stream`.
+    Sse,
+}
+
+/// One buffered event: its sequence number and the message (`None` for a
+/// priming event, which replay skips).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Buffered {
+    /// Sequence number in the stream.
+    pub seq: u64,
+    /// The message, or `None` for priming.
+    pub message: Option<Arc<Outgoing>>,
+}
+
+/// A stream's state.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Stream {
+    /// The stream's id.
+    pub id: StreamId,
+    /// Why it exists.
+    pub origin: Origin,
+    /// The HTTP exchange currently carrying it.
+    pub attached: Option<HttpId>,
+    /// JSON or SSE (POST streams).
+    pub format: Format,
+    /// Next sequence number to give out (starts at 1).
+    pub next_seq: u64,
+    /// Highest sequence number evicted from the buffer (0: none).
+    pub floor: u64,
+    /// Replay buffer, oldest first.
+    pub buffer: VecDeque<Buffered>,
+    /// The response has been written (POST streams): nothing more follows.
+    pub finished: bool,
+}
+
+impl Stream {
+    /// A new, detached stream.
+    pub fn new(id: StreamId, origin: Origin) -> Self {
+        Stream {
+            id,
+            origin,
+            attached: None,
+            format: Format::Undecided,
+            next_seq: 1,
+            floor: 0,
+            buffer: VecDeque::new(),
+            finished: false,
+        }
+    }
+
+    /// Whether this is a standalone GET stream.
+    pub fn is_standalone(&self) -> bool {
+        matches!(self.origin, Origin::Standalone)
+    }
+
+    /// Takes the next sequence number and buffers the event, evicting the
+    /// oldest past `events_max`.
+    pub fn push(&mut self, message: Option<Arc<Outgoing>>, events_max: usize) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if message.is_some() {
+            self.buffer.push_back(Buffered { seq, message });
+            while self.buffer.len() > events_max {
+                if let Some(old) = self.buffer.pop_front() {
+                    self.floor = old.seq;
+                }
+            }
+        }
+        seq
+    }
+
+    /// Whether a cursor at `seq` can be resumed: issued by this stream and not
+    /// past the eviction floor.
+    pub fn can_resume_from(&self, seq: u64) -> bool {
+        seq >= 1 && seq < self.next_seq && seq >= self.floor
+    }
+
+    /// Buffered messages with `seq > after` (or `>= after` when `inclusive`).
+    pub fn replay(&self, after: u64, inclusive: bool) -> Vec<(u64, Arc<Outgoing>)> {
+        self.buffer
+            .iter()
+            .filter(|b| {
+                if inclusive {
+                    b.seq >= after
+                } else {
+                    b.seq > after
+                }
+            })
+            .filter_map(|b| b.message.clone().map(|m| (b.seq, m)))
+            .collect()
+    }
+}
