@@ -15,6 +15,7 @@ pub mod error;
 pub mod headers;
 pub mod ids;
 pub mod jsonrpc;
+pub mod monitor;
 pub mod policy;
 pub mod rng;
 pub mod server;

@@ -1,0 +1,744 @@
+//! The invariant monitor: judges a run from what can be observed.
+//!
+//! Every harness (proptest, the model checker, turmoil, the HTTP shells) feeds
+//! it [`Observation`]s: requests as they reach the server, what the server
+//! wrote on each exchange, exchanges the client or network closed, and what
+//! the application sent. It never looks inside a core, so the same monitor
+//! judges our cores, the presets of real SDKs, and (later) black-box peers.
+//!
+//! Properties (see `docs/properties.md`): A1–A5 (stale notifications),
+//! B1–B6 (competing GET streams), C1 (responses on foreign streams), and the
+//! spec rules R13, R21 and R32 that a server's output shows.
+
+use crate::ids::{HttpId, MsgKey, RequestId};
+use crate::jsonrpc::{Body, Message};
+use crate::server::{Cause, Content, EndReason, Method, RequestHead, Transmit, TransmitKind};
+use crate::version::ProtocolVersion;
+use crate::{headers, jsonrpc};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One thing a harness saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Observation {
+    /// A request reached the server as exchange `http`.
+    Request {
+        /// The exchange.
+        http: HttpId,
+        /// Method.
+        method: Method,
+        /// `Mcp-Session-Id`, as sent.
+        session: Option<String>,
+        /// `Last-Event-ID`, as sent.
+        last_event_id: Option<String>,
+        /// The body's messages (empty when not parseable or not a POST).
+        messages: Vec<Message>,
+    },
+    /// The server wrote this on an exchange.
+    Transmit(Transmit),
+    /// The client or the network closed the exchange: nothing written on it
+    /// afterwards reaches the client.
+    Closed {
+        /// The exchange.
+        http: HttpId,
+    },
+    /// The application handed a message to the core.
+    Sent {
+        /// The session.
+        session: String,
+        /// Its serial number.
+        key: MsgKey,
+        /// Why it was sent.
+        cause: Cause,
+    },
+    /// The core dropped a message by explicit, announced policy.
+    Dropped {
+        /// The session.
+        session: String,
+        /// Its serial number.
+        key: MsgKey,
+    },
+}
+
+impl Observation {
+    /// The observation of a request as the server received it.
+    pub fn request(http: HttpId, head: &RequestHead, body: &[u8]) -> Self {
+        let messages = match head.method {
+            Method::Post => jsonrpc::parse_body(body, ProtocolVersion::V2025_03_26)
+                .map(Body::into_messages)
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Observation::Request {
+            http,
+            method: head.method.clone(),
+            session: head.header(headers::MCP_SESSION_ID).map(str::to_owned),
+            last_event_id: head.header(headers::LAST_EVENT_ID).map(str::to_owned),
+            messages,
+        }
+    }
+}
+
+/// A broken property.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Property id: `A1`…`A5`, `B1`…`B6`, `C1`…`C5`, or a spec rule `R13`, `R21`, `R32`.
+    pub id: &'static str,
+    /// Index of the observation that revealed it (0-based); `usize::MAX` for end-of-run checks.
+    pub step: usize,
+    /// The exchange involved.
+    pub http: Option<HttpId>,
+    /// What happened.
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A POST carrying requests.
+    PostRequests(Vec<RequestId>),
+    /// A POST carrying only notifications/responses.
+    PostAccepted,
+    /// `initialize`.
+    Initialize(RequestId),
+    /// Any other POST (unparseable, discover, …).
+    PostOther,
+    /// GET without `Last-Event-ID`.
+    GetPlain,
+    /// GET with `Last-Event-ID`.
+    GetResume(String),
+    /// DELETE.
+    Delete,
+    /// Anything else.
+    Other,
+}
+
+#[derive(Clone, Debug)]
+struct Exchange {
+    kind: Kind,
+    session: Option<String>,
+    status: Option<u16>,
+    content: Option<Content>,
+    json_bodies: u32,
+    ended: bool,
+    closed: bool,
+    lineage: usize,
+}
+
+/// A chain of exchanges carrying one logical stream (a POST and its resumptions,
+/// or a standalone GET and its resumptions), as far as the wire shows.
+#[derive(Clone, Debug, Default)]
+struct Lineage {
+    /// Requests of the originating POST (empty for a standalone GET).
+    requests: Vec<RequestId>,
+    /// Requests of `requests` answered so far.
+    answered: BTreeSet<RequestId>,
+    /// Event ids first written on this lineage, in order.
+    ids: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+struct EventRecord {
+    key: Option<MsgKey>,
+    lineage: usize,
+    position: usize,
+}
+
+/// The monitor. Feed it with [`Monitor::observe`]; read [`Monitor::violations`];
+/// call [`Monitor::finish`] once at quiescence for the end-of-run checks.
+#[derive(Clone, Debug, Default)]
+pub struct Monitor {
+    step: usize,
+    exchanges: BTreeMap<HttpId, Exchange>,
+    lineages: Vec<Lineage>,
+    /// (session, event id) → first write.
+    event_ids: BTreeMap<(String, String), EventRecord>,
+    sessions_issued: BTreeSet<String>,
+    sessions_deleted: BTreeSet<String>,
+    cancelled: BTreeSet<(String, RequestId)>,
+    sent: BTreeMap<(String, MsgKey), Cause>,
+    delivered: BTreeSet<(String, MsgKey)>,
+    dropped: BTreeSet<(String, MsgKey)>,
+    fresh_writes: BTreeMap<(String, MsgKey), BTreeSet<usize>>,
+    sessions_ended: BTreeSet<String>,
+    violations: Vec<Violation>,
+}
+
+impl Monitor {
+    /// A monitor with nothing seen.
+    pub fn new() -> Self {
+        Monitor::default()
+    }
+
+    /// Violations found so far.
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    /// The first violation, if any.
+    pub fn first_violation(&self) -> Option<&Violation> {
+        self.violations.first()
+    }
+
+    /// Observations seen.
+    pub fn steps(&self) -> usize {
+        self.step
+    }
+
+    /// Feeds one observation.
+    pub fn observe(&mut self, obs: &Observation) {
+        match obs {
+            Observation::Request {
+                http,
+                method,
+                session,
+                last_event_id,
+                messages,
+            } => self.on_request(*http, method, session, last_event_id, messages),
+            Observation::Transmit(t) => self.on_transmit(t),
+            Observation::Closed { http } => {
+                if let Some(e) = self.exchanges.get_mut(http) {
+                    e.closed = true;
+                }
+            }
+            Observation::Sent {
+                session,
+                key,
+                cause,
+            } => {
+                self.sent.insert((session.clone(), *key), cause.clone());
+            }
+            Observation::Dropped { session, key } => {
+                self.dropped.insert((session.clone(), *key));
+            }
+        }
+        self.step += 1;
+    }
+
+    /// End-of-run checks, at quiescence. `queued` lists keys the core still
+    /// holds legitimately (waiting for a stream); a key that is neither
+    /// delivered, dropped by policy, nor queued was lost (A5). An unrelated key
+    /// still queued while a standalone GET is open breaks B4.
+    pub fn finish(&mut self, queued: &[(String, MsgKey)]) {
+        let open_standalone = self.exchanges.values().any(|e| {
+            matches!(e.kind, Kind::GetPlain | Kind::GetResume(_))
+                && !e.ended
+                && !e.closed
+                && e.status == Some(200)
+                && self
+                    .lineages
+                    .get(e.lineage)
+                    .is_some_and(|l| l.requests.is_empty())
+        });
+        let sent: Vec<((String, MsgKey), Cause)> = self
+            .sent
+            .iter()
+            .map(|(k, c)| (k.clone(), c.clone()))
+            .collect();
+        for (key, cause) in sent {
+            if cause != Cause::Unrelated
+                || self.delivered.contains(&key)
+                || self.dropped.contains(&key)
+                || self.sessions_ended.contains(&key.0)
+                || self.sessions_deleted.contains(&key.0)
+            {
+                continue;
+            }
+            let (_, k) = &key;
+            if queued.contains(&key) {
+                if open_standalone {
+                    self.flag_end(
+                        "B4",
+                        None,
+                        format!("{k} still queued while a standalone GET is open"),
+                    );
+                }
+                continue;
+            }
+            self.flag_end(
+                "A5",
+                None,
+                format!("{k} was never delivered to an open stream nor dropped by policy"),
+            );
+        }
+    }
+
+    fn flag(&mut self, id: &'static str, http: Option<HttpId>, detail: String) {
+        self.violations.push(Violation {
+            id,
+            step: self.step,
+            http,
+            detail,
+        });
+    }
+
+    fn flag_end(&mut self, id: &'static str, http: Option<HttpId>, detail: String) {
+        self.violations.push(Violation {
+            id,
+            step: usize::MAX,
+            http,
+            detail,
+        });
+    }
+
+    fn new_lineage(&mut self, requests: Vec<RequestId>) -> usize {
+        self.lineages.push(Lineage {
+            requests,
+            ..Lineage::default()
+        });
+        self.lineages.len() - 1
+    }
+
+    fn on_request(
+        &mut self,
+        http: HttpId,
+        method: &Method,
+        session: &Option<String>,
+        last_event_id: &Option<String>,
+        messages: &[Message],
+    ) {
+        let kind = match method {
+            Method::Post => {
+                let requests: Vec<RequestId> = messages
+                    .iter()
+                    .filter(|m| m.is_request())
+                    .filter_map(|m| m.id().cloned())
+                    .collect();
+                match messages {
+                    [m] if m.is_initialize() => {
+                        Kind::Initialize(m.id().cloned().unwrap_or(RequestId::Num(0)))
+                    }
+                    [] => Kind::PostOther,
+                    _ if requests.is_empty() => Kind::PostAccepted,
+                    _ => Kind::PostRequests(requests),
+                }
+            }
+            Method::Get => match last_event_id {
+                Some(l) => Kind::GetResume(l.clone()),
+                None => Kind::GetPlain,
+            },
+            Method::Delete => Kind::Delete,
+            Method::Other(_) => Kind::Other,
+        };
+        if let Some(s) = session {
+            for m in messages {
+                if let Message::Notification {
+                    method,
+                    params: Some(p),
+                } = m
+                {
+                    if method == "notifications/cancelled" {
+                        if let Some(id) = p
+                            .to_value()
+                            .get("requestId")
+                            .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok())
+                        {
+                            self.cancelled.insert((s.clone(), id));
+                        }
+                    }
+                }
+            }
+        }
+        let lineage = match &kind {
+            Kind::PostRequests(r) => self.new_lineage(r.clone()),
+            Kind::Initialize(r) => self.new_lineage(vec![r.clone()]),
+            Kind::GetResume(l) => {
+                let known = session
+                    .as_ref()
+                    .and_then(|s| self.event_ids.get(&(s.clone(), l.clone())))
+                    .map(|r| r.lineage);
+                match known {
+                    Some(lin) => lin,
+                    None => self.new_lineage(Vec::new()),
+                }
+            }
+            _ => self.new_lineage(Vec::new()),
+        };
+        self.exchanges.insert(
+            http,
+            Exchange {
+                kind,
+                session: session.clone(),
+                status: None,
+                content: None,
+                json_bodies: 0,
+                ended: false,
+                closed: false,
+                lineage,
+            },
+        );
+    }
+
+    fn on_transmit(&mut self, t: &Transmit) {
+        let http = t.http;
+        let Some(ex) = self.exchanges.get(&http).cloned() else {
+            return; // a request the harness did not report: nothing to judge against
+        };
+        if ex.ended && !matches!(t.kind, TransmitKind::End(_)) {
+            self.flag(
+                "A4",
+                Some(http),
+                format!("{:?} written after the response ended", kind_name(&t.kind)),
+            );
+            return;
+        }
+        match &t.kind {
+            TransmitKind::Head(head) => self.on_head(
+                http,
+                &ex,
+                head.status,
+                head.content,
+                head.session_id.as_ref().map(|s| s.as_str()),
+            ),
+            TransmitKind::Json(m) => self.on_json(http, &ex, m),
+            TransmitKind::Event { id, message, .. } => {
+                let (key, msg, cause) = match message {
+                    Some(o) => (Some(o.key), Some(&o.message), Some(&o.cause)),
+                    None => (None, None, None),
+                };
+                self.on_event(http, &ex, id.as_deref(), key, msg, cause);
+            }
+            TransmitKind::Comment => {
+                if ex.status.is_none() {
+                    self.flag("A4", Some(http), "comment before the head".into());
+                }
+            }
+            TransmitKind::End(reason) => self.on_end(http, &ex, *reason),
+        }
+    }
+
+    fn on_head(
+        &mut self,
+        http: HttpId,
+        ex: &Exchange,
+        status: u16,
+        content: Content,
+        session_id: Option<&str>,
+    ) {
+        if ex.status.is_some() {
+            self.flag(
+                "A4",
+                Some(http),
+                format!("second head ({status}) on one response"),
+            );
+            return;
+        }
+        if let Some(e) = self.exchanges.get_mut(&http) {
+            e.status = Some(status);
+            e.content = Some(content);
+        }
+        if let Some(sid) = session_id {
+            if !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) || sid.is_empty() {
+                self.flag(
+                    "R21",
+                    Some(http),
+                    format!("session id {sid:?} is not visible ASCII"),
+                );
+            }
+            if matches!(ex.kind, Kind::Initialize(_)) && (200..300).contains(&status) {
+                self.sessions_issued.insert(sid.to_owned());
+            }
+        }
+        let accepted = (200..300).contains(&status);
+        match &ex.kind {
+            Kind::PostAccepted if accepted && status != 202 => {
+                self.flag(
+                    "A1",
+                    Some(http),
+                    format!("notification/response POST answered {status}, not 202"),
+                );
+            }
+            Kind::GetPlain if accepted && content != Content::Sse => {
+                self.flag(
+                    "R13",
+                    Some(http),
+                    format!("standalone GET answered {status} without text/event-stream"),
+                );
+            }
+            _ => {}
+        }
+        self.check_session_status(http, ex, status);
+        if matches!(ex.kind, Kind::Delete) && accepted {
+            if let Some(s) = &ex.session {
+                self.sessions_deleted.insert(s.clone());
+            }
+        }
+    }
+
+    /// B6: missing id → 400, unknown or terminated → 404, never 401.
+    fn check_session_status(&mut self, http: HttpId, ex: &Exchange, status: u16) {
+        let needs_session = !matches!(ex.kind, Kind::Initialize(_) | Kind::PostOther | Kind::Other);
+        if !needs_session {
+            return;
+        }
+        match &ex.session {
+            None if status != 400 => {
+                self.flag(
+                    "B6",
+                    Some(http),
+                    format!("request without a session id answered {status}, not 400"),
+                );
+            }
+            Some(s)
+                if (!self.sessions_issued.contains(s) || self.sessions_deleted.contains(s))
+                    && status != 404 =>
+            {
+                self.flag(
+                    "B6",
+                    Some(http),
+                    format!("unknown or terminated session answered {status}, not 404"),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn on_json(&mut self, http: HttpId, ex: &Exchange, m: &Message) {
+        if ex.status.is_none() {
+            self.flag("A4", Some(http), "body before the head".into());
+        }
+        if let Some(e) = self.exchanges.get_mut(&http) {
+            e.json_bodies += 1;
+        }
+        let ok_status = ex.status.is_some_and(|s| (200..300).contains(&s));
+        match &ex.kind {
+            Kind::PostAccepted if ok_status => {
+                self.flag("A1", Some(http), "202 response with a body".into());
+            }
+            Kind::PostRequests(_) | Kind::Initialize(_) if ok_status => {
+                let ids = match &ex.kind {
+                    Kind::Initialize(id) => vec![id.clone()],
+                    Kind::PostRequests(ids) => ids.clone(),
+                    _ => Vec::new(),
+                };
+                if ex.json_bodies >= 1 {
+                    self.flag(
+                        "A2",
+                        Some(http),
+                        "second JSON message in one application/json body".into(),
+                    );
+                } else if !m.is_response() || !m.id().is_some_and(|id| ids.contains(id)) {
+                    self.flag(
+                        "A2",
+                        Some(http),
+                        format!("JSON body is not the response to {ids:?}: {}", m.to_json()),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_event(
+        &mut self,
+        http: HttpId,
+        ex: &Exchange,
+        id: Option<&str>,
+        key: Option<MsgKey>,
+        message: Option<&Message>,
+        cause: Option<&Cause>,
+    ) {
+        if ex.status.is_none() {
+            self.flag("A4", Some(http), "SSE event before the head".into());
+        }
+        let ok_status = ex.status.is_some_and(|s| (200..300).contains(&s));
+        if matches!(ex.kind, Kind::PostAccepted) && ok_status {
+            self.flag(
+                "A1",
+                Some(http),
+                "notification/response POST carries SSE events".into(),
+            );
+        }
+        let replayed = self.check_event_id(http, ex, id, key);
+        if let (Some(k), Some(session)) = (key, ex.session.clone()) {
+            let sk = (session, k);
+            if !ex.closed {
+                self.delivered.insert(sk.clone());
+            }
+            if !replayed {
+                let writes = self.fresh_writes.entry(sk.clone()).or_default();
+                writes.insert(ex.lineage);
+                if writes.len() > 1 && self.sent.get(&sk) == Some(&Cause::Unrelated) {
+                    self.flag(
+                        "A5",
+                        Some(http),
+                        format!("{k} written on two different streams"),
+                    );
+                }
+            }
+        }
+        let Some(message) = message else { return };
+        if replayed {
+            return; // judged when first written
+        }
+        self.check_causality(http, ex, message, cause);
+    }
+
+    /// B2, B3, R32 from event ids. Returns whether this write is a legal replay.
+    fn check_event_id(
+        &mut self,
+        http: HttpId,
+        ex: &Exchange,
+        id: Option<&str>,
+        key: Option<MsgKey>,
+    ) -> bool {
+        let (Some(id), Some(session)) = (id, ex.session.clone()) else {
+            return false;
+        };
+        let map_key = (session.clone(), id.to_owned());
+        let Some(first) = self.event_ids.get(&map_key).cloned() else {
+            let lineage = &mut self.lineages[ex.lineage];
+            lineage.ids.push(id.to_owned());
+            let position = lineage.ids.len() - 1;
+            self.event_ids.insert(
+                map_key,
+                EventRecord {
+                    key,
+                    lineage: ex.lineage,
+                    position,
+                },
+            );
+            return false;
+        };
+        if first.key != key {
+            self.flag(
+                "R32",
+                Some(http),
+                format!("event id {id:?} reused for a different message"),
+            );
+            return false;
+        }
+        let Kind::GetResume(last) = &ex.kind else {
+            self.flag(
+                "B2",
+                Some(http),
+                format!("event {id:?} written again on a stream that resumed nothing"),
+            );
+            return false;
+        };
+        let from = self.event_ids.get(&(session, last.clone())).cloned();
+        match from {
+            Some(from) if from.lineage != first.lineage => {
+                self.flag(
+                    "B3",
+                    Some(http),
+                    format!("resuming from {last:?} replayed {id:?} of another stream"),
+                );
+                false
+            }
+            Some(from) if from.position >= first.position => {
+                self.flag(
+                    "B2",
+                    Some(http),
+                    format!("resuming from {last:?} re-sent {id:?}, not strictly after it"),
+                );
+                false
+            }
+            Some(_) => true,
+            None => {
+                self.flag(
+                    "B3",
+                    Some(http),
+                    format!("resuming from unknown {last:?} replayed {id:?}"),
+                );
+                false
+            }
+        }
+    }
+
+    /// A3 and C1: what a stream may carry, by the request it belongs to.
+    fn check_causality(
+        &mut self,
+        http: HttpId,
+        ex: &Exchange,
+        message: &Message,
+        cause: Option<&Cause>,
+    ) {
+        let requests = self.lineages[ex.lineage].requests.clone();
+        let session = ex.session.clone().unwrap_or_default();
+        if message.is_response() {
+            let Some(rid) = message.id().cloned() else {
+                return;
+            };
+            if !requests.contains(&rid) {
+                self.flag(
+                    "C1",
+                    Some(http),
+                    format!("response to {rid} on a stream that is not its request's"),
+                );
+                return;
+            }
+            let lineage = &mut self.lineages[ex.lineage];
+            if !lineage.answered.insert(rid.clone()) {
+                // Same response again on its own stream: only as a legal replay,
+                // which check_event_id already judged.
+            }
+            return;
+        }
+        if requests.is_empty() {
+            return; // standalone stream: unrelated messages belong here
+        }
+        let all_answered = requests.iter().all(|r| {
+            self.lineages[ex.lineage].answered.contains(r)
+                || self.cancelled.contains(&(session.clone(), r.clone()))
+        });
+        if all_answered {
+            self.flag(
+                "A3",
+                Some(http),
+                format!("{} after the stream's last response", describe(message)),
+            );
+            return;
+        }
+        match cause {
+            Some(Cause::Request(r)) if requests.contains(r) => {}
+            Some(_) => {
+                self.flag(
+                    "A3",
+                    Some(http),
+                    format!(
+                        "{} on the stream of {requests:?} is not caused by it",
+                        describe(message)
+                    ),
+                );
+            }
+            None => {}
+        }
+    }
+
+    fn on_end(&mut self, http: HttpId, ex: &Exchange, reason: EndReason) {
+        if let Some(e) = self.exchanges.get_mut(&http) {
+            e.ended = true;
+        }
+        if reason == EndReason::SessionEnded {
+            if let Some(s) = &ex.session {
+                self.sessions_ended.insert(s.clone());
+            }
+        }
+        if reason == EndReason::Replaced && !ex.closed {
+            self.flag(
+                "B1",
+                Some(http),
+                "a GET ended another live stream of the session".into(),
+            );
+        }
+        if ex.status.is_none() {
+            self.flag("A4", Some(http), "response ended without a head".into());
+        }
+    }
+}
+
+fn kind_name(k: &TransmitKind) -> &'static str {
+    match k {
+        TransmitKind::Head(_) => "head",
+        TransmitKind::Json(_) => "JSON body",
+        TransmitKind::Event { .. } => "SSE event",
+        TransmitKind::Comment => "comment",
+        TransmitKind::End(_) => "end",
+    }
+}
+
+fn describe(m: &Message) -> String {
+    match m.method() {
+        Some(method) => method.to_owned(),
+        None => "response".to_owned(),
+    }
+}

@@ -1,0 +1,421 @@
+//! The server endpoint's status codes and the FIXED session's flows, each
+//! watched by the monitor (which must stay silent).
+
+mod common;
+
+use common::Harness;
+use mcp_streamable::headers;
+use mcp_streamable::ids::RequestId;
+use mcp_streamable::jsonrpc::Message;
+use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::server::{Cause, Content, EndReason, Method, RequestHead};
+use mcp_streamable::version::ProtocolVersion;
+
+const PING: &str = r#"{"jsonrpc":"2.0","id":99,"method":"ping"}"#;
+
+fn ready() -> Harness {
+    let mut h = Harness::new(ServerPolicy::FIXED);
+    h.initialize();
+    h.initialized();
+    h
+}
+
+fn status(h: &Harness, http: mcp_streamable::ids::HttpId) -> u16 {
+    h.log[&http].status.expect("a head")
+}
+
+fn error_code(h: &Harness, http: mcp_streamable::ids::HttpId) -> i64 {
+    match h.log[&http].json.first() {
+        Some(Message::Error { error, .. }) => error.code,
+        other => panic!("expected a JSON-RPC error body, got {other:?}"),
+    }
+}
+
+#[test]
+fn initialize_mints_a_visible_ascii_128_bit_session_id() {
+    let mut h = Harness::new(ServerPolicy::FIXED);
+    let http = h.initialize();
+    let sid = h
+        .session
+        .clone()
+        .expect("session id on the initialize response");
+    assert_eq!(sid.as_str().len(), 32);
+    assert!(sid.as_str().bytes().all(|b| (0x21..=0x7e).contains(&b)));
+    assert_eq!(status(&h, http), 200);
+    let response = h.log[&http].messages()[0].clone();
+    let Message::Response { result, .. } = response else {
+        panic!("not a response")
+    };
+    assert_eq!(result.to_value()["protocolVersion"], "2025-11-25");
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn same_seed_same_session_ids() {
+    let mut a = Harness::new(ServerPolicy::FIXED);
+    let mut b = Harness::new(ServerPolicy::FIXED);
+    a.initialize();
+    b.initialize();
+    assert_eq!(a.session, b.session);
+}
+
+#[test]
+fn missing_session_is_400_unknown_is_404_never_401() {
+    let mut h = ready();
+    let no_session = h.request(
+        &RequestHead::post(None, Some(ProtocolVersion::V2025_11_25)),
+        PING.as_bytes(),
+    );
+    assert_eq!(status(&h, no_session), 400);
+    let unknown: mcp_streamable::ids::SessionId = "deadbeef".parse().unwrap();
+    let bad = h.request(&RequestHead::post(Some(&unknown), None), PING.as_bytes());
+    assert_eq!(status(&h, bad), 404);
+    let get = h.request(
+        &RequestHead::get(&unknown, ProtocolVersion::V2025_11_25, None),
+        b"",
+    );
+    assert_eq!(status(&h, get), 404);
+    let get_none = h.request(
+        &RequestHead::new(Method::Get).with(headers::ACCEPT, headers::MIME_SSE),
+        b"",
+    );
+    assert_eq!(status(&h, get_none), 400);
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn method_accept_content_type_size_version_origin() {
+    let mut h = ready();
+    let sid = h.session.clone().unwrap();
+    let put = h.request(&RequestHead::new(Method::parse("PUT")), b"");
+    assert_eq!(status(&h, put), 405);
+    let json_only = RequestHead::new(Method::Post)
+        .with(headers::CONTENT_TYPE, headers::MIME_JSON)
+        .with(headers::ACCEPT, headers::MIME_JSON)
+        .with(headers::MCP_SESSION_ID, sid.as_str());
+    let h406 = h.request(&json_only, PING.as_bytes());
+    assert_eq!(status(&h, h406), 406);
+    let get_json = RequestHead::new(Method::Get)
+        .with(headers::ACCEPT, headers::MIME_JSON)
+        .with(headers::MCP_SESSION_ID, sid.as_str());
+    let g406 = h.request(&get_json, b"");
+    assert_eq!(status(&h, g406), 406);
+    let text = RequestHead::new(Method::Post)
+        .with(headers::CONTENT_TYPE, "text/plain")
+        .with(headers::ACCEPT, "application/json, text/event-stream")
+        .with(headers::MCP_SESSION_ID, sid.as_str());
+    let h415 = h.request(&text, PING.as_bytes());
+    assert_eq!(status(&h, h415), 415);
+    let big = vec![b' '; (4 << 20) + 1];
+    let h413 = h.request(&RequestHead::post(Some(&sid), None), &big);
+    assert_eq!(status(&h, h413), 413);
+    let bad_version =
+        RequestHead::post(Some(&sid), None).with(headers::MCP_PROTOCOL_VERSION, "1999-01-01");
+    let h400 = h.request(&bad_version, PING.as_bytes());
+    assert_eq!(status(&h, h400), 400);
+    let evil = RequestHead::post(Some(&sid), None).with(headers::ORIGIN, "http://evil.example.com");
+    let h403 = h.request(&evil, PING.as_bytes());
+    assert_eq!(status(&h, h403), 403);
+    assert_eq!(
+        error_code(&h, h403),
+        mcp_streamable::jsonrpc::TRANSPORT_ERROR
+    );
+    let evil_host = RequestHead::post(Some(&sid), None).with(headers::HOST, "evil.example.com:80");
+    let host403 = h.request(&evil_host, PING.as_bytes());
+    assert_eq!(status(&h, host403), 403);
+}
+
+#[test]
+fn parse_errors_are_typed_and_batches_follow_the_version() {
+    let mut h = ready();
+    let not_json = h.post("{nope");
+    assert_eq!(status(&h, not_json), 400);
+    assert_eq!(error_code(&h, not_json), -32700);
+    let null_id = h.post(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#);
+    assert_eq!(error_code(&h, null_id), -32600);
+    let batch = h.post(r#"[{"jsonrpc":"2.0","id":7,"method":"ping"}]"#);
+    assert_eq!(status(&h, batch), 400, "2025-11-25 rejects batches");
+
+    let mut old = Harness::with(
+        ServerPolicy::FIXED,
+        ProtocolVersion::V2025_03_26,
+        common::test_config(),
+    );
+    old.initialize();
+    old.initialized();
+    let batch = old.post(r#"[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}]"#);
+    assert_eq!(status(&old, batch), 200, "2025-03-26 accepts batches");
+    old.respond(&RequestId::Num(7));
+    assert_eq!(old.log[&batch].messages().len(), 1);
+    assert!(old.violations().is_empty(), "{:?}", old.violations());
+}
+
+#[test]
+fn initialize_twice_or_in_a_batch_is_400() {
+    let mut h = ready();
+    let again = h.post(r#"{"jsonrpc":"2.0","id":50,"method":"initialize","params":{}}"#);
+    assert_eq!(status(&h, again), 400);
+    let batch = h.request(
+        &RequestHead::post(None, Some(ProtocolVersion::V2025_03_26)),
+        br#"[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}]"#,
+    );
+    assert_eq!(status(&h, batch), 400);
+}
+
+#[test]
+fn server_discover_gets_an_error_so_clients_fall_back_to_initialize() {
+    let mut h = Harness::new(ServerPolicy::FIXED);
+    let http = h.request(
+        &RequestHead::post(None, None),
+        br#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#,
+    );
+    assert_eq!(status(&h, http), 400);
+    assert_eq!(error_code(&h, http), -32601);
+    assert!(
+        h.ep.session_ids().next().is_none(),
+        "no session for a probe"
+    );
+}
+
+#[test]
+fn notification_post_gets_202_and_an_empty_body_at_once() {
+    let mut h = Harness::new(ServerPolicy::FIXED);
+    h.initialize();
+    let http = h.initialized();
+    let log = &h.log[&http];
+    assert_eq!(log.status, Some(202));
+    assert_eq!(log.content, Some(Content::None));
+    assert!(log.events.is_empty() && log.json.is_empty());
+    assert_eq!(log.end, Some(EndReason::Complete));
+}
+
+#[test]
+fn request_stream_primes_then_carries_progress_then_the_response_last() {
+    let mut h = ready();
+    let (http, id) = h.call();
+    assert!(h.notify("notifications/progress", Cause::Request(id.clone())));
+    h.respond(&id);
+    let log = &h.log[&http];
+    assert_eq!(log.content, Some(Content::Sse));
+    assert_eq!(log.retry_ms, Some(1000));
+    assert!(log.events[0].1.is_none(), "priming first");
+    let msgs = log.messages();
+    assert_eq!(msgs.len(), 2);
+    assert!(msgs[1].is_response());
+    assert_eq!(log.end, Some(EndReason::Complete));
+    // Nothing for a request after its response.
+    assert!(!h.notify("notifications/progress", Cause::Request(id)));
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn no_priming_before_2025_11_25() {
+    let mut h = Harness::with(
+        ServerPolicy::FIXED,
+        ProtocolVersion::V2025_06_18,
+        common::test_config(),
+    );
+    h.initialize();
+    h.initialized();
+    let (http, id) = h.call();
+    h.respond(&id);
+    assert!(h.log[&http].events.iter().all(|(_, m)| m.is_some()));
+    assert_eq!(h.log[&http].retry_ms, None);
+}
+
+#[test]
+fn json_mode_commits_once() {
+    let mut config = common::test_config();
+    config.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let (plain, id) = h.call();
+    h.respond(&id);
+    assert_eq!(h.log[&plain].content, Some(Content::Json));
+    assert_eq!(h.log[&plain].json.len(), 1);
+    let (streamed, id) = h.call();
+    assert!(
+        h.notify("notifications/progress", Cause::Request(id.clone())),
+        "{:?}",
+        h.log[&streamed]
+    );
+    h.respond(&id);
+    assert_eq!(h.log[&streamed].content, Some(Content::Sse));
+    assert_eq!(h.log[&streamed].messages().len(), 2);
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn unrelated_notifications_go_to_exactly_one_standalone_stream_and_wait_for_one() {
+    let mut h = ready();
+    assert!(h.notify("notifications/tools/list_changed", Cause::Unrelated));
+    let (post, id) = h.call();
+    assert!(h.log[&post].messages().is_empty(), "never on a POST stream");
+    let g1 = h.get(None);
+    assert_eq!(h.log[&g1].messages().len(), 1, "held until a GET attached");
+    let g2 = h.get(None);
+    assert!(h.log[&g1].is_open(), "a second GET does not end the first");
+    h.notify("notifications/resources/list_changed", Cause::Unrelated);
+    let total = h.log[&g1].messages().len() + h.log[&g2].messages().len();
+    assert_eq!(total, 2, "exactly one stream per message");
+    h.respond(&id);
+    h.finish();
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn registration_notifications_are_held_until_initialized() {
+    let mut h = Harness::new(ServerPolicy::FIXED);
+    h.initialize();
+    h.notify("notifications/resources/list_changed", Cause::Unrelated);
+    let g = h.get(None);
+    assert!(
+        h.log[&g].messages().is_empty(),
+        "not before notifications/initialized"
+    );
+    let init = h.initialized();
+    assert!(h.log[&init].events.is_empty());
+    assert_eq!(h.log[&g].messages().len(), 1);
+    h.finish();
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn polling_close_then_resume_replays_strictly_after_and_only_that_stream() {
+    let mut h = ready();
+    let (post, id) = h.call();
+    h.notify("notifications/progress", Cause::Request(id.clone()));
+    h.close_connection(&id);
+    assert_eq!(h.log[&post].end, Some(EndReason::Polling));
+    h.notify("notifications/message", Cause::Request(id.clone()));
+    h.respond(&id);
+    let last = h.log[&post].last_id().unwrap().to_owned();
+    let resume = h.get(Some(&last));
+    let msgs = h.log[&resume].messages();
+    assert_eq!(
+        msgs.len(),
+        2,
+        "the message and the response buffered after {last}"
+    );
+    assert!(msgs[1].is_response());
+    assert_eq!(h.log[&resume].end, Some(EndReason::Complete));
+    // Resuming the finished stream once more: nothing follows, so 204 (EventSource stops).
+    let again_from = h.log[&resume].last_id().unwrap().to_owned();
+    let again = h.get(Some(&again_from));
+    assert_eq!(h.log[&again].status, Some(204));
+    h.finish();
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn resume_takes_over_only_its_own_stream() {
+    let mut h = ready();
+    let g1 = h.get(None);
+    let g2 = h.get(None);
+    h.notify("notifications/a", Cause::Unrelated);
+    let first = h.log[&g1].last_id().unwrap().to_owned();
+    h.client_drop(g1, false); // the server has not noticed yet
+    h.notify("notifications/b", Cause::Unrelated); // goes to g1: lost unless resumed
+    let r = h.get(Some(&first));
+    assert!(h.log[&g2].is_open(), "g2 untouched");
+    assert!(h.log[&r]
+        .messages()
+        .iter()
+        .any(|m| m.method() == Some("notifications/b")));
+    h.finish();
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn unknown_expired_and_foreign_event_ids_get_400_and_replay_nothing() {
+    let mut h = ready();
+    for bad in ["garbage", "00000000-1-1", "zz-1-1"] {
+        let g = h.get(Some(bad));
+        assert_eq!(h.log[&g].status, Some(400), "{bad}");
+        assert!(h.log[&g].events.is_empty());
+    }
+    // An id from another session names nothing here.
+    let mut other = ready();
+    let g = other.get(None);
+    other.notify("notifications/x", Cause::Unrelated);
+    let foreign = other.log[&g].last_id().unwrap().to_owned();
+    let r = h.get(Some(&foreign));
+    assert_eq!(h.log[&r].status, Some(400));
+    // Expired: a tiny replay buffer evicts the cursor.
+    let mut config = common::test_config();
+    config.session.events_max = 2;
+    let mut small = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    small.initialize();
+    small.initialized();
+    let g = small.get(None);
+    small.notify("notifications/1", Cause::Unrelated);
+    let old = small.log[&g].last_id().unwrap().to_owned();
+    for i in 2..6 {
+        small.notify(&format!("notifications/{i}"), Cause::Unrelated);
+    }
+    let r = small.get(Some(&old));
+    assert_eq!(small.log[&r].status, Some(400));
+}
+
+#[test]
+fn delete_ends_the_session_and_its_streams() {
+    let mut h = ready();
+    let g = h.get(None);
+    let d = h.delete();
+    assert_eq!(h.log[&d].status, Some(200));
+    assert_eq!(h.log[&g].end, Some(EndReason::SessionEnded));
+    let after = h.post(PING);
+    assert_eq!(h.log[&after].status, Some(404));
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn cancelled_request_gets_no_response() {
+    let mut h = ready();
+    let (post, id) = h.call();
+    h.post(&format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+    ));
+    assert_eq!(h.log[&post].end, Some(EndReason::Complete));
+    h.respond(&id);
+    assert!(h.log[&post].messages().is_empty());
+    assert_eq!(
+        h.dropped.len(),
+        1,
+        "the late response is dropped by policy, visibly"
+    );
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn idle_session_expires_then_404() {
+    let mut config = common::test_config();
+    config.session.idle_timeout_ms = Some(1_000);
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    h.advance(999);
+    assert!(h.ep.session(h.session.as_ref().unwrap()).is_some());
+    h.advance(2);
+    let after = h.post(PING);
+    assert_eq!(h.log[&after].status, Some(404));
+}
+
+#[test]
+fn held_messages_are_bounded_and_expire_visibly() {
+    let mut config = common::test_config();
+    config.session.held_max = 2;
+    config.session.held_ttl_ms = 500;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    for i in 0..3 {
+        h.notify(&format!("notifications/{i}"), Cause::Unrelated);
+    }
+    assert_eq!(h.dropped.len(), 1, "held_max");
+    h.advance(600);
+    assert_eq!(h.dropped.len(), 3, "held_ttl_ms");
+    h.finish();
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
