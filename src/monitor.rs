@@ -424,6 +424,9 @@ impl Monitor {
         if let Some(e) = self.exchanges.get_mut(&http) {
             e.status = Some(status);
             e.content = Some(content);
+            if e.session.is_none() && matches!(e.kind, Kind::Initialize(_)) {
+                e.session = session_id.map(str::to_owned);
+            }
         }
         if let Some(sid) = session_id {
             if !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) || sid.is_empty() {

@@ -380,9 +380,15 @@ impl ServerSession {
     /// The exchange `http` is gone (client closed it, the connection dropped,
     /// or the shell found the body dropped). Not a cancellation (R11).
     pub fn handle_http_closed(&mut self, http: HttpId, now: Instant) {
-        let Some(ex) = self.exchanges.remove(&http) else {
+        let Some(mut ex) = self.exchanges.remove(&http) else {
             return;
         };
+        if ex.listener == Listener::Live {
+            // mcp-go: the listener goroutine outlives the HTTP exchange until it
+            // selects its context; whatever it dequeues now is lost.
+            ex.ended = true;
+            self.exchanges.insert(http, ex);
+        }
         if let Role::Post { stream } | Role::Get { stream } = ex.role {
             self.detach(stream, http);
         }

@@ -311,7 +311,12 @@ impl Harness {
     }
 
     pub fn listener_wake(&mut self, http: HttpId) -> bool {
-        let Some(sid) = self.ep.route(http).cloned() else {
+        let Some(sid) = self
+            .ep
+            .route(http)
+            .cloned()
+            .or_else(|| self.session.clone())
+        else {
             return false;
         };
         let now = self.now;
@@ -324,7 +329,12 @@ impl Harness {
     }
 
     pub fn handler_step(&mut self, http: HttpId) -> bool {
-        let Some(sid) = self.ep.route(http).cloned() else {
+        let Some(sid) = self
+            .ep
+            .route(http)
+            .cloned()
+            .or_else(|| self.session.clone())
+        else {
             return false;
         };
         let now = self.now;

@@ -1,0 +1,273 @@
+//! Each preset's signature behaviour, reproduced on the core and caught by the
+//! monitor; FIXED in the same scenario stays clean.
+
+mod common;
+
+use common::Harness;
+use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::server::{Cause, Content, EndReason};
+
+fn ids(h: &Harness) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = h.violations().iter().map(|v| v.id).collect();
+    v.dedup();
+    v
+}
+
+/// Race A: the registration hook's `list_changed` waits in mcp-go's session
+/// queue; the `notifications/initialized` POST's listener wakes after the
+/// handler wrote 202 and writes the notification into the 202's body.
+fn race_a(policy: ServerPolicy) -> Harness {
+    let mut h = Harness::new(policy);
+    h.initialize();
+    h.notify("notifications/resources/list_changed", Cause::Unrelated); // registration hook
+    let init = h.initialized();
+    h.handler_step(init); // WriteHeader(202)
+    h.listener_wake(init); // L1 picks S.ch
+    h.handler_step(init); // handler returns
+    h.finish();
+    h
+}
+
+#[test]
+fn mcp_go_0_44_registration_notification_lands_in_the_202_body() {
+    let h = race_a(ServerPolicy::MCP_GO_0_44);
+    let init = h.log.keys().nth(1).copied().unwrap();
+    let log = &h.log[&init];
+    assert_eq!(log.status, Some(202));
+    assert_eq!(
+        log.messages().len(),
+        1,
+        "the 202 carries the stale notification"
+    );
+    assert!(ids(&h).contains(&"A1"), "{:?}", h.violations());
+}
+
+#[test]
+fn mcp_go_0_44_listener_first_turns_the_202_into_an_sse_200() {
+    let mut h = Harness::new(ServerPolicy::MCP_GO_0_44);
+    h.initialize();
+    h.notify("notifications/resources/list_changed", Cause::Unrelated);
+    let init = h.initialized();
+    h.listener_wake(init); // 8a: before WriteHeader(202)
+    h.handler_step(init);
+    h.handler_step(init);
+    assert_eq!(h.log[&init].status, Some(200));
+    assert_eq!(h.log[&init].content, Some(Content::Sse));
+    assert!(ids(&h).contains(&"A1"), "{:?}", h.violations());
+}
+
+#[test]
+fn mcp_go_0_44_stale_notification_rides_the_next_requests_json_turned_sse() {
+    let mut h = Harness::new(ServerPolicy::MCP_GO_0_44);
+    h.initialize();
+    h.notify("notifications/resources/list_changed", Cause::Unrelated);
+    let init = h.initialized();
+    h.handler_step(init);
+    h.handler_step(init); // the 202 finished first; its listener loses the race
+    let (post, id) = h.call();
+    h.respond(&id); // the handler drains the queue into its own stream
+    let msgs = h.log[&post].messages();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(
+        msgs[0].method(),
+        Some("notifications/resources/list_changed")
+    );
+    assert!(ids(&h).contains(&"A3"), "{:?}", h.violations());
+}
+
+#[test]
+fn mcp_go_0_44_listener_after_done_dequeues_and_drops() {
+    let mut h = Harness::new(ServerPolicy::MCP_GO_0_44);
+    h.initialize();
+    let init = h.initialized();
+    h.handler_step(init);
+    h.handler_step(init);
+    h.notify("notifications/resources/list_changed", Cause::Unrelated);
+    assert!(
+        h.listener_wake(init),
+        "the finished POST's listener takes it and loses it"
+    );
+    let g = h.get(None);
+    h.finish();
+    assert!(h.log[&g].messages().is_empty());
+    assert!(ids(&h).contains(&"A5"), "{:?}", h.violations());
+}
+
+#[test]
+fn toolhive_4075_removes_the_registration_source_but_not_the_queue_hole() {
+    let mut h = race_a(ServerPolicy::TOOLHIVE_4075);
+    assert!(
+        !ids(&h).contains(&"A1"),
+        "registration notification suppressed: {:?}",
+        h.violations()
+    );
+    assert_eq!(h.dropped.len(), 1, "dropped by explicit policy");
+    // Any later notify while nothing reads replays race A.
+    let n = h.post(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
+    h.notify("notifications/tools/list_changed", Cause::Unrelated);
+    h.handler_step(n);
+    h.listener_wake(n);
+    assert!(ids(&h).contains(&"A1"), "{:?}", h.violations());
+}
+
+#[test]
+fn fixed_has_no_race_a_in_any_order() {
+    let h = race_a(ServerPolicy::FIXED);
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+    let g = h.log.keys().last().copied().unwrap();
+    assert_eq!(
+        h.log[&g].messages().len(),
+        1,
+        "delivered on the standalone GET"
+    );
+}
+
+#[test]
+fn rmcp_0_16_second_get_ends_the_first() {
+    let mut h = Harness::new(ServerPolicy::RMCP_0_16);
+    h.initialize();
+    h.initialized();
+    let a = h.get(None);
+    let b = h.get(None);
+    assert_eq!(h.log[&a].end, Some(EndReason::Replaced));
+    assert!(h.log[&b].is_open());
+    assert!(ids(&h).contains(&"B1"), "{:?}", h.violations());
+}
+
+#[test]
+fn rmcp_0_16_inclusive_replay_and_priming_collision() {
+    let mut h = Harness::new(ServerPolicy::RMCP_0_16);
+    h.initialize();
+    h.initialized();
+    let a = h.get(None);
+    h.notify("notifications/tools/list_changed", Cause::Unrelated);
+    assert_eq!(h.log[&a].last_id(), Some("0"), "first common event is id 0");
+    // An EventSource reader of a finished POST stream reconnects with its
+    // priming id "0", which names the common stream.
+    let b = h.get(Some("0"));
+    assert_eq!(h.log[&b].messages().len(), 1, "re-sends event 0 itself");
+    let v = ids(&h);
+    assert!(v.contains(&"R32"), "{v:?}");
+    assert!(v.contains(&"B1"), "{v:?}");
+}
+
+#[test]
+fn rmcp_0_16_answers_401_and_500() {
+    let mut h = Harness::new(ServerPolicy::RMCP_0_16);
+    h.initialize();
+    h.initialized();
+    let no_session = h.request(
+        &mcp_streamable::server::RequestHead::post(None, None),
+        br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#,
+    );
+    assert_eq!(h.log[&no_session].status, Some(401));
+    assert!(ids(&h).contains(&"B6"));
+    let (post, id) = h.call();
+    h.respond(&id);
+    let last = h.log[&post].last_id().unwrap().to_owned();
+    assert!(
+        last.starts_with("0/"),
+        "response: index 0 of a request-wise stream, got {last}"
+    );
+    let resume = h.get(Some(&last));
+    assert_eq!(h.log[&resume].status, Some(500));
+}
+
+#[test]
+fn rmcp_3_9_shadow_never_promoted_starves_the_reconnect() {
+    let mut h = Harness::new(ServerPolicy::RMCP_3_9);
+    h.initialize();
+    h.initialized();
+    let primary = h.get(None);
+    h.notify("notifications/a", Cause::Unrelated);
+    let last = h.log[&primary].last_id().unwrap().to_owned();
+    h.client_drop(primary, false); // dead, but the server has not noticed
+    h.notify("notifications/b", Cause::Unrelated); // into the dead primary
+    let shadow = h.get(Some(&last));
+    assert_eq!(h.log[&shadow].status, Some(200));
+    assert!(
+        h.log[&shadow].messages().is_empty(),
+        "a shadow: never written"
+    );
+    h.notify("notifications/c", Cause::Unrelated); // still to the dead primary
+    assert!(h.log[&shadow].messages().is_empty());
+    // Give the model a bounded future: the client gives up on the shadow.
+    h.client_drop(shadow, true);
+    h.finish();
+    let v = ids(&h);
+    assert!(
+        v.contains(&"A5") || v.contains(&"B4") || v.contains(&"B2"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn rmcp_3_9_get_priming_collides_with_common_index_0() {
+    let mut h = Harness::new(ServerPolicy::RMCP_3_9);
+    h.initialize();
+    h.initialized();
+    let g = h.get(None);
+    h.notify("notifications/a", Cause::Unrelated);
+    let ids_seen: Vec<_> = h.log[&g].events.iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(ids_seen, vec![Some("0".to_owned()), Some("0".to_owned())]);
+    assert!(ids(&h).contains(&"R32"), "{:?}", h.violations());
+}
+
+#[test]
+fn fixed_has_no_race_b() {
+    let mut h = Harness::new(ServerPolicy::FIXED);
+    h.initialize();
+    h.initialized();
+    let a = h.get(None);
+    h.notify("notifications/a", Cause::Unrelated);
+    let last = h.log[&a].last_id().unwrap().to_owned();
+    h.client_drop(a, false);
+    h.notify("notifications/b", Cause::Unrelated);
+    let b = h.get(None); // a second reader
+    let r = h.get(Some(&last)); // and a's resumption
+    h.notify("notifications/c", Cause::Unrelated);
+    assert!(h.log[&b].is_open() && h.log[&r].is_open());
+    h.finish();
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// Race C, server side: the tool call's POST stream is closed for polling; a
+/// late background GET (no Last-Event-ID) arrives and the mock puts the
+/// response there.
+fn race_c(policy: ServerPolicy) -> Harness {
+    let mut h = Harness::new(policy);
+    h.initialize();
+    h.initialized();
+    let (_post, id) = h.call();
+    h.close_connection(&id);
+    h.respond(&id);
+    h.get(None); // the background GET
+    h
+}
+
+#[test]
+fn conformance_sse_retry_sends_the_response_on_the_background_get() {
+    let h = race_c(ServerPolicy::CONFORMANCE_SSE_RETRY);
+    let g = h.log.keys().last().copied().unwrap();
+    assert!(h.log[&g].messages().iter().any(|m| m.is_response()));
+    assert!(ids(&h).contains(&"C1"), "{:?}", h.violations());
+}
+
+#[test]
+fn fixed_keeps_the_response_for_its_own_stream() {
+    let mut h = race_c(ServerPolicy::FIXED);
+    let g = h.log.keys().last().copied().unwrap();
+    assert!(h.log[&g].messages().is_empty());
+    h.finish(); // the client resumes the POST stream and gets it
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+    let got = h
+        .log
+        .values()
+        .filter(|l| {
+            l.messages()
+                .iter()
+                .any(|m| m.is_response() && m.id() == Some(&mcp_streamable::ids::RequestId::Num(2)))
+        })
+        .count();
+    assert!(got >= 1);
+}
