@@ -381,6 +381,19 @@ impl Harness {
     /// resumes every stream it lost (as a conforming client does), opens a
     /// standalone GET, and the monitor runs its end-of-run checks.
     pub fn finish(&mut self) {
+        let initialized = self
+            .session
+            .as_ref()
+            .and_then(|s| self.ep.session(s))
+            .is_some_and(|s| s.is_initialized());
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| self.ep.session(s).is_some())
+            && !initialized
+        {
+            self.initialized();
+        }
         self.settle_scheduling();
         let dead: Vec<HttpId> = self
             .log
