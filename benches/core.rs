@@ -1,1 +1,177 @@
-fn main() {}
+//! Core throughput and idle-session memory.
+//!
+//! `cargo bench --bench core` runs the criterion groups and then prints the
+//! idle-session figure measured with a counting allocator.
+#![allow(missing_docs, unsafe_code)]
+
+use criterion::{criterion_group, Criterion, Throughput};
+use mcp_streamable::ids::SessionId;
+use mcp_streamable::jsonrpc::RawJson;
+use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::server::{
+    Cause, EndpointConfig, RequestHead, ServerEndpoint, ServerEvent, SessionConfig,
+};
+use mcp_streamable::time::Instant;
+use mcp_streamable::version::ProtocolVersion;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+struct Counting;
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn config() -> EndpointConfig {
+    EndpointConfig {
+        session: SessionConfig {
+            keepalive_ms: None,
+            ..SessionConfig::default()
+        },
+        ..EndpointConfig::default()
+    }
+}
+
+const INIT: &[u8] = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
+const INITIALIZED: &[u8] = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// Opens a ready session; returns its id.
+fn open(ep: &mut ServerEndpoint, now: Instant) -> SessionId {
+    let d = ep.handle_request(&RequestHead::post(None, None), INIT, now);
+    let sid = d.session.expect("session");
+    drain(ep, now);
+    let head = RequestHead::post(Some(&sid), Some(ProtocolVersion::V2025_11_25));
+    ep.handle_request(&head, INITIALIZED, now);
+    drain(ep, now);
+    sid
+}
+
+/// Drains outputs, answering every request at once; returns outputs seen.
+fn drain(ep: &mut ServerEndpoint, now: Instant) -> usize {
+    let mut n = 0;
+    loop {
+        let mut progressed = false;
+        while let Some(t) = ep.poll_transmit() {
+            if matches!(t.kind, mcp_streamable::server::TransmitKind::End(_)) {
+                ep.handle_http_closed(t.http, now);
+            }
+            std::hint::black_box(&t);
+            n += 1;
+            progressed = true;
+        }
+        while let Some((sid, e)) = ep.poll_event() {
+            n += 1;
+            progressed = true;
+            if let ServerEvent::Request { id, .. } = e {
+                let s = ep.session_mut(&sid).expect("session");
+                let _ = s.respond(&id, Ok(RawJson::empty_object()), now);
+            }
+        }
+        if !progressed {
+            return n;
+        }
+    }
+}
+
+fn post_round_trip(c: &mut Criterion) {
+    let now = Instant::ZERO;
+    let mut ep = ServerEndpoint::new(config(), ServerPolicy::FIXED, 1);
+    let sid = open(&mut ep, now);
+    let head = RequestHead::post(Some(&sid), Some(ProtocolVersion::V2025_11_25));
+    let mut id = 1u64;
+    // Outputs per round trip: request event + head, priming, response, end.
+    let per_call = {
+        let body = br#"{"jsonrpc":"2.0","id":"warm","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#;
+        ep.handle_request(&head, body, now);
+        drain(&mut ep, now) as u64
+    };
+    let mut g = c.benchmark_group("server");
+    g.throughput(Throughput::Elements(per_call));
+    g.bench_function("post_tools_call_round_trip", |b| {
+        b.iter(|| {
+            id += 1;
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#
+            );
+            ep.handle_request(&head, body.as_bytes(), now);
+            drain(&mut ep, now)
+        })
+    });
+    g.finish();
+}
+
+fn notify_live_get(c: &mut Criterion) {
+    let now = Instant::ZERO;
+    let mut cfg = config();
+    cfg.session.events_max = 64;
+    let mut ep = ServerEndpoint::new(cfg, ServerPolicy::FIXED, 2);
+    let sid = open(&mut ep, now);
+    ep.handle_request(
+        &RequestHead::get(&sid, ProtocolVersion::V2025_11_25, None),
+        b"",
+        now,
+    );
+    drain(&mut ep, now);
+    let params = RawJson::parse(r#"{"level":"info","data":"tick"}"#).expect("json");
+    let mut g = c.benchmark_group("server");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("notify_to_live_get", |b| {
+        b.iter(|| {
+            let s = ep.session_mut(&sid).expect("session");
+            let _ = s.notify(
+                "notifications/message",
+                Some(params.clone()),
+                Cause::Unrelated,
+                now,
+            );
+            drain(&mut ep, now)
+        })
+    });
+    g.finish();
+}
+
+/// Net heap bytes per idle session (initialized, nothing open), over 10,000 sessions.
+fn idle_session_bytes() {
+    let now = Instant::ZERO;
+    let mut ep = ServerEndpoint::new(config(), ServerPolicy::FIXED, 3);
+    open(&mut ep, now);
+    let before = LIVE.load(Ordering::Relaxed);
+    let n = 10_000;
+    for _ in 0..n {
+        open(&mut ep, now);
+    }
+    let after = LIVE.load(Ordering::Relaxed);
+    let per = (after - before) as f64 / n as f64;
+    let sid = ep.session_ids().next().cloned().expect("one");
+    let stack = std::mem::size_of::<mcp_streamable::server::ServerSession>();
+    println!(
+        "idle_session_heap_bytes: {per:.0} per session over {n} sessions (ServerSession struct {stack} B inline; approx_bytes() {})",
+        ep.session(&sid).map(|s| s.approx_bytes()).unwrap_or(0)
+    );
+}
+
+criterion_group!(benches, post_round_trip, notify_live_get);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    idle_session_bytes();
+}

@@ -51,16 +51,17 @@ impl Sub<Instant> for Instant {
 }
 
 /// Deadlines of one core, each with the reason it exists; the earliest is what
-/// `poll_timeout` reports.
+/// `poll_timeout` reports. A few kinds at most, so a small vector beats a map
+/// (and an idle core with one timer holds 64 bytes, not a tree node).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Timers<K: Ord + Copy> {
-    entries: std::collections::BTreeMap<K, Instant>,
+    entries: Vec<(K, Instant)>,
 }
 
 impl<K: Ord + Copy> Default for Timers<K> {
     fn default() -> Self {
         Timers {
-            entries: std::collections::BTreeMap::new(),
+            entries: Vec::new(),
         }
     }
 }
@@ -68,17 +69,29 @@ impl<K: Ord + Copy> Default for Timers<K> {
 impl<K: Ord + Copy> Timers<K> {
     /// Sets (or moves) the deadline of `kind`.
     pub fn set(&mut self, kind: K, at: Instant) {
-        self.entries.insert(kind, at);
+        match self.entries.iter_mut().find(|(k, _)| *k == kind) {
+            Some(entry) => entry.1 = at,
+            None => {
+                self.entries.push((kind, at));
+                self.entries.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+        }
     }
 
     /// Removes the deadline of `kind`.
     pub fn stop(&mut self, kind: K) {
-        self.entries.remove(&kind);
+        self.entries.retain(|(k, _)| *k != kind);
+        if self.entries.is_empty() {
+            self.entries = Vec::new();
+        }
     }
 
     /// The deadline of `kind`, if set.
     pub fn get(&self, kind: K) -> Option<Instant> {
-        self.entries.get(&kind).copied()
+        self.entries
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, at)| *at)
     }
 
     /// The earliest deadline and its reason; ties go to the smallest kind.
@@ -94,13 +107,11 @@ impl<K: Ord + Copy> Timers<K> {
         let mut due: Vec<(Instant, K)> = self
             .entries
             .iter()
-            .filter(|(_, at)| **at <= now)
+            .filter(|(_, at)| *at <= now)
             .map(|(k, at)| (*at, *k))
             .collect();
         due.sort();
-        for (_, k) in &due {
-            self.entries.remove(k);
-        }
+        self.entries.retain(|(_, at)| *at > now);
         due.into_iter().map(|(_, k)| k).collect()
     }
 

@@ -62,7 +62,7 @@ pub struct ServerEndpoint {
     config: EndpointConfig,
     policy: ServerPolicy,
     rng: SeededRng,
-    sessions: BTreeMap<SessionId, ServerSession>,
+    sessions: BTreeMap<SessionId, Box<ServerSession>>,
     routes: BTreeMap<HttpId, SessionId>,
     next_http: u64,
     transmits: VecDeque<Transmit>,
@@ -98,7 +98,7 @@ impl ServerEndpoint {
 
     /// A session, read-only.
     pub fn session(&self, id: &SessionId) -> Option<&ServerSession> {
-        self.sessions.get(id)
+        self.sessions.get(id).map(|s| &**s)
     }
 
     /// A session, for application commands (`respond`, `notify`, …); its
@@ -106,7 +106,7 @@ impl ServerEndpoint {
     pub fn session_mut(&mut self, id: &SessionId) -> Option<&mut ServerSession> {
         let s = self.sessions.get_mut(id)?;
         self.dirty.insert(id.clone());
-        Some(s)
+        Some(&mut **s)
     }
 
     /// Live session ids, in order.
@@ -373,7 +373,7 @@ impl ServerEndpoint {
             self.config.session,
             self.policy,
         );
-        self.sessions.insert(id.clone(), session);
+        self.sessions.insert(id.clone(), Box::new(session));
         Ok(id)
     }
 

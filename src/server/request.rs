@@ -183,21 +183,18 @@ pub fn accepts(accept: Option<&str>, mime: &str) -> bool {
 pub fn check_accept(head: &RequestHead) -> Result<(), RequestError> {
     let accept = head.header(headers::ACCEPT);
     match head.method {
-        Method::Post => {
-            if !accepts(accept, headers::MIME_JSON) || !accepts(accept, headers::MIME_SSE) {
-                return Err(RequestError::NotAcceptable(
-                    "both application/json and text/event-stream",
-                ));
-            }
+        Method::Post
+            if !accepts(accept, headers::MIME_JSON) || !accepts(accept, headers::MIME_SSE) =>
+        {
+            Err(RequestError::NotAcceptable(
+                "both application/json and text/event-stream",
+            ))
         }
-        Method::Get => {
-            if !accepts(accept, headers::MIME_SSE) {
-                return Err(RequestError::NotAcceptable("text/event-stream"));
-            }
+        Method::Get if !accepts(accept, headers::MIME_SSE) => {
+            Err(RequestError::NotAcceptable("text/event-stream"))
         }
-        _ => {}
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Checks a POST's `Content-Type`.

@@ -536,18 +536,44 @@ impl ServerSession {
     /// The next thing to write.
     #[must_use]
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        self.transmits.pop_front()
+        let t = self.transmits.pop_front();
+        if t.is_none() {
+            self.release_if_idle();
+        }
+        t
     }
 
     /// The next thing the application must handle.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<ServerEvent> {
-        self.events.pop_front()
+        let e = self.events.pop_front();
+        if e.is_none() {
+            self.release_if_idle();
+        }
+        e
     }
 
     /// The next deadline and its reason.
     pub fn poll_timeout(&self) -> Option<(Instant, SessionTimer)> {
         self.timers.next()
+    }
+
+    /// An idle session gives its queue buffers back, so 10,000 idle sessions
+    /// cost what their state needs, not what their busiest moment needed.
+    /// (An emptied `BTreeMap` keeps its root node; a fresh one allocates nothing.)
+    fn release_if_idle(&mut self) {
+        if !self.exchanges.is_empty() || !self.events.is_empty() || !self.transmits.is_empty() {
+            return;
+        }
+        self.exchanges = BTreeMap::new();
+        self.transmits = VecDeque::new();
+        self.events = VecDeque::new();
+        if self.in_flight.is_empty() {
+            self.in_flight = BTreeMap::new();
+        }
+        if self.streams.is_empty() {
+            self.streams = BTreeMap::new();
+        }
     }
 
     /// Whether outputs are waiting to be polled.
@@ -1050,6 +1076,12 @@ impl ServerSession {
                 .is_some_and(|e| e.listener == Listener::Live);
             if !keep {
                 self.exchanges.remove(&http);
+            }
+            // Everything went out on a live connection, the response last:
+            // nothing is left to resume, so the stream is forgotten at once.
+            // (A stream that finished while detached stays for its resumption.)
+            if sid != COMMON {
+                self.streams.remove(&sid);
             }
         }
         self.trim_streams();
