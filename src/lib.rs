@@ -22,3 +22,8 @@ pub mod server;
 pub mod sse;
 pub mod time;
 pub mod version;
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -159,6 +159,9 @@ pub struct Monitor {
     dropped: BTreeSet<(String, MsgKey)>,
     fresh_writes: BTreeMap<(String, MsgKey), BTreeSet<usize>>,
     sessions_ended: BTreeSet<String>,
+    gets_per_session: BTreeMap<String, usize>,
+    gets_max: Option<usize>,
+    faults: usize,
     violations: Vec<Violation>,
 }
 
@@ -166,6 +169,15 @@ impl Monitor {
     /// A monitor with nothing seen.
     pub fn new() -> Self {
         Monitor::default()
+    }
+
+    /// A monitor that also checks B5: with no fault observed (no exchange
+    /// closed by the client or network), a session sees at most `gets_max` GETs.
+    pub fn with_gets_max(gets_max: usize) -> Self {
+        Monitor {
+            gets_max: Some(gets_max),
+            ..Monitor::default()
+        }
     }
 
     /// Violations found so far.
@@ -195,6 +207,7 @@ impl Monitor {
             } => self.on_request(*http, method, session, last_event_id, messages),
             Observation::Transmit(t) => self.on_transmit(t),
             Observation::Closed { http } => {
+                self.faults += 1;
                 if let Some(e) = self.exchanges.get_mut(http) {
                     e.closed = true;
                 }
@@ -335,6 +348,18 @@ impl Monitor {
                         }
                     }
                 }
+            }
+        }
+        if let (Method::Get, Some(s)) = (method, session) {
+            let n = self.gets_per_session.entry(s.clone()).or_default();
+            *n += 1;
+            let n = *n;
+            if let Some(max) = self.gets_max.filter(|m| self.faults == 0 && n > *m) {
+                self.flag(
+                    "B5",
+                    Some(http),
+                    format!("{n} GETs on one session with no fault (bound {max})"),
+                );
             }
         }
         let lineage = match &kind {

@@ -73,7 +73,7 @@ impl<K: Ord + Copy> Timers<K> {
             Some(entry) => entry.1 = at,
             None => {
                 self.entries.push((kind, at));
-                self.entries.sort_by(|a, b| a.0.cmp(&b.0));
+                self.entries.sort_by_key(|e| e.0);
             }
         }
     }

@@ -271,3 +271,22 @@ fn fixed_keeps_the_response_for_its_own_stream() {
         .count();
     assert!(got >= 1);
 }
+
+#[test]
+fn monitor_b5_bounds_gets_without_faults() {
+    use mcp_streamable::monitor::{Monitor, Observation};
+    use mcp_streamable::server::{Method, RequestHead};
+    let mut m = Monitor::with_gets_max(2);
+    for i in 0..3 {
+        let head = RequestHead::new(Method::Get).with("mcp-session-id", "s");
+        m.observe(&Observation::request(
+            mcp_streamable::ids::HttpId(i),
+            &head,
+            b"",
+        ));
+    }
+    assert_eq!(
+        m.violations().iter().map(|v| v.id).collect::<Vec<_>>(),
+        vec!["B5"]
+    );
+}
