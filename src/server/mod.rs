@@ -1,9 +1,11 @@
 //! The server side: [`ServerEndpoint`] (all sessions, status codes) and
 //! [`ServerSession`] (one session: streams, routing, replay).
 
+mod attach;
 mod endpoint;
 pub mod event_ids;
 pub mod request;
+mod routing;
 mod session;
 mod shared_queue;
 pub mod stream;

@@ -13,25 +13,18 @@
 //! another stream. Every SSE event carries a stream-scoped id and is buffered
 //! (bounded) so a `Last-Event-ID` resumption replays strictly after it.
 
-use super::event_ids::{EventIdCodec, Priming, COMMON};
+use super::event_ids::{EventIdCodec, COMMON};
 use super::stream::{Format, Origin, Stream};
-use super::{
-    Cause, Content, DropReason, EndReason, Outgoing, ResponseHead, ServerEvent, Transmit,
-    TransmitKind,
-};
+use super::{Cause, Content, DropReason, EndReason, Outgoing, ServerEvent, Transmit, TransmitKind};
 use crate::error::{RequestError, UsageError};
-use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
+use crate::ids::{HttpId, MsgKey, RequestId, SessionId, StreamId};
 use crate::jsonrpc::{Body, ErrorObject, Message, RawJson};
-use crate::policy::{
-    DetachedResponse, FinishedStreamResume, PreInitNotifications, ReplayStart, ServerPolicy,
-    SessionQueue, StandaloneAttach,
-};
+use crate::policy::{DetachedResponse, ServerPolicy, SessionQueue, StandaloneAttach};
 use crate::time::{Instant, Timers};
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// How a POST's answer is framed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -106,7 +99,7 @@ pub enum SessionTimer {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Phase {
+pub(super) enum Phase {
     New,
     AwaitingInitialized,
     Ready,
@@ -151,28 +144,28 @@ pub(super) struct Exchange {
 /// One session. See the module doc for the state diagram and routing rules.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ServerSession {
-    id: SessionId,
-    codec: EventIdCodec,
-    version: ProtocolVersion,
+    pub(super) id: SessionId,
+    pub(super) codec: EventIdCodec,
+    pub(super) version: ProtocolVersion,
     pub(super) config: SessionConfig,
     pub(super) policy: ServerPolicy,
-    phase: Phase,
+    pub(super) phase: Phase,
     pub(super) streams: BTreeMap<StreamId, Stream>,
-    next_stream: u32,
+    pub(super) next_stream: u32,
     pub(super) exchanges: BTreeMap<HttpId, Exchange>,
-    in_flight: BTreeMap<RequestId, StreamId>,
-    initialize_id: Option<RequestId>,
-    cancelled: VecDeque<RequestId>,
-    outbound: BTreeSet<RequestId>,
-    next_outbound: i64,
-    held: VecDeque<(Instant, Arc<Outgoing>)>,
+    pub(super) in_flight: BTreeMap<RequestId, StreamId>,
+    pub(super) initialize_id: Option<RequestId>,
+    pub(super) cancelled: VecDeque<RequestId>,
+    pub(super) outbound: BTreeSet<RequestId>,
+    pub(super) next_outbound: i64,
+    pub(super) held: VecDeque<(Instant, Arc<Outgoing>)>,
     pub(super) shared: VecDeque<Arc<Outgoing>>,
-    next_get: VecDeque<Arc<Outgoing>>,
-    next_key: u64,
-    transmits: VecDeque<Transmit>,
-    events: VecDeque<ServerEvent>,
-    timers: Timers<SessionTimer>,
-    late_responses: u64,
+    pub(super) next_get: VecDeque<Arc<Outgoing>>,
+    pub(super) next_key: u64,
+    pub(super) transmits: VecDeque<Transmit>,
+    pub(super) events: VecDeque<ServerEvent>,
+    pub(super) timers: Timers<SessionTimer>,
+    pub(super) late_responses: u64,
 }
 
 impl ServerSession {
@@ -561,7 +554,7 @@ impl ServerSession {
     /// An idle session gives its queue buffers back, so 10,000 idle sessions
     /// cost what their state needs, not what their busiest moment needed.
     /// (An emptied `BTreeMap` keeps its root node; a fresh one allocates nothing.)
-    fn release_if_idle(&mut self) {
+    pub(super) fn release_if_idle(&mut self) {
         if !self.exchanges.is_empty() || !self.events.is_empty() || !self.transmits.is_empty() {
             return;
         }
@@ -583,7 +576,7 @@ impl ServerSession {
 
     // ---- internals: receiving -----------------------------------------
 
-    fn recv_non_request(&mut self, message: Message, now: Instant) {
+    pub(super) fn recv_non_request(&mut self, message: Message, now: Instant) {
         match message {
             Message::Notification { method, params } => {
                 if method == "notifications/initialized" && self.phase != Phase::Ended {
@@ -606,7 +599,7 @@ impl ServerSession {
         }
     }
 
-    fn recv_response(&mut self, id: RequestId, result: Result<RawJson, ErrorObject>) {
+    pub(super) fn recv_response(&mut self, id: RequestId, result: Result<RawJson, ErrorObject>) {
         if self.outbound.remove(&id) {
             self.events.push_back(ServerEvent::Response { id, result });
         } else {
@@ -614,7 +607,7 @@ impl ServerSession {
         }
     }
 
-    fn recv_cancel(&mut self, params: Option<&RawJson>) {
+    pub(super) fn recv_cancel(&mut self, params: Option<&RawJson>) {
         let Some(params) = params else { return };
         let Some(raw) = params.to_value().get("requestId").cloned() else {
             return;
@@ -635,7 +628,7 @@ impl ServerSession {
         self.settle_request(stream, &id);
     }
 
-    fn accept_without_stream(&mut self, http: HttpId) {
+    pub(super) fn accept_without_stream(&mut self, http: HttpId) {
         match self.policy.session_queue {
             SessionQueue::Causal => {
                 self.head(http, 202, Content::None);
@@ -657,7 +650,7 @@ impl ServerSession {
         }
     }
 
-    fn open_post_stream(&mut self, http: HttpId, ids: &[RequestId]) {
+    pub(super) fn open_post_stream(&mut self, http: HttpId, ids: &[RequestId]) {
         let sid = self.new_stream(Origin::Post {
             pending: ids.to_vec(),
         });
@@ -686,596 +679,6 @@ impl ServerSession {
         if commit_sse_now {
             self.commit_sse(sid, http);
             self.prime(sid, http, false);
-        }
-    }
-
-    fn get_coexist(
-        &mut self,
-        http: HttpId,
-        cursor: Option<EventId>,
-        text: Option<&str>,
-    ) -> Result<(), RequestError> {
-        let Some(cursor) = cursor else {
-            let sid = self.new_stream(Origin::Standalone);
-            self.attach_get(http, sid, None);
-            return Ok(());
-        };
-        let unknown = || RequestError::UnknownEventId(text.unwrap_or("").to_owned());
-        let stream = self.streams.get(&cursor.stream).ok_or_else(unknown)?;
-        if !stream.can_resume_from(cursor.seq) {
-            return Err(unknown());
-        }
-        if stream.finished {
-            return self.resume_finished(http, cursor);
-        }
-        if let Some(old) = stream.attached {
-            self.end(old, EndReason::TakenOver);
-            self.exchanges.remove(&old);
-            self.detach(cursor.stream, old);
-        }
-        self.attach_get(http, cursor.stream, Some(cursor));
-        Ok(())
-    }
-
-    fn resume_finished(&mut self, http: HttpId, cursor: EventId) -> Result<(), RequestError> {
-        match self.policy.finished_stream_resume {
-            FinishedStreamResume::ReplayThenEnd => {
-                let inclusive = self.policy.replay_start == ReplayStart::AtNamed;
-                let rest = self
-                    .streams
-                    .get(&cursor.stream)
-                    .map(|s| s.replay(cursor.seq, inclusive))
-                    .unwrap_or_default();
-                if rest.is_empty() {
-                    self.head(http, 204, Content::None);
-                    self.end(http, EndReason::Complete);
-                    return Ok(());
-                }
-                self.attach_get(http, cursor.stream, Some(cursor));
-                Ok(())
-            }
-            FinishedStreamResume::ServerError => Err(RequestError::ChannelClosed),
-            FinishedStreamResume::EmptyStream => {
-                self.head(http, 200, Content::Sse);
-                self.end(http, EndReason::Complete);
-                Ok(())
-            }
-        }
-    }
-
-    /// The rmcp shapes: one common stream for every standalone GET.
-    fn get_common(
-        &mut self,
-        http: HttpId,
-        cursor: Option<EventId>,
-        text: Option<&str>,
-    ) -> Result<(), RequestError> {
-        let target = cursor.map(|c| c.stream).unwrap_or(COMMON);
-        if target != COMMON {
-            let unknown = || RequestError::UnknownEventId(text.unwrap_or("").to_owned());
-            let stream = self
-                .streams
-                .get(&target)
-                .ok_or(RequestError::ChannelClosed)?;
-            let cursor = cursor.ok_or_else(unknown)?;
-            if stream.finished {
-                return self.resume_finished(http, cursor);
-            }
-            if let Some(old) = stream.attached {
-                self.end(old, EndReason::TakenOver);
-                self.exchanges.remove(&old);
-                self.detach(target, old);
-            }
-            self.attach_get(http, target, Some(cursor));
-            return Ok(());
-        }
-        // rmcp: a plain GET is `Resume { last: None, index: 0 }`: sync from index 0.
-        let cursor = cursor.unwrap_or(EventId {
-            stream: COMMON,
-            seq: 1,
-        });
-        let live = self.streams.get(&COMMON).and_then(|s| s.attached);
-        if let Some(old) = live {
-            match self.policy.standalone_attach {
-                StandaloneAttach::ShadowCommon => {
-                    self.open_shadow(http);
-                    return Ok(());
-                }
-                _ => {
-                    self.end(old, EndReason::Replaced);
-                    self.exchanges.remove(&old);
-                    self.detach(COMMON, old);
-                }
-            }
-        }
-        let stream = self
-            .streams
-            .get(&COMMON)
-            .ok_or(RequestError::ChannelClosed)?;
-        if cursor.seq > stream.next_seq {
-            return Err(RequestError::UnknownEventId(text.unwrap_or("").to_owned()));
-        }
-        self.attach_get_from(http, COMMON, Some(cursor), true);
-        Ok(())
-    }
-
-    fn open_shadow(&mut self, http: HttpId) {
-        self.exchanges.insert(
-            http,
-            Exchange {
-                role: Role::Shadow,
-                head_sent: false,
-                ended: false,
-                listener: Listener::None,
-            },
-        );
-        self.head(http, 200, Content::Sse);
-        if self.codec.priming(true, self.version.has_priming()) == Priming::LiteralZero {
-            self.tx(
-                http,
-                TransmitKind::Event {
-                    id: Some(EventIdCodec::literal_zero().to_owned()),
-                    retry_ms: Some(self.config.retry_ms),
-                    message: None,
-                },
-            );
-        }
-    }
-
-    fn attach_get(&mut self, http: HttpId, sid: StreamId, cursor: Option<EventId>) {
-        self.attach_get_from(http, sid, cursor, false)
-    }
-
-    /// Attaches a GET to stream `sid`, primes it, replays after `cursor`,
-    /// then flushes what waits for a standalone stream.
-    fn attach_get_from(
-        &mut self,
-        http: HttpId,
-        sid: StreamId,
-        cursor: Option<EventId>,
-        sync: bool,
-    ) {
-        let listener = match self.policy.session_queue {
-            SessionQueue::Causal => Listener::None,
-            SessionQueue::SharedCompeting => Listener::Live,
-        };
-        self.exchanges.insert(
-            http,
-            Exchange {
-                role: Role::Get { stream: sid },
-                head_sent: false,
-                ended: false,
-                listener,
-            },
-        );
-        let Some(s) = self.streams.get_mut(&sid) else {
-            return;
-        };
-        s.attached = Some(http);
-        s.format = Format::Sse;
-        self.head(http, 200, Content::Sse);
-        self.prime(sid, http, true);
-        if let Some(cursor) = cursor {
-            let inclusive = sync || self.policy.replay_start == ReplayStart::AtNamed;
-            let replay = self
-                .streams
-                .get(&sid)
-                .map(|s| s.replay(cursor.seq, inclusive))
-                .unwrap_or_default();
-            for (seq, message) in replay {
-                let id = self.codec.render(EventId { stream: sid, seq });
-                self.tx(
-                    http,
-                    TransmitKind::Event {
-                        id: Some(id),
-                        retry_ms: None,
-                        message: Some(message),
-                    },
-                );
-            }
-        }
-        let standalone = self.streams.get(&sid).is_some_and(|s| s.is_standalone());
-        if standalone && !self.codec.single_common_stream() {
-            self.flush_held_into(sid);
-        }
-        let pending: Vec<Arc<Outgoing>> = self.next_get.drain(..).collect();
-        for out in pending {
-            self.write_to_stream(sid, out);
-        }
-        let finished = self.streams.get(&sid).is_some_and(|s| s.finished);
-        if finished {
-            self.end(http, EndReason::Complete);
-            self.exchanges.remove(&http);
-            self.detach(sid, http);
-        }
-    }
-
-    // ---- internals: sending -------------------------------------------
-
-    fn send(&mut self, message: Message, cause: Cause, now: Instant) -> Result<MsgKey, UsageError> {
-        if self.phase == Phase::Ended {
-            return Err(UsageError::SessionEnded);
-        }
-        let out = match &cause {
-            Cause::Request(r) => {
-                let stream = *self
-                    .in_flight
-                    .get(r)
-                    .ok_or_else(|| UsageError::RequestNotActive(r.clone()))?;
-                let out = self.outgoing(cause, message);
-                let key = out.key;
-                self.write_to_stream(stream, out);
-                self.update_timers(now);
-                return Ok(key);
-            }
-            Cause::Unrelated => self.outgoing(cause, message),
-        };
-        let key = out.key;
-        if self.phase != Phase::Ready {
-            match self.policy.pre_init_notifications {
-                PreInitNotifications::Hold => self.hold(out, now),
-                PreInitNotifications::Send => self.deliver_unrelated(out, now),
-                PreInitNotifications::Suppress => self.events.push_back(ServerEvent::Dropped {
-                    key,
-                    reason: DropReason::BeforeInitialized,
-                }),
-            }
-        } else {
-            self.deliver_unrelated(out, now);
-        }
-        self.update_timers(now);
-        Ok(key)
-    }
-
-    fn deliver_unrelated(&mut self, out: Arc<Outgoing>, now: Instant) {
-        if self.policy.session_queue == SessionQueue::SharedCompeting {
-            // mcp-go: a non-blocking send; a full channel drops silently.
-            if self.shared.len() < self.config.shared_queue_max {
-                self.shared.push_back(out);
-            }
-            return;
-        }
-        if self.codec.single_common_stream() {
-            // rmcp `cache_and_send`: cached, and sent if a receiver exists.
-            self.write_to_stream(COMMON, out);
-            return;
-        }
-        match self.first_attached_standalone() {
-            Some(sid) => self.write_to_stream(sid, out),
-            None => self.hold(out, now),
-        }
-    }
-
-    fn first_attached_standalone(&self) -> Option<StreamId> {
-        self.streams
-            .values()
-            .find(|s| s.is_standalone() && s.attached.is_some())
-            .map(|s| s.id)
-    }
-
-    fn hold(&mut self, out: Arc<Outgoing>, now: Instant) {
-        let deadline = now + Duration::from_millis(self.config.held_ttl_ms);
-        self.held.push_back((deadline, out));
-        while self.held.len() > self.config.held_max {
-            if let Some((_, old)) = self.held.pop_front() {
-                self.events.push_back(ServerEvent::Dropped {
-                    key: old.key,
-                    reason: DropReason::NoStream,
-                });
-            }
-        }
-    }
-
-    fn flush_held(&mut self, now: Instant) {
-        if self.phase != Phase::Ready {
-            return;
-        }
-        let held: Vec<Arc<Outgoing>> = self.held.drain(..).map(|(_, o)| o).collect();
-        for out in held {
-            self.deliver_unrelated(out, now);
-        }
-    }
-
-    fn flush_held_into(&mut self, sid: StreamId) {
-        if self.phase != Phase::Ready {
-            return;
-        }
-        let held: Vec<Arc<Outgoing>> = self.held.drain(..).map(|(_, o)| o).collect();
-        for out in held {
-            self.write_to_stream(sid, out);
-        }
-    }
-
-    fn expire_held(&mut self, now: Instant) {
-        while let Some((deadline, _)) = self.held.front() {
-            if *deadline > now {
-                break;
-            }
-            if let Some((_, out)) = self.held.pop_front() {
-                self.events.push_back(ServerEvent::Dropped {
-                    key: out.key,
-                    reason: DropReason::NoStream,
-                });
-            }
-        }
-    }
-
-    /// Writes a non-final message on a stream: buffered with an id, and sent if
-    /// a connection is attached. Commits SSE if nothing was committed.
-    pub(super) fn write_to_stream(&mut self, sid: StreamId, out: Arc<Outgoing>) {
-        let Some(s) = self.streams.get(&sid) else {
-            return;
-        };
-        let attached = s.attached;
-        if s.format == Format::Undecided {
-            if let Some(http) = attached {
-                self.commit_sse(sid, http);
-            } else if let Some(s) = self.streams.get_mut(&sid) {
-                s.format = Format::Sse;
-            }
-        }
-        let events_max = self.config.events_max;
-        let Some(s) = self.streams.get_mut(&sid) else {
-            return;
-        };
-        let seq = s.push(Some(out.clone()), events_max);
-        if let Some(http) = attached {
-            let id = self.codec.render(EventId { stream: sid, seq });
-            self.tx(
-                http,
-                TransmitKind::Event {
-                    id: Some(id),
-                    retry_ms: None,
-                    message: Some(out),
-                },
-            );
-        }
-    }
-
-    fn write_response(&mut self, sid: StreamId, id: &RequestId, out: Arc<Outgoing>) {
-        let Some(s) = self.streams.get(&sid) else {
-            return;
-        };
-        let attached = s.attached;
-        let last = matches!(&s.origin, Origin::Post { pending } if pending.len() == 1);
-        match (s.format, attached) {
-            (Format::Undecided, Some(http)) if last => {
-                // The response is the first and only thing: plain JSON.
-                if let Some(s) = self.streams.get_mut(&sid) {
-                    s.format = Format::Json;
-                }
-                self.head(http, 200, Content::Json);
-                self.tx(http, TransmitKind::Json(out.message.clone()));
-            }
-            (_, None) if self.policy.detached_response == DetachedResponse::NextGet => {
-                self.next_get.push_back(out);
-            }
-            _ => self.write_to_stream(sid, out),
-        }
-        self.settle_request(sid, id);
-    }
-
-    /// Request `id` is answered or cancelled: its stream may be finished.
-    fn settle_request(&mut self, sid: StreamId, id: &RequestId) {
-        let Some(s) = self.streams.get_mut(&sid) else {
-            return;
-        };
-        if let Origin::Post { pending } = &mut s.origin {
-            pending.retain(|p| p != id);
-            if !pending.is_empty() {
-                return;
-            }
-        }
-        s.finished = true;
-        let attached = s.attached.take();
-        if let Some(http) = attached {
-            self.end(http, EndReason::Complete);
-            let keep = self
-                .exchanges
-                .get(&http)
-                .is_some_and(|e| e.listener == Listener::Live);
-            if !keep {
-                self.exchanges.remove(&http);
-            }
-            // Everything went out on a live connection, the response last:
-            // nothing is left to resume, so the stream is forgotten at once.
-            // (A stream that finished while detached stays for its resumption.)
-            if sid != COMMON {
-                self.streams.remove(&sid);
-            }
-        }
-        self.trim_streams();
-    }
-
-    fn detach(&mut self, sid: StreamId, http: HttpId) {
-        if let Some(s) = self.streams.get_mut(&sid) {
-            if s.attached == Some(http) {
-                s.attached = None;
-            }
-        }
-        self.trim_streams();
-    }
-
-    /// Forgets the oldest finished or detached standalone streams past `streams_max`.
-    fn trim_streams(&mut self) {
-        let idle: Vec<StreamId> = self
-            .streams
-            .values()
-            .filter(|s| s.id != COMMON && s.attached.is_none())
-            .filter(|s| s.finished || s.is_standalone())
-            .map(|s| s.id)
-            .collect();
-        if idle.len() > self.config.streams_max {
-            for sid in &idle[..idle.len() - self.config.streams_max] {
-                self.streams.remove(sid);
-            }
-        }
-    }
-
-    fn commit_sse(&mut self, sid: StreamId, http: HttpId) {
-        if let Some(s) = self.streams.get_mut(&sid) {
-            s.format = Format::Sse;
-        }
-        self.head(http, 200, Content::Sse);
-    }
-
-    fn prime(&mut self, sid: StreamId, http: HttpId, standalone: bool) {
-        let retry_ms = Some(self.config.retry_ms);
-        let id = match self.codec.priming(standalone, self.version.has_priming()) {
-            Priming::None => return,
-            Priming::LiteralZero => EventIdCodec::literal_zero().to_owned(),
-            Priming::NextSeq => {
-                let events_max = self.config.events_max;
-                let Some(s) = self.streams.get_mut(&sid) else {
-                    return;
-                };
-                let seq = s.push(None, events_max);
-                self.codec.render(EventId { stream: sid, seq })
-            }
-        };
-        self.tx(
-            http,
-            TransmitKind::Event {
-                id: Some(id),
-                retry_ms,
-                message: None,
-            },
-        );
-    }
-
-    fn new_stream(&mut self, origin: Origin) -> StreamId {
-        let sid = StreamId(self.next_stream);
-        self.next_stream += 1;
-        self.streams.insert(sid, Stream::new(sid, origin));
-        sid
-    }
-
-    fn outgoing(&mut self, cause: Cause, message: Message) -> Arc<Outgoing> {
-        let key = self.mint_key();
-        Arc::new(Outgoing {
-            key,
-            cause,
-            message,
-        })
-    }
-
-    fn mint_key(&mut self) -> MsgKey {
-        let key = MsgKey(self.next_key);
-        self.next_key += 1;
-        key
-    }
-
-    /// The core decides the version; the application's result carries it.
-    fn stamp_version(&self, result: RawJson) -> RawJson {
-        let mut v = result.to_value();
-        if let Some(obj) = v.as_object_mut() {
-            obj.insert(
-                "protocolVersion".to_owned(),
-                serde_json::Value::String(self.version.as_str().to_owned()),
-            );
-            return RawJson::from(v);
-        }
-        result
-    }
-
-    fn end_session(&mut self, _now: Instant) {
-        if self.phase == Phase::Ended {
-            return;
-        }
-        self.phase = Phase::Ended;
-        let open: Vec<HttpId> = self
-            .exchanges
-            .iter()
-            .filter(|(_, e)| !e.ended)
-            .map(|(h, _)| *h)
-            .collect();
-        for http in open {
-            if !self.exchanges.get(&http).is_some_and(|e| e.head_sent) {
-                self.head(http, 404, Content::None);
-            }
-            self.end(http, EndReason::SessionEnded);
-        }
-        self.exchanges.clear();
-        let undelivered: Vec<MsgKey> = self.queued_keys();
-        self.held.clear();
-        self.shared.clear();
-        self.next_get.clear();
-        for key in undelivered {
-            self.events.push_back(ServerEvent::Dropped {
-                key,
-                reason: DropReason::SessionEnded,
-            });
-        }
-        self.in_flight.clear();
-        self.timers = Timers::default();
-        self.events.push_back(ServerEvent::SessionEnded);
-    }
-
-    // ---- internals: transmit helpers ----------------------------------
-
-    pub(super) fn head(&mut self, http: HttpId, status: u16, content: Content) {
-        if let Some(e) = self.exchanges.get_mut(&http) {
-            if e.head_sent {
-                return; // net/http: "superfluous WriteHeader"
-            }
-            e.head_sent = true;
-        }
-        let mut head = ResponseHead::new(status, content);
-        head.session_id = Some(self.id.clone());
-        self.tx(http, TransmitKind::Head(head));
-    }
-
-    pub(super) fn end(&mut self, http: HttpId, reason: EndReason) {
-        if let Some(e) = self.exchanges.get_mut(&http) {
-            if e.ended {
-                return;
-            }
-            e.ended = true;
-        }
-        self.tx(http, TransmitKind::End(reason));
-    }
-
-    pub(super) fn tx(&mut self, http: HttpId, kind: TransmitKind) {
-        self.transmits.push_back(Transmit { http, kind });
-    }
-
-    fn update_timers(&mut self, now: Instant) {
-        if self.phase == Phase::Ended {
-            self.timers = Timers::default();
-            return;
-        }
-        match (self.exchanges.is_empty(), self.config.idle_timeout_ms) {
-            (true, Some(ms)) => {
-                if self.timers.get(SessionTimer::Idle).is_none() {
-                    self.timers
-                        .set(SessionTimer::Idle, now + Duration::from_millis(ms));
-                }
-            }
-            _ => self.timers.stop(SessionTimer::Idle),
-        }
-        match self.held.front() {
-            Some((deadline, _)) => self.timers.set(SessionTimer::HeldExpiry, *deadline),
-            None => self.timers.stop(SessionTimer::HeldExpiry),
-        }
-        let streaming = self.exchanges.values().any(|e| {
-            !e.ended && matches!(e.role, Role::Get { .. } | Role::Shadow | Role::Post { .. })
-        });
-        match (streaming, self.config.keepalive_ms) {
-            (true, Some(ms)) => {
-                if self.timers.get(SessionTimer::KeepAlive).is_none() {
-                    self.timers
-                        .set(SessionTimer::KeepAlive, now + Duration::from_millis(ms));
-                }
-            }
-            _ => self.timers.stop(SessionTimer::KeepAlive),
-        }
-    }
-
-    /// Drains everything queued into `sid` (mcp-go's drain before a response).
-    fn drain_shared_into(&mut self, sid: StreamId) {
-        let items: Vec<Arc<Outgoing>> = self.shared.drain(..).collect();
-        for out in items {
-            self.write_to_stream(sid, out);
         }
     }
 }

@@ -1,0 +1,411 @@
+//! Sending: causal routing of what the application emits, held messages,
+//! stream writes, and the transmit and timer helpers.
+
+use super::event_ids::{EventIdCodec, Priming, COMMON};
+use super::session::{Listener, Phase, Role, ServerSession, SessionTimer};
+use super::stream::{Format, Origin, Stream};
+use super::{
+    Cause, Content, DropReason, EndReason, Outgoing, ResponseHead, ServerEvent, Transmit,
+    TransmitKind,
+};
+use crate::error::UsageError;
+use crate::ids::{EventId, HttpId, MsgKey, RequestId, StreamId};
+use crate::jsonrpc::{Message, RawJson};
+use crate::policy::{DetachedResponse, PreInitNotifications, SessionQueue};
+use crate::time::{Instant, Timers};
+use std::sync::Arc;
+use std::time::Duration;
+
+impl ServerSession {
+    pub(super) fn send(
+        &mut self,
+        message: Message,
+        cause: Cause,
+        now: Instant,
+    ) -> Result<MsgKey, UsageError> {
+        if self.phase == Phase::Ended {
+            return Err(UsageError::SessionEnded);
+        }
+        let out = match &cause {
+            Cause::Request(r) => {
+                let stream = *self
+                    .in_flight
+                    .get(r)
+                    .ok_or_else(|| UsageError::RequestNotActive(r.clone()))?;
+                let out = self.outgoing(cause, message);
+                let key = out.key;
+                self.write_to_stream(stream, out);
+                self.update_timers(now);
+                return Ok(key);
+            }
+            Cause::Unrelated => self.outgoing(cause, message),
+        };
+        let key = out.key;
+        if self.phase != Phase::Ready {
+            match self.policy.pre_init_notifications {
+                PreInitNotifications::Hold => self.hold(out, now),
+                PreInitNotifications::Send => self.deliver_unrelated(out, now),
+                PreInitNotifications::Suppress => self.events.push_back(ServerEvent::Dropped {
+                    key,
+                    reason: DropReason::BeforeInitialized,
+                }),
+            }
+        } else {
+            self.deliver_unrelated(out, now);
+        }
+        self.update_timers(now);
+        Ok(key)
+    }
+
+    pub(super) fn deliver_unrelated(&mut self, out: Arc<Outgoing>, now: Instant) {
+        if self.policy.session_queue == SessionQueue::SharedCompeting {
+            // mcp-go: a non-blocking send; a full channel drops silently.
+            if self.shared.len() < self.config.shared_queue_max {
+                self.shared.push_back(out);
+            }
+            return;
+        }
+        if self.codec.single_common_stream() {
+            // rmcp `cache_and_send`: cached, and sent if a receiver exists.
+            self.write_to_stream(COMMON, out);
+            return;
+        }
+        match self.first_attached_standalone() {
+            Some(sid) => self.write_to_stream(sid, out),
+            None => self.hold(out, now),
+        }
+    }
+
+    pub(super) fn first_attached_standalone(&self) -> Option<StreamId> {
+        self.streams
+            .values()
+            .find(|s| s.is_standalone() && s.attached.is_some())
+            .map(|s| s.id)
+    }
+
+    pub(super) fn hold(&mut self, out: Arc<Outgoing>, now: Instant) {
+        let deadline = now + Duration::from_millis(self.config.held_ttl_ms);
+        self.held.push_back((deadline, out));
+        while self.held.len() > self.config.held_max {
+            if let Some((_, old)) = self.held.pop_front() {
+                self.events.push_back(ServerEvent::Dropped {
+                    key: old.key,
+                    reason: DropReason::NoStream,
+                });
+            }
+        }
+    }
+
+    pub(super) fn flush_held(&mut self, now: Instant) {
+        if self.phase != Phase::Ready {
+            return;
+        }
+        let held: Vec<Arc<Outgoing>> = self.held.drain(..).map(|(_, o)| o).collect();
+        for out in held {
+            self.deliver_unrelated(out, now);
+        }
+    }
+
+    pub(super) fn flush_held_into(&mut self, sid: StreamId) {
+        if self.phase != Phase::Ready {
+            return;
+        }
+        let held: Vec<Arc<Outgoing>> = self.held.drain(..).map(|(_, o)| o).collect();
+        for out in held {
+            self.write_to_stream(sid, out);
+        }
+    }
+
+    pub(super) fn expire_held(&mut self, now: Instant) {
+        while let Some((deadline, _)) = self.held.front() {
+            if *deadline > now {
+                break;
+            }
+            if let Some((_, out)) = self.held.pop_front() {
+                self.events.push_back(ServerEvent::Dropped {
+                    key: out.key,
+                    reason: DropReason::NoStream,
+                });
+            }
+        }
+    }
+
+    /// Writes a non-final message on a stream: buffered with an id, and sent if
+    /// a connection is attached. Commits SSE if nothing was committed.
+    pub(super) fn write_to_stream(&mut self, sid: StreamId, out: Arc<Outgoing>) {
+        let Some(s) = self.streams.get(&sid) else {
+            return;
+        };
+        let attached = s.attached;
+        if s.format == Format::Undecided {
+            if let Some(http) = attached {
+                self.commit_sse(sid, http);
+            } else if let Some(s) = self.streams.get_mut(&sid) {
+                s.format = Format::Sse;
+            }
+        }
+        let events_max = self.config.events_max;
+        let Some(s) = self.streams.get_mut(&sid) else {
+            return;
+        };
+        let seq = s.push(Some(out.clone()), events_max);
+        if let Some(http) = attached {
+            let id = self.codec.render(EventId { stream: sid, seq });
+            self.tx(
+                http,
+                TransmitKind::Event {
+                    id: Some(id),
+                    retry_ms: None,
+                    message: Some(out),
+                },
+            );
+        }
+    }
+
+    pub(super) fn write_response(&mut self, sid: StreamId, id: &RequestId, out: Arc<Outgoing>) {
+        let Some(s) = self.streams.get(&sid) else {
+            return;
+        };
+        let attached = s.attached;
+        let last = matches!(&s.origin, Origin::Post { pending } if pending.len() == 1);
+        match (s.format, attached) {
+            (Format::Undecided, Some(http)) if last => {
+                // The response is the first and only thing: plain JSON.
+                if let Some(s) = self.streams.get_mut(&sid) {
+                    s.format = Format::Json;
+                }
+                self.head(http, 200, Content::Json);
+                self.tx(http, TransmitKind::Json(out.message.clone()));
+            }
+            (_, None) if self.policy.detached_response == DetachedResponse::NextGet => {
+                self.next_get.push_back(out);
+            }
+            _ => self.write_to_stream(sid, out),
+        }
+        self.settle_request(sid, id);
+    }
+
+    /// Request `id` is answered or cancelled: its stream may be finished.
+    pub(super) fn settle_request(&mut self, sid: StreamId, id: &RequestId) {
+        let Some(s) = self.streams.get_mut(&sid) else {
+            return;
+        };
+        if let Origin::Post { pending } = &mut s.origin {
+            pending.retain(|p| p != id);
+            if !pending.is_empty() {
+                return;
+            }
+        }
+        s.finished = true;
+        let attached = s.attached.take();
+        if let Some(http) = attached {
+            self.end(http, EndReason::Complete);
+            let keep = self
+                .exchanges
+                .get(&http)
+                .is_some_and(|e| e.listener == Listener::Live);
+            if !keep {
+                self.exchanges.remove(&http);
+            }
+            // Everything went out on a live connection, the response last:
+            // nothing is left to resume, so the stream is forgotten at once.
+            // (A stream that finished while detached stays for its resumption.)
+            if sid != COMMON {
+                self.streams.remove(&sid);
+            }
+        }
+        self.trim_streams();
+    }
+
+    pub(super) fn detach(&mut self, sid: StreamId, http: HttpId) {
+        if let Some(s) = self.streams.get_mut(&sid) {
+            if s.attached == Some(http) {
+                s.attached = None;
+            }
+        }
+        self.trim_streams();
+    }
+
+    /// Forgets the oldest finished or detached standalone streams past `streams_max`.
+    pub(super) fn trim_streams(&mut self) {
+        let idle: Vec<StreamId> = self
+            .streams
+            .values()
+            .filter(|s| s.id != COMMON && s.attached.is_none())
+            .filter(|s| s.finished || s.is_standalone())
+            .map(|s| s.id)
+            .collect();
+        if idle.len() > self.config.streams_max {
+            for sid in &idle[..idle.len() - self.config.streams_max] {
+                self.streams.remove(sid);
+            }
+        }
+    }
+
+    pub(super) fn commit_sse(&mut self, sid: StreamId, http: HttpId) {
+        if let Some(s) = self.streams.get_mut(&sid) {
+            s.format = Format::Sse;
+        }
+        self.head(http, 200, Content::Sse);
+    }
+
+    pub(super) fn prime(&mut self, sid: StreamId, http: HttpId, standalone: bool) {
+        let retry_ms = Some(self.config.retry_ms);
+        let id = match self.codec.priming(standalone, self.version.has_priming()) {
+            Priming::None => return,
+            Priming::LiteralZero => EventIdCodec::literal_zero().to_owned(),
+            Priming::NextSeq => {
+                let events_max = self.config.events_max;
+                let Some(s) = self.streams.get_mut(&sid) else {
+                    return;
+                };
+                let seq = s.push(None, events_max);
+                self.codec.render(EventId { stream: sid, seq })
+            }
+        };
+        self.tx(
+            http,
+            TransmitKind::Event {
+                id: Some(id),
+                retry_ms,
+                message: None,
+            },
+        );
+    }
+
+    pub(super) fn new_stream(&mut self, origin: Origin) -> StreamId {
+        let sid = StreamId(self.next_stream);
+        self.next_stream += 1;
+        self.streams.insert(sid, Stream::new(sid, origin));
+        sid
+    }
+
+    pub(super) fn outgoing(&mut self, cause: Cause, message: Message) -> Arc<Outgoing> {
+        let key = self.mint_key();
+        Arc::new(Outgoing {
+            key,
+            cause,
+            message,
+        })
+    }
+
+    pub(super) fn mint_key(&mut self) -> MsgKey {
+        let key = MsgKey(self.next_key);
+        self.next_key += 1;
+        key
+    }
+
+    /// The core decides the version; the application's result carries it.
+    pub(super) fn stamp_version(&self, result: RawJson) -> RawJson {
+        let mut v = result.to_value();
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert(
+                "protocolVersion".to_owned(),
+                serde_json::Value::String(self.version.as_str().to_owned()),
+            );
+            return RawJson::from(v);
+        }
+        result
+    }
+
+    pub(super) fn end_session(&mut self, _now: Instant) {
+        if self.phase == Phase::Ended {
+            return;
+        }
+        self.phase = Phase::Ended;
+        let open: Vec<HttpId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| !e.ended)
+            .map(|(h, _)| *h)
+            .collect();
+        for http in open {
+            if !self.exchanges.get(&http).is_some_and(|e| e.head_sent) {
+                self.head(http, 404, Content::None);
+            }
+            self.end(http, EndReason::SessionEnded);
+        }
+        self.exchanges.clear();
+        let undelivered: Vec<MsgKey> = self.queued_keys();
+        self.held.clear();
+        self.shared.clear();
+        self.next_get.clear();
+        for key in undelivered {
+            self.events.push_back(ServerEvent::Dropped {
+                key,
+                reason: DropReason::SessionEnded,
+            });
+        }
+        self.in_flight.clear();
+        self.timers = Timers::default();
+        self.events.push_back(ServerEvent::SessionEnded);
+    }
+
+    // ---- internals: transmit helpers ----------------------------------
+
+    pub(super) fn head(&mut self, http: HttpId, status: u16, content: Content) {
+        if let Some(e) = self.exchanges.get_mut(&http) {
+            if e.head_sent {
+                return; // net/http: "superfluous WriteHeader"
+            }
+            e.head_sent = true;
+        }
+        let mut head = ResponseHead::new(status, content);
+        head.session_id = Some(self.id.clone());
+        self.tx(http, TransmitKind::Head(head));
+    }
+
+    pub(super) fn end(&mut self, http: HttpId, reason: EndReason) {
+        if let Some(e) = self.exchanges.get_mut(&http) {
+            if e.ended {
+                return;
+            }
+            e.ended = true;
+        }
+        self.tx(http, TransmitKind::End(reason));
+    }
+
+    pub(super) fn tx(&mut self, http: HttpId, kind: TransmitKind) {
+        self.transmits.push_back(Transmit { http, kind });
+    }
+
+    pub(super) fn update_timers(&mut self, now: Instant) {
+        if self.phase == Phase::Ended {
+            self.timers = Timers::default();
+            return;
+        }
+        match (self.exchanges.is_empty(), self.config.idle_timeout_ms) {
+            (true, Some(ms)) => {
+                if self.timers.get(SessionTimer::Idle).is_none() {
+                    self.timers
+                        .set(SessionTimer::Idle, now + Duration::from_millis(ms));
+                }
+            }
+            _ => self.timers.stop(SessionTimer::Idle),
+        }
+        match self.held.front() {
+            Some((deadline, _)) => self.timers.set(SessionTimer::HeldExpiry, *deadline),
+            None => self.timers.stop(SessionTimer::HeldExpiry),
+        }
+        let streaming = self.exchanges.values().any(|e| {
+            !e.ended && matches!(e.role, Role::Get { .. } | Role::Shadow | Role::Post { .. })
+        });
+        match (streaming, self.config.keepalive_ms) {
+            (true, Some(ms)) => {
+                if self.timers.get(SessionTimer::KeepAlive).is_none() {
+                    self.timers
+                        .set(SessionTimer::KeepAlive, now + Duration::from_millis(ms));
+                }
+            }
+            _ => self.timers.stop(SessionTimer::KeepAlive),
+        }
+    }
+
+    /// Drains everything queued into `sid` (mcp-go's drain before a response).
+    pub(super) fn drain_shared_into(&mut self, sid: StreamId) {
+        let items: Vec<Arc<Outgoing>> = self.shared.drain(..).collect();
+        for out in items {
+            self.write_to_stream(sid, out);
+        }
+    }
+}
