@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod head;
 pub mod headers;
 pub mod ids;
 pub mod jsonrpc;
@@ -27,3 +28,5 @@ pub mod version;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+pub mod client;
+pub mod sim;

@@ -10,6 +10,7 @@
 //! B1–B6 (competing GET streams), C1 (responses on foreign streams), and the
 //! spec rules R13, R21 and R32 that a server's output shows.
 
+use crate::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Purpose};
 use crate::ids::{HttpId, MsgKey, RequestId};
 use crate::jsonrpc::{Body, Message};
 use crate::server::{Cause, Content, EndReason, Method, RequestHead, Transmit, TransmitKind};
@@ -49,6 +50,22 @@ pub enum Observation {
         key: MsgKey,
         /// Why it was sent.
         cause: Cause,
+    },
+    /// The client core started or aborted an exchange (client-side ids).
+    ClientTransmit(ClientTransmit),
+    /// The client core told its application something.
+    ClientEvent(ClientEvent),
+    /// The client read this message on exchange `http` (before dispatching it).
+    ClientReceived {
+        /// The client's exchange.
+        http: HttpId,
+        /// The message.
+        message: Message,
+    },
+    /// The client's exchange `http` is over (its response ended or the connection failed).
+    ClientClosed {
+        /// The client's exchange.
+        http: HttpId,
     },
     /// The core dropped a message by explicit, announced policy.
     Dropped {
@@ -160,6 +177,7 @@ pub struct Monitor {
     fresh_writes: BTreeMap<(String, MsgKey), BTreeSet<usize>>,
     sessions_ended: BTreeSet<String>,
     gets_per_session: BTreeMap<String, usize>,
+    client: ClientSide,
     gets_max: Option<usize>,
     faults: usize,
     violations: Vec<Violation>,
@@ -222,6 +240,16 @@ impl Monitor {
             Observation::Dropped { session, key } => {
                 self.dropped.insert((session.clone(), *key));
             }
+            Observation::ClientTransmit(t) => self.on_client_transmit(t),
+            Observation::ClientEvent(e) => self.on_client_event(e),
+            Observation::ClientReceived { message, .. } => {
+                if let (true, Some(id)) = (message.is_response(), message.id()) {
+                    self.client.arrived.entry(id.clone()).or_insert(self.step);
+                }
+            }
+            Observation::ClientClosed { http } => {
+                self.client.open.remove(http);
+            }
         }
         self.step += 1;
     }
@@ -241,6 +269,7 @@ impl Monitor {
                     .get(e.lineage)
                     .is_some_and(|l| l.requests.is_empty())
         });
+        self.finish_client();
         let sent: Vec<((String, MsgKey), Cause)> = self
             .sent
             .iter()
@@ -750,6 +779,110 @@ impl Monitor {
         }
         if ex.status.is_none() {
             self.flag("A4", Some(http), "response ended without a head".into());
+        }
+    }
+}
+
+/// What the monitor remembers of the client side (C2–C5).
+#[derive(Clone, Debug, Default)]
+struct ClientSide {
+    /// Request → step at which its response first reached the client.
+    arrived: BTreeMap<RequestId, usize>,
+    /// Requests whose result the application got.
+    returned: BTreeSet<RequestId>,
+    /// Requests that failed for the application.
+    failed: BTreeSet<RequestId>,
+    /// Client exchanges still open, with the request they work for.
+    open: BTreeMap<HttpId, Option<RequestId>>,
+    /// The session id `initialize` returned, once the application has it.
+    initialized: Option<Option<String>>,
+}
+
+impl Monitor {
+    fn on_client_transmit(&mut self, t: &ClientTransmit) {
+        match &t.kind {
+            ClientTransmitKind::Send { head, .. } => {
+                let request = t.purpose.request().cloned();
+                if let Some(r) = &request {
+                    if self.client.returned.contains(r) {
+                        self.flag(
+                            "C3",
+                            Some(t.http),
+                            format!("new exchange for {r} after the caller had its result"),
+                        );
+                    }
+                }
+                if let Some(Some(_)) = &self.client.initialized {
+                    let carries = head.header(headers::MCP_SESSION_ID).is_some();
+                    if !carries && !matches!(t.purpose, Purpose::Initialize(_)) {
+                        self.flag(
+                            "C5",
+                            Some(t.http),
+                            "request sent without Mcp-Session-Id after initialize returned".into(),
+                        );
+                    }
+                }
+                self.client.open.insert(t.http, request);
+            }
+            ClientTransmitKind::Abort => {
+                self.client.open.remove(&t.http);
+            }
+        }
+    }
+
+    fn on_client_event(&mut self, e: &ClientEvent) {
+        match e {
+            ClientEvent::Initialized { id, session_id, .. } => {
+                self.client.initialized = Some(session_id.as_ref().map(|s| s.to_string()));
+                if !self.client.returned.insert(id.clone()) {
+                    self.flag("C4", None, format!("{id} completed twice"));
+                }
+            }
+            ClientEvent::Response { id, .. } if !self.client.returned.insert(id.clone()) => {
+                self.flag("C4", None, format!("{id} completed twice"));
+            }
+            ClientEvent::Failed { id, .. } => {
+                if self.client.arrived.contains_key(id) && !self.client.returned.contains(id) {
+                    self.flag(
+                        "C2",
+                        None,
+                        format!("{id} failed although its response had arrived"),
+                    );
+                }
+                self.client.failed.insert(id.clone());
+            }
+            ClientEvent::SessionLost => {
+                self.client.initialized = None;
+            }
+            _ => {}
+        }
+    }
+
+    fn finish_client(&mut self) {
+        let arrived: Vec<RequestId> = self.client.arrived.keys().cloned().collect();
+        for id in arrived {
+            if !self.client.returned.contains(&id) && !self.client.failed.contains(&id) {
+                self.flag_end(
+                    "C2",
+                    None,
+                    format!("{id}: the response arrived but the caller never got it"),
+                );
+            }
+        }
+        let open: Vec<(HttpId, RequestId)> = self
+            .client
+            .open
+            .iter()
+            .filter_map(|(h, r)| r.clone().map(|r| (*h, r)))
+            .collect();
+        for (http, id) in open {
+            if self.client.returned.contains(&id) || self.client.failed.contains(&id) {
+                self.flag_end(
+                    "C3",
+                    Some(http),
+                    format!("exchange for {id} still running after it finished"),
+                );
+            }
         }
     }
 }

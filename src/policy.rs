@@ -299,3 +299,192 @@ mod tests {
         assert_eq!(ServerPolicy::preset("nope"), None);
     }
 }
+
+/// When the caller of a request learns its result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompletionGate {
+    /// As soon as the response arrives, on whichever stream: the pending map is
+    /// the single source of truth.
+    #[default]
+    FirstArrival,
+    /// Only after the foreground exchange returns, i.e. once the request's own
+    /// stream (or its resumption) has brought the response (csharp-sdk
+    /// `McpSessionHandler.SendRequestAsync` awaits `SendToRelatedTransportAsync`
+    /// before `WaitAsync`, base c57f917d). A response that arrived elsewhere
+    /// leaves the caller hanging (race C).
+    AfterForegroundReturns,
+}
+
+/// What happens to the exchanges still working for a request once it completes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForegroundAfterCompletion {
+    /// Aborted at once; no further resumption is scheduled (C3).
+    #[default]
+    Abort,
+    /// Left running: the foreground keeps reading or polling with `Last-Event-ID`
+    /// (csharp-sdk PR #1381 head 0619fb4e: `WhenAny(sendTask, tcs.Task)` and
+    /// the send task observed only for faults).
+    KeepRunning,
+}
+
+/// How many times a request's stream is resumed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeBound {
+    /// Bounded attempts without progress and a bounded time window.
+    #[default]
+    Bounded,
+    /// Every end of stream that carried an event id resets the attempt count
+    /// (csharp-sdk `StreamableHttpClientSessionTransport`: EOF with an id sets
+    /// `attempt = 0`): unbounded polling.
+    ResetOnEventId,
+}
+
+/// When `initialize`'s side effects (session id, version, background GET) are committed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionCommit {
+    /// The moment the `InitializeResult` is parsed, before the caller hears of it (C5).
+    #[default]
+    OnParse,
+    /// After the foreground's post-processing, a scheduling point
+    /// (`handle_foreground_step`) that the caller can overtake: its next send
+    /// goes out without `Mcp-Session-Id` (the PR #1381 hole, seen as 400s).
+    AfterForegroundStep,
+}
+
+/// Which ended SSE streams the client reconnects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReconnectStreams {
+    /// Only the background GET and streams of requests still pending.
+    #[default]
+    Unfinished,
+    /// Every ended stream, finished POST streams included, with the last id it
+    /// saw, EventSource-style (the Cursor behaviour behind race B, rust-sdk #659).
+    EveryEnd,
+}
+
+/// Whether the client opens a standalone GET after initialize.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundGet {
+    /// Opened once the session is committed; a 405 disables it.
+    #[default]
+    On,
+    /// Never opened.
+    Off,
+}
+
+/// All client knobs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClientPolicy {
+    /// See [`CompletionGate`].
+    pub completion_gate: CompletionGate,
+    /// See [`ForegroundAfterCompletion`].
+    pub foreground_after_completion: ForegroundAfterCompletion,
+    /// See [`ResumeBound`].
+    pub resume_bound: ResumeBound,
+    /// See [`SessionCommit`].
+    pub session_commit: SessionCommit,
+    /// See [`ReconnectStreams`].
+    pub reconnect_streams: ReconnectStreams,
+    /// See [`BackgroundGet`].
+    pub background_get: BackgroundGet,
+}
+
+impl ClientPolicy {
+    /// Ours: one pending map, completion on first arrival, abort the rest,
+    /// bounded resumption, commit on parse.
+    pub const FIXED: ClientPolicy = ClientPolicy {
+        completion_gate: CompletionGate::FirstArrival,
+        foreground_after_completion: ForegroundAfterCompletion::Abort,
+        resume_bound: ResumeBound::Bounded,
+        session_commit: SessionCommit::OnParse,
+        reconnect_streams: ReconnectStreams::Unfinished,
+        background_get: BackgroundGet::On,
+    };
+
+    /// Whether this policy has scheduling points the driver must choose.
+    pub fn has_scheduling_points(&self) -> bool {
+        self.session_commit == SessionCommit::AfterForegroundStep
+    }
+}
+
+#[cfg(feature = "presets")]
+impl ClientPolicy {
+    /// csharp-sdk at c57f917d (`McpSessionHandler.cs`,
+    /// `StreamableHttpClientSessionTransport.cs`): the caller completes only
+    /// after the foreground send returns; the foreground's GET retry loop resets
+    /// on every id. Race C, the hang.
+    pub const CSHARP_BASELINE: ClientPolicy = ClientPolicy {
+        completion_gate: CompletionGate::AfterForegroundReturns,
+        resume_bound: ResumeBound::ResetOnEventId,
+        ..ClientPolicy::FIXED
+    };
+
+    /// csharp-sdk PR #1381 (head 0619fb4e): completes on whichever comes first,
+    /// but leaves the foreground running or polling (C3) and lets initialize's
+    /// response complete before its session id is committed (C5).
+    pub const CSHARP_PR1381: ClientPolicy = ClientPolicy {
+        foreground_after_completion: ForegroundAfterCompletion::KeepRunning,
+        resume_bound: ResumeBound::ResetOnEventId,
+        session_commit: SessionCommit::AfterForegroundStep,
+        ..ClientPolicy::FIXED
+    };
+
+    /// An EventSource-style reader that reconnects every ended stream with the
+    /// last id it saw, finished POST streams included (rust-sdk issue #659, the
+    /// Cursor behaviour that fed race B).
+    pub const EVENTSOURCE_RECONNECT: ClientPolicy = ClientPolicy {
+        reconnect_streams: ReconnectStreams::EveryEnd,
+        ..ClientPolicy::FIXED
+    };
+}
+
+/// A named client preset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NamedClientPolicy {
+    /// The preset's name.
+    pub name: &'static str,
+    /// The knobs.
+    pub policy: ClientPolicy,
+}
+
+impl ClientPolicy {
+    /// Every preset, FIXED first.
+    pub fn presets() -> &'static [NamedClientPolicy] {
+        &[
+            NamedClientPolicy {
+                name: "FIXED",
+                policy: ClientPolicy::FIXED,
+            },
+            #[cfg(feature = "presets")]
+            NamedClientPolicy {
+                name: "CSHARP_BASELINE",
+                policy: ClientPolicy::CSHARP_BASELINE,
+            },
+            #[cfg(feature = "presets")]
+            NamedClientPolicy {
+                name: "CSHARP_PR1381",
+                policy: ClientPolicy::CSHARP_PR1381,
+            },
+            #[cfg(feature = "presets")]
+            NamedClientPolicy {
+                name: "EVENTSOURCE_RECONNECT",
+                policy: ClientPolicy::EVENTSOURCE_RECONNECT,
+            },
+        ]
+    }
+
+    /// The preset called `name` (case-insensitive).
+    pub fn preset(name: &str) -> Option<ClientPolicy> {
+        Self::presets()
+            .iter()
+            .find(|p| p.name.eq_ignore_ascii_case(name))
+            .map(|p| p.policy)
+    }
+}

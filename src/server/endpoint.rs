@@ -5,10 +5,11 @@
 //! generator, and dispatches to the [`ServerSession`] named by
 //! `Mcp-Session-Id`. Its outputs are the sessions' outputs, merged.
 
-use super::request::{self, AllowList, Method, RequestHead};
+use super::request::{self, AllowList};
 use super::session::{ServerSession, SessionConfig, SessionTimer};
 use super::{Content, EndReason, ResponseHead, ServerEvent, Transmit, TransmitKind};
 use crate::error::RequestError;
+use crate::head::{Method, RequestHead};
 use crate::headers;
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::{self, Body, ErrorObject, Message, METHOD_NOT_FOUND};

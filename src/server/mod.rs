@@ -10,12 +10,13 @@ mod session;
 mod shared_queue;
 pub mod stream;
 
+pub use crate::head::{Content, Method, RequestHead, ResponseHead};
 pub use endpoint::{EndpointConfig, ServerEndpoint};
-pub use request::{AllowList, Method, RequestHead};
+pub use request::AllowList;
 pub use session::{ResponseMode, ServerSession, SessionConfig, SessionTimer};
 pub use shared_queue::SchedulingPoint;
 
-use crate::ids::{HttpId, MsgKey, RequestId, SessionId};
+use crate::ids::{HttpId, MsgKey, RequestId};
 use crate::jsonrpc::{ErrorObject, Message, RawJson};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -40,43 +41,6 @@ pub struct Outgoing {
     pub cause: Cause,
     /// The message.
     pub message: Message,
-}
-
-/// Body type of a response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Content {
-    /// No body.
-    None,
-    /// `application/json`.
-    Json,
-    /// `text/event-stream`.
-    Sse,
-}
-
-/// A response head.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ResponseHead {
-    /// HTTP status.
-    pub status: u16,
-    /// Body type.
-    pub content: Content,
-    /// `Mcp-Session-Id` to send.
-    pub session_id: Option<SessionId>,
-    /// Send `Allow: GET, POST, DELETE` (on 405).
-    pub allow: bool,
-}
-
-impl ResponseHead {
-    /// A head with no session id.
-    pub fn new(status: u16, content: Content) -> Self {
-        ResponseHead {
-            status,
-            content,
-            session_id: None,
-            allow: false,
-        }
-    }
 }
 
 /// Why the server ends an HTTP response.

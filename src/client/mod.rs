@@ -1,0 +1,232 @@
+//! The client side: [`ClientSession`], one MCP client over Streamable HTTP.
+//!
+//! The pending map is the single source of truth: a response completes its
+//! request exactly once, whichever stream brought it; when it does, every
+//! exchange still working for that request is aborted and no retry for it is
+//! scheduled.
+
+mod session;
+mod streams;
+
+pub use session::ClientSession;
+
+use crate::head::RequestHead;
+use crate::ids::{HttpId, RequestId, SessionId};
+use crate::jsonrpc::{ErrorObject, RawJson};
+use crate::version::ProtocolVersion;
+use serde::{Deserialize, Serialize};
+
+/// Bounds and timings of a client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClientConfig {
+    /// The version offered in `initialize`.
+    pub protocol_version: ProtocolVersion,
+    /// Reconnection delay when the server sent no `retry`, in ms.
+    pub retry_default_ms: u64,
+    /// Resumptions of one request's stream without a new message before it fails.
+    pub resume_attempts_max: u32,
+    /// Longest time a request may spend resuming, in ms.
+    pub resume_window_ms: u64,
+    /// Default request deadline, in ms.
+    pub request_timeout_ms: u64,
+    /// Consecutive failed background GETs before giving up.
+    pub background_failures_max: u32,
+    /// Requests in flight at once.
+    pub pending_max: usize,
+    /// Finished request ids remembered to tell duplicates from strangers (C4).
+    pub finished_max: usize,
+    /// Reconnections of one EventSource-style reader (`ReconnectStreams::EveryEnd`).
+    pub reader_reconnects_max: u32,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            protocol_version: ProtocolVersion::LATEST,
+            retry_default_ms: 1000,
+            resume_attempts_max: 3,
+            resume_window_ms: 60_000,
+            request_timeout_ms: 60_000,
+            background_failures_max: 3,
+            pending_max: 1024,
+            finished_max: 256,
+            reader_reconnects_max: 1000,
+        }
+    }
+}
+
+/// The client's deadlines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ClientTimer {
+    /// Request `n` times out.
+    Deadline(i64),
+    /// Resume request `n`'s stream with `Last-Event-ID`.
+    Resume(i64),
+    /// Reconnect the background GET.
+    Background,
+    /// Reconnect EventSource-style reader `n`.
+    Reader(u32),
+}
+
+/// What an exchange is for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// The `initialize` POST.
+    Initialize(RequestId),
+    /// A request's POST, or a GET resuming its stream.
+    Request(RequestId),
+    /// A POST of a notification or of a response to a server request.
+    Notify,
+    /// The standalone background GET.
+    Background,
+    /// An EventSource-style reader reconnecting an ended stream.
+    Reader,
+    /// The DELETE ending the session.
+    Delete,
+}
+
+impl Purpose {
+    /// The request this exchange works for, if any.
+    pub fn request(&self) -> Option<&RequestId> {
+        match self {
+            Purpose::Initialize(id) | Purpose::Request(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// What the client wants done on an exchange.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ClientTransmitKind {
+    /// Start the exchange: send this request.
+    Send {
+        /// The head.
+        head: RequestHead,
+        /// The body (empty for GET and DELETE).
+        body: Vec<u8>,
+    },
+    /// Stop the exchange: stop reading, close it.
+    Abort,
+}
+
+/// One output of the client core.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClientTransmit {
+    /// The exchange, minted by the client core.
+    pub http: HttpId,
+    /// What it is for.
+    pub purpose: Purpose,
+    /// What to do.
+    pub kind: ClientTransmitKind,
+}
+
+/// Why a request failed, typed by who is at fault.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The server answered with an HTTP error.
+    #[error("HTTP {status}")]
+    Status {
+        /// The status.
+        status: u16,
+        /// The JSON-RPC error in the body, if any.
+        error: Option<ErrorObject>,
+    },
+    /// The session is gone (404, R25); call `initialize` again.
+    #[error("session lost")]
+    SessionLost,
+    /// The deadline passed; `notifications/cancelled` was sent (R52).
+    #[error("timed out")]
+    Timeout,
+    /// Cancelled by the caller; `notifications/cancelled` was sent.
+    #[error("cancelled")]
+    Cancelled,
+    /// The stream ended without the response and without an event id to resume from.
+    #[error("stream ended without a response and cannot be resumed")]
+    StreamLost,
+    /// Resumption attempts or time ran out.
+    #[error("resumption exhausted")]
+    ResumeExhausted,
+    /// The client was closed.
+    #[error("client closed")]
+    Closed,
+    /// The server chose a protocol version this client does not speak.
+    #[error("unsupported protocol version {0:?}")]
+    UnsupportedVersion(String),
+    /// The server's answer was not what the protocol allows.
+    #[error("malformed answer: {0}")]
+    Malformed(&'static str),
+}
+
+/// A command the application should not have issued now.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientUsageError {
+    /// No session: call `initialize` first (or again, after a loss).
+    #[error("not initialized")]
+    NotReady,
+    /// `initialize` while a session is live or being set up.
+    #[error("already initialized or initializing")]
+    AlreadyInitialized,
+    /// No such request in flight.
+    #[error("request {0} is not pending")]
+    UnknownRequest(RequestId),
+    /// Too many requests in flight (`pending_max`).
+    #[error("too many requests in flight")]
+    TooManyRequests,
+    /// The client was closed.
+    #[error("client closed")]
+    Closed,
+}
+
+/// What the application must handle.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ClientEvent {
+    /// The session is set up: id and version committed, `notifications/initialized` sent.
+    Initialized {
+        /// The `initialize` request's id.
+        id: RequestId,
+        /// The session id, if the server uses sessions.
+        session_id: Option<SessionId>,
+        /// The negotiated version.
+        version: ProtocolVersion,
+        /// The `InitializeResult`.
+        result: RawJson,
+    },
+    /// A request's response.
+    Response {
+        /// The request.
+        id: RequestId,
+        /// Result or JSON-RPC error.
+        result: Result<RawJson, ErrorObject>,
+    },
+    /// A request failed without a response.
+    Failed {
+        /// The request.
+        id: RequestId,
+        /// Why.
+        error: ClientError,
+    },
+    /// A server-to-client request; answer with `respond`.
+    ServerRequest {
+        /// Its id.
+        id: RequestId,
+        /// Method.
+        method: String,
+        /// Parameters.
+        params: Option<RawJson>,
+    },
+    /// A server notification.
+    Notification {
+        /// Method.
+        method: String,
+        /// Parameters.
+        params: Option<RawJson>,
+    },
+    /// The session is gone; pending requests failed with `SessionLost`.
+    SessionLost,
+    /// The server does not offer a standalone GET stream (405).
+    BackgroundDisabled,
+}

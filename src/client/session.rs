@@ -1,0 +1,792 @@
+//! [`ClientSession`]: initialize, requests, the pending map, every stream.
+//!
+//! ```text
+//!  Fresh ──initialize──▶ Initializing ──InitializeResult parsed: commit id+version──▶ Ready
+//!    ▲                                                                                 │
+//!    └──────────── initialize again ◀── Lost (404 on a request with a session id) ◀────┤
+//!                                                              close (DELETE) ─▶ Closed
+//! ```
+
+use super::{
+    ClientConfig, ClientError, ClientEvent, ClientTimer, ClientTransmit, ClientTransmitKind,
+    ClientUsageError, Purpose,
+};
+use crate::head::{Content, RequestHead, ResponseHead};
+use crate::ids::{HttpId, RequestId, SessionId};
+use crate::jsonrpc::{self, ErrorObject, Message, RawJson};
+use crate::policy::{
+    BackgroundGet, ClientPolicy, CompletionGate, ForegroundAfterCompletion, ReconnectStreams,
+    SessionCommit,
+};
+use crate::sse::SseItem;
+use crate::time::{Instant, Timers};
+use crate::version::ProtocolVersion;
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Phase {
+    Fresh,
+    Initializing,
+    Ready,
+    Lost,
+    Closed,
+}
+
+/// What an exchange is doing, internally (ids as numbers the client minted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Role {
+    Initialize(i64),
+    Request(i64),
+    Notify,
+    Background,
+    Reader(u32),
+    Delete,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Exchange {
+    pub(super) role: Role,
+    pub(super) carried_session: bool,
+    pub(super) status: Option<u16>,
+    pub(super) content: Content,
+    pub(super) head_session: Option<SessionId>,
+    pub(super) last_id: Option<String>,
+    pub(super) retry_ms: Option<u64>,
+    /// Message events (not priming) received on this exchange.
+    pub(super) messages: u32,
+    pub(super) error: Option<ErrorObject>,
+}
+
+/// One request in flight.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Pending {
+    pub(super) method: String,
+    /// The exchange currently carrying the request's stream.
+    pub(super) http: Option<HttpId>,
+    /// Last event id seen on the request's stream (across its resumptions).
+    pub(super) last_id: Option<String>,
+    pub(super) retry_ms: Option<u64>,
+    pub(super) attempts: u32,
+    pub(super) resuming_since: Option<Instant>,
+    /// The response arrived elsewhere while the caller waits on the foreground
+    /// (`CompletionGate::AfterForegroundReturns`).
+    pub(super) arrived: Option<Result<RawJson, ErrorObject>>,
+    /// The caller already has the result; only the foreground is left (`KeepRunning`).
+    pub(super) returned: bool,
+}
+
+/// A staged `initialize` commit (`SessionCommit::AfterForegroundStep`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Staged {
+    pub(super) http: HttpId,
+    pub(super) session_id: Option<SessionId>,
+    pub(super) version: ProtocolVersion,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(super) struct Background {
+    pub(super) http: Option<HttpId>,
+    pub(super) last_id: Option<String>,
+    pub(super) retry_ms: Option<u64>,
+    pub(super) failures: u32,
+    pub(super) disabled: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Reader {
+    pub(super) http: Option<HttpId>,
+    pub(super) last_id: Option<String>,
+    pub(super) retry_ms: Option<u64>,
+    pub(super) reconnects: u32,
+}
+
+/// One client. See the module doc for the state diagram.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClientSession {
+    pub(super) config: ClientConfig,
+    pub(super) policy: ClientPolicy,
+    pub(super) phase: Phase,
+    pub(super) session_id: Option<SessionId>,
+    pub(super) version: Option<ProtocolVersion>,
+    pub(super) staged: Option<Staged>,
+    pub(super) next_http: u64,
+    pub(super) next_id: i64,
+    pub(super) next_reader: u32,
+    pub(super) exchanges: BTreeMap<HttpId, Exchange>,
+    pub(super) pending: BTreeMap<i64, Pending>,
+    pub(super) finished: VecDeque<i64>,
+    pub(super) background: Background,
+    pub(super) readers: BTreeMap<u32, Reader>,
+    pub(super) transmits: VecDeque<ClientTransmit>,
+    pub(super) events: VecDeque<ClientEvent>,
+    pub(super) timers: Timers<ClientTimer>,
+    pub(super) duplicates: u64,
+    pub(super) strangers: u64,
+}
+
+impl ClientSession {
+    /// A client with no session yet.
+    pub fn new(config: ClientConfig, policy: ClientPolicy) -> Self {
+        ClientSession {
+            config,
+            policy,
+            phase: Phase::Fresh,
+            session_id: None,
+            version: None,
+            staged: None,
+            next_http: 1,
+            next_id: 1,
+            next_reader: 1,
+            exchanges: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            finished: VecDeque::new(),
+            background: Background::default(),
+            readers: BTreeMap::new(),
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            timers: Timers::default(),
+            duplicates: 0,
+            strangers: 0,
+        }
+    }
+
+    // ---- getters -------------------------------------------------------
+
+    /// The committed session id.
+    pub fn session_id(&self) -> Option<&SessionId> {
+        self.session_id.as_ref()
+    }
+
+    /// The committed protocol version.
+    pub fn version(&self) -> Option<ProtocolVersion> {
+        self.version
+    }
+
+    /// Whether requests can be sent.
+    pub fn is_ready(&self) -> bool {
+        self.phase == Phase::Ready
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &ClientPolicy {
+        &self.policy
+    }
+
+    /// Requests in flight (including orphaned foregrounds under `KeepRunning`).
+    pub fn pending(&self) -> impl Iterator<Item = RequestId> + '_ {
+        self.pending.keys().map(|n| RequestId::Num(*n))
+    }
+
+    /// Exchanges the client is running.
+    pub fn exchanges(&self) -> impl Iterator<Item = HttpId> + '_ {
+        self.exchanges.keys().copied()
+    }
+
+    /// What exchange `http` is for.
+    pub fn purpose(&self, http: HttpId) -> Option<Purpose> {
+        self.exchanges.get(&http).map(|e| purpose_of(e.role))
+    }
+
+    /// Responses dropped because their request had already finished (C4).
+    pub fn duplicates_dropped(&self) -> u64 {
+        self.duplicates
+    }
+
+    /// Responses dropped because no request of ours had that id.
+    pub fn strangers_dropped(&self) -> u64 {
+        self.strangers
+    }
+
+    /// Exchanges at a scheduling point the driver may fire
+    /// (`handle_foreground_step`, `SessionCommit::AfterForegroundStep` only).
+    pub fn scheduling_points(&self) -> Vec<HttpId> {
+        self.staged.iter().map(|s| s.http).collect()
+    }
+
+    // ---- commands ------------------------------------------------------
+
+    /// Starts a session: POSTs `initialize` offering `config.protocol_version`.
+    /// `params` are the rest of `InitializeRequestParams` (capabilities, clientInfo).
+    pub fn initialize(
+        &mut self,
+        params: RawJson,
+        now: Instant,
+    ) -> Result<RequestId, ClientUsageError> {
+        match self.phase {
+            Phase::Closed => return Err(ClientUsageError::Closed),
+            Phase::Initializing | Phase::Ready => return Err(ClientUsageError::AlreadyInitialized),
+            Phase::Fresh | Phase::Lost => {}
+        }
+        self.session_id = None;
+        self.version = None;
+        self.background = Background::default();
+        let n = self.mint_id();
+        let mut v = params.to_value();
+        if !v.is_object() {
+            v = serde_json::json!({});
+        }
+        v["protocolVersion"] =
+            serde_json::Value::String(self.config.protocol_version.as_str().into());
+        let msg = Message::request(n, "initialize", Some(RawJson::from(v)));
+        self.phase = Phase::Initializing;
+        let http = self.send_post(Role::Initialize(n), &msg);
+        self.track(n, "initialize", Some(http), now);
+        Ok(RequestId::Num(n))
+    }
+
+    /// Sends a request; its answer arrives as [`ClientEvent::Response`] or
+    /// [`ClientEvent::Failed`]. The deadline is `config.request_timeout_ms` from `now`.
+    pub fn send_request(
+        &mut self,
+        method: &str,
+        params: Option<RawJson>,
+        now: Instant,
+    ) -> Result<RequestId, ClientUsageError> {
+        self.check_ready()?;
+        if self.pending.len() >= self.config.pending_max {
+            return Err(ClientUsageError::TooManyRequests);
+        }
+        let n = self.mint_id();
+        let msg = Message::request(n, method, params);
+        let http = self.send_post(Role::Request(n), &msg);
+        self.track(n, method, Some(http), now);
+        Ok(RequestId::Num(n))
+    }
+
+    /// Sends a notification.
+    pub fn notify(
+        &mut self,
+        method: &str,
+        params: Option<RawJson>,
+        _now: Instant,
+    ) -> Result<(), ClientUsageError> {
+        self.check_ready()?;
+        self.send_post(Role::Notify, &Message::notification(method, params));
+        Ok(())
+    }
+
+    /// Answers a server-to-client request.
+    pub fn respond(
+        &mut self,
+        id: RequestId,
+        result: Result<RawJson, ErrorObject>,
+        _now: Instant,
+    ) -> Result<(), ClientUsageError> {
+        self.check_ready()?;
+        let msg = match result {
+            Ok(result) => Message::Response { id, result },
+            Err(error) => Message::Error {
+                id: Some(id),
+                error,
+            },
+        };
+        self.send_post(Role::Notify, &msg);
+        Ok(())
+    }
+
+    /// Cancels a request: `notifications/cancelled`, its exchanges aborted, and
+    /// [`ClientEvent::Failed`] with `Cancelled`. A late response is dropped.
+    pub fn cancel(&mut self, id: &RequestId, now: Instant) -> Result<(), ClientUsageError> {
+        let n = match id {
+            RequestId::Num(n) if self.pending.get(n).is_some_and(|p| !p.returned) => *n,
+            _ => return Err(ClientUsageError::UnknownRequest(id.clone())),
+        };
+        self.give_up(n, ClientError::Cancelled, true, now);
+        Ok(())
+    }
+
+    /// Ends the session: DELETE (R26), every exchange aborted, every request failed.
+    pub fn close(&mut self, now: Instant) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        self.abort_everything(ClientError::Closed, now);
+        if let Some(sid) = self.session_id.clone() {
+            let mut head = RequestHead::delete(&sid);
+            if let Some(v) = self.version {
+                head = head.with(crate::headers::MCP_PROTOCOL_VERSION, v.as_str());
+            }
+            let http = self.open(Role::Delete, head, Vec::new());
+            let _ = http;
+        }
+        self.phase = Phase::Closed;
+    }
+
+    // ---- inputs --------------------------------------------------------
+
+    /// The response head of exchange `http` arrived.
+    pub fn handle_response_head(&mut self, http: HttpId, head: ResponseHead, now: Instant) {
+        let Some(ex) = self.exchanges.get_mut(&http) else {
+            return;
+        };
+        ex.status = Some(head.status);
+        ex.content = head.content;
+        ex.head_session = head.session_id;
+        let role = ex.role;
+        let carried = ex.carried_session;
+        if head.status == 404 && carried {
+            self.lose_session(now);
+            return;
+        }
+        if let (Role::Background, 405) = (role, head.status) {
+            self.background.disabled = true;
+            self.events.push_back(ClientEvent::BackgroundDisabled);
+        }
+    }
+
+    /// A whole `application/json` body of exchange `http`.
+    pub fn handle_body(&mut self, http: HttpId, body: &[u8], now: Instant) {
+        let Some(ex) = self.exchanges.get(&http) else {
+            return;
+        };
+        let ok = ex.status.is_some_and(|s| (200..300).contains(&s));
+        let version = self.version.unwrap_or(ProtocolVersion::V2025_03_26);
+        let parsed = jsonrpc::parse_body(body, ProtocolVersion::V2025_03_26.min(version));
+        match parsed {
+            Ok(b) if ok => {
+                for m in b.into_messages() {
+                    self.recv_message(http, m, now);
+                }
+            }
+            Ok(b) => {
+                if let Some(Message::Error { error, .. }) = b.into_messages().into_iter().next() {
+                    if let Some(ex) = self.exchanges.get_mut(&http) {
+                        ex.error = Some(error);
+                    }
+                }
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// One decoded SSE item of exchange `http` (the shell runs the decoder).
+    pub fn handle_sse_event(&mut self, http: HttpId, item: SseItem, now: Instant) {
+        let Some(ex) = self.exchanges.get_mut(&http) else {
+            return;
+        };
+        match item {
+            SseItem::Retry(ms) => {
+                ex.retry_ms = Some(ms);
+                self.note_retry(http, ms);
+            }
+            SseItem::NoMessage { id } => {
+                if let Some(id) = id {
+                    ex.last_id = Some(id.clone());
+                    self.note_id(http, id);
+                }
+            }
+            SseItem::Message { id, data, .. } => {
+                ex.messages += 1;
+                if let Some(id) = id {
+                    ex.last_id = Some(id.clone());
+                    self.note_id(http, id);
+                }
+                match jsonrpc::parse_message(&data) {
+                    Ok(m) => self.recv_message(http, m, now),
+                    Err(_) => self.strangers += 1,
+                }
+            }
+        }
+    }
+
+    /// The scheduling point of `SessionCommit::AfterForegroundStep`: the
+    /// initialize foreground finishes its post-processing and commits.
+    pub fn handle_foreground_step(&mut self, http: HttpId, now: Instant) -> bool {
+        match self.staged.take() {
+            Some(s) if s.http == http => {
+                self.commit_session(s.session_id, s.version, now);
+                true
+            }
+            other => {
+                self.staged = other;
+                false
+            }
+        }
+    }
+
+    // ---- outputs -------------------------------------------------------
+
+    /// The next exchange to start or abort.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<ClientTransmit> {
+        self.transmits.pop_front()
+    }
+
+    /// The next thing the application must handle.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// The next deadline and its reason.
+    pub fn poll_timeout(&self) -> Option<(Instant, ClientTimer)> {
+        self.timers.next()
+    }
+
+    // ---- internals -----------------------------------------------------
+
+    fn check_ready(&self) -> Result<(), ClientUsageError> {
+        match self.phase {
+            Phase::Ready => Ok(()),
+            Phase::Closed => Err(ClientUsageError::Closed),
+            _ => Err(ClientUsageError::NotReady),
+        }
+    }
+
+    fn mint_id(&mut self) -> i64 {
+        let n = self.next_id;
+        self.next_id += 1;
+        n
+    }
+
+    fn track(&mut self, n: i64, method: &str, http: Option<HttpId>, now: Instant) {
+        self.pending.insert(
+            n,
+            Pending {
+                method: method.to_owned(),
+                http,
+                last_id: None,
+                retry_ms: None,
+                attempts: 0,
+                resuming_since: None,
+                arrived: None,
+                returned: false,
+            },
+        );
+        self.timers.set(
+            ClientTimer::Deadline(n),
+            now + Duration::from_millis(self.config.request_timeout_ms),
+        );
+    }
+
+    /// Headers every request after initialize carries (R22, R29).
+    pub(super) fn session_headers(&self, mut head: RequestHead) -> RequestHead {
+        if let Some(sid) = &self.session_id {
+            head = head.with(crate::headers::MCP_SESSION_ID, sid.as_str());
+        }
+        if let Some(v) = self.version {
+            head = head.with(crate::headers::MCP_PROTOCOL_VERSION, v.as_str());
+        }
+        head
+    }
+
+    fn send_post(&mut self, role: Role, msg: &Message) -> HttpId {
+        let head = match role {
+            Role::Initialize(_) => RequestHead::post(None, None),
+            _ => self.session_headers(RequestHead::post(None, None)),
+        };
+        self.open(role, head, msg.to_json().into_bytes())
+    }
+
+    pub(super) fn open(&mut self, role: Role, head: RequestHead, body: Vec<u8>) -> HttpId {
+        let http = HttpId(self.next_http);
+        self.next_http += 1;
+        let carried_session = head.header(crate::headers::MCP_SESSION_ID).is_some();
+        self.exchanges.insert(
+            http,
+            Exchange {
+                role,
+                carried_session,
+                status: None,
+                content: Content::None,
+                head_session: None,
+                last_id: None,
+                retry_ms: None,
+                messages: 0,
+                error: None,
+            },
+        );
+        self.transmits.push_back(ClientTransmit {
+            http,
+            purpose: purpose_of(role),
+            kind: ClientTransmitKind::Send { head, body },
+        });
+        http
+    }
+
+    pub(super) fn abort(&mut self, http: HttpId) {
+        if let Some(ex) = self.exchanges.remove(&http) {
+            self.transmits.push_back(ClientTransmit {
+                http,
+                purpose: purpose_of(ex.role),
+                kind: ClientTransmitKind::Abort,
+            });
+        }
+    }
+
+    fn recv_message(&mut self, http: HttpId, m: Message, now: Instant) {
+        match m {
+            Message::Response { id, result } => self.complete(http, id, Ok(result), now),
+            Message::Error {
+                id: Some(id),
+                error,
+            } => self.complete(http, id, Err(error), now),
+            Message::Error { id: None, .. } => self.strangers += 1,
+            Message::Request { id, method, params } => self
+                .events
+                .push_back(ClientEvent::ServerRequest { id, method, params }),
+            Message::Notification { method, params } => self
+                .events
+                .push_back(ClientEvent::Notification { method, params }),
+        }
+    }
+
+    /// A response for `id` arrived on `via`: complete the request exactly once.
+    fn complete(
+        &mut self,
+        via: HttpId,
+        id: RequestId,
+        result: Result<RawJson, ErrorObject>,
+        now: Instant,
+    ) {
+        let RequestId::Num(n) = id else {
+            self.strangers += 1;
+            return;
+        };
+        let Some(p) = self.pending.get_mut(&n) else {
+            if self.finished.contains(&n) {
+                self.duplicates += 1;
+            } else {
+                self.strangers += 1;
+            }
+            return;
+        };
+        let own = self
+            .exchanges
+            .get(&via)
+            .is_some_and(|e| matches!(e.role, Role::Request(r) | Role::Initialize(r) if r == n));
+        if p.returned {
+            // KeepRunning: the orphaned foreground reads its own copy and returns.
+            self.duplicates += 1;
+            if own {
+                self.retire(n);
+            }
+            return;
+        }
+        let result = match self.policy.completion_gate {
+            CompletionGate::FirstArrival => result,
+            CompletionGate::AfterForegroundReturns if own => p.arrived.take().unwrap_or(result),
+            CompletionGate::AfterForegroundReturns => {
+                // The caller is still inside the foreground send; it learns of
+                // this only when the foreground returns (race C).
+                if p.arrived.is_none() {
+                    p.arrived = Some(result);
+                } else {
+                    self.duplicates += 1;
+                }
+                return;
+            }
+        };
+        let is_initialize = self
+            .exchanges
+            .get(&via)
+            .is_some_and(|e| e.role == Role::Initialize(n))
+            || p.method == "initialize";
+        if is_initialize {
+            self.finish_initialize(via, n, result, now);
+            return;
+        }
+        self.events.push_back(ClientEvent::Response {
+            id: RequestId::Num(n),
+            result,
+        });
+        self.after_return(n, via, own);
+    }
+
+    /// The caller has the result: stop what still works for `n` (or not, by policy).
+    fn after_return(&mut self, n: i64, via: HttpId, own: bool) {
+        match self.policy.foreground_after_completion {
+            ForegroundAfterCompletion::KeepRunning if !own => {
+                if let Some(p) = self.pending.get_mut(&n) {
+                    p.returned = true;
+                }
+                self.timers.stop(ClientTimer::Deadline(n));
+                self.remember(n);
+            }
+            _ => {
+                if self.policy.reconnect_streams == ReconnectStreams::EveryEnd && own {
+                    self.become_reader(via);
+                }
+                self.retire(n);
+            }
+        }
+    }
+
+    /// Forgets request `n`: aborts its exchanges and stops its timers (C2, C3).
+    pub(super) fn retire(&mut self, n: i64) {
+        self.pending.remove(&n);
+        self.timers.stop(ClientTimer::Deadline(n));
+        self.timers.stop(ClientTimer::Resume(n));
+        let mine: Vec<HttpId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| matches!(e.role, Role::Request(r) | Role::Initialize(r) if r == n))
+            .map(|(h, _)| *h)
+            .collect();
+        for http in mine {
+            self.abort(http);
+        }
+        self.remember(n);
+    }
+
+    fn remember(&mut self, n: i64) {
+        if !self.finished.contains(&n) {
+            self.finished.push_back(n);
+            while self.finished.len() > self.config.finished_max {
+                self.finished.pop_front();
+            }
+        }
+    }
+
+    fn finish_initialize(
+        &mut self,
+        via: HttpId,
+        n: i64,
+        result: Result<RawJson, ErrorObject>,
+        now: Instant,
+    ) {
+        let session_id = self
+            .exchanges
+            .get(&via)
+            .and_then(|e| e.head_session.clone());
+        let result = match result {
+            Ok(r) => r,
+            Err(error) => {
+                self.retire(n);
+                self.phase = Phase::Fresh;
+                self.events.push_back(ClientEvent::Failed {
+                    id: RequestId::Num(n),
+                    error: ClientError::Status {
+                        status: 200,
+                        error: Some(error),
+                    },
+                });
+                return;
+            }
+        };
+        let offered = result
+            .to_value()
+            .get("protocolVersion")
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let Ok(version) = offered.parse::<ProtocolVersion>() else {
+            self.retire(n);
+            self.phase = Phase::Fresh;
+            self.events.push_back(ClientEvent::Failed {
+                id: RequestId::Num(n),
+                error: ClientError::UnsupportedVersion(offered),
+            });
+            return;
+        };
+        self.retire(n);
+        match self.policy.session_commit {
+            SessionCommit::OnParse => {
+                self.commit_session(session_id.clone(), version, now);
+            }
+            SessionCommit::AfterForegroundStep => {
+                self.phase = Phase::Ready;
+                self.staged = Some(Staged {
+                    http: via,
+                    session_id: session_id.clone(),
+                    version,
+                });
+            }
+        }
+        self.events.push_back(ClientEvent::Initialized {
+            id: RequestId::Num(n),
+            session_id,
+            version,
+            result,
+        });
+    }
+
+    /// Commits initialize's side effects, then announces `initialized` and
+    /// opens the background GET (C5: nothing else is sent before this).
+    fn commit_session(
+        &mut self,
+        session_id: Option<SessionId>,
+        version: ProtocolVersion,
+        now: Instant,
+    ) {
+        self.session_id = session_id;
+        self.version = Some(version);
+        self.phase = Phase::Ready;
+        self.send_post(
+            Role::Notify,
+            &Message::notification("notifications/initialized", None),
+        );
+        if self.policy.background_get == BackgroundGet::On {
+            self.open_background(now);
+        }
+    }
+
+    /// Fails request `n` without a response; optionally tells the server.
+    pub(super) fn give_up(&mut self, n: i64, error: ClientError, tell_server: bool, _now: Instant) {
+        if !self.pending.contains_key(&n) {
+            return;
+        }
+        let was_initialize = self
+            .pending
+            .get(&n)
+            .is_some_and(|p| p.method == "initialize");
+        self.retire(n);
+        if tell_server && self.phase == Phase::Ready && !was_initialize {
+            let params = serde_json::json!({"requestId": n, "reason": error.to_string()});
+            self.send_post(
+                Role::Notify,
+                &Message::notification("notifications/cancelled", Some(RawJson::from(params))),
+            );
+        }
+        if was_initialize && self.phase == Phase::Initializing {
+            self.phase = Phase::Fresh;
+        }
+        self.events.push_back(ClientEvent::Failed {
+            id: RequestId::Num(n),
+            error,
+        });
+    }
+
+    /// 404 on a request that carried the session id: the session is gone (R25).
+    pub(super) fn lose_session(&mut self, now: Instant) {
+        if !matches!(self.phase, Phase::Ready | Phase::Initializing) {
+            return;
+        }
+        self.abort_everything(ClientError::SessionLost, now);
+        self.session_id = None;
+        self.version = None;
+        self.phase = Phase::Lost;
+        self.events.push_back(ClientEvent::SessionLost);
+    }
+
+    fn abort_everything(&mut self, error: ClientError, now: Instant) {
+        let ids: Vec<i64> = self.pending.keys().copied().collect();
+        for n in ids {
+            let returned = self.pending.get(&n).is_some_and(|p| p.returned);
+            if returned {
+                self.retire(n);
+            } else {
+                self.give_up(n, error.clone(), false, now);
+            }
+        }
+        let all: Vec<HttpId> = self.exchanges.keys().copied().collect();
+        for http in all {
+            self.abort(http);
+        }
+        self.readers.clear();
+        self.background = Background::default();
+        self.staged = None;
+        self.timers = Timers::default();
+    }
+}
+
+pub(super) fn purpose_of(role: Role) -> Purpose {
+    match role {
+        Role::Initialize(n) => Purpose::Initialize(RequestId::Num(n)),
+        Role::Request(n) => Purpose::Request(RequestId::Num(n)),
+        Role::Notify => Purpose::Notify,
+        Role::Background => Purpose::Background,
+        Role::Reader(_) => Purpose::Reader,
+        Role::Delete => Purpose::Delete,
+    }
+}

@@ -1,0 +1,134 @@
+//! HTTP request and response heads as the cores see them: parsed once at the
+//! edge, shared by the server and client cores (which do not know each other).
+
+use crate::headers;
+use crate::ids::SessionId;
+use crate::version::ProtocolVersion;
+use serde::{Deserialize, Serialize};
+
+/// HTTP method.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Method {
+    /// Opens or resumes an SSE stream.
+    Get,
+    /// Carries one client message (or a 2025-03-26 batch).
+    Post,
+    /// Ends the session.
+    Delete,
+    /// Anything else (answered 405).
+    Other(String),
+}
+
+impl Method {
+    /// Parses a method token.
+    pub fn parse(s: &str) -> Method {
+        match s {
+            "GET" => Method::Get,
+            "POST" => Method::Post,
+            "DELETE" => Method::Delete,
+            other => Method::Other(other.to_owned()),
+        }
+    }
+}
+
+/// A request head: method and headers (names lower-case).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RequestHead {
+    /// The method.
+    pub method: Method,
+    /// Header name/value pairs; names are matched case-insensitively.
+    pub headers: Vec<(String, String)>,
+}
+
+impl RequestHead {
+    /// A head with no headers.
+    pub fn new(method: Method) -> Self {
+        RequestHead {
+            method,
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds a header.
+    pub fn with(mut self, name: &str, value: &str) -> Self {
+        self.headers
+            .push((name.to_ascii_lowercase(), value.to_owned()));
+        self
+    }
+
+    /// The first value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A POST head as a conforming client sends it.
+    pub fn post(session: Option<&SessionId>, version: Option<ProtocolVersion>) -> Self {
+        let mut h = RequestHead::new(Method::Post)
+            .with(headers::CONTENT_TYPE, headers::MIME_JSON)
+            .with(headers::ACCEPT, "application/json, text/event-stream");
+        if let Some(s) = session {
+            h = h.with(headers::MCP_SESSION_ID, s.as_str());
+        }
+        if let Some(v) = version {
+            h = h.with(headers::MCP_PROTOCOL_VERSION, v.as_str());
+        }
+        h
+    }
+
+    /// A GET head as a conforming client sends it.
+    pub fn get(session: &SessionId, version: ProtocolVersion, last_event_id: Option<&str>) -> Self {
+        let mut h = RequestHead::new(Method::Get)
+            .with(headers::ACCEPT, headers::MIME_SSE)
+            .with(headers::MCP_SESSION_ID, session.as_str())
+            .with(headers::MCP_PROTOCOL_VERSION, version.as_str());
+        if let Some(l) = last_event_id {
+            h = h.with(headers::LAST_EVENT_ID, l);
+        }
+        h
+    }
+
+    /// A DELETE head.
+    pub fn delete(session: &SessionId) -> Self {
+        RequestHead::new(Method::Delete).with(headers::MCP_SESSION_ID, session.as_str())
+    }
+}
+
+/// Body type of a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Content {
+    /// No body.
+    None,
+    /// `application/json`.
+    Json,
+    /// `text/event-stream`.
+    Sse,
+}
+
+/// A response head.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ResponseHead {
+    /// HTTP status.
+    pub status: u16,
+    /// Body type.
+    pub content: Content,
+    /// `Mcp-Session-Id` to send.
+    pub session_id: Option<SessionId>,
+    /// Send `Allow: GET, POST, DELETE` (on 405).
+    pub allow: bool,
+}
+
+impl ResponseHead {
+    /// A head with no session id.
+    pub fn new(status: u16, content: Content) -> Self {
+        ResponseHead {
+            status,
+            content,
+            session_id: None,
+            allow: false,
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! One HTTP exchange in flight between a client core and the server: the
+//! request not yet delivered, and the response items in TCP order.
+
+use crate::head::{RequestHead, ResponseHead};
+use crate::ids::HttpId;
+use crate::server::{Transmit, TransmitKind};
+use crate::sse::SseItem;
+use std::collections::VecDeque;
+
+/// A response item on its way to the client.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Delivery {
+    /// The response head.
+    Head(ResponseHead),
+    /// A whole JSON body.
+    Body(Vec<u8>),
+    /// One SSE item, as the client's decoder would produce it.
+    Sse(SseItem),
+    /// The response ended.
+    End,
+}
+
+/// One exchange, end to end.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Link {
+    /// The request, until delivered to the server.
+    pub request: Option<(RequestHead, Vec<u8>)>,
+    /// The server's id for it, once delivered.
+    pub server_http: Option<HttpId>,
+    /// Response items in flight, in order (one TCP stream).
+    pub to_client: VecDeque<Delivery>,
+    /// The client no longer reads it (aborted, or the connection dropped).
+    pub client_gone: bool,
+    /// The server has been told the exchange is over.
+    pub server_told: bool,
+}
+
+impl Link {
+    /// A link carrying a request not yet delivered.
+    pub fn new(head: RequestHead, body: Vec<u8>) -> Self {
+        Link {
+            request: Some((head, body)),
+            server_http: None,
+            to_client: VecDeque::new(),
+            client_gone: false,
+            server_told: false,
+        }
+    }
+}
+
+/// What a server transmit becomes on the wire, as items the client reads.
+pub fn deliveries(t: &Transmit) -> Vec<Delivery> {
+    match &t.kind {
+        TransmitKind::Head(h) => vec![Delivery::Head(h.clone())],
+        TransmitKind::Json(m) => vec![Delivery::Body(m.to_json().into_bytes())],
+        TransmitKind::Event {
+            id,
+            retry_ms,
+            message,
+        } => {
+            let mut out = Vec::with_capacity(2);
+            if let Some(ms) = retry_ms {
+                out.push(Delivery::Sse(SseItem::Retry(*ms)));
+            }
+            out.push(Delivery::Sse(match message {
+                Some(o) => SseItem::Message {
+                    id: id.clone(),
+                    event: None,
+                    data: o.message.to_json(),
+                },
+                None => SseItem::NoMessage { id: id.clone() },
+            }));
+            out
+        }
+        TransmitKind::Comment => Vec::new(),
+        TransmitKind::End(_) => vec![Delivery::End],
+    }
+}

@@ -1,0 +1,505 @@
+//! [`Pair`]: one client core and the server endpoint, connected by an
+//! in-memory network whose every delivery, drop and tick the caller controls
+//! (in the style of quinn-proto's test `Pair`). Every observation goes to a
+//! [`Monitor`].
+
+use super::net::{deliveries, Delivery, Link};
+use crate::client::{ClientConfig, ClientEvent, ClientSession, ClientTransmitKind};
+use crate::ids::{HttpId, RequestId, SessionId};
+use crate::jsonrpc::{self, RawJson};
+use crate::monitor::{Monitor, Observation};
+use crate::policy::{ClientPolicy, ServerPolicy};
+use crate::server::{Cause, EndpointConfig, ServerEndpoint, ServerEvent};
+use crate::time::Instant;
+use crate::version::ProtocolVersion;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How a [`Pair`] is set up.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PairConfig {
+    /// The server's settings.
+    pub server: EndpointConfig,
+    /// The server's policy.
+    pub server_policy: ServerPolicy,
+    /// The client's settings.
+    pub client: ClientConfig,
+    /// The client's policy.
+    pub client_policy: ClientPolicy,
+    /// Seed of the server's session ids.
+    pub seed: u64,
+    /// The server application answers every request at once.
+    pub server_auto_respond: bool,
+    /// The client application answers every server request at once.
+    pub client_auto_respond: bool,
+}
+
+impl Default for PairConfig {
+    fn default() -> Self {
+        let mut server = EndpointConfig::default();
+        server.session.keepalive_ms = None;
+        PairConfig {
+            server,
+            server_policy: ServerPolicy::FIXED,
+            client: ClientConfig::default(),
+            client_policy: ClientPolicy::FIXED,
+            seed: 0x5eed,
+            server_auto_respond: true,
+            client_auto_respond: true,
+        }
+    }
+}
+
+/// A client core and the server endpoint over an in-memory network.
+#[derive(Clone, Debug)]
+pub struct Pair {
+    /// The client core.
+    pub client: ClientSession,
+    /// The server endpoint.
+    pub server: ServerEndpoint,
+    /// The current time.
+    pub now: Instant,
+    /// Exchanges by the client's id.
+    pub links: BTreeMap<HttpId, Link>,
+    /// Server exchange id → client exchange id.
+    pub by_server: BTreeMap<HttpId, HttpId>,
+    /// Everything the client application was told, in order.
+    pub client_events: Vec<ClientEvent>,
+    /// Requests the server application has not answered yet.
+    pub server_pending: Vec<(SessionId, RequestId, String)>,
+    /// The monitor judging the run.
+    pub monitor: Monitor,
+    config: PairConfig,
+}
+
+impl Pair {
+    /// A pair with default settings and these policies.
+    pub fn new(server_policy: ServerPolicy, client_policy: ClientPolicy) -> Self {
+        Self::with(PairConfig {
+            server_policy,
+            client_policy,
+            ..PairConfig::default()
+        })
+    }
+
+    /// A pair from a full configuration.
+    pub fn with(config: PairConfig) -> Self {
+        Pair {
+            client: ClientSession::new(config.client, config.client_policy),
+            server: ServerEndpoint::new(config.server.clone(), config.server_policy, config.seed),
+            now: Instant::ZERO,
+            links: BTreeMap::new(),
+            by_server: BTreeMap::new(),
+            client_events: Vec::new(),
+            server_pending: Vec::new(),
+            monitor: Monitor::new(),
+            config,
+        }
+    }
+
+    /// The session id the server minted, if any.
+    pub fn server_session(&self) -> Option<SessionId> {
+        self.server.session_ids().next().cloned()
+    }
+
+    // ---- the client application -------------------------------------
+
+    /// `initialize` with minimal params.
+    pub fn initialize(&mut self) -> RequestId {
+        let params = RawJson::from(serde_json::json!({
+            "capabilities": {},
+            "clientInfo": {"name": "pair", "version": "0"}
+        }));
+        let id = self
+            .client
+            .initialize(params, self.now)
+            .expect("initialize");
+        self.pump();
+        id
+    }
+
+    /// Sends a `tools/call` with a progress token.
+    pub fn call(&mut self, tool: &str) -> RequestId {
+        let n = self.client_events.len();
+        let params = RawJson::from(serde_json::json!({
+            "name": tool, "arguments": {}, "_meta": {"progressToken": n}
+        }));
+        let id = self
+            .client
+            .send_request("tools/call", Some(params), self.now)
+            .expect("ready");
+        self.pump();
+        id
+    }
+
+    /// The client's result for `id`, if it has one.
+    pub fn result_of(&self, id: &RequestId) -> Option<&ClientEvent> {
+        self.client_events.iter().find(|e| match e {
+            ClientEvent::Response { id: r, .. } | ClientEvent::Failed { id: r, .. } => r == id,
+            _ => false,
+        })
+    }
+
+    // ---- the server application -------------------------------------
+
+    /// The server application answers request `id` of its session.
+    pub fn server_respond(&mut self, id: &RequestId) {
+        let Some(pos) = self.server_pending.iter().position(|(_, r, _)| r == id) else {
+            return;
+        };
+        let (sid, id, method) = self.server_pending.remove(pos);
+        let result = if method == "initialize" {
+            serde_json::json!({
+                "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "pair", "version": "0"}
+            })
+        } else {
+            serde_json::json!({"content": [{"type": "text", "text": "ok"}]})
+        };
+        let now = self.now;
+        if let Some(s) = self.server.session_mut(&sid) {
+            if let Ok(key) = s.respond(&id, Ok(RawJson::from(result)), now) {
+                self.monitor.observe(&Observation::Sent {
+                    session: sid.to_string(),
+                    key,
+                    cause: Cause::Request(id),
+                });
+            }
+        }
+        self.pump();
+    }
+
+    /// The server application sends a notification.
+    pub fn server_notify(&mut self, method: &str, cause: Cause) -> bool {
+        let Some(sid) = self.server_session() else {
+            return false;
+        };
+        let now = self.now;
+        let Some(s) = self.server.session_mut(&sid) else {
+            return false;
+        };
+        let r = s.notify(method, None, cause.clone(), now);
+        if let Ok(key) = r {
+            self.monitor.observe(&Observation::Sent {
+                session: sid.to_string(),
+                key,
+                cause,
+            });
+        }
+        self.pump();
+        r.is_ok()
+    }
+
+    /// The server application sends a request to the client.
+    pub fn server_request(&mut self, method: &str, cause: Cause) -> Option<RequestId> {
+        let sid = self.server_session()?;
+        let now = self.now;
+        let r = self
+            .server
+            .session_mut(&sid)?
+            .request(method, None, cause.clone(), now);
+        let (id, key) = r.ok()?;
+        self.monitor.observe(&Observation::Sent {
+            session: sid.to_string(),
+            key,
+            cause,
+        });
+        self.pump();
+        Some(id)
+    }
+
+    /// The server closes request `id`'s connection for polling.
+    pub fn server_close_connection(&mut self, id: &RequestId) {
+        let Some(sid) = self.server_session() else {
+            return;
+        };
+        let now = self.now;
+        if let Some(s) = self.server.session_mut(&sid) {
+            let _ = s.close_connection(id, now);
+        }
+        self.pump();
+    }
+
+    // ---- the network ----------------------------------------------------
+
+    /// Moves every output of both cores onto the network and to the applications.
+    pub fn pump(&mut self) {
+        loop {
+            let mut progressed = false;
+            while let Some(t) = self.client.poll_transmit() {
+                progressed = true;
+                self.monitor
+                    .observe(&Observation::ClientTransmit(t.clone()));
+                match t.kind {
+                    ClientTransmitKind::Send { head, body } => {
+                        self.links.insert(t.http, Link::new(head, body));
+                    }
+                    ClientTransmitKind::Abort => self.client_abandons(t.http, true),
+                }
+            }
+            while let Some(e) = self.client.poll_event() {
+                progressed = true;
+                self.monitor.observe(&Observation::ClientEvent(e.clone()));
+                if let (true, ClientEvent::ServerRequest { id, .. }) =
+                    (self.config.client_auto_respond, &e)
+                {
+                    let _ = self
+                        .client
+                        .respond(id.clone(), Ok(RawJson::empty_object()), self.now);
+                }
+                self.client_events.push(e);
+            }
+            while let Some(t) = self.server.poll_transmit() {
+                progressed = true;
+                self.monitor.observe(&Observation::Transmit(t.clone()));
+                let Some(ch) = self.by_server.get(&t.http).copied() else {
+                    continue;
+                };
+                let ended = matches!(t.kind, crate::server::TransmitKind::End(_));
+                if let Some(link) = self.links.get_mut(&ch) {
+                    if !link.client_gone {
+                        link.to_client.extend(deliveries(&t));
+                    }
+                    if ended && link.client_gone && !link.server_told {
+                        link.server_told = true;
+                        self.server.handle_http_closed(t.http, self.now);
+                    }
+                }
+            }
+            while let Some((sid, e)) = self.server.poll_event() {
+                progressed = true;
+                match e {
+                    ServerEvent::Request { id, method, .. } => {
+                        self.server_pending.push((sid, id, method));
+                    }
+                    ServerEvent::Dropped { key, .. } => {
+                        self.monitor.observe(&Observation::Dropped {
+                            session: sid.to_string(),
+                            key,
+                        })
+                    }
+                    _ => {}
+                }
+            }
+            if self.config.server_auto_respond && !self.server_pending.is_empty() {
+                let ids: Vec<RequestId> = self
+                    .server_pending
+                    .iter()
+                    .map(|(_, r, _)| r.clone())
+                    .collect();
+                for id in ids {
+                    self.server_respond(&id);
+                }
+                progressed = true;
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    /// Delivers exchange `ch`'s request to the server.
+    pub fn deliver_request(&mut self, ch: HttpId) -> bool {
+        let Some(link) = self.links.get_mut(&ch) else {
+            return false;
+        };
+        if link.client_gone {
+            return false;
+        }
+        let Some((head, body)) = link.request.take() else {
+            return false;
+        };
+        let d = self.server.handle_request(&head, &body, self.now);
+        link.server_http = Some(d.http);
+        self.by_server.insert(d.http, ch);
+        self.monitor
+            .observe(&Observation::request(d.http, &head, &body));
+        self.pump();
+        true
+    }
+
+    /// Delivers the next response item of exchange `ch` to the client.
+    pub fn deliver_next(&mut self, ch: HttpId) -> bool {
+        let Some(link) = self.links.get_mut(&ch) else {
+            return false;
+        };
+        if link.client_gone {
+            return false;
+        }
+        let Some(item) = link.to_client.pop_front() else {
+            return false;
+        };
+        let now = self.now;
+        match item {
+            Delivery::Head(h) => self.client.handle_response_head(ch, h, now),
+            Delivery::Body(b) => {
+                if let Ok(body) = jsonrpc::parse_body(&b, ProtocolVersion::V2025_03_26) {
+                    for m in body.messages() {
+                        self.monitor.observe(&Observation::ClientReceived {
+                            http: ch,
+                            message: m.clone(),
+                        });
+                    }
+                }
+                self.client.handle_body(ch, &b, now);
+            }
+            Delivery::Sse(item) => {
+                if let crate::sse::SseItem::Message { data, .. } = &item {
+                    if let Ok(m) = jsonrpc::parse_message(data) {
+                        self.monitor.observe(&Observation::ClientReceived {
+                            http: ch,
+                            message: m,
+                        });
+                    }
+                }
+                self.client.handle_sse_event(ch, item, now);
+            }
+            Delivery::End => {
+                self.monitor
+                    .observe(&Observation::ClientClosed { http: ch });
+                self.client.handle_http_closed(ch, now);
+                self.client_abandons(ch, true);
+            }
+        }
+        self.pump();
+        true
+    }
+
+    /// The connection of exchange `ch` drops: the client sees it end at once;
+    /// the server learns it now (`notice`) or later ([`Pair::server_notices`]).
+    pub fn drop_link(&mut self, ch: HttpId, notice: bool) {
+        let Some(link) = self.links.get(&ch) else {
+            return;
+        };
+        if link.client_gone {
+            return;
+        }
+        self.monitor
+            .observe(&Observation::ClientClosed { http: ch });
+        self.client.handle_http_closed(ch, self.now);
+        self.client_abandons(ch, notice);
+        self.pump();
+    }
+
+    /// The server learns that exchange `ch`'s connection is gone.
+    pub fn server_notices(&mut self, ch: HttpId) {
+        let Some(link) = self.links.get_mut(&ch) else {
+            return;
+        };
+        if link.server_told || !link.client_gone {
+            return;
+        }
+        link.server_told = true;
+        if let Some(sh) = link.server_http {
+            self.server.handle_http_closed(sh, self.now);
+        }
+        self.pump();
+    }
+
+    fn client_abandons(&mut self, ch: HttpId, notice: bool) {
+        let now = self.now;
+        let Some(link) = self.links.get_mut(&ch) else {
+            return;
+        };
+        if link.client_gone {
+            return;
+        }
+        link.client_gone = true;
+        link.request = None;
+        link.to_client.clear();
+        if let Some(sh) = link.server_http {
+            self.monitor.observe(&Observation::Closed { http: sh });
+            if notice {
+                link.server_told = true;
+                self.server.handle_http_closed(sh, now);
+            }
+        }
+    }
+
+    /// Exchanges with something to deliver, in id order: requests first, then responses.
+    pub fn deliverable(&self) -> Vec<(HttpId, bool)> {
+        let mut out = Vec::new();
+        for (ch, link) in &self.links {
+            if link.client_gone {
+                continue;
+            }
+            if link.request.is_some() {
+                out.push((*ch, true));
+            } else if !link.to_client.is_empty() {
+                out.push((*ch, false));
+            }
+        }
+        out
+    }
+
+    /// Delivers everything in flight, oldest exchange first, until nothing moves
+    /// (bounded). Time does not advance.
+    pub fn drive(&mut self) {
+        self.pump();
+        for _ in 0..100_000 {
+            let Some((ch, is_request)) = self.deliverable().into_iter().next() else {
+                return;
+            };
+            if is_request {
+                self.deliver_request(ch);
+            } else {
+                self.deliver_next(ch);
+            }
+        }
+    }
+
+    /// The earliest deadline of either core.
+    pub fn next_timeout(&self) -> Option<Instant> {
+        let c = self.client.poll_timeout().map(|(t, _)| t);
+        let s = self.server.poll_timeout().map(|(t, _)| t);
+        match (c, s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Advances time by `ms`, firing due timers on both sides.
+    pub fn advance(&mut self, ms: u64) {
+        self.now = self.now + Duration::from_millis(ms);
+        self.client.handle_timeout(self.now);
+        self.server.handle_timeout(self.now);
+        self.pump();
+    }
+
+    /// Drives to quiescence, jumping time to each next deadline, for at most
+    /// `horizon_ms` of simulated time.
+    pub fn run(&mut self, horizon_ms: u64) {
+        let end = self.now + Duration::from_millis(horizon_ms);
+        for _ in 0..10_000 {
+            self.drive();
+            let Some(next) = self.next_timeout() else {
+                return;
+            };
+            if next > end {
+                return;
+            }
+            let ms = next.saturating_duration_since(self.now).as_millis() as u64;
+            self.advance(ms);
+        }
+    }
+
+    /// End-of-run checks of the monitor.
+    pub fn finish(&mut self) {
+        let queued: Vec<(String, crate::ids::MsgKey)> = self
+            .server
+            .session_ids()
+            .flat_map(|sid| {
+                self.server
+                    .session(sid)
+                    .map(|s| {
+                        s.queued_keys()
+                            .into_iter()
+                            .map(|k| (sid.to_string(), k))
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect();
+        self.monitor.finish(&queued);
+    }
+}

@@ -1,0 +1,296 @@
+//! End-to-end flows of the client core against the server core over the
+//! in-memory network, each judged by the monitor.
+
+use mcp_streamable::client::{ClientError, ClientEvent};
+use mcp_streamable::head::Content;
+use mcp_streamable::ids::RequestId;
+use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
+use mcp_streamable::server::{Cause, ResponseMode};
+use mcp_streamable::sim::{Pair, PairConfig};
+use mcp_streamable::version::ProtocolVersion;
+
+fn ready() -> Pair {
+    let mut p = Pair::new(ServerPolicy::FIXED, ClientPolicy::FIXED);
+    p.initialize();
+    p.drive();
+    p
+}
+
+fn clean(p: &mut Pair) {
+    p.finish();
+    assert!(
+        p.monitor.violations().is_empty(),
+        "{:#?}",
+        p.monitor.violations()
+    );
+}
+
+fn response_ok(p: &Pair, id: &RequestId) -> bool {
+    matches!(
+        p.result_of(id),
+        Some(ClientEvent::Response { result: Ok(_), .. })
+    )
+}
+
+#[test]
+fn initialize_commits_session_and_version_then_opens_background() {
+    let mut p = ready();
+    let sid = p.server_session().expect("server session");
+    assert_eq!(p.client.session_id(), Some(&sid));
+    assert_eq!(p.client.version(), Some(ProtocolVersion::V2025_11_25));
+    assert!(matches!(
+        p.client_events[0],
+        ClientEvent::Initialized { .. }
+    ));
+    let session = p.server.session(&sid).unwrap();
+    assert!(
+        session.is_initialized(),
+        "notifications/initialized arrived"
+    );
+    assert_eq!(
+        p.client.exchanges().count(),
+        1,
+        "the background GET stays open"
+    );
+    clean(&mut p);
+}
+
+#[test]
+fn tools_call_over_sse_and_over_json() {
+    let mut p = ready();
+    let id = p.call("echo");
+    p.drive();
+    assert!(response_ok(&p, &id));
+    clean(&mut p);
+
+    let mut config = PairConfig::default();
+    config.server.session.response_mode = ResponseMode::JsonWhenAlone;
+    let mut p = Pair::with(config);
+    p.initialize();
+    p.drive();
+    let id = p.call("echo");
+    p.drive();
+    assert!(response_ok(&p, &id));
+    clean(&mut p);
+}
+
+#[test]
+fn progress_before_the_response() {
+    let mut config = PairConfig::default();
+    config.server_auto_respond = false;
+    let mut p = Pair::with(config);
+    p.initialize();
+    p.drive();
+    let init = p.server_pending[0].1.clone();
+    p.server_respond(&init);
+    p.drive();
+    let id = p.call("slow");
+    p.drive();
+    let server_id = p.server_pending[0].1.clone();
+    assert!(p.server_notify("notifications/progress", Cause::Request(server_id.clone())));
+    p.drive();
+    p.server_respond(&server_id);
+    p.drive();
+    let pos_progress = p
+        .client_events
+        .iter()
+        .position(|e| matches!(e, ClientEvent::Notification { method, .. } if method == "notifications/progress"))
+        .expect("progress");
+    let pos_response = p
+        .client_events
+        .iter()
+        .position(|e| matches!(e, ClientEvent::Response { id: r, .. } if *r == id))
+        .expect("response");
+    assert!(pos_progress < pos_response);
+    clean(&mut p);
+}
+
+#[test]
+fn server_request_answered_by_the_client() {
+    let mut config = PairConfig::default();
+    config.server_auto_respond = false;
+    let mut p = Pair::with(config);
+    p.initialize();
+    p.drive();
+    let init = p.server_pending[0].1.clone();
+    p.server_respond(&init);
+    p.drive();
+    let id = p.call("sample");
+    p.drive();
+    let server_id = p.server_pending[0].1.clone();
+    let asked = p
+        .server_request("sampling/createMessage", Cause::Request(server_id.clone()))
+        .expect("sent");
+    p.drive();
+    assert!(p
+        .client_events
+        .iter()
+        .any(|e| matches!(e, ClientEvent::ServerRequest { id, .. } if *id == asked)));
+    p.server_respond(&server_id);
+    p.drive();
+    assert!(response_ok(&p, &id));
+    let sid = p.server_session().unwrap();
+    assert_eq!(
+        p.server.session(&sid).unwrap().late_responses(),
+        0,
+        "the answer matched"
+    );
+    clean(&mut p);
+}
+
+#[test]
+fn polling_with_priming_and_retry() {
+    let mut config = PairConfig::default();
+    config.server_auto_respond = false;
+    config.server.session.retry_ms = 500;
+    let mut p = Pair::with(config);
+    p.initialize();
+    p.drive();
+    let init = p.server_pending[0].1.clone();
+    p.server_respond(&init);
+    p.drive();
+    let id = p.call("test_reconnection");
+    p.drive();
+    let server_id = p.server_pending[0].1.clone();
+    p.server_close_connection(&server_id);
+    p.drive();
+    assert!(
+        p.result_of(&id).is_none(),
+        "still pending after the polling close"
+    );
+    p.advance(499);
+    p.drive();
+    let gets_before = p.links.len();
+    p.advance(1);
+    p.drive();
+    assert_eq!(
+        p.links.len(),
+        gets_before + 1,
+        "resumed exactly after retry"
+    );
+    p.server_respond(&server_id);
+    p.drive();
+    assert!(response_ok(&p, &id));
+    clean(&mut p);
+}
+
+#[test]
+fn resumption_after_a_dropped_connection() {
+    let mut config = PairConfig::default();
+    config.server_auto_respond = false;
+    let mut p = Pair::with(config);
+    p.initialize();
+    p.drive();
+    let init = p.server_pending[0].1.clone();
+    p.server_respond(&init);
+    p.drive();
+    let id = p.call("slow");
+    p.drive();
+    let server_id = p.server_pending[0].1.clone();
+    let post = *p.links.keys().last().unwrap();
+    p.drop_link(post, true);
+    p.server_respond(&server_id); // buffered for the resumption
+    p.run(10_000);
+    assert!(response_ok(&p, &id));
+    clean(&mut p);
+}
+
+#[test]
+fn not_found_means_session_lost_then_initialize_again() {
+    let mut p = ready();
+    let sid = p.server_session().unwrap();
+    p.server.session_mut(&sid).unwrap().close(p.now); // the server ends the session
+    p.pump();
+    p.drive();
+    assert!(
+        p.client_events
+            .iter()
+            .any(|e| matches!(e, ClientEvent::SessionLost))
+            || {
+                let id = p.call("after");
+                p.drive();
+                matches!(
+                    p.result_of(&id),
+                    Some(ClientEvent::Failed {
+                        error: ClientError::SessionLost,
+                        ..
+                    })
+                )
+            }
+    );
+    assert!(!p.client.is_ready());
+    p.initialize();
+    p.drive();
+    assert!(p.client.is_ready());
+    assert_ne!(p.client.session_id(), Some(&sid), "a new session");
+    let id = p.call("again");
+    p.drive();
+    assert!(response_ok(&p, &id));
+    clean(&mut p);
+}
+
+#[test]
+fn delete_on_close() {
+    let mut p = ready();
+    let sid = p.server_session().unwrap();
+    p.client.close(p.now);
+    p.pump();
+    p.drive();
+    assert!(p.server.session(&sid).is_none(), "DELETE ended the session");
+    clean(&mut p);
+}
+
+#[test]
+fn deadline_sends_cancelled_and_drops_the_late_response() {
+    let mut config = PairConfig::default();
+    config.server_auto_respond = false;
+    config.client.request_timeout_ms = 1_000;
+    let mut p = Pair::with(config);
+    p.initialize();
+    p.drive();
+    let init = p.server_pending[0].1.clone();
+    p.server_respond(&init);
+    p.drive();
+    let id = p.call("slow");
+    p.drive();
+    let server_id = p.server_pending[0].1.clone();
+    p.advance(1_000);
+    p.drive();
+    assert!(matches!(
+        p.result_of(&id),
+        Some(ClientEvent::Failed {
+            error: ClientError::Timeout,
+            ..
+        })
+    ));
+    p.server_respond(&server_id); // too late: the server knows it was cancelled
+    p.drive();
+    assert_eq!(
+        p.client_events
+            .iter()
+            .filter(|e| matches!(e, ClientEvent::Response { .. }))
+            .count(),
+        0
+    );
+    clean(&mut p);
+}
+
+#[test]
+fn background_get_is_disabled_by_405() {
+    // A server without GET support is simulated by answering the GET head 405.
+    let mut p = Pair::new(ServerPolicy::FIXED, ClientPolicy::FIXED);
+    p.initialize();
+    p.drive();
+    let bg = p.client.exchanges().next().expect("background GET");
+    let mut head = mcp_streamable::head::ResponseHead::new(405, Content::None);
+    head.allow = true;
+    p.client.handle_response_head(bg, head, p.now);
+    p.client.handle_http_closed(bg, p.now);
+    p.pump();
+    assert!(p
+        .client_events
+        .iter()
+        .any(|e| matches!(e, ClientEvent::BackgroundDisabled)));
+    p.run(60_000);
+    assert_eq!(p.client.exchanges().count(), 0, "never reopened");
+}
