@@ -16,6 +16,22 @@ fn ready() -> Pair {
     p
 }
 
+/// A ready pair whose server application answers only when told.
+fn manual(tune: impl FnOnce(&mut PairConfig)) -> Pair {
+    let mut config = PairConfig {
+        server_auto_respond: false,
+        ..PairConfig::default()
+    };
+    tune(&mut config);
+    let mut p = Pair::with(config);
+    p.initialize();
+    p.drive();
+    let init = p.server_pending[0].1.clone();
+    p.server_respond(&init);
+    p.drive();
+    p
+}
+
 fn clean(p: &mut Pair) {
     p.finish();
     assert!(
@@ -76,14 +92,7 @@ fn tools_call_over_sse_and_over_json() {
 
 #[test]
 fn progress_before_the_response() {
-    let mut config = PairConfig::default();
-    config.server_auto_respond = false;
-    let mut p = Pair::with(config);
-    p.initialize();
-    p.drive();
-    let init = p.server_pending[0].1.clone();
-    p.server_respond(&init);
-    p.drive();
+    let mut p = manual(|_| {});
     let id = p.call("slow");
     p.drive();
     let server_id = p.server_pending[0].1.clone();
@@ -107,14 +116,7 @@ fn progress_before_the_response() {
 
 #[test]
 fn server_request_answered_by_the_client() {
-    let mut config = PairConfig::default();
-    config.server_auto_respond = false;
-    let mut p = Pair::with(config);
-    p.initialize();
-    p.drive();
-    let init = p.server_pending[0].1.clone();
-    p.server_respond(&init);
-    p.drive();
+    let mut p = manual(|_| {});
     let id = p.call("sample");
     p.drive();
     let server_id = p.server_pending[0].1.clone();
@@ -140,15 +142,7 @@ fn server_request_answered_by_the_client() {
 
 #[test]
 fn polling_with_priming_and_retry() {
-    let mut config = PairConfig::default();
-    config.server_auto_respond = false;
-    config.server.session.retry_ms = 500;
-    let mut p = Pair::with(config);
-    p.initialize();
-    p.drive();
-    let init = p.server_pending[0].1.clone();
-    p.server_respond(&init);
-    p.drive();
+    let mut p = manual(|c| c.server.session.retry_ms = 500);
     let id = p.call("test_reconnection");
     p.drive();
     let server_id = p.server_pending[0].1.clone();
@@ -176,14 +170,7 @@ fn polling_with_priming_and_retry() {
 
 #[test]
 fn resumption_after_a_dropped_connection() {
-    let mut config = PairConfig::default();
-    config.server_auto_respond = false;
-    let mut p = Pair::with(config);
-    p.initialize();
-    p.drive();
-    let init = p.server_pending[0].1.clone();
-    p.server_respond(&init);
-    p.drive();
+    let mut p = manual(|_| {});
     let id = p.call("slow");
     p.drive();
     let server_id = p.server_pending[0].1.clone();
@@ -242,15 +229,7 @@ fn delete_on_close() {
 
 #[test]
 fn deadline_sends_cancelled_and_drops_the_late_response() {
-    let mut config = PairConfig::default();
-    config.server_auto_respond = false;
-    config.client.request_timeout_ms = 1_000;
-    let mut p = Pair::with(config);
-    p.initialize();
-    p.drive();
-    let init = p.server_pending[0].1.clone();
-    p.server_respond(&init);
-    p.drive();
+    let mut p = manual(|c| c.client.request_timeout_ms = 1_000);
     let id = p.call("slow");
     p.drive();
     let server_id = p.server_pending[0].1.clone();
