@@ -51,6 +51,9 @@ pub enum Observation {
         /// Why it was sent.
         cause: Cause,
     },
+    /// The network failed (a dropped connection, a partition): B5 only bounds
+    /// GETs in runs without faults.
+    Fault,
     /// The client core started or aborted an exchange (client-side ids).
     ClientTransmit(ClientTransmit),
     /// The client core told its application something.
@@ -189,8 +192,8 @@ impl Monitor {
         Monitor::default()
     }
 
-    /// A monitor that also checks B5: with no fault observed (no exchange
-    /// closed by the client or network), a session sees at most `gets_max` GETs.
+    /// A monitor that also checks B5: with no [`Observation::Fault`], a
+    /// session sees at most `gets_max` GETs.
     pub fn with_gets_max(gets_max: usize) -> Self {
         Monitor {
             gets_max: Some(gets_max),
@@ -224,8 +227,8 @@ impl Monitor {
                 messages,
             } => self.on_request(*http, method, session, last_event_id, messages),
             Observation::Transmit(t) => self.on_transmit(t),
+            Observation::Fault => self.faults += 1,
             Observation::Closed { http } => {
-                self.faults += 1;
                 if let Some(e) = self.exchanges.get_mut(http) {
                     e.closed = true;
                 }

@@ -679,6 +679,9 @@ impl ClientSession {
             });
             return;
         };
+        if self.policy.reconnect_streams == ReconnectStreams::EveryEnd {
+            self.become_reader(via);
+        }
         self.retire(n);
         match self.policy.session_commit {
             SessionCommit::OnParse => {

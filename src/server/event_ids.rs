@@ -99,6 +99,12 @@ impl EventIdCodec {
         }
     }
 
+    /// Whether the `initialize` response goes out without an id, so the
+    /// stream's last id is its literal priming `0` (rmcp v0.16).
+    pub fn initialize_unnumbered(&self) -> bool {
+        self.scheme == EventIdScheme::Rmcp016
+    }
+
     /// Whether all standalone GETs share the one [`COMMON`] stream.
     pub fn single_common_stream(&self) -> bool {
         !matches!(self.scheme, EventIdScheme::StreamScoped)

@@ -150,11 +150,13 @@ impl ServerSession {
         };
         let seq = s.push(Some(out.clone()), events_max);
         if let Some(http) = attached {
-            let id = self.codec.render(EventId { stream: sid, seq });
+            let unnumbered =
+                self.codec.initialize_unnumbered() && self.initialize_stream == Some(sid);
+            let id = (!unnumbered).then(|| self.codec.render(EventId { stream: sid, seq }));
             self.tx(
                 http,
                 TransmitKind::Event {
-                    id: Some(id),
+                    id,
                     retry_ms: None,
                     message: Some(out),
                 },

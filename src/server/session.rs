@@ -155,6 +155,7 @@ pub struct ServerSession {
     pub(super) exchanges: BTreeMap<HttpId, Exchange>,
     pub(super) in_flight: BTreeMap<RequestId, StreamId>,
     pub(super) initialize_id: Option<RequestId>,
+    pub(super) initialize_stream: Option<StreamId>,
     pub(super) cancelled: VecDeque<RequestId>,
     pub(super) outbound: BTreeSet<RequestId>,
     pub(super) next_outbound: i64,
@@ -196,6 +197,7 @@ impl ServerSession {
             exchanges: BTreeMap::new(),
             in_flight: BTreeMap::new(),
             initialize_id: None,
+            initialize_stream: None,
             cancelled: VecDeque::new(),
             outbound: BTreeSet::new(),
             next_outbound: 1,
@@ -318,6 +320,7 @@ impl ServerSession {
                 if let Message::Request { id, method, params } = m {
                     if method == "initialize" {
                         self.initialize_id = Some(id.clone());
+                        self.initialize_stream = self.in_flight.get(&id).copied();
                     }
                     self.events
                         .push_back(ServerEvent::Request { id, method, params });

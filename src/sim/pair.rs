@@ -220,6 +220,52 @@ impl Pair {
         self.pump();
     }
 
+    /// Scheduling points the server's presets expose now (server ids).
+    pub fn server_scheduling_points(&self) -> Vec<(HttpId, crate::server::SchedulingPoint)> {
+        self.server
+            .session_ids()
+            .filter_map(|sid| self.server.session(sid))
+            .flat_map(|s| s.scheduling_points())
+            .collect()
+    }
+
+    /// Fires one server scheduling point.
+    pub fn fire_server(
+        &mut self,
+        server_http: HttpId,
+        point: crate::server::SchedulingPoint,
+    ) -> bool {
+        let now = self.now;
+        let sids: Vec<SessionId> = self.server.session_ids().cloned().collect();
+        let mut fired = false;
+        for sid in sids {
+            if let Some(s) = self.server.session_mut(&sid) {
+                fired |= match point {
+                    crate::server::SchedulingPoint::ListenerWake => {
+                        s.handle_listener_wake(server_http, now)
+                    }
+                    crate::server::SchedulingPoint::HandlerStep => {
+                        s.handle_handler_step(server_http, now)
+                    }
+                };
+            }
+        }
+        self.pump();
+        fired
+    }
+
+    /// Fires the client's scheduling point on exchange `ch` (`handle_foreground_step`).
+    pub fn fire_client(&mut self, ch: HttpId) -> bool {
+        let fired = self.client.handle_foreground_step(ch, self.now);
+        self.pump();
+        fired
+    }
+
+    /// The client exchange carrying the given server exchange.
+    pub fn client_http(&self, server_http: HttpId) -> Option<HttpId> {
+        self.by_server.get(&server_http).copied()
+    }
+
     // ---- the network ----------------------------------------------------
 
     /// Moves every output of both cores onto the network and to the applications.

@@ -292,6 +292,7 @@ impl Harness {
             return;
         }
         l.client_closed = true;
+        self.mon.observe(&Observation::Fault);
         self.mon.observe(&Observation::Closed { http });
         if notice {
             self.server_notices(http);
