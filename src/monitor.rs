@@ -153,6 +153,10 @@ struct Lineage {
     answered: BTreeSet<RequestId>,
     /// Event ids first written on this lineage, in order.
     ids: Vec<String>,
+    /// Exchanges that carried this lineage, oldest first.
+    connections: Vec<HttpId>,
+    /// A resumption (GET with a `Last-Event-ID` of this lineage) was answered 2xx.
+    resumed: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -298,11 +302,27 @@ impl Monitor {
                 }
                 continue;
             }
-            self.flag_end(
-                "A5",
-                None,
-                format!("{k} was never delivered to an open stream nor dropped by policy"),
-            );
+            // Written only into connections that were already dead: lost to the
+            // network unless the client resumed that stream, in which case the
+            // replay must have brought it.
+            let written_on: Vec<usize> = self
+                .fresh_writes
+                .get(&key)
+                .map(|l| l.iter().copied().collect())
+                .unwrap_or_default();
+            if written_on.is_empty() {
+                self.flag_end(
+                    "A5",
+                    None,
+                    format!("{k} was dequeued and lost: never written, never dropped by policy"),
+                );
+            } else if written_on.iter().any(|l| self.lineages[*l].resumed) {
+                self.flag_end(
+                    "A5",
+                    None,
+                    format!("{k} was written on a stream the client resumed, yet never delivered"),
+                );
+            }
         }
     }
 
@@ -409,6 +429,9 @@ impl Monitor {
             }
             _ => self.new_lineage(Vec::new()),
         };
+        if let Some(l) = self.lineages.get_mut(lineage) {
+            l.connections.push(http);
+        }
         self.exchanges.insert(
             http,
             Exchange {
@@ -477,6 +500,11 @@ impl Monitor {
                 format!("second head ({status}) on one response"),
             );
             return;
+        }
+        if matches!(ex.kind, Kind::GetResume(_)) && (200..300).contains(&status) {
+            if let Some(l) = self.lineages.get_mut(ex.lineage) {
+                l.resumed = true;
+            }
         }
         if let Some(e) = self.exchanges.get_mut(&http) {
             e.status = Some(status);
@@ -607,6 +635,13 @@ impl Monitor {
                 "notification/response POST carries SSE events".into(),
             );
         }
+        if ex.closed && key.is_some() && self.superseded(http, ex.lineage) {
+            self.flag(
+                "B4",
+                Some(http),
+                "message written to a dead connection although the client resumed its stream elsewhere".into(),
+            );
+        }
         let replayed = self.check_event_id(http, ex, id, key);
         if let (Some(k), Some(session)) = (key, ex.session.clone()) {
             let sk = (session, k);
@@ -702,6 +737,21 @@ impl Monitor {
                 false
             }
         }
+    }
+
+    /// Whether a newer exchange of the same lineage was answered and is still open.
+    fn superseded(&self, http: HttpId, lineage: usize) -> bool {
+        let Some(l) = self.lineages.get(lineage) else {
+            return false;
+        };
+        let Some(pos) = l.connections.iter().position(|h| *h == http) else {
+            return false;
+        };
+        l.connections[pos + 1..].iter().any(|h| {
+            self.exchanges.get(h).is_some_and(|e| {
+                e.status.is_some_and(|s| (200..300).contains(&s)) && !e.closed && !e.ended
+            })
+        })
     }
 
     /// A3 and C1: what a stream may carry, by the request it belongs to.

@@ -164,15 +164,20 @@ fn apply(h: &mut Harness, op: &Op) {
     }
 }
 
-/// Runs one case; returns the first violation as "ID detail".
-fn run(policy: ServerPolicy, ops: &[Op]) -> Result<(), String> {
+/// Runs one case; returns the first violation among `targets` (all when
+/// empty) as "ID detail".
+fn run(policy: ServerPolicy, ops: &[Op], targets: &[&str]) -> Result<(), String> {
     let mut h = Harness::new(policy);
     h.initialize();
     for op in ops {
         apply(&mut h, op);
     }
     h.finish();
-    match h.violations().first() {
+    match h
+        .violations()
+        .iter()
+        .find(|v| targets.is_empty() || targets.contains(&v.id))
+    {
         Some(v) => Err(format!("{} {}", v.id, v.detail)),
         None => Ok(()),
     }
@@ -194,7 +199,7 @@ fn strategy() -> impl Strategy<Value = Vec<Op>> {
 fn fixed_is_never_caught() {
     let mut r = runner(4096);
     let result = r.run(&strategy(), |ops| {
-        run(ServerPolicy::FIXED, &ops).map_err(TestCaseError::fail)
+        run(ServerPolicy::FIXED, &ops, &[]).map_err(TestCaseError::fail)
     });
     if let Err(TestError::Fail(reason, ops)) = &result {
         panic!("FIXED violated {reason}\nshrunk ops: {ops:#?}");
@@ -202,12 +207,12 @@ fn fixed_is_never_caught() {
     result.expect("FIXED passes");
 }
 
-/// Runs random cases until the preset is caught; asserts the violation is one
-/// of `expected`, and prints the shrunk case.
+/// Runs random cases until the preset is caught on one of `expected` (the
+/// properties of its race); prints the shrunk case and replays it.
 fn assert_caught(name: &str, policy: ServerPolicy, expected: &[&str]) {
     let mut r = runner(4096);
     let result = r.run(&strategy(), |ops| {
-        run(policy, &ops).map_err(TestCaseError::fail)
+        run(policy, &ops, expected).map_err(TestCaseError::fail)
     });
     match result {
         Ok(()) => panic!("{name} was not caught in 4096 random cases"),
@@ -223,7 +228,11 @@ fn assert_caught(name: &str, policy: ServerPolicy, expected: &[&str]) {
             );
             // The shrunk case reproduces deterministically.
             assert_eq!(
-                run(policy, &ops).map_err(|e| e.split(' ').next().unwrap_or("").to_owned()),
+                run(policy, &ops, expected).map_err(|e| e
+                    .split(' ')
+                    .next()
+                    .unwrap_or("")
+                    .to_owned()),
                 Err(id.to_owned())
             );
         }
@@ -276,4 +285,28 @@ fn conformance_sse_retry_is_caught() {
         ServerPolicy::CONFORMANCE_SSE_RETRY,
         &["C1", "A3", "B3"],
     );
+}
+
+#[test]
+fn rmcp_0_16_is_caught_on_b1() {
+    assert_caught("RMCP_0_16 (B1)", ServerPolicy::RMCP_0_16, &["B1"]);
+}
+
+#[test]
+fn rmcp_3_9_is_caught_on_shadow_starvation() {
+    assert_caught("RMCP_3_9 (shadow)", ServerPolicy::RMCP_3_9, &["B4", "A5"]);
+}
+
+#[test]
+fn conformance_sse_retry_is_caught_on_c1() {
+    assert_caught(
+        "CONFORMANCE_SSE_RETRY (C1)",
+        ServerPolicy::CONFORMANCE_SSE_RETRY,
+        &["C1"],
+    );
+}
+
+#[test]
+fn mcp_go_0_44_is_caught_on_the_202() {
+    assert_caught("MCP_GO_0_44 (A1)", ServerPolicy::MCP_GO_0_44, &["A1"]);
 }
