@@ -5,7 +5,6 @@
 //! client preset is caught against the server that exposes it, with the shrunk
 //! case printed.
 
-use mcp_streamable::client::ClientEvent;
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::monitor::Monitor;
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
