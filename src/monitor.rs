@@ -99,7 +99,7 @@ impl Observation {
 }
 
 /// A broken property.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Violation {
     /// Property id: `A1`…`A5`, `B1`…`B6`, `C1`…`C5`, or a spec rule `R13`, `R21`, `R32`.
     pub id: &'static str,
@@ -111,7 +111,7 @@ pub struct Violation {
     pub detail: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Kind {
     /// A POST carrying requests.
     PostRequests(Vec<RequestId>),
@@ -131,7 +131,7 @@ enum Kind {
     Other,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Exchange {
     kind: Kind,
     session: Option<String>,
@@ -145,7 +145,7 @@ struct Exchange {
 
 /// A chain of exchanges carrying one logical stream (a POST and its resumptions,
 /// or a standalone GET and its resumptions), as far as the wire shows.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 struct Lineage {
     /// Requests of the originating POST (empty for a standalone GET).
     requests: Vec<RequestId>,
@@ -159,7 +159,7 @@ struct Lineage {
     resumed: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct EventRecord {
     key: Option<MsgKey>,
     lineage: usize,
@@ -168,6 +168,10 @@ struct EventRecord {
 
 /// The monitor. Feed it with [`Monitor::observe`]; read [`Monitor::violations`];
 /// call [`Monitor::finish`] once at quiescence for the end-of-run checks.
+///
+/// Equality and hashing ignore how many observations were seen (and at which
+/// step a violation was found), so a model checker fingerprints equal
+/// situations reached by paths of different lengths as one state.
 #[derive(Clone, Debug, Default)]
 pub struct Monitor {
     step: usize,
@@ -188,6 +192,79 @@ pub struct Monitor {
     gets_max: Option<usize>,
     faults: usize,
     violations: Vec<Violation>,
+}
+
+impl Monitor {
+    /// Everything but the step counter.
+    #[allow(clippy::type_complexity)]
+    fn identity(
+        &self,
+    ) -> (
+        (
+            &BTreeMap<HttpId, Exchange>,
+            &Vec<Lineage>,
+            &BTreeMap<(String, String), EventRecord>,
+            &BTreeSet<String>,
+            &BTreeSet<String>,
+            &BTreeSet<(String, RequestId)>,
+        ),
+        (
+            &BTreeMap<(String, MsgKey), Cause>,
+            &BTreeSet<(String, MsgKey)>,
+            &BTreeSet<(String, MsgKey)>,
+            &BTreeMap<(String, MsgKey), BTreeSet<usize>>,
+            &BTreeSet<String>,
+            &BTreeMap<String, usize>,
+        ),
+        (
+            &ClientSide,
+            Option<usize>,
+            usize,
+            Vec<(&'static str, Option<HttpId>, &String)>,
+        ),
+    ) {
+        (
+            (
+                &self.exchanges,
+                &self.lineages,
+                &self.event_ids,
+                &self.sessions_issued,
+                &self.sessions_deleted,
+                &self.cancelled,
+            ),
+            (
+                &self.sent,
+                &self.delivered,
+                &self.dropped,
+                &self.fresh_writes,
+                &self.sessions_ended,
+                &self.gets_per_session,
+            ),
+            (
+                &self.client,
+                self.gets_max,
+                self.faults,
+                self.violations
+                    .iter()
+                    .map(|v| (v.id, v.http, &v.detail))
+                    .collect(),
+            ),
+        )
+    }
+}
+
+impl PartialEq for Monitor {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for Monitor {}
+
+impl std::hash::Hash for Monitor {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.identity().hash(state);
+    }
 }
 
 impl Monitor {
@@ -837,7 +914,7 @@ impl Monitor {
 }
 
 /// What the monitor remembers of the client side (C2–C5).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 struct ClientSide {
     /// Request → step at which its response first reached the client.
     arrived: BTreeMap<RequestId, usize>,

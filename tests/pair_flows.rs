@@ -52,8 +52,8 @@ fn response_ok(p: &Pair, id: &RequestId) -> bool {
 fn initialize_commits_session_and_version_then_opens_background() {
     let mut p = ready();
     let sid = p.server_session().expect("server session");
-    assert_eq!(p.client.session_id(), Some(&sid));
-    assert_eq!(p.client.version(), Some(ProtocolVersion::V2025_11_25));
+    assert_eq!(p.client().session_id(), Some(&sid));
+    assert_eq!(p.client().version(), Some(ProtocolVersion::V2025_11_25));
     assert!(matches!(
         p.client_events[0],
         ClientEvent::Initialized { .. }
@@ -64,7 +64,7 @@ fn initialize_commits_session_and_version_then_opens_background() {
         "notifications/initialized arrived"
     );
     assert_eq!(
-        p.client.exchanges().count(),
+        p.client().exchanges().count(),
         1,
         "the background GET stays open"
     );
@@ -205,11 +205,11 @@ fn not_found_means_session_lost_then_initialize_again() {
                 )
             }
     );
-    assert!(!p.client.is_ready());
+    assert!(!p.client().is_ready());
     p.initialize();
     p.drive();
-    assert!(p.client.is_ready());
-    assert_ne!(p.client.session_id(), Some(&sid), "a new session");
+    assert!(p.client().is_ready());
+    assert_ne!(p.client().session_id(), Some(&sid), "a new session");
     let id = p.call("again");
     p.drive();
     assert!(response_ok(&p, &id));
@@ -220,7 +220,10 @@ fn not_found_means_session_lost_then_initialize_again() {
 fn delete_on_close() {
     let mut p = ready();
     let sid = p.server_session().unwrap();
-    p.client.close(p.now);
+    {
+        let now = p.now;
+        p.client_mut().close(now)
+    };
     p.pump();
     p.drive();
     assert!(p.server.session(&sid).is_none(), "DELETE ended the session");
@@ -260,16 +263,22 @@ fn background_get_is_disabled_by_405() {
     let mut p = Pair::new(ServerPolicy::FIXED, ClientPolicy::FIXED);
     p.initialize();
     p.drive();
-    let bg = p.client.exchanges().next().expect("background GET");
+    let bg = p.client().exchanges().next().expect("background GET");
     let mut head = mcp_streamable::head::ResponseHead::new(405, Content::None);
     head.allow = true;
-    p.client.handle_response_head(bg, head, p.now);
-    p.client.handle_http_closed(bg, p.now);
+    {
+        let now = p.now;
+        p.client_mut().handle_response_head(bg, head, now)
+    };
+    {
+        let now = p.now;
+        p.client_mut().handle_http_closed(bg, now)
+    };
     p.pump();
     assert!(p
         .client_events
         .iter()
         .any(|e| matches!(e, ClientEvent::BackgroundDisabled)));
     p.run(60_000);
-    assert_eq!(p.client.exchanges().count(), 0, "never reopened");
+    assert_eq!(p.client().exchanges().count(), 0, "never reopened");
 }

@@ -40,7 +40,7 @@ fn drive_holding(p: &mut Pair, hold: impl Fn(&Pair, HttpId) -> bool) {
 
 /// Holds back the background GET's request (its response flows once delivered).
 fn hold_background(p: &Pair, ch: HttpId) -> bool {
-    p.client.purpose(ch) == Some(Purpose::Background)
+    p.client().purpose(ch) == Some(Purpose::Background)
         && p.links.get(&ch).is_some_and(|l| l.request.is_some())
 }
 
@@ -49,9 +49,9 @@ fn drive_except(p: &mut Pair, _held: Option<HttpId>) {
 }
 
 fn background(p: &Pair) -> Option<HttpId> {
-    p.client
+    p.client()
         .exchanges()
-        .find(|h| p.client.purpose(*h) == Some(Purpose::Background))
+        .find(|h| p.client().purpose(*h) == Some(Purpose::Background))
 }
 
 /// Race C (csharp-sdk #1381): the background GET is delayed until after the
@@ -64,7 +64,7 @@ fn race_c(server: ServerPolicy, client: ClientPolicy) -> (Pair, RequestId) {
     let init = p.server_pending[0].1.clone();
     p.server_respond(&init);
     drive_holding(&mut p, hold_background);
-    for h in p.client.scheduling_points() {
+    for h in p.client_scheduling_points() {
         p.fire_client(h); // PR #1381: the foreground commits before the caller moves on here
     }
     drive_holding(&mut p, hold_background);
@@ -173,7 +173,7 @@ fn c5_pr1381_sends_before_the_session_is_committed() {
         .client_events
         .iter()
         .any(|e| matches!(e, ClientEvent::Initialized { .. })));
-    let staged = p.client.scheduling_points();
+    let staged = p.client_scheduling_points();
     assert_eq!(staged.len(), 1, "the commit is still staged");
     let id = p.call("too_early");
     drive_except(&mut p, None);

@@ -157,7 +157,11 @@ impl Driver {
         Ok(pick(u, &self.sessions)?.cloned())
     }
 
-    fn version(&self, u: &mut Unstructured<'_>, sid: Option<&SessionId>) -> Result<ProtocolVersion> {
+    fn version(
+        &self,
+        u: &mut Unstructured<'_>,
+        sid: Option<&SessionId>,
+    ) -> Result<ProtocolVersion> {
         if let Some(v) = sid.and_then(|s| self.ep.session(s)).map(|s| s.version()) {
             if u.ratio(7u8, 8u8)? {
                 return Ok(v);
@@ -235,8 +239,14 @@ impl Driver {
                 self.ep.handle_http_closed(h, self.now());
             }
         }
-        assert!(self.ep.poll_transmit().is_none(), "transmit left after a full drain");
-        assert!(self.ep.poll_event().is_none(), "event left after a full drain");
+        assert!(
+            self.ep.poll_transmit().is_none(),
+            "transmit left after a full drain"
+        );
+        assert!(
+            self.ep.poll_event().is_none(),
+            "event left after a full drain"
+        );
     }
 
     fn sent(&mut self, sid: &SessionId, key: MsgKey, cause: Cause) {
@@ -418,7 +428,11 @@ impl Driver {
                     return Ok(());
                 };
                 let version = self.version(u, Some(&sid))?;
-                let header = if u.ratio(1u8, 8u8)? { None } else { Some(version) };
+                let header = if u.ratio(1u8, 8u8)? {
+                    None
+                } else {
+                    Some(version)
+                };
                 let body = self.session_body(u, &sid)?;
                 self.request(&RequestHead::post(Some(&sid), header), &body);
             }
@@ -481,7 +495,10 @@ impl Driver {
                     Err(ErrorObject::new(-32603, "boom"))
                 };
                 let now = self.now();
-                let r = self.ep.session_mut(&sid).map(|s| s.respond(&id, result, now));
+                let r = self
+                    .ep
+                    .session_mut(&sid)
+                    .map(|s| s.respond(&id, result, now));
                 if let Some(Ok(key)) = r {
                     self.sent(&sid, key, Cause::Request(id.clone()));
                 }
@@ -520,7 +537,12 @@ impl Driver {
                 let cause = self.cause(u, &sid)?;
                 let now = self.now();
                 let r = self.ep.session_mut(&sid).map(|s| {
-                    s.request("sampling/createMessage", Some(RawJson::empty_object()), cause.clone(), now)
+                    s.request(
+                        "sampling/createMessage",
+                        Some(RawJson::empty_object()),
+                        cause.clone(),
+                        now,
+                    )
                 });
                 if let Some(Ok((id, key))) = r {
                     self.outbound.push((sid.clone(), id));

@@ -22,7 +22,11 @@ fuzz_target!(|data: &[u8]| {
             });
             assert_eq!(&back, m, "round trip changed the message\n  json: {json}");
             // The serialized form is a fixed point.
-            assert_eq!(back.to_json(), json, "to_json is not stable across a round trip");
+            assert_eq!(
+                back.to_json(),
+                json,
+                "to_json is not stable across a round trip"
+            );
         }
     }
 });

@@ -19,7 +19,10 @@ fn decode(
     let mut rest = payload;
     let mut i = 0;
     while !rest.is_empty() {
-        let n = sizes.get(i % sizes.len().max(1)).copied().unwrap_or(rest.len());
+        let n = sizes
+            .get(i % sizes.len().max(1))
+            .copied()
+            .unwrap_or(rest.len());
         let (chunk, tail) = rest.split_at(n.min(rest.len()));
         // Errors are per call (first bound violation in that chunk), so they
         // legitimately depend on chunking; only the items must not.
@@ -53,9 +56,20 @@ fn check(make: fn() -> SseDecoder, payload: &[u8], sizes: &[usize], label: &str)
     // one did on a fresh decoder, apart from the carried-over last-event-id/retry.
     whole_dec.finish();
     chunk_dec.finish();
-    assert_eq!(whole_dec.last_event_id(), whole_id.as_deref(), "{label}: finish changed last_event_id");
-    assert_eq!(whole_dec.retry_ms(), whole_retry, "{label}: finish changed retry_ms");
-    assert_eq!(whole_dec, chunk_dec, "{label}: decoder state differs after finish (sizes {sizes:?})");
+    assert_eq!(
+        whole_dec.last_event_id(),
+        whole_id.as_deref(),
+        "{label}: finish changed last_event_id"
+    );
+    assert_eq!(
+        whole_dec.retry_ms(),
+        whole_retry,
+        "{label}: finish changed retry_ms"
+    );
+    assert_eq!(
+        whole_dec, chunk_dec,
+        "{label}: decoder state differs after finish (sizes {sizes:?})"
+    );
     let mut again_whole = Vec::new();
     let _ = whole_dec.feed(payload, &mut again_whole);
     let mut again_chunk = Vec::new();
@@ -90,6 +104,11 @@ fuzz_target!(|data: &[u8]| {
     if sizes.is_empty() {
         sizes.push(1);
     }
-    check(|| SseDecoder::with_limits(64, 256), payload, &sizes, "small limits");
+    check(
+        || SseDecoder::with_limits(64, 256),
+        payload,
+        &sizes,
+        "small limits",
+    );
     check(SseDecoder::new, payload, &sizes, "default limits");
 });

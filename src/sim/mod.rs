@@ -1,11 +1,12 @@
 //! Deterministic, in-memory drivers for the cores: the network of HTTP
-//! exchanges between a client core and the server endpoint, and [`Pair`].
+//! exchanges between client cores and the server endpoint ([`World`], and
+//! [`Pair`] with one client).
 //!
 //! Nothing here does I/O or reads a clock: tests, property tests and the model
 //! checker choose every delivery, drop and tick.
 
 mod net;
-mod pair;
+mod world;
 
-pub use net::{Delivery, Link};
-pub use pair::{Pair, PairConfig};
+pub use net::{deliveries, Delivery, Link};
+pub use world::{Pair, PairConfig, World, HTTP_ID_STRIDE};

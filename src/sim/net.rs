@@ -33,12 +33,16 @@ pub struct Link {
     pub client_gone: bool,
     /// The server has been told the exchange is over.
     pub server_told: bool,
+    /// The request is a GET with `Last-Event-ID` (a resumption).
+    pub resume: bool,
 }
 
 impl Link {
     /// A link carrying a request not yet delivered.
     pub fn new(head: RequestHead, body: Vec<u8>) -> Self {
+        let resume = head.header(crate::headers::LAST_EVENT_ID).is_some();
         Link {
+            resume,
             request: Some((head, body)),
             server_http: None,
             to_client: VecDeque::new(),

@@ -1,7 +1,8 @@
-//! [`Pair`]: one client core and the server endpoint, connected by an
-//! in-memory network whose every delivery, drop and tick the caller controls
-//! (in the style of quinn-proto's test `Pair`). Every observation goes to a
-//! [`Monitor`].
+//! [`World`]: client cores and the server endpoint, connected by an in-memory
+//! network whose every delivery, drop and tick the caller controls (in the
+//! style of quinn-proto's test `Pair`). Every observation goes to a
+//! [`Monitor`]. [`Pair`] is a world with one client; the model checker
+//! explores worlds with several.
 
 use super::net::{deliveries, Delivery, Link};
 use crate::client::{ClientConfig, ClientEvent, ClientSession, ClientTransmitKind};
@@ -15,7 +16,7 @@ use crate::version::ProtocolVersion;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// How a [`Pair`] is set up.
+/// How a [`World`] is set up.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PairConfig {
     /// The server's settings.
@@ -32,7 +33,15 @@ pub struct PairConfig {
     pub server_auto_respond: bool,
     /// The client application answers every server request at once.
     pub client_auto_respond: bool,
+    /// How many clients.
+    pub clients: usize,
+    /// Keep every client event in `client_events` (tests); the model checker
+    /// keeps only outcomes, so equal situations hash equal.
+    pub record_events: bool,
 }
+
+/// Each client's exchange ids start at `client index * HTTP_ID_STRIDE`.
+pub const HTTP_ID_STRIDE: u64 = 1_000_000;
 
 impl Default for PairConfig {
     fn default() -> Self {
@@ -46,25 +55,29 @@ impl Default for PairConfig {
             seed: 0x5eed,
             server_auto_respond: true,
             client_auto_respond: true,
+            clients: 1,
+            record_events: true,
         }
     }
 }
 
-/// A client core and the server endpoint over an in-memory network.
-#[derive(Clone, Debug)]
-pub struct Pair {
-    /// The client core.
-    pub client: ClientSession,
+/// Client cores and the server endpoint over an in-memory network.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct World {
+    /// The client cores.
+    pub clients: Vec<ClientSession>,
     /// The server endpoint.
     pub server: ServerEndpoint,
     /// The current time.
     pub now: Instant,
-    /// Exchanges by the client's id.
+    /// Exchanges by the client's id (unique across clients).
     pub links: BTreeMap<HttpId, Link>,
     /// Server exchange id → client exchange id.
     pub by_server: BTreeMap<HttpId, HttpId>,
-    /// Everything the client application was told, in order.
+    /// Everything the client applications were told, in order (when recorded).
     pub client_events: Vec<ClientEvent>,
+    /// Requests each client sent, and whether the application got an outcome.
+    pub outcomes: BTreeMap<(usize, RequestId), bool>,
     /// Requests the server application has not answered yet.
     pub server_pending: Vec<(SessionId, RequestId, String)>,
     /// The monitor judging the run.
@@ -72,8 +85,11 @@ pub struct Pair {
     config: PairConfig,
 }
 
-impl Pair {
-    /// A pair with default settings and these policies.
+/// One client and the server.
+pub type Pair = World;
+
+impl World {
+    /// A one-client world with default settings and these policies.
     pub fn new(server_policy: ServerPolicy, client_policy: ClientPolicy) -> Self {
         Self::with(PairConfig {
             server_policy,
@@ -82,19 +98,42 @@ impl Pair {
         })
     }
 
-    /// A pair from a full configuration.
+    /// A world from a full configuration.
     pub fn with(config: PairConfig) -> Self {
-        Pair {
-            client: ClientSession::new(config.client, config.client_policy),
+        let clients = (0..config.clients.max(1))
+            .map(|c| {
+                let mut cc = config.client;
+                cc.http_id_base = c as u64 * HTTP_ID_STRIDE;
+                ClientSession::new(cc, config.client_policy)
+            })
+            .collect();
+        World {
+            clients,
             server: ServerEndpoint::new(config.server.clone(), config.server_policy, config.seed),
             now: Instant::ZERO,
             links: BTreeMap::new(),
             by_server: BTreeMap::new(),
             client_events: Vec::new(),
+            outcomes: BTreeMap::new(),
             server_pending: Vec::new(),
             monitor: Monitor::new(),
             config,
         }
+    }
+
+    /// Client 0.
+    pub fn client(&self) -> &ClientSession {
+        &self.clients[0]
+    }
+
+    /// Client 0, mutably (call `pump` after commands).
+    pub fn client_mut(&mut self) -> &mut ClientSession {
+        &mut self.clients[0]
+    }
+
+    /// The client that owns exchange `ch`.
+    pub fn owner(ch: HttpId) -> usize {
+        (ch.0 / HTTP_ID_STRIDE) as usize
     }
 
     /// The session id the server minted, if any.
@@ -104,32 +143,44 @@ impl Pair {
 
     // ---- the client application -------------------------------------
 
-    /// `initialize` with minimal params.
+    /// Client 0 sends `initialize` with minimal params.
     pub fn initialize(&mut self) -> RequestId {
-        let params = RawJson::from(serde_json::json!({
-            "capabilities": {},
-            "clientInfo": {"name": "pair", "version": "0"}
-        }));
-        let id = self
-            .client
-            .initialize(params, self.now)
-            .expect("initialize");
-        self.pump();
-        id
+        self.initialize_on(0).expect("initialize")
     }
 
-    /// Sends a `tools/call` with a progress token.
+    /// Client `c` sends `initialize`; `None` if it cannot now.
+    pub fn initialize_on(&mut self, c: usize) -> Option<RequestId> {
+        let params = RawJson::from(serde_json::json!({
+            "capabilities": {},
+            "clientInfo": {"name": "sim", "version": "0"}
+        }));
+        let now = self.now;
+        let id = self.clients.get_mut(c)?.initialize(params, now).ok()?;
+        self.outcomes.insert((c, id.clone()), false);
+        self.pump();
+        Some(id)
+    }
+
+    /// Client 0 sends a `tools/call` with a progress token.
     pub fn call(&mut self, tool: &str) -> RequestId {
-        let n = self.client_events.len();
+        self.call_on(0, tool).expect("ready")
+    }
+
+    /// Client `c` sends a `tools/call`; `None` if it is not ready.
+    pub fn call_on(&mut self, c: usize, tool: &str) -> Option<RequestId> {
+        let n = self.outcomes.len();
         let params = RawJson::from(serde_json::json!({
             "name": tool, "arguments": {}, "_meta": {"progressToken": n}
         }));
+        let now = self.now;
         let id = self
-            .client
-            .send_request("tools/call", Some(params), self.now)
-            .expect("ready");
+            .clients
+            .get_mut(c)?
+            .send_request("tools/call", Some(params), now)
+            .ok()?;
+        self.outcomes.insert((c, id.clone()), false);
         self.pump();
-        id
+        Some(id)
     }
 
     /// The client's result for `id`, if it has one.
@@ -254,11 +305,23 @@ impl Pair {
         fired
     }
 
-    /// Fires the client's scheduling point on exchange `ch` (`handle_foreground_step`).
+    /// Fires a client's scheduling point on exchange `ch` (`handle_foreground_step`).
     pub fn fire_client(&mut self, ch: HttpId) -> bool {
-        let fired = self.client.handle_foreground_step(ch, self.now);
+        let now = self.now;
+        let fired = self
+            .clients
+            .get_mut(Self::owner(ch))
+            .is_some_and(|c| c.handle_foreground_step(ch, now));
         self.pump();
         fired
+    }
+
+    /// Scheduling points the clients' presets expose now.
+    pub fn client_scheduling_points(&self) -> Vec<HttpId> {
+        self.clients
+            .iter()
+            .flat_map(|c| c.scheduling_points())
+            .collect()
     }
 
     /// The client exchange carrying the given server exchange.
@@ -272,28 +335,43 @@ impl Pair {
     pub fn pump(&mut self) {
         loop {
             let mut progressed = false;
-            while let Some(t) = self.client.poll_transmit() {
-                progressed = true;
-                self.monitor
-                    .observe(&Observation::ClientTransmit(t.clone()));
-                match t.kind {
-                    ClientTransmitKind::Send { head, body } => {
-                        self.links.insert(t.http, Link::new(head, body));
+            for c in 0..self.clients.len() {
+                while let Some(t) = self.clients[c].poll_transmit() {
+                    progressed = true;
+                    self.monitor
+                        .observe(&Observation::ClientTransmit(t.clone()));
+                    match t.kind {
+                        ClientTransmitKind::Send { head, body } => {
+                            self.links.insert(t.http, Link::new(head, body));
+                        }
+                        ClientTransmitKind::Abort => self.client_abandons(t.http, true),
                     }
-                    ClientTransmitKind::Abort => self.client_abandons(t.http, true),
                 }
-            }
-            while let Some(e) = self.client.poll_event() {
-                progressed = true;
-                self.monitor.observe(&Observation::ClientEvent(e.clone()));
-                if let (true, ClientEvent::ServerRequest { id, .. }) =
-                    (self.config.client_auto_respond, &e)
-                {
-                    let _ = self
-                        .client
-                        .respond(id.clone(), Ok(RawJson::empty_object()), self.now);
+                while let Some(e) = self.clients[c].poll_event() {
+                    progressed = true;
+                    self.monitor.observe(&Observation::ClientEvent(e.clone()));
+                    match &e {
+                        ClientEvent::ServerRequest { id, .. }
+                            if self.config.client_auto_respond =>
+                        {
+                            let now = self.now;
+                            let _ = self.clients[c].respond(
+                                id.clone(),
+                                Ok(RawJson::empty_object()),
+                                now,
+                            );
+                        }
+                        ClientEvent::Response { id, .. }
+                        | ClientEvent::Failed { id, .. }
+                        | ClientEvent::Initialized { id, .. } => {
+                            self.outcomes.insert((c, id.clone()), true);
+                        }
+                        _ => {}
+                    }
+                    if self.config.record_events {
+                        self.client_events.push(e);
+                    }
                 }
-                self.client_events.push(e);
             }
             while let Some(t) = self.server.poll_transmit() {
                 progressed = true;
@@ -376,8 +454,9 @@ impl Pair {
             return false;
         };
         let now = self.now;
+        let c = Self::owner(ch);
         match item {
-            Delivery::Head(h) => self.client.handle_response_head(ch, h, now),
+            Delivery::Head(h) => self.clients[c].handle_response_head(ch, h, now),
             Delivery::Body(b) => {
                 if let Ok(body) = jsonrpc::parse_body(&b, ProtocolVersion::V2025_03_26) {
                     for m in body.messages() {
@@ -387,7 +466,7 @@ impl Pair {
                         });
                     }
                 }
-                self.client.handle_body(ch, &b, now);
+                self.clients[c].handle_body(ch, &b, now);
             }
             Delivery::Sse(item) => {
                 if let crate::sse::SseItem::Message { data, .. } = &item {
@@ -398,12 +477,12 @@ impl Pair {
                         });
                     }
                 }
-                self.client.handle_sse_event(ch, item, now);
+                self.clients[c].handle_sse_event(ch, item, now);
             }
             Delivery::End => {
                 self.monitor
                     .observe(&Observation::ClientClosed { http: ch });
-                self.client.handle_http_closed(ch, now);
+                self.clients[c].handle_http_closed(ch, now);
                 self.client_abandons(ch, true);
             }
         }
@@ -420,9 +499,13 @@ impl Pair {
         if link.client_gone {
             return;
         }
+        self.monitor.observe(&Observation::Fault);
         self.monitor
             .observe(&Observation::ClientClosed { http: ch });
-        self.client.handle_http_closed(ch, self.now);
+        let now = self.now;
+        if let Some(c) = self.clients.get_mut(Self::owner(ch)) {
+            c.handle_http_closed(ch, now);
+        }
         self.client_abandons(ch, notice);
         self.pump();
     }
@@ -494,21 +577,23 @@ impl Pair {
         }
     }
 
-    /// The earliest deadline of either core.
+    /// The earliest deadline of any core.
     pub fn next_timeout(&self) -> Option<Instant> {
-        let c = self.client.poll_timeout().map(|(t, _)| t);
-        let s = self.server.poll_timeout().map(|(t, _)| t);
-        match (c, s) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.clients
+            .iter()
+            .filter_map(|c| c.poll_timeout().map(|(t, _)| t))
+            .chain(self.server.poll_timeout().map(|(t, _)| t))
+            .min()
     }
 
-    /// Advances time by `ms`, firing due timers on both sides.
+    /// Advances time by `ms`, firing due timers everywhere.
     pub fn advance(&mut self, ms: u64) {
         self.now = self.now + Duration::from_millis(ms);
-        self.client.handle_timeout(self.now);
-        self.server.handle_timeout(self.now);
+        let now = self.now;
+        for c in &mut self.clients {
+            c.handle_timeout(now);
+        }
+        self.server.handle_timeout(now);
         self.pump();
     }
 

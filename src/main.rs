@@ -1,0 +1,2 @@
+//! The `mcp-streamable` command line.
+fn main() {}
