@@ -22,7 +22,7 @@ fi
 
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(sse_decoder jsonrpc endpoint)
+    targets=(sse_decoder jsonrpc endpoint client)
 fi
 
 for target in "${targets[@]}"; do
@@ -38,7 +38,7 @@ for target in "${targets[@]}"; do
     case "${target}" in
         # Structure-aware: long inputs mean long operation sequences, so do not
         # let libFuzzer ramp the input length up slowly.
-        endpoint) extra+=(-len_control=0 -max_len=4096) ;;
+        endpoint|client) extra+=(-len_control=0 -max_len=4096) ;;
     esac
     if [ -f "fuzz/dicts/${target}.dict" ]; then
         extra+=("-dict=${root}/fuzz/dicts/${target}.dict")
