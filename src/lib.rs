@@ -28,5 +28,6 @@ pub mod version;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+pub mod check;
 pub mod client;
 pub mod sim;

@@ -163,6 +163,11 @@ impl ClientSession {
         self.version
     }
 
+    /// Whether `initialize` may be called now (no session, not closed).
+    pub fn can_initialize(&self) -> bool {
+        matches!(self.phase, Phase::Fresh | Phase::Lost)
+    }
+
     /// Whether requests can be sent.
     pub fn is_ready(&self) -> bool {
         self.phase == Phase::Ready

@@ -79,11 +79,11 @@ impl ServerSession {
         let target = cursor.map(|c| c.stream).unwrap_or(COMMON);
         if target != COMMON {
             let unknown = || RequestError::UnknownEventId(text.unwrap_or("").to_owned());
-            let stream = self
-                .streams
-                .get(&target)
-                .ok_or(RequestError::ChannelClosed)?;
             let cursor = cursor.ok_or_else(unknown)?;
+            let Some(stream) = self.streams.get(&target) else {
+                // rmcp forgets a request-wise stream once its response is routed.
+                return self.resume_finished(http, cursor);
+            };
             if stream.finished {
                 return self.resume_finished(http, cursor);
             }

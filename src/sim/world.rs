@@ -193,11 +193,29 @@ impl World {
 
     // ---- the server application -------------------------------------
 
-    /// The server application answers request `id` of its session.
+    /// The server application answers request `id` (of the first session
+    /// that has it pending).
     pub fn server_respond(&mut self, id: &RequestId) {
         let Some(pos) = self.server_pending.iter().position(|(_, r, _)| r == id) else {
             return;
         };
+        self.server_respond_at(pos);
+    }
+
+    /// The server application answers request `id` of `session`.
+    pub fn server_respond_to(&mut self, session: &SessionId, id: &RequestId) -> bool {
+        let Some(pos) = self
+            .server_pending
+            .iter()
+            .position(|(s, r, _)| s == session && r == id)
+        else {
+            return false;
+        };
+        self.server_respond_at(pos);
+        true
+    }
+
+    fn server_respond_at(&mut self, pos: usize) {
         let (sid, id, method) = self.server_pending.remove(pos);
         let result = if method == "initialize" {
             serde_json::json!({

@@ -1,0 +1,437 @@
+//! The world as a stateright [`Model`]: one server endpoint, N client cores,
+//! the network between them as HTTP exchanges (each its own FIFO, exchanges
+//! interleaving freely), scripts for the applications, bounded drops, timers
+//! as choices. Invariants come from the shared monitor.
+
+use super::scenario::{Bounds, ClientStep, Scenario, ServerStep};
+use crate::ids::{HttpId, RequestId, SessionId};
+use crate::monitor::Violation;
+use crate::policy::{BackgroundGet, ClientPolicy, ServerPolicy};
+use crate::server::{Cause, SchedulingPoint};
+use crate::sim::{PairConfig, World};
+use serde::{Deserialize, Serialize};
+use stateright::{Model, Property};
+
+/// One nondeterministic choice, stored by value in traces.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Action {
+    /// Client `client` runs the next step of its script.
+    ClientStep {
+        /// Which client.
+        client: usize,
+    },
+    /// The server application runs the next step of its script.
+    ServerStep,
+    /// The server application answers a pending request.
+    ServerRespond {
+        /// The session.
+        session: SessionId,
+        /// The request.
+        id: RequestId,
+    },
+    /// The request of exchange `http` reaches the server.
+    DeliverRequest {
+        /// The exchange (client id).
+        http: HttpId,
+    },
+    /// Every response item queued on exchange `http` reaches its client, in
+    /// order. (Items of one exchange are FIFO and the server writes only in
+    /// response to actions, so splitting a burst adds orders no race needs.)
+    DeliverNext {
+        /// The exchange (client id).
+        http: HttpId,
+    },
+    /// The connection of exchange `http` drops.
+    Drop {
+        /// The exchange (client id).
+        http: HttpId,
+        /// Whether the server learns of it at once.
+        notice: bool,
+    },
+    /// The server learns that a dropped exchange is gone.
+    ServerNotices {
+        /// The exchange (client id).
+        http: HttpId,
+    },
+    /// Time jumps to the earliest deadline; every due timer fires.
+    Tick,
+    /// A server preset's scheduling point fires.
+    ServerSchedule {
+        /// The exchange (server id).
+        http: HttpId,
+        /// Which point.
+        point: SchedulingPoint,
+    },
+    /// A client preset's scheduling point fires.
+    ClientSchedule {
+        /// The exchange (client id).
+        http: HttpId,
+    },
+}
+
+/// A state of the world plus the applications' script positions.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    /// Cores, network, monitor.
+    pub world: World,
+    /// Next script step of each client.
+    pub client_pc: Vec<u8>,
+    /// Next script step of the server application.
+    pub server_pc: u8,
+    /// Drops injected so far.
+    pub drops: u8,
+}
+
+/// A scenario under one server preset and one client preset.
+#[derive(Clone, Debug)]
+pub struct CheckModel {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Server preset name.
+    pub server_name: String,
+    /// Client preset name.
+    pub client_name: String,
+    /// Server policy.
+    pub server: ServerPolicy,
+    /// Client policy.
+    pub client: ClientPolicy,
+    /// Invariant ids judged (empty: all).
+    pub judge: Vec<String>,
+}
+
+impl CheckModel {
+    /// The model for a scenario and two preset names, judging the scenario's invariants.
+    pub fn new(scenario: Scenario, server: &str, client: &str) -> Option<Self> {
+        Some(CheckModel {
+            server: ServerPolicy::preset(server)?,
+            client: ClientPolicy::preset(client)?,
+            server_name: server.to_owned(),
+            client_name: client.to_owned(),
+            judge: scenario.invariants.clone(),
+            scenario,
+        })
+    }
+
+    /// The model for one expectation of a scenario (its `judge` overrides the scenario's).
+    pub fn for_expectation(scenario: &Scenario, e: &super::scenario::Expectation) -> Option<Self> {
+        let mut m = Self::new(scenario.clone(), &e.server, &e.client)?;
+        if !e.judge.is_empty() {
+            m.judge = e.judge.clone();
+        }
+        Some(m)
+    }
+
+    fn bounds(&self) -> &Bounds {
+        &self.scenario.bounds
+    }
+
+    /// The world's configuration for this scenario.
+    pub fn pair_config(&self) -> PairConfig {
+        let mut c = PairConfig {
+            server_policy: self.server,
+            client_policy: self.client,
+            server_auto_respond: false,
+            client_auto_respond: true,
+            clients: self.scenario.clients.len(),
+            record_events: false,
+            ..PairConfig::default()
+        };
+        let st = &self.scenario.settings;
+        c.server.session.retry_ms = st.retry_ms;
+        c.server.session.idle_timeout_ms = None;
+        c.server.session.keepalive_ms = None;
+        c.server.session.events_max = st.events_max;
+        c.server.session.streams_max = 4;
+        c.client.request_timeout_ms = st.request_timeout_ms;
+        c.client.reader_reconnects_max = self.bounds().reader_reconnects;
+        c.client.resume_attempts_max = self.bounds().resume_attempts;
+        c.client.background_failures_max = 2;
+        if !st.background_get {
+            c.client_policy.background_get = BackgroundGet::Off;
+        }
+        c
+    }
+
+    /// The initial state.
+    pub fn initial(&self) -> State {
+        let mut world = World::with(self.pair_config());
+        if let Some(max) = self.bounds().gets_max {
+            world.monitor = crate::monitor::Monitor::with_gets_max(max);
+        }
+        State {
+            world,
+            client_pc: vec![0; self.scenario.clients.len()],
+            server_pc: 0,
+            drops: 0,
+        }
+    }
+
+    fn oldest_call(&self, w: &World) -> Option<(SessionId, RequestId)> {
+        w.server_pending
+            .iter()
+            .find(|(_, _, m)| m == "tools/call")
+            .map(|(s, id, _)| (s.clone(), id.clone()))
+    }
+
+    fn client_step_enabled(&self, s: &State, c: usize) -> bool {
+        let Some(step) = self.scenario.clients[c].get(usize::from(s.client_pc[c])) else {
+            return false;
+        };
+        let client = &s.world.clients[c];
+        match step {
+            ClientStep::Initialize => client.can_initialize(),
+            ClientStep::Call | ClientStep::Notify => client.is_ready(),
+            ClientStep::Cancel => client.pending().next().is_some(),
+            ClientStep::Close => true,
+        }
+    }
+
+    fn server_step_enabled(&self, s: &State) -> bool {
+        let Some(step) = self.scenario.server.get(usize::from(s.server_pc)) else {
+            return false;
+        };
+        let w = &s.world;
+        let session = w.server_session().is_some();
+        let initialize_pending = w.server_pending.iter().any(|(_, _, m)| m == "initialize");
+        match step {
+            ServerStep::Notify => session,
+            ServerStep::HookNotify => session && !initialize_pending,
+            ServerStep::Progress | ServerStep::AskClient | ServerStep::CloseConnection => {
+                self.oldest_call(w).is_some()
+            }
+        }
+    }
+
+    /// Every action enabled in `s`, in a fixed order.
+    pub fn enabled(&self, s: &State, out: &mut Vec<Action>) {
+        let w = &s.world;
+        for c in 0..self.scenario.clients.len() {
+            if self.client_step_enabled(s, c) {
+                out.push(Action::ClientStep { client: c });
+            }
+        }
+        if self.server_step_enabled(s) {
+            out.push(Action::ServerStep);
+        }
+        for (session, id, _) in &w.server_pending {
+            out.push(Action::ServerRespond {
+                session: session.clone(),
+                id: id.clone(),
+            });
+        }
+        for (http, is_request) in w.deliverable() {
+            out.push(if is_request {
+                Action::DeliverRequest { http }
+            } else {
+                Action::DeliverNext { http }
+            });
+        }
+        if s.drops < self.bounds().drops {
+            for (http, link) in &w.links {
+                if !link.client_gone && link.server_http.is_some() {
+                    out.push(Action::Drop {
+                        http: *http,
+                        notice: true,
+                    });
+                    if self.bounds().silent_drops {
+                        out.push(Action::Drop {
+                            http: *http,
+                            notice: false,
+                        });
+                    }
+                }
+            }
+        }
+        for (http, link) in &w.links {
+            if link.client_gone && !link.server_told && link.server_http.is_some() {
+                out.push(Action::ServerNotices { http: *http });
+            }
+        }
+        if let Some(next) = w.next_timeout() {
+            if next.as_millis() <= self.bounds().time_ms {
+                out.push(Action::Tick);
+            }
+        }
+        for (http, point) in w.server_scheduling_points() {
+            out.push(Action::ServerSchedule { http, point });
+        }
+        for http in w.client_scheduling_points() {
+            out.push(Action::ClientSchedule { http });
+        }
+    }
+
+    /// Applies `action` to a copy of `s`; `None` if it is not enabled.
+    pub fn step(&self, s: &State, action: &Action) -> Option<State> {
+        let mut n = s.clone();
+        let w = &mut n.world;
+        match action {
+            Action::ClientStep { client } => {
+                if !self.client_step_enabled(s, *client) {
+                    return None;
+                }
+                let c = *client;
+                let now = w.now;
+                match self.scenario.clients[c][usize::from(s.client_pc[c])] {
+                    ClientStep::Initialize => {
+                        w.initialize_on(c)?;
+                    }
+                    ClientStep::Call => {
+                        w.call_on(c, "echo")?;
+                    }
+                    ClientStep::Notify => {
+                        let _ = w.clients[c].notify("notifications/roots/list_changed", None, now);
+                        w.pump();
+                    }
+                    ClientStep::Cancel => {
+                        let id = w.clients[c].pending().next()?;
+                        let _ = w.clients[c].cancel(&id, now);
+                        w.pump();
+                    }
+                    ClientStep::Close => {
+                        w.clients[c].close(now);
+                        w.pump();
+                    }
+                }
+                n.client_pc[c] += 1;
+            }
+            Action::ServerStep => {
+                if !self.server_step_enabled(s) {
+                    return None;
+                }
+                let call = self.oldest_call(w);
+                match self.scenario.server[usize::from(s.server_pc)] {
+                    ServerStep::Notify => {
+                        w.server_notify("notifications/tools/list_changed", Cause::Unrelated);
+                    }
+                    ServerStep::HookNotify => {
+                        w.server_notify("notifications/resources/list_changed", Cause::Unrelated);
+                    }
+                    ServerStep::Progress => {
+                        let (_, id) = call?;
+                        w.server_notify("notifications/progress", Cause::Request(id));
+                    }
+                    ServerStep::AskClient => {
+                        let (_, id) = call?;
+                        w.server_request("roots/list", Cause::Request(id));
+                    }
+                    ServerStep::CloseConnection => {
+                        let (_, id) = call?;
+                        w.server_close_connection(&id);
+                    }
+                }
+                n.server_pc += 1;
+            }
+            Action::ServerRespond { session, id } => {
+                if !w.server_respond_to(session, id) {
+                    return None;
+                }
+            }
+            Action::DeliverRequest { http } => {
+                if !w.deliver_request(*http) {
+                    return None;
+                }
+            }
+            Action::DeliverNext { http } => {
+                if !w.deliver_next(*http) {
+                    return None;
+                }
+                while w.deliver_next(*http) {}
+            }
+            Action::Drop { http, notice } => {
+                let live = w
+                    .links
+                    .get(http)
+                    .is_some_and(|l| !l.client_gone && l.server_http.is_some());
+                if !live || s.drops >= self.bounds().drops {
+                    return None;
+                }
+                w.drop_link(*http, *notice);
+                n.drops += 1;
+            }
+            Action::ServerNotices { http } => {
+                let due = w
+                    .links
+                    .get(http)
+                    .is_some_and(|l| l.client_gone && !l.server_told);
+                if !due {
+                    return None;
+                }
+                w.server_notices(*http);
+            }
+            Action::Tick => {
+                let next = w.next_timeout()?;
+                if next.as_millis() > self.bounds().time_ms {
+                    return None;
+                }
+                let ms = next.saturating_duration_since(w.now).as_millis() as u64;
+                w.advance(ms);
+            }
+            Action::ServerSchedule { http, point } => {
+                if !w.fire_server(*http, *point) {
+                    return None;
+                }
+            }
+            Action::ClientSchedule { http } => {
+                if !w.fire_client(*http) {
+                    return None;
+                }
+            }
+        }
+        Some(n)
+    }
+
+    fn judged(&self, id: &str) -> bool {
+        self.judge.is_empty() || self.judge.iter().any(|i| i == id)
+    }
+
+    /// The first judged violation in `s`: found along the way, or by the
+    /// end-of-run checks once nothing is enabled (quiescence).
+    pub fn violation(&self, s: &State) -> Option<Violation> {
+        if let Some(v) = s
+            .world
+            .monitor
+            .violations()
+            .iter()
+            .find(|v| self.judged(v.id))
+        {
+            return Some(v.clone());
+        }
+        let mut actions = Vec::new();
+        self.enabled(s, &mut actions);
+        if !actions.is_empty() {
+            return None;
+        }
+        let mut w = s.world.clone();
+        w.finish();
+        w.monitor
+            .violations()
+            .iter()
+            .find(|v| self.judged(v.id))
+            .cloned()
+    }
+}
+
+impl Model for CheckModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        vec![self.initial()]
+    }
+
+    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
+        self.enabled(state, actions);
+    }
+
+    fn next_state(&self, last_state: &State, action: Action) -> Option<State> {
+        self.step(last_state, &action)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![Property::<Self>::always(
+            "invariants",
+            |m: &CheckModel, s: &State| m.violation(s).is_none(),
+        )]
+    }
+}

@@ -1,0 +1,323 @@
+//! One model file of `models/`: a scenario, its bounds, and the verdict
+//! expected for each server preset x client preset (see `docs/models.md`).
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A step of a client's script, run in order when enabled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientStep {
+    /// `initialize` (enabled when the client has no live session).
+    Initialize,
+    /// A `tools/call` (enabled once the client is ready).
+    Call,
+    /// A client notification.
+    Notify,
+    /// Cancel the oldest request still pending.
+    Cancel,
+    /// DELETE the session.
+    Close,
+}
+
+/// A step of the server application's script, run in order when enabled.
+/// (Answers to requests are not scripted: any pending request may be answered
+/// at any time, and the checker explores every order.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerStep {
+    /// An unrelated notification (`notifications/tools/list_changed`).
+    Notify,
+    /// The registration hook's notification, right after `initialize` was answered
+    /// (`notifications/resources/list_changed`).
+    HookNotify,
+    /// Progress for the oldest pending `tools/call`.
+    Progress,
+    /// A server-to-client request caused by the oldest pending `tools/call`.
+    AskClient,
+    /// Close the connection of the oldest pending `tools/call` for polling.
+    CloseConnection,
+}
+
+/// Limits of the exploration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bounds {
+    /// Connection drops the network may inject.
+    #[serde(default)]
+    pub drops: u8,
+    /// Whether a drop may go unnoticed by the server until later.
+    #[serde(default)]
+    pub silent_drops: bool,
+    /// Longest path explored.
+    pub depth: usize,
+    /// Simulated time horizon, in ms.
+    pub time_ms: u64,
+    /// B5: GETs one session may see in a run without faults.
+    #[serde(default)]
+    pub gets_max: Option<usize>,
+    /// Reconnections of one EventSource-style reader.
+    #[serde(default = "default_reader_reconnects")]
+    pub reader_reconnects: u32,
+    /// Resumptions of one request without progress.
+    #[serde(default = "default_resume_attempts")]
+    pub resume_attempts: u32,
+}
+
+fn default_reader_reconnects() -> u32 {
+    3
+}
+
+fn default_resume_attempts() -> u32 {
+    2
+}
+
+/// Settings of the cores in this scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// SSE `retry` the server announces, in ms.
+    #[serde(default = "default_retry")]
+    pub retry_ms: u64,
+    /// Request deadline of the clients, in ms.
+    #[serde(default = "default_timeout")]
+    pub request_timeout_ms: u64,
+    /// Whether clients open the background GET.
+    #[serde(default = "default_true")]
+    pub background_get: bool,
+    /// Events kept per stream for replay.
+    #[serde(default = "default_events_max")]
+    pub events_max: usize,
+}
+
+fn default_retry() -> u64 {
+    500
+}
+
+fn default_timeout() -> u64 {
+    4_000
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_events_max() -> usize {
+    8
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            retry_ms: default_retry(),
+            request_timeout_ms: default_timeout(),
+            background_get: true,
+            events_max: default_events_max(),
+        }
+    }
+}
+
+/// The verdict a preset pair must get.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// No violation within the bounds.
+    Holds,
+    /// A counterexample breaking one of these invariants.
+    Violates(Vec<String>),
+}
+
+/// One expected verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    /// Server preset name (see `ServerPolicy::presets`).
+    pub server: String,
+    /// Client preset name (see `ClientPolicy::presets`).
+    pub client: String,
+    /// `"holds"` or `{"violates": ["B1", …]}`.
+    pub verdict: Verdict,
+    /// For `holds`: the least number of distinct states the exploration must
+    /// visit, so a vacuous pass fails.
+    #[serde(default)]
+    pub min_states: Option<usize>,
+    /// Invariant ids judged for this pair (overrides the scenario's `invariants`).
+    #[serde(default)]
+    pub judge: Vec<String>,
+}
+
+/// One scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Its name (the file stem by convention).
+    pub name: String,
+    /// What it shows.
+    pub description: String,
+    /// The script of each client (one entry per client).
+    pub clients: Vec<Vec<ClientStep>>,
+    /// The server application's script.
+    #[serde(default)]
+    pub server: Vec<ServerStep>,
+    /// The invariant ids this scenario judges (empty: all).
+    #[serde(default)]
+    pub invariants: Vec<String>,
+    /// Exploration limits.
+    pub bounds: Bounds,
+    /// Core settings.
+    #[serde(default)]
+    pub settings: Settings,
+    /// Expected verdicts.
+    pub expect: Vec<Expectation>,
+}
+
+/// A model file that cannot be used, with where and why.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("{file}: cannot read: {error}")]
+    Io {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The JSON does not fit the schema.
+    #[error("{file}: field `{field}`: {message}")]
+    Schema {
+        /// The file.
+        file: PathBuf,
+        /// Path of the offending field (`bounds.depth`, `expect[2].server`, …).
+        field: String,
+        /// What was expected.
+        message: String,
+    },
+}
+
+impl Scenario {
+    /// Parses a scenario, naming the field at fault on error.
+    pub fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let scenario: Scenario =
+            serde_path_to_error::deserialize(de).map_err(|e| ScenarioError::Schema {
+                file: file.to_owned(),
+                field: e.path().to_string(),
+                message: e.inner().to_string(),
+            })?;
+        scenario.validate(file)?;
+        Ok(scenario)
+    }
+
+    /// Reads and parses a file.
+    pub fn load(file: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(file).map_err(|error| ScenarioError::Io {
+            file: file.to_owned(),
+            error,
+        })?;
+        Self::parse(file, &text)
+    }
+
+    /// Every `*.json` of a directory, sorted by name.
+    pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
+        let entries = std::fs::read_dir(dir).map_err(|error| ScenarioError::Io {
+            file: dir.to_owned(),
+            error,
+        })?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        files
+            .into_iter()
+            .map(|f| Self::load(&f).map(|s| (f, s)))
+            .collect()
+    }
+
+    fn validate(&self, file: &Path) -> Result<(), ScenarioError> {
+        let err = |field: String, message: String| ScenarioError::Schema {
+            file: file.to_owned(),
+            field,
+            message,
+        };
+        if self.clients.is_empty() || self.clients.len() > 3 {
+            return Err(err(
+                "clients".into(),
+                "expected 1 to 3 client scripts".into(),
+            ));
+        }
+        for (i, e) in self.expect.iter().enumerate() {
+            if crate::policy::ServerPolicy::preset(&e.server).is_none() {
+                let names: Vec<&str> = crate::policy::ServerPolicy::presets()
+                    .iter()
+                    .map(|p| p.name)
+                    .collect();
+                return Err(err(
+                    format!("expect[{i}].server"),
+                    format!(
+                        "unknown server preset {:?}; expected one of {names:?}",
+                        e.server
+                    ),
+                ));
+            }
+            if crate::policy::ClientPolicy::preset(&e.client).is_none() {
+                let names: Vec<&str> = crate::policy::ClientPolicy::presets()
+                    .iter()
+                    .map(|p| p.name)
+                    .collect();
+                return Err(err(
+                    format!("expect[{i}].client"),
+                    format!(
+                        "unknown client preset {:?}; expected one of {names:?}",
+                        e.client
+                    ),
+                ));
+            }
+            if let Verdict::Violates(ids) = &e.verdict {
+                if ids.is_empty() {
+                    return Err(err(
+                        format!("expect[{i}].verdict.violates"),
+                        "expected at least one invariant id".into(),
+                    ));
+                }
+            }
+        }
+        if self.bounds.depth == 0 {
+            return Err(err(
+                "bounds.depth".into(),
+                "expected a depth of at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_file_and_the_field() {
+        let f = Path::new("models/x.json");
+        let e = Scenario::parse(f, r#"{"name":"x"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("models/x.json"), "{e}");
+        assert!(
+            e.contains("description") || e.contains("missing field"),
+            "{e}"
+        );
+        let bad_depth = r#"{"name":"x","description":"d","clients":[["initialize"]],
+            "bounds":{"depth":"deep","time_ms":1},"expect":[]}"#;
+        let e = Scenario::parse(f, bad_depth).unwrap_err().to_string();
+        assert!(e.contains("bounds.depth"), "{e}");
+        let bad_preset = r#"{"name":"x","description":"d","clients":[["initialize"]],
+            "bounds":{"depth":3,"time_ms":1},"expect":[{"server":"NOPE","client":"FIXED","verdict":"holds"}]}"#;
+        let e = Scenario::parse(f, bad_preset).unwrap_err().to_string();
+        assert!(e.contains("expect[0].server") && e.contains("NOPE"), "{e}");
+        let bad_step = r#"{"name":"x","description":"d","clients":[["dance"]],
+            "bounds":{"depth":3,"time_ms":1},"expect":[]}"#;
+        let e = Scenario::parse(f, bad_step).unwrap_err().to_string();
+        assert!(e.contains("clients[0][0]"), "{e}");
+    }
+}
