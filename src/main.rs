@@ -1,2 +1,46 @@
-//! The `mcp-streamable` command line.
-fn main() {}
+//! The `mcp-streamable` command line: `check` runs every model in `models/`
+//! and prints the verdict matrix; `replay` re-runs a counterexample trace;
+//! `explore` serves stateright's Explorer for one model.
+
+mod cli;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Sans-IO MCP Streamable HTTP cores and their checkers.
+#[derive(Parser)]
+#[command(name = "mcp-streamable", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check every model (or one) under its expected preset pairs; print the verdict matrix.
+    Check(cli::check::CheckArgs),
+    /// Re-run a counterexample trace on the cores and confirm its violation.
+    Replay {
+        /// The trace (JSON) written by `check`.
+        trace: PathBuf,
+    },
+    /// Serve stateright's Explorer for one model on 127.0.0.1.
+    Explore(cli::explore::ExploreArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => cli::check::run(args),
+        Command::Replay { trace } => cli::replay::run(&trace),
+        Command::Explore(args) => cli::explore::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

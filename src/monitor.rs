@@ -19,7 +19,7 @@ use crate::{headers, jsonrpc};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One thing a harness saw.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Observation {
     /// A request reached the server as exchange `http`.
     Request {

@@ -1,10 +1,14 @@
 //! Exhaustive model checking of the cores (stateright), the scenarios of
 //! `models/`, counterexample traces, and their pictures.
 
+pub mod diagram;
 mod model;
 mod run;
 pub mod scenario;
+pub mod trace;
 
+pub use diagram::Diagram;
 pub use model::{Action, CheckModel, State};
-pub use run::{run, Counterexample, Outcome};
+pub use run::{run, run_with_progress, Counterexample, Outcome};
 pub use scenario::{ClientStep, Expectation, Scenario, ScenarioError, ServerStep, Verdict};
+pub use trace::{replay, Replay, Trace, TraceError};

@@ -30,8 +30,17 @@ pub struct Outcome {
 }
 
 /// Explores `model` breadth-first with `threads` threads up to its depth bound.
-#[allow(clippy::disallowed_methods)] // wall time of the exploration is a report figure, not a core input
 pub fn run(model: &CheckModel, threads: usize) -> Outcome {
+    run_with_progress(model, threads, |_, _| {})
+}
+
+/// [`run`], calling `progress(states, elapsed)` about every half second while it works.
+#[allow(clippy::disallowed_methods)] // wall time of the exploration is a report figure, not a core input
+pub fn run_with_progress(
+    model: &CheckModel,
+    threads: usize,
+    mut progress: impl FnMut(usize, Duration),
+) -> Outcome {
     let start = Instant::now();
     let depth = model.scenario.bounds.depth;
     let checker = model
@@ -39,8 +48,16 @@ pub fn run(model: &CheckModel, threads: usize) -> Outcome {
         .checker()
         .threads(threads.max(1))
         .target_max_depth(depth)
-        .spawn_bfs()
-        .join();
+        .spawn_bfs();
+    let mut nap = Duration::from_millis(1);
+    while !checker.is_done() {
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(250));
+        if start.elapsed() > Duration::from_millis(500) {
+            progress(checker.unique_state_count(), start.elapsed());
+        }
+    }
+    let checker = checker.join();
     let elapsed = start.elapsed();
     let counterexample = checker.discovery("invariants").and_then(|path| {
         let pairs = path.into_vec();

@@ -82,6 +82,8 @@ pub struct World {
     pub server_pending: Vec<(SessionId, RequestId, String)>,
     /// The monitor judging the run.
     pub monitor: Monitor,
+    /// Every observation, when recording (replays and pictures; off while checking).
+    pub log: Option<Vec<Observation>>,
     config: PairConfig,
 }
 
@@ -117,8 +119,17 @@ impl World {
             outcomes: BTreeMap::new(),
             server_pending: Vec::new(),
             monitor: Monitor::new(),
+            log: None,
             config,
         }
+    }
+
+    /// Feeds the monitor (and the log, when recording).
+    pub fn observe(&mut self, o: &Observation) {
+        if let Some(log) = &mut self.log {
+            log.push(o.clone());
+        }
+        self.monitor.observe(o);
     }
 
     /// Client 0.
@@ -228,7 +239,7 @@ impl World {
         let now = self.now;
         if let Some(s) = self.server.session_mut(&sid) {
             if let Ok(key) = s.respond(&id, Ok(RawJson::from(result)), now) {
-                self.monitor.observe(&Observation::Sent {
+                self.observe(&Observation::Sent {
                     session: sid.to_string(),
                     key,
                     cause: Cause::Request(id),
@@ -249,7 +260,7 @@ impl World {
         };
         let r = s.notify(method, None, cause.clone(), now);
         if let Ok(key) = r {
-            self.monitor.observe(&Observation::Sent {
+            self.observe(&Observation::Sent {
                 session: sid.to_string(),
                 key,
                 cause,
@@ -268,7 +279,7 @@ impl World {
             .session_mut(&sid)?
             .request(method, None, cause.clone(), now);
         let (id, key) = r.ok()?;
-        self.monitor.observe(&Observation::Sent {
+        self.observe(&Observation::Sent {
             session: sid.to_string(),
             key,
             cause,
@@ -356,8 +367,7 @@ impl World {
             for c in 0..self.clients.len() {
                 while let Some(t) = self.clients[c].poll_transmit() {
                     progressed = true;
-                    self.monitor
-                        .observe(&Observation::ClientTransmit(t.clone()));
+                    self.observe(&Observation::ClientTransmit(t.clone()));
                     match t.kind {
                         ClientTransmitKind::Send { head, body } => {
                             self.links.insert(t.http, Link::new(head, body));
@@ -367,7 +377,7 @@ impl World {
                 }
                 while let Some(e) = self.clients[c].poll_event() {
                     progressed = true;
-                    self.monitor.observe(&Observation::ClientEvent(e.clone()));
+                    self.observe(&Observation::ClientEvent(e.clone()));
                     match &e {
                         ClientEvent::ServerRequest { id, .. }
                             if self.config.client_auto_respond =>
@@ -393,7 +403,7 @@ impl World {
             }
             while let Some(t) = self.server.poll_transmit() {
                 progressed = true;
-                self.monitor.observe(&Observation::Transmit(t.clone()));
+                self.observe(&Observation::Transmit(t.clone()));
                 let Some(ch) = self.by_server.get(&t.http).copied() else {
                     continue;
                 };
@@ -414,12 +424,10 @@ impl World {
                     ServerEvent::Request { id, method, .. } => {
                         self.server_pending.push((sid, id, method));
                     }
-                    ServerEvent::Dropped { key, .. } => {
-                        self.monitor.observe(&Observation::Dropped {
-                            session: sid.to_string(),
-                            key,
-                        })
-                    }
+                    ServerEvent::Dropped { key, .. } => self.observe(&Observation::Dropped {
+                        session: sid.to_string(),
+                        key,
+                    }),
                     _ => {}
                 }
             }
@@ -454,8 +462,7 @@ impl World {
         let d = self.server.handle_request(&head, &body, self.now);
         link.server_http = Some(d.http);
         self.by_server.insert(d.http, ch);
-        self.monitor
-            .observe(&Observation::request(d.http, &head, &body));
+        self.observe(&Observation::request(d.http, &head, &body));
         self.pump();
         true
     }
@@ -478,7 +485,7 @@ impl World {
             Delivery::Body(b) => {
                 if let Ok(body) = jsonrpc::parse_body(&b, ProtocolVersion::V2025_03_26) {
                     for m in body.messages() {
-                        self.monitor.observe(&Observation::ClientReceived {
+                        self.observe(&Observation::ClientReceived {
                             http: ch,
                             message: m.clone(),
                         });
@@ -489,7 +496,7 @@ impl World {
             Delivery::Sse(item) => {
                 if let crate::sse::SseItem::Message { data, .. } = &item {
                     if let Ok(m) = jsonrpc::parse_message(data) {
-                        self.monitor.observe(&Observation::ClientReceived {
+                        self.observe(&Observation::ClientReceived {
                             http: ch,
                             message: m,
                         });
@@ -498,8 +505,7 @@ impl World {
                 self.clients[c].handle_sse_event(ch, item, now);
             }
             Delivery::End => {
-                self.monitor
-                    .observe(&Observation::ClientClosed { http: ch });
+                self.observe(&Observation::ClientClosed { http: ch });
                 self.clients[c].handle_http_closed(ch, now);
                 self.client_abandons(ch, true);
             }
@@ -517,9 +523,8 @@ impl World {
         if link.client_gone {
             return;
         }
-        self.monitor.observe(&Observation::Fault);
-        self.monitor
-            .observe(&Observation::ClientClosed { http: ch });
+        self.observe(&Observation::Fault);
+        self.observe(&Observation::ClientClosed { http: ch });
         let now = self.now;
         if let Some(c) = self.clients.get_mut(Self::owner(ch)) {
             c.handle_http_closed(ch, now);
@@ -554,12 +559,15 @@ impl World {
         link.client_gone = true;
         link.request = None;
         link.to_client.clear();
-        if let Some(sh) = link.server_http {
-            self.monitor.observe(&Observation::Closed { http: sh });
-            if notice {
-                link.server_told = true;
-                self.server.handle_http_closed(sh, now);
-            }
+        let Some(sh) = link.server_http else {
+            return;
+        };
+        if notice {
+            link.server_told = true;
+        }
+        self.observe(&Observation::Closed { http: sh });
+        if notice {
+            self.server.handle_http_closed(sh, now);
         }
     }
 

@@ -1,0 +1,5 @@
+//! The subcommands.
+
+pub mod check;
+pub mod explore;
+pub mod replay;
