@@ -96,7 +96,11 @@ pub struct ErrorObject {
     /// A short description.
     pub message: String,
     /// Optional details.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_raw"
+    )]
     pub data: Option<RawJson>,
 }
 
@@ -258,9 +262,17 @@ struct WireMessage {
     #[serde(default, deserialize_with = "present")]
     id: Option<Box<RawValue>>,
     method: Option<String>,
+    #[serde(default, deserialize_with = "present_raw")]
     params: Option<RawJson>,
+    #[serde(default, deserialize_with = "present_raw")]
     result: Option<RawJson>,
     error: Option<ErrorObject>,
+}
+
+/// Keeps a present `null` as the JSON value `null` (a response's result may
+/// be null), where serde would read it as absent.
+fn present_raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RawJson>, D::Error> {
+    RawJson::deserialize(d).map(Some)
 }
 
 /// Keeps `"id": null` distinguishable from an absent id.
@@ -454,6 +466,11 @@ mod tests {
         assert!(matches!(
             p(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#),
             Ok(Message::Error { id: None, .. })
+        ));
+        // A null result is a result.
+        assert!(matches!(
+            p(r#"{"jsonrpc":"2.0","id":1,"result":null}"#),
+            Ok(Message::Response { .. })
         ));
     }
 
