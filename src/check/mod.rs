@@ -9,6 +9,6 @@ pub mod trace;
 
 pub use diagram::Diagram;
 pub use model::{Action, CheckModel, State};
-pub use run::{run, run_with_progress, Counterexample, Outcome};
+pub use run::{run, run_search, run_with_progress, Counterexample, Outcome, Search};
 pub use scenario::{ClientStep, Expectation, Scenario, ScenarioError, ServerStep, Verdict};
 pub use trace::{replay, Replay, Trace, TraceError};

@@ -29,26 +29,79 @@ pub struct Outcome {
     pub counterexample: Option<Counterexample>,
 }
 
+/// How the state space is searched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Search {
+    /// Breadth first: exhaustive within the depth bound, shortest counterexamples.
+    Bfs,
+    /// Depth first: exhaustive within the depth bound, less memory, longer counterexamples.
+    Dfs,
+    /// Random walks from the initial state (seeded), for bounds too big to
+    /// exhaust; stops at the time limit. Finds bugs, proves nothing.
+    Simulation {
+        /// Seed of the walks.
+        seed: u64,
+        /// Wall-time limit.
+        limit: Duration,
+    },
+}
+
 /// Explores `model` breadth-first with `threads` threads up to its depth bound.
 pub fn run(model: &CheckModel, threads: usize) -> Outcome {
     run_with_progress(model, threads, |_, _| {})
 }
 
+/// [`run`] with a chosen search strategy.
+pub fn run_search(
+    model: &CheckModel,
+    threads: usize,
+    search: Search,
+    progress: impl FnMut(usize, Duration),
+) -> Outcome {
+    run_inner(model, threads, search, progress)
+}
+
 /// [`run`], calling `progress(states, elapsed)` about every half second while it works.
-#[allow(clippy::disallowed_methods)] // wall time of the exploration is a report figure, not a core input
 pub fn run_with_progress(
     model: &CheckModel,
     threads: usize,
-    mut progress: impl FnMut(usize, Duration),
+    progress: impl FnMut(usize, Duration),
 ) -> Outcome {
-    let start = Instant::now();
-    let depth = model.scenario.bounds.depth;
-    let checker = model
+    run_inner(model, threads, Search::Bfs, progress)
+}
+
+#[allow(clippy::disallowed_methods)] // wall time of the exploration is a report figure, not a core input
+fn run_inner(
+    model: &CheckModel,
+    threads: usize,
+    search: Search,
+    progress: impl FnMut(usize, Duration),
+) -> Outcome {
+    let builder = model
         .clone()
         .checker()
         .threads(threads.max(1))
-        .target_max_depth(depth)
-        .spawn_bfs();
+        .target_max_depth(model.scenario.bounds.depth);
+    match search {
+        Search::Bfs => finish(model, builder.spawn_bfs(), progress),
+        Search::Dfs => finish(model, builder.spawn_dfs(), progress),
+        Search::Simulation { seed, limit } => finish(
+            model,
+            builder
+                .timeout(limit)
+                .spawn_simulation(seed, stateright::UniformChooser),
+            progress,
+        ),
+    }
+}
+
+#[allow(clippy::disallowed_methods)]
+fn finish(
+    model: &CheckModel,
+    checker: impl Checker<CheckModel>,
+    mut progress: impl FnMut(usize, Duration),
+) -> Outcome {
+    let start = Instant::now();
     let mut nap = Duration::from_millis(1);
     while !checker.is_done() {
         std::thread::sleep(nap);

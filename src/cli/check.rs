@@ -2,7 +2,7 @@
 //! matrix, and for each counterexample a JSON trace, an SVG and Mermaid text.
 
 use mcp_streamable::check::{
-    replay, run_with_progress, CheckModel, Diagram, Expectation, Scenario, Trace, Verdict,
+    replay, run_search, CheckModel, Diagram, Expectation, Scenario, Search, Trace, Verdict,
 };
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -29,6 +29,16 @@ pub struct CheckArgs {
     /// Where counterexample traces and pictures go.
     #[arg(long, default_value = "target/check")]
     out: PathBuf,
+    /// Search: `bfs` (exhaustive, shortest counterexamples), `dfs` (exhaustive,
+    /// less memory) or `simulation` (seeded random walks for big bounds).
+    #[arg(long, default_value = "bfs")]
+    search: String,
+    /// Seed of `--search simulation`.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Seconds each `--search simulation` runs.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
 }
 
 struct Line {
@@ -48,6 +58,19 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    let search = match args.search.as_str() {
+        "bfs" => Search::Bfs,
+        "dfs" => Search::Dfs,
+        "simulation" => Search::Simulation {
+            seed: args.seed,
+            limit: std::time::Duration::from_secs(args.seconds),
+        },
+        other => {
+            return Err(format!(
+                "--search {other:?}: expected bfs, dfs or simulation"
+            ))
+        }
+    };
     let models = Scenario::load_dir(&args.models).map_err(|e| e.to_string())?;
     let models: Vec<(PathBuf, Scenario)> = models
         .into_iter()
@@ -73,7 +96,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             let label = format!("{} {} x {}", scenario.name, e.server, e.client);
             let tty = std::io::stderr().is_terminal();
             let mut shown = false;
-            let out = run_with_progress(&model, threads, |states, t| {
+            let out = run_search(&model, threads, search, |states, t| {
                 if tty {
                     eprint!(
                         "\r  checking {label}: {states} states, {:.1}s ",
@@ -87,6 +110,10 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                 eprint!("\r{:width$}\r", "", width = label.len() + 48);
             }
             let (verdict, ok) = match (&out.counterexample, &e.verdict) {
+                // Only an exhaustive search can confirm "holds".
+                (None, Verdict::Holds) if matches!(search, Search::Simulation { .. }) => {
+                    ("none found".to_owned(), None)
+                }
                 (None, Verdict::Holds) => (
                     "holds".to_owned(),
                     Some(out.states >= e.min_states.unwrap_or(1)),
