@@ -7,7 +7,7 @@ use super::stream::{Format, Origin};
 use super::{Content, EndReason, Outgoing, TransmitKind};
 use crate::error::RequestError;
 use crate::ids::{EventId, HttpId, StreamId};
-use crate::policy::{FinishedStreamResume, ReplayStart, SessionQueue, StandaloneAttach};
+use crate::policy::{FinishedStreamResume, ReplayStart, StandaloneAttach};
 use std::sync::Arc;
 
 impl ServerSession {
@@ -161,19 +161,7 @@ impl ServerSession {
         cursor: Option<EventId>,
         sync: bool,
     ) {
-        let listener = match self.policy.session_queue {
-            SessionQueue::Causal => Listener::None,
-            SessionQueue::SharedCompeting => Listener::Live,
-        };
-        self.exchanges.insert(
-            http,
-            Exchange {
-                role: Role::Get { stream: sid },
-                head_sent: false,
-                ended: false,
-                listener,
-            },
-        );
+        self.add_exchange(http, Role::Get { stream: sid });
         let Some(s) = self.streams.get_mut(&sid) else {
             return;
         };

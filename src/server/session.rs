@@ -653,13 +653,9 @@ impl ServerSession {
         }
     }
 
-    pub(super) fn open_post_stream(&mut self, http: HttpId, ids: &[RequestId]) {
-        let sid = self.new_stream(Origin::Post {
-            pending: ids.to_vec(),
-        });
-        for id in ids {
-            self.in_flight.insert(id.clone(), sid);
-        }
+    /// Registers an exchange that carries a stream. Under mcp-go's shared
+    /// queue every such exchange also gets a competing listener.
+    pub(super) fn add_exchange(&mut self, http: HttpId, role: Role) {
         let listener = match self.policy.session_queue {
             SessionQueue::Causal => Listener::None,
             SessionQueue::SharedCompeting => Listener::Live,
@@ -667,12 +663,22 @@ impl ServerSession {
         self.exchanges.insert(
             http,
             Exchange {
-                role: Role::Post { stream: sid },
+                role,
                 head_sent: false,
                 ended: false,
                 listener,
             },
         );
+    }
+
+    pub(super) fn open_post_stream(&mut self, http: HttpId, ids: &[RequestId]) {
+        let sid = self.new_stream(Origin::Post {
+            pending: ids.to_vec(),
+        });
+        for id in ids {
+            self.in_flight.insert(id.clone(), sid);
+        }
+        self.add_exchange(http, Role::Post { stream: sid });
         if let Some(s) = self.streams.get_mut(&sid) {
             s.attached = Some(http);
         }

@@ -7,8 +7,8 @@ use mcp_streamable::jsonrpc::{Message, RawJson};
 use mcp_streamable::monitor::{Monitor, Observation, Violation};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{
-    Cause, Content, EndReason, EndpointConfig, RequestHead, ServerEndpoint, ServerEvent,
-    SessionConfig, TransmitKind,
+    Cause, Content, EndReason, EndpointConfig, RequestHead, SchedulingPoint, ServerEndpoint,
+    ServerEvent, SessionConfig, TransmitKind,
 };
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;
@@ -312,24 +312,15 @@ impl Harness {
     }
 
     pub fn listener_wake(&mut self, http: HttpId) -> bool {
-        let Some(sid) = self
-            .ep
-            .route(http)
-            .cloned()
-            .or_else(|| self.session.clone())
-        else {
-            return false;
-        };
-        let now = self.now;
-        let r = self
-            .ep
-            .session_mut(&sid)
-            .is_some_and(|s| s.handle_listener_wake(http, now));
-        self.drain();
-        r
+        self.schedule(http, SchedulingPoint::ListenerWake)
     }
 
     pub fn handler_step(&mut self, http: HttpId) -> bool {
+        self.schedule(http, SchedulingPoint::HandlerStep)
+    }
+
+    /// Fires a scheduling point of the session that owns `http`.
+    fn schedule(&mut self, http: HttpId, point: SchedulingPoint) -> bool {
         let Some(sid) = self
             .ep
             .route(http)
@@ -339,12 +330,12 @@ impl Harness {
             return false;
         };
         let now = self.now;
-        let r = self
-            .ep
-            .session_mut(&sid)
-            .is_some_and(|s| s.handle_handler_step(http, now));
+        let fired = self.ep.session_mut(&sid).is_some_and(|s| match point {
+            SchedulingPoint::ListenerWake => s.handle_listener_wake(http, now),
+            SchedulingPoint::HandlerStep => s.handle_handler_step(http, now),
+        });
         self.drain();
-        r
+        fired
     }
 
     pub fn advance(&mut self, ms: u64) {
