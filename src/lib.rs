@@ -30,4 +30,6 @@ pub mod version;
 pub struct ReadmeDoctests;
 pub mod check;
 pub mod client;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod sim;

@@ -1,0 +1,161 @@
+//! The application side of the server shell: a synchronous [`App`] called by
+//! the session owner with a [`Cx`] to answer, notify, ask the client, close a
+//! connection for polling, or set a timer. No async and no locks in
+//! application code: it runs inside the owner, between core steps.
+
+use crate::ids::{RequestId, SessionId};
+use crate::jsonrpc::{ErrorObject, RawJson, METHOD_NOT_FOUND};
+use crate::monitor::Observation;
+use crate::server::{Cause, ServerEndpoint};
+use crate::time::Instant;
+
+/// An MCP server application.
+pub trait App: Send + 'static {
+    /// A client request; answer it with [`Cx::respond`], now or later.
+    fn on_request(&mut self, cx: &mut Cx<'_>, id: RequestId, method: &str, params: Option<RawJson>);
+    /// A client notification.
+    fn on_notification(&mut self, _cx: &mut Cx<'_>, _method: &str, _params: Option<RawJson>) {}
+    /// The client's answer to a request sent with [`Cx::request`].
+    fn on_response(
+        &mut self,
+        _cx: &mut Cx<'_>,
+        _id: RequestId,
+        _result: Result<RawJson, ErrorObject>,
+    ) {
+    }
+    /// A timer set with [`Cx::after`] fired.
+    fn on_timer(&mut self, _cx: &mut Cx<'_>, _token: u64) {}
+    /// The session ended.
+    fn on_session_ended(&mut self, _session: &SessionId) {}
+}
+
+/// What an application can do, for one session, at one moment.
+pub struct Cx<'a> {
+    pub(crate) ep: &'a mut ServerEndpoint,
+    pub(crate) session: SessionId,
+    pub(crate) now: Instant,
+    pub(crate) timers: &'a mut Vec<(Instant, SessionId, u64)>,
+    pub(crate) tap: &'a mut Option<super::Tap>,
+}
+
+impl Cx<'_> {
+    /// The session.
+    pub fn session(&self) -> &SessionId {
+        &self.session
+    }
+
+    /// The current time of the shell (ms since it started).
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    fn sent(&mut self, key: crate::ids::MsgKey, cause: Cause) {
+        if let Some(tap) = self.tap {
+            tap(&Observation::Sent {
+                session: self.session.to_string(),
+                key,
+                cause,
+            });
+        }
+    }
+
+    /// Answers client request `id`. Returns false if it is not active.
+    pub fn respond(&mut self, id: &RequestId, result: Result<RawJson, ErrorObject>) -> bool {
+        let now = self.now;
+        let Some(s) = self.ep.session_mut(&self.session) else {
+            return false;
+        };
+        match s.respond(id, result, now) {
+            Ok(key) => {
+                self.sent(key, Cause::Request(id.clone()));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Sends a notification, related to a request or not.
+    pub fn notify(&mut self, method: &str, params: Option<RawJson>, cause: Cause) -> bool {
+        let now = self.now;
+        let Some(s) = self.ep.session_mut(&self.session) else {
+            return false;
+        };
+        match s.notify(method, params, cause.clone(), now) {
+            Ok(key) => {
+                self.sent(key, cause);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Sends a request to the client; its answer arrives in [`App::on_response`].
+    pub fn request(
+        &mut self,
+        method: &str,
+        params: Option<RawJson>,
+        cause: Cause,
+    ) -> Option<RequestId> {
+        let now = self.now;
+        let s = self.ep.session_mut(&self.session)?;
+        let (id, key) = s.request(method, params, cause.clone(), now).ok()?;
+        self.sent(key, cause);
+        Some(id)
+    }
+
+    /// Closes the connection of request `id`'s stream; the client resumes (polling).
+    pub fn close_connection(&mut self, id: &RequestId) -> bool {
+        let now = self.now;
+        self.ep
+            .session_mut(&self.session)
+            .is_some_and(|s| s.close_connection(id, now).is_ok())
+    }
+
+    /// Calls [`App::on_timer`] with `token` after `ms` milliseconds.
+    pub fn after(&mut self, ms: u64, token: u64) {
+        let at = Instant::from_millis(self.now.as_millis() + ms);
+        self.timers.push((at, self.session.clone(), token));
+    }
+}
+
+/// A minimal application: `initialize`, `ping`, and an `echo` tool.
+#[derive(Clone, Debug, Default)]
+pub struct EchoApp;
+
+impl App for EchoApp {
+    fn on_request(
+        &mut self,
+        cx: &mut Cx<'_>,
+        id: RequestId,
+        method: &str,
+        params: Option<RawJson>,
+    ) {
+        let result = match method {
+            "initialize" => Ok(serde_json::json!({
+                "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "mcp-streamable-echo", "version": env!("CARGO_PKG_VERSION")}
+            })),
+            "ping" => Ok(serde_json::json!({})),
+            "tools/list" => Ok(serde_json::json!({"tools": [{
+                "name": "echo", "description": "Echoes its text argument.",
+                "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}
+            }]})),
+            "tools/call" => {
+                let text = params
+                    .map(|p| p.to_value())
+                    .and_then(|v| {
+                        v.pointer("/arguments/text")
+                            .and_then(|t| t.as_str())
+                            .map(str::to_owned)
+                    })
+                    .unwrap_or_default();
+                Ok(serde_json::json!({"content": [{"type": "text", "text": text}]}))
+            }
+            other => Err(ErrorObject::new(
+                METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            )),
+        };
+        cx.respond(&id, result.map(RawJson::from));
+    }
+}

@@ -1,0 +1,80 @@
+//! The response body the server shell hands to hyper: a whole body known at
+//! once (JSON answers, errors, short SSE answers), or a stream fed by the
+//! session owner. Dropping it tells the owner the exchange is over, whether
+//! it ended or the client went away.
+
+use crate::ids::HttpId;
+use bytes::Bytes;
+use hyper::body::{Body, Frame, SizeHint};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::sync::mpsc;
+
+/// Tells the owner an exchange is over.
+pub(crate) type ClosedTx = mpsc::UnboundedSender<HttpId>;
+
+pub(crate) enum Inner {
+    Full(Option<Bytes>),
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+/// A response body.
+pub struct ResponseBody {
+    pub(crate) inner: Inner,
+    pub(crate) http: HttpId,
+    pub(crate) closed: Option<ClosedTx>,
+}
+
+impl ResponseBody {
+    pub(crate) fn full(http: HttpId, bytes: Bytes, closed: ClosedTx) -> Self {
+        ResponseBody {
+            inner: Inner::Full((!bytes.is_empty()).then_some(bytes)),
+            http,
+            closed: Some(closed),
+        }
+    }
+
+    pub(crate) fn stream(http: HttpId, rx: mpsc::Receiver<Bytes>, closed: ClosedTx) -> Self {
+        ResponseBody {
+            inner: Inner::Stream(rx),
+            http,
+            closed: Some(closed),
+        }
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match &mut self.inner {
+            Inner::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Inner::Stream(rx) => rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.inner, Inner::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.inner {
+            Inner::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Inner::Full(None) => SizeHint::with_exact(0),
+            Inner::Stream(_) => SizeHint::default(),
+        }
+    }
+}
+
+impl Drop for ResponseBody {
+    fn drop(&mut self) {
+        if let Some(tx) = self.closed.take() {
+            let _ = tx.send(self.http);
+        }
+    }
+}

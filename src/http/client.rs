@@ -1,0 +1,541 @@
+//! The client shell: hyper/tokio around [`ClientSession`].
+//!
+//! One owner task runs the core; each HTTP exchange the core starts runs in
+//! its own task (its own connection), which decodes the response (JSON whole,
+//! SSE through [`SseDecoder`]) and hands items back. An `Abort` from the core
+//! aborts that task. The application talks to the owner through [`Client`].
+
+use super::io::Connect;
+use crate::client::{ClientConfig, ClientError, ClientEvent, ClientSession, ClientTransmitKind};
+use crate::head::{Content, RequestHead, ResponseHead};
+use crate::headers;
+use crate::ids::{HttpId, RequestId};
+use crate::jsonrpc::{ErrorObject, RawJson};
+use crate::monitor::Observation;
+use crate::policy::ClientPolicy;
+use crate::sse::{SseDecoder, SseItem};
+use crate::time::Instant;
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper_util::rt::TokioIo;
+use std::collections::BTreeMap;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// Why the shell could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ShellError {
+    /// The URL is not `http://host:port/path`.
+    #[error("bad URL {0:?}: expected http://host:port/path")]
+    BadUrl(String),
+    /// The core failed the request.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The command was refused by the core (not ready, closed, …).
+    #[error("{0}")]
+    Usage(String),
+    /// The client task is gone.
+    #[error("client stopped")]
+    Stopped,
+}
+
+/// Answers server-to-client requests (sampling, elicitation, roots/list, …).
+pub type RequestHandler =
+    Box<dyn FnMut(&str, Option<RawJson>) -> Result<RawJson, ErrorObject> + Send>;
+
+/// Settings of the client shell.
+pub struct ClientOptions {
+    /// The core's settings.
+    pub config: ClientConfig,
+    /// The policy.
+    pub policy: ClientPolicy,
+    /// `initialize` parameters besides `protocolVersion` (capabilities, clientInfo).
+    pub initialize: RawJson,
+    /// Answers server requests; by default every request gets `{}`.
+    pub handler: Option<RequestHandler>,
+    /// Sees every observation (for the monitor).
+    pub tap: Option<super::Tap>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            config: ClientConfig::default(),
+            policy: ClientPolicy::FIXED,
+            initialize: RawJson::from(serde_json::json!({
+                "capabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}},
+                "clientInfo": {"name": "mcp-streamable", "version": env!("CARGO_PKG_VERSION")}
+            })),
+            handler: None,
+            tap: None,
+        }
+    }
+}
+
+/// Splits `http://host:port/path` into authority and path.
+pub fn split_url(url: &str) -> Result<(String, String), ShellError> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| ShellError::BadUrl(url.to_owned()))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.is_empty() {
+        return Err(ShellError::BadUrl(url.to_owned()));
+    }
+    Ok((authority.to_owned(), path.to_owned()))
+}
+
+type Answer = Result<Result<RawJson, ErrorObject>, ClientError>;
+
+enum Cmd {
+    Initialize(oneshot::Sender<Result<RawJson, ShellError>>),
+    Call {
+        method: String,
+        params: Option<RawJson>,
+        id: oneshot::Sender<Result<RequestId, ShellError>>,
+        answer: oneshot::Sender<Answer>,
+    },
+    Notify {
+        method: String,
+        params: Option<RawJson>,
+    },
+    Cancel(RequestId),
+    Close(oneshot::Sender<()>),
+}
+
+enum Input {
+    Head(HttpId, ResponseHead),
+    Body(HttpId, Bytes),
+    Sse(HttpId, SseItem),
+    Closed(HttpId),
+}
+
+/// A connected MCP client.
+pub struct Client {
+    tx: mpsc::Sender<Cmd>,
+    events: broadcast::Sender<ClientEvent>,
+    owner: JoinHandle<()>,
+}
+
+impl Client {
+    /// Starts the client and initializes a session with the server at `path`.
+    pub async fn connect<C: Connect>(
+        connector: C,
+        authority: &str,
+        path: &str,
+        options: ClientOptions,
+    ) -> Result<(Client, RawJson), ShellError> {
+        let (tx, rx) = mpsc::channel(256);
+        let (inputs_tx, inputs_rx) = mpsc::unbounded_channel();
+        let (events, _) = broadcast::channel(1024);
+        let owner = Owner {
+            core: ClientSession::new(options.config, options.policy),
+            connector,
+            authority: authority.to_owned(),
+            path: path.to_owned(),
+            start: tokio::time::Instant::now(),
+            tasks: BTreeMap::new(),
+            waiters: BTreeMap::new(),
+            init: None,
+            close: None,
+            initialize: options.initialize,
+            handler: options.handler,
+            tap: options.tap,
+            inputs_tx,
+            events: events.clone(),
+        };
+        let owner = tokio::spawn(owner.run(rx, inputs_rx));
+        let client = Client { tx, events, owner };
+        let (reply, rx) = oneshot::channel();
+        client
+            .tx
+            .send(Cmd::Initialize(reply))
+            .await
+            .map_err(|_| ShellError::Stopped)?;
+        let result = rx.await.map_err(|_| ShellError::Stopped)??;
+        Ok((client, result))
+    }
+
+    /// Sends a request and waits for its answer (a result or a JSON-RPC error).
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<RawJson>,
+    ) -> Result<Result<RawJson, ErrorObject>, ShellError> {
+        let (_, answer) = self.start_request(method, params).await?;
+        Ok(answer.await.map_err(|_| ShellError::Stopped)??)
+    }
+
+    /// Sends a request; returns its id (for `cancel`) and the answer to await.
+    pub async fn start_request(
+        &self,
+        method: &str,
+        params: Option<RawJson>,
+    ) -> Result<(RequestId, oneshot::Receiver<Answer>), ShellError> {
+        let (id_tx, id_rx) = oneshot::channel();
+        let (answer_tx, answer_rx) = oneshot::channel();
+        self.tx
+            .send(Cmd::Call {
+                method: method.to_owned(),
+                params,
+                id: id_tx,
+                answer: answer_tx,
+            })
+            .await
+            .map_err(|_| ShellError::Stopped)?;
+        let id = id_rx.await.map_err(|_| ShellError::Stopped)??;
+        Ok((id, answer_rx))
+    }
+
+    /// Calls a tool.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+    ) -> Result<Result<RawJson, ErrorObject>, ShellError> {
+        let params = RawJson::from(serde_json::json!({"name": name, "arguments": arguments}));
+        self.request("tools/call", Some(params)).await
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &str, params: Option<RawJson>) -> Result<(), ShellError> {
+        self.tx
+            .send(Cmd::Notify {
+                method: method.to_owned(),
+                params,
+            })
+            .await
+            .map_err(|_| ShellError::Stopped)
+    }
+
+    /// Cancels a request (`notifications/cancelled`; its answer becomes `Cancelled`).
+    pub async fn cancel(&self, id: RequestId) -> Result<(), ShellError> {
+        self.tx
+            .send(Cmd::Cancel(id))
+            .await
+            .map_err(|_| ShellError::Stopped)
+    }
+
+    /// Server notifications, server requests and session events, as they come.
+    pub fn subscribe(&self) -> broadcast::Receiver<ClientEvent> {
+        self.events.subscribe()
+    }
+
+    /// Ends the session (DELETE) and stops the client.
+    pub async fn close(self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Cmd::Close(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+        let _ = self.owner.await;
+    }
+}
+
+struct Owner<C: Connect> {
+    core: ClientSession,
+    connector: C,
+    authority: String,
+    path: String,
+    start: tokio::time::Instant,
+    tasks: BTreeMap<HttpId, JoinHandle<()>>,
+    waiters: BTreeMap<RequestId, oneshot::Sender<Answer>>,
+    init: Option<oneshot::Sender<Result<RawJson, ShellError>>>,
+    close: Option<oneshot::Sender<()>>,
+    initialize: RawJson,
+    handler: Option<RequestHandler>,
+    tap: Option<super::Tap>,
+    inputs_tx: mpsc::UnboundedSender<Input>,
+    events: broadcast::Sender<ClientEvent>,
+}
+
+impl<C: Connect> Owner<C> {
+    fn now(&self) -> Instant {
+        Instant::from_millis(self.start.elapsed().as_millis() as u64)
+    }
+
+    fn observe(&mut self, o: Observation) {
+        if let Some(tap) = &mut self.tap {
+            tap(&o);
+        }
+    }
+
+    async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<Cmd>,
+        mut inputs: mpsc::UnboundedReceiver<Input>,
+    ) {
+        loop {
+            let next = self.core.poll_timeout().map(|(t, _)| t);
+            let start = self.start;
+            let sleep = async move {
+                match next {
+                    Some(at) => {
+                        tokio::time::sleep_until(
+                            start + std::time::Duration::from_millis(at.as_millis()),
+                        )
+                        .await
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                cmd = rx.recv() => match cmd {
+                    Some(cmd) => self.on_command(cmd),
+                    None => {
+                        let now = self.now();
+                        self.core.close(now);
+                        self.pump();
+                        return;
+                    }
+                },
+                Some(input) = inputs.recv() => self.on_input(input),
+                _ = sleep => {
+                    let now = self.now();
+                    self.core.handle_timeout(now);
+                }
+            }
+            self.pump();
+            if let Some(done) = self.close.take() {
+                if self.tasks.is_empty() {
+                    let _ = done.send(());
+                    return;
+                }
+                self.close = Some(done);
+            }
+        }
+    }
+
+    fn on_command(&mut self, cmd: Cmd) {
+        let now = self.now();
+        match cmd {
+            Cmd::Initialize(reply) => match self.core.initialize(self.initialize.clone(), now) {
+                Ok(_) => self.init = Some(reply),
+                Err(e) => {
+                    let _ = reply.send(Err(ShellError::Usage(e.to_string())));
+                }
+            },
+            Cmd::Call {
+                method,
+                params,
+                id,
+                answer,
+            } => match self.core.send_request(&method, params, now) {
+                Ok(rid) => {
+                    self.waiters.insert(rid.clone(), answer);
+                    let _ = id.send(Ok(rid));
+                }
+                Err(e) => {
+                    let _ = id.send(Err(ShellError::Usage(e.to_string())));
+                }
+            },
+            Cmd::Notify { method, params } => {
+                let _ = self.core.notify(&method, params, now);
+            }
+            Cmd::Cancel(id) => {
+                let _ = self.core.cancel(&id, now);
+            }
+            Cmd::Close(done) => {
+                self.core.close(now);
+                self.close = Some(done);
+            }
+        }
+    }
+
+    fn on_input(&mut self, input: Input) {
+        let now = self.now();
+        match input {
+            Input::Head(h, head) => self.core.handle_response_head(h, head, now),
+            Input::Body(h, b) => {
+                if let Ok(body) =
+                    crate::jsonrpc::parse_body(&b, crate::version::ProtocolVersion::V2025_03_26)
+                {
+                    for m in body.into_messages() {
+                        self.observe(Observation::ClientReceived {
+                            http: h,
+                            message: m,
+                        });
+                    }
+                }
+                self.core.handle_body(h, &b, now)
+            }
+            Input::Sse(h, item) => {
+                if let SseItem::Message { data, .. } = &item {
+                    if let Ok(m) = crate::jsonrpc::parse_message(data) {
+                        self.observe(Observation::ClientReceived {
+                            http: h,
+                            message: m,
+                        });
+                    }
+                }
+                self.core.handle_sse_event(h, item, now)
+            }
+            Input::Closed(h) => {
+                self.tasks.remove(&h);
+                self.observe(Observation::ClientClosed { http: h });
+                self.core.handle_http_closed(h, now);
+            }
+        }
+    }
+
+    fn pump(&mut self) {
+        loop {
+            let mut progressed = false;
+            while let Some(t) = self.core.poll_transmit() {
+                progressed = true;
+                self.observe(Observation::ClientTransmit(t.clone()));
+                match t.kind {
+                    ClientTransmitKind::Send { head, body } => {
+                        let task = tokio::spawn(exchange(
+                            self.connector.clone(),
+                            self.authority.clone(),
+                            self.path.clone(),
+                            t.http,
+                            head,
+                            body,
+                            self.inputs_tx.clone(),
+                        ));
+                        self.tasks.insert(t.http, task);
+                    }
+                    ClientTransmitKind::Abort => {
+                        if let Some(task) = self.tasks.remove(&t.http) {
+                            task.abort();
+                        }
+                    }
+                }
+            }
+            while let Some(e) = self.core.poll_event() {
+                progressed = true;
+                self.observe(Observation::ClientEvent(e.clone()));
+                self.on_event(e);
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn on_event(&mut self, e: ClientEvent) {
+        let now = self.now();
+        match &e {
+            ClientEvent::Initialized { result, .. } => {
+                if let Some(reply) = self.init.take() {
+                    let _ = reply.send(Ok(result.clone()));
+                }
+            }
+            ClientEvent::Response { id, result } => {
+                if let Some(w) = self.waiters.remove(id) {
+                    let _ = w.send(Ok(result.clone()));
+                }
+            }
+            ClientEvent::Failed { id, error } => {
+                if let Some(w) = self.waiters.remove(id) {
+                    let _ = w.send(Err(error.clone()));
+                } else if let Some(reply) = self.init.take() {
+                    let _ = reply.send(Err(ShellError::Client(error.clone())));
+                }
+            }
+            ClientEvent::ServerRequest { id, method, params } => {
+                let answer = match &mut self.handler {
+                    Some(h) => h(method, params.clone()),
+                    None => Ok(RawJson::empty_object()),
+                };
+                let _ = self.core.respond(id.clone(), answer, now);
+            }
+            _ => {}
+        }
+        let _ = self.events.send(e);
+    }
+}
+
+/// Runs one HTTP exchange on its own connection and reports what comes back.
+async fn exchange<C: Connect>(
+    connector: C,
+    authority: String,
+    path: String,
+    http: HttpId,
+    head: RequestHead,
+    body: Vec<u8>,
+    inputs: mpsc::UnboundedSender<Input>,
+) {
+    let _ = run_exchange(connector, authority, path, http, head, body, &inputs).await;
+    let _ = inputs.send(Input::Closed(http));
+}
+
+async fn run_exchange<C: Connect>(
+    connector: C,
+    authority: String,
+    path: String,
+    http: HttpId,
+    head: RequestHead,
+    body: Vec<u8>,
+    inputs: &mpsc::UnboundedSender<Input>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let io = connector.connect().await?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
+    let driver = tokio::spawn(conn);
+    let mut builder = hyper::Request::builder()
+        .method(match head.method {
+            crate::head::Method::Get => "GET",
+            crate::head::Method::Post => "POST",
+            crate::head::Method::Delete => "DELETE",
+            crate::head::Method::Other(ref m) => m.as_str(),
+        })
+        .uri(path)
+        .header(hyper::header::HOST, authority);
+    for (name, value) in &head.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let request = builder.body(http_body_util::Full::new(Bytes::from(body)))?;
+    let response = sender.send_request(request).await?;
+    let content_type = response
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let content = if content_type.starts_with(headers::MIME_SSE) {
+        Content::Sse
+    } else if content_type.starts_with(headers::MIME_JSON) {
+        Content::Json
+    } else {
+        Content::None
+    };
+    let mut rh = ResponseHead::new(response.status().as_u16(), content);
+    rh.session_id = response
+        .headers()
+        .get(headers::MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.parse().ok());
+    rh.allow = response.headers().contains_key(hyper::header::ALLOW);
+    inputs.send(Input::Head(http, rh))?;
+    let mut body = response.into_body();
+    match content {
+        Content::Sse => {
+            let mut decoder = SseDecoder::new();
+            let mut items = Vec::new();
+            while let Some(frame) = body.frame().await {
+                let Ok(data) = frame?.into_data() else {
+                    continue;
+                };
+                let _ = decoder.feed(&data, &mut items);
+                for item in items.drain(..) {
+                    inputs.send(Input::Sse(http, item))?;
+                }
+            }
+        }
+        Content::Json => {
+            let bytes = body.collect().await?.to_bytes();
+            inputs.send(Input::Body(http, bytes))?;
+        }
+        Content::None => {
+            let bytes = body.collect().await?.to_bytes();
+            if !bytes.is_empty() {
+                inputs.send(Input::Body(http, bytes))?;
+            }
+        }
+    }
+    driver.abort();
+    Ok(())
+}

@@ -1,0 +1,526 @@
+//! The server shell: hyper/tokio around [`ServerEndpoint`].
+//!
+//! ```text
+//!  connection tasks (one per TCP connection)        the owner task (all sessions)
+//!  ─────────────────────────────────────────        ─────────────────────────────
+//!  read head + bounded body ──ToOwner::Request──▶   endpoint.handle_request
+//!                                                   app (on_request, timers, …)
+//!  write head, then body  ◀──(head, body)─────────  transmits → whole body or a
+//!  frames as they come    ◀──mpsc<Bytes>──────────  bounded stream of SSE frames
+//!  body dropped (ended or client gone) ──closed──▶  endpoint.handle_http_closed
+//! ```
+//! The owner is the only task that touches the cores, so there is no shared
+//! mutable state: connection tasks hold channel handles only. Every decision
+//! (statuses, routing, ids, replay) is the core's; the shell encodes bytes.
+
+use super::app::{App, Cx};
+use super::body::{ClosedTx, ResponseBody};
+use super::io::Listen;
+use crate::head::{Content, Method, RequestHead, ResponseHead};
+use crate::headers;
+use crate::ids::{HttpId, SessionId};
+use crate::monitor::Observation;
+use crate::policy::ServerPolicy;
+use crate::server::{EndpointConfig, ServerEndpoint, ServerEvent, Transmit, TransmitKind};
+use crate::sse;
+use crate::time::Instant;
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// Settings of the server shell.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// The core's settings (bounds, allow-list, …).
+    pub endpoint: EndpointConfig,
+    /// The policy (FIXED unless demonstrating a preset).
+    pub policy: ServerPolicy,
+    /// Seed of session ids; a network-facing server seeds it from the OS.
+    pub seed: u64,
+    /// Frames queued on one streaming response before its client counts as
+    /// too slow and the connection is closed (the stream stays resumable).
+    pub frames_queued_max: usize,
+    /// Requests queued for the owner.
+    pub requests_queued_max: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            endpoint: EndpointConfig::default(),
+            policy: ServerPolicy::FIXED,
+            seed: os_seed(),
+            frames_queued_max: 256,
+            requests_queued_max: 1024,
+        }
+    }
+}
+
+/// A seed from the OS (via std's hash randomization), for session ids that
+/// must not be guessable (R20, R28).
+pub fn os_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    h.finish()
+}
+
+/// A running server.
+pub struct ServerHandle {
+    /// The address it listens on (TCP).
+    pub addr: Option<SocketAddr>,
+    shutdown: watch::Sender<bool>,
+    accept: JoinHandle<()>,
+    owner: JoinHandle<()>,
+}
+
+impl ServerHandle {
+    /// Stops accepting, ends every stream, and waits for the tasks.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.accept.await;
+        let _ = self.owner.await;
+    }
+}
+
+/// Starts servers.
+pub struct Server;
+
+impl Server {
+    /// Binds `addr` (use 127.0.0.1 for a local server, R43) and serves `app`.
+    pub async fn bind(
+        addr: SocketAddr,
+        options: ServerOptions,
+        app: impl App,
+        tap: Option<super::Tap>,
+    ) -> std::io::Result<ServerHandle> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let local = listener.local_addr()?;
+        let mut handle = Self::serve(listener, options, app, tap);
+        handle.addr = Some(local);
+        Ok(handle)
+    }
+
+    /// Serves `app` on any listener (tokio TCP, turmoil, …).
+    pub fn serve<L: Listen>(
+        listener: L,
+        options: ServerOptions,
+        app: impl App,
+        tap: Option<super::Tap>,
+    ) -> ServerHandle {
+        let (tx, rx) = mpsc::channel(options.requests_queued_max);
+        let (closed_tx, closed_rx) = mpsc::unbounded_channel();
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let body_max = options.endpoint.body_max;
+        let owner = Owner {
+            ep: ServerEndpoint::new(options.endpoint.clone(), options.policy, options.seed),
+            app,
+            start: tokio::time::Instant::now(),
+            timers: Vec::new(),
+            exchanges: BTreeMap::new(),
+            closed_tx,
+            tap,
+            frames_queued_max: options.frames_queued_max,
+        };
+        let owner = tokio::spawn(owner.run(rx, closed_rx, shutdown_rx.clone()));
+        let accept = tokio::spawn(accept_loop(listener, tx, body_max, shutdown_rx));
+        ServerHandle {
+            addr: None,
+            shutdown,
+            accept,
+            owner,
+        }
+    }
+}
+
+type Reply = (ResponseHead, ResponseBody);
+
+enum ToOwner {
+    Request {
+        head: RequestHead,
+        body: Option<Bytes>,
+        reply: oneshot::Sender<Reply>,
+    },
+}
+
+async fn accept_loop<L: Listen>(
+    mut listener: L,
+    tx: mpsc::Sender<ToOwner>,
+    body_max: usize,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let io = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(io) => io,
+                Err(e) => {
+                    tracing::debug!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => return,
+        };
+        let tx = tx.clone();
+        let mut stop = shutdown.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| serve_one(req, tx.clone(), body_max));
+            let conn = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(io), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                r = conn.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "connection ended");
+                    }
+                }
+                _ = stop.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+    }
+}
+
+async fn serve_one(
+    req: hyper::Request<Incoming>,
+    tx: mpsc::Sender<ToOwner>,
+    body_max: usize,
+) -> Result<hyper::Response<ResponseBody>, Infallible> {
+    let head = RequestHead {
+        method: Method::parse(req.method().as_str()),
+        headers: req
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+    };
+    // Read at most body_max + 1 bytes: enough for the core to answer 413.
+    let body = match http_body_util::Limited::new(req.into_body(), body_max)
+        .collect()
+        .await
+    {
+        Ok(b) => Some(b.to_bytes()),
+        Err(_) => None,
+    };
+    let (reply, rx) = oneshot::channel();
+    if tx
+        .send(ToOwner::Request { head, body, reply })
+        .await
+        .is_err()
+    {
+        return Ok(unavailable());
+    }
+    let Ok((head, body)) = rx.await else {
+        return Ok(unavailable());
+    };
+    Ok(response(head, body))
+}
+
+fn unavailable() -> hyper::Response<ResponseBody> {
+    let (tx, _) = mpsc::unbounded_channel();
+    let mut r = hyper::Response::new(ResponseBody::full(HttpId(0), Bytes::new(), tx));
+    *r.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
+    r
+}
+
+fn response(head: ResponseHead, body: ResponseBody) -> hyper::Response<ResponseBody> {
+    let mut r = hyper::Response::new(body);
+    *r.status_mut() = hyper::StatusCode::from_u16(head.status)
+        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let h = r.headers_mut();
+    match head.content {
+        Content::Json => {
+            h.insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static(headers::MIME_JSON),
+            );
+        }
+        Content::Sse => {
+            h.insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static(headers::MIME_SSE),
+            );
+            h.insert(
+                hyper::header::CACHE_CONTROL,
+                hyper::header::HeaderValue::from_static("no-cache"),
+            );
+            h.insert(
+                headers::X_ACCEL_BUFFERING,
+                hyper::header::HeaderValue::from_static("no"),
+            );
+        }
+        Content::None => {}
+    }
+    if let Some(sid) = head.session_id {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(sid.as_str()) {
+            h.insert(headers::MCP_SESSION_ID, v);
+        }
+    }
+    if head.allow {
+        h.insert(
+            hyper::header::ALLOW,
+            hyper::header::HeaderValue::from_static("GET, POST, DELETE"),
+        );
+    }
+    r
+}
+
+enum Exchange {
+    AwaitingHead(oneshot::Sender<Reply>),
+    Streaming(mpsc::Sender<Bytes>),
+}
+
+struct Owner<A: App> {
+    ep: ServerEndpoint,
+    app: A,
+    start: tokio::time::Instant,
+    timers: Vec<(Instant, SessionId, u64)>,
+    exchanges: BTreeMap<HttpId, Exchange>,
+    closed_tx: ClosedTx,
+    tap: Option<super::Tap>,
+    frames_queued_max: usize,
+}
+
+impl<A: App> Owner<A> {
+    fn now(&self) -> Instant {
+        Instant::from_millis(self.start.elapsed().as_millis() as u64)
+    }
+
+    fn observe(&mut self, o: &Observation) {
+        if let Some(tap) = &mut self.tap {
+            tap(o);
+        }
+    }
+
+    async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<ToOwner>,
+        mut closed_rx: mpsc::UnboundedReceiver<HttpId>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        loop {
+            let next = self.next_deadline();
+            let sleep = async {
+                match next {
+                    Some(at) => {
+                        tokio::time::sleep_until(
+                            self.start + std::time::Duration::from_millis(at.as_millis()),
+                        )
+                        .await
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                cmd = rx.recv() => match cmd {
+                    Some(ToOwner::Request { head, body, reply }) => self.on_request(head, body, reply),
+                    None => return,
+                },
+                Some(http) = closed_rx.recv() => self.on_closed(http),
+                _ = sleep => self.on_timeout(),
+                _ = shutdown.changed() => return,
+            }
+            self.pump();
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let core = self.ep.poll_timeout().map(|(t, _)| t);
+        let app = self.timers.iter().map(|(t, _, _)| *t).min();
+        match (core, app) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn on_request(
+        &mut self,
+        head: RequestHead,
+        body: Option<Bytes>,
+        reply: oneshot::Sender<Reply>,
+    ) {
+        let now = self.now();
+        let d = match &body {
+            Some(b) => self.ep.handle_request(&head, b, now),
+            None => self.ep.handle_oversized(&head, now),
+        };
+        let bytes = body.unwrap_or_default();
+        self.observe(&Observation::request(d.http, &head, &bytes));
+        self.exchanges.insert(d.http, Exchange::AwaitingHead(reply));
+    }
+
+    fn on_closed(&mut self, http: HttpId) {
+        // Still known here: the client went away before the response ended.
+        if self.exchanges.remove(&http).is_some() {
+            self.observe(&Observation::Closed { http });
+        }
+        let now = self.now();
+        self.ep.handle_http_closed(http, now);
+    }
+
+    fn on_timeout(&mut self) {
+        let now = self.now();
+        self.ep.handle_timeout(now);
+        let (due, rest): (Vec<_>, Vec<_>) = self.timers.drain(..).partition(|(t, _, _)| *t <= now);
+        self.timers = rest;
+        for (_, session, token) in due {
+            let mut cx = Cx {
+                ep: &mut self.ep,
+                session,
+                now,
+                timers: &mut self.timers,
+                tap: &mut self.tap,
+            };
+            self.app.on_timer(&mut cx, token);
+        }
+    }
+
+    /// Runs the application on every event, then writes every transmit, until
+    /// the core is quiet. Events first: an answer given at once lands in the
+    /// same round as its head, and goes out as one whole body.
+    fn pump(&mut self) {
+        loop {
+            let mut progressed = false;
+            while let Some((session, event)) = self.ep.poll_event() {
+                progressed = true;
+                self.dispatch(session, event);
+            }
+            let mut round: Vec<Transmit> = Vec::new();
+            while let Some(t) = self.ep.poll_transmit() {
+                self.observe(&Observation::Transmit(t.clone()));
+                round.push(t);
+            }
+            if !round.is_empty() {
+                progressed = true;
+                self.flush(round);
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn dispatch(&mut self, session: SessionId, event: ServerEvent) {
+        let now = self.now();
+        if let ServerEvent::Dropped { key, .. } = &event {
+            self.observe(&Observation::Dropped {
+                session: session.to_string(),
+                key: *key,
+            });
+            return;
+        }
+        if let ServerEvent::SessionEnded = event {
+            self.app.on_session_ended(&session);
+            self.timers.retain(|(_, s, _)| *s != session);
+            return;
+        }
+        let mut cx = Cx {
+            ep: &mut self.ep,
+            session,
+            now,
+            timers: &mut self.timers,
+            tap: &mut self.tap,
+        };
+        match event {
+            ServerEvent::Request { id, method, params } => {
+                self.app.on_request(&mut cx, id, &method, params)
+            }
+            ServerEvent::Notification { method, params } => {
+                self.app.on_notification(&mut cx, &method, params)
+            }
+            ServerEvent::Response { id, result } => self.app.on_response(&mut cx, id, result),
+            ServerEvent::Dropped { .. } | ServerEvent::SessionEnded => {}
+        }
+    }
+
+    fn flush(&mut self, round: Vec<Transmit>) {
+        // Group by exchange, keeping order within each.
+        let mut by_http: BTreeMap<HttpId, Vec<TransmitKind>> = BTreeMap::new();
+        for t in round {
+            by_http.entry(t.http).or_default().push(t.kind);
+        }
+        for (http, items) in by_http {
+            self.write(http, items);
+        }
+    }
+
+    fn write(&mut self, http: HttpId, items: Vec<TransmitKind>) {
+        let mut head = None;
+        let mut body: Vec<u8> = Vec::new();
+        let mut ended = false;
+        for item in items {
+            match item {
+                TransmitKind::Head(h) => head = Some(h),
+                TransmitKind::End(_) => ended = true,
+                other => encode(&other, &mut body),
+            }
+        }
+        match self.exchanges.remove(&http) {
+            Some(Exchange::AwaitingHead(reply)) => {
+                let Some(head) = head else {
+                    self.exchanges.insert(http, Exchange::AwaitingHead(reply));
+                    return;
+                };
+                let closed = self.closed_tx.clone();
+                if ended {
+                    let _ = reply.send((head, ResponseBody::full(http, Bytes::from(body), closed)));
+                    return;
+                }
+                let (tx, rx) = mpsc::channel(self.frames_queued_max);
+                if !body.is_empty() {
+                    let _ = tx.try_send(Bytes::from(body));
+                }
+                if reply
+                    .send((head, ResponseBody::stream(http, rx, closed)))
+                    .is_ok()
+                {
+                    self.exchanges.insert(http, Exchange::Streaming(tx));
+                }
+            }
+            Some(Exchange::Streaming(tx)) => {
+                if !body.is_empty() && tx.try_send(Bytes::from(body)).is_err() {
+                    // Too slow (or gone): close it; the stream stays resumable.
+                    let now = self.now();
+                    self.observe(&Observation::Closed { http });
+                    self.ep.handle_http_closed(http, now);
+                    return;
+                }
+                if !ended {
+                    self.exchanges.insert(http, Exchange::Streaming(tx));
+                }
+            }
+            None => {}
+        }
+    }
+}
+
+/// Encodes one body item: a JSON body, an SSE event, or a keep-alive comment.
+fn encode(item: &TransmitKind, out: &mut Vec<u8>) {
+    match item {
+        TransmitKind::Json(m) => out.extend_from_slice(m.to_json().as_bytes()),
+        TransmitKind::Event {
+            id,
+            retry_ms,
+            message,
+        } => {
+            let data = message.as_ref().map(|o| o.message.to_json());
+            sse::encode_event(out, id.as_deref(), *retry_ms, data.as_deref());
+        }
+        TransmitKind::Comment => sse::encode_comment(out, " keep-alive"),
+        TransmitKind::Head(_) | TransmitKind::End(_) => {}
+    }
+}

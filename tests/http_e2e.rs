@@ -1,0 +1,343 @@
+//! Our client shell against our server shell over real loopback HTTP, every
+//! observation of both sides judged by one monitor.
+
+use mcp_streamable::client::ClientEvent;
+use mcp_streamable::http::client::{split_url, Client, ClientOptions};
+use mcp_streamable::http::{App, Cx, Server, ServerHandle, ServerOptions, TcpConnect};
+use mcp_streamable::ids::RequestId;
+use mcp_streamable::jsonrpc::{ErrorObject, RawJson};
+use mcp_streamable::monitor::{Monitor, Observation};
+use mcp_streamable::server::Cause;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// echo; `slow`: progress, a polling close, then the answer 300 ms later;
+/// `announce`: an unrelated notification, then the answer.
+#[derive(Default)]
+struct TestApp {
+    later: BTreeMap<u64, RequestId>,
+    next: u64,
+}
+
+impl App for TestApp {
+    fn on_request(
+        &mut self,
+        cx: &mut Cx<'_>,
+        id: RequestId,
+        method: &str,
+        params: Option<RawJson>,
+    ) {
+        let v = params.map(|p| p.to_value()).unwrap_or_default();
+        match (method, v.get("name").and_then(|n| n.as_str())) {
+            ("initialize", _) => {
+                cx.respond(&id, Ok(RawJson::from(serde_json::json!({"capabilities": {"tools": {}}, "serverInfo": {"name": "t", "version": "0"}}))));
+            }
+            ("tools/call", Some("slow")) => {
+                cx.notify(
+                    "notifications/progress",
+                    Some(RawJson::from(
+                        serde_json::json!({"progressToken": 1, "progress": 1}),
+                    )),
+                    Cause::Request(id.clone()),
+                );
+                cx.close_connection(&id);
+                self.next += 1;
+                self.later.insert(self.next, id);
+                cx.after(300, self.next);
+            }
+            ("tools/call", Some("announce")) => {
+                cx.notify("notifications/tools/list_changed", None, Cause::Unrelated);
+                cx.respond(&id, Ok(RawJson::from(serde_json::json!({"content": []}))));
+            }
+            ("tools/call", _) => {
+                let text = v.pointer("/arguments/text").cloned().unwrap_or_default();
+                cx.respond(
+                    &id,
+                    Ok(RawJson::from(
+                        serde_json::json!({"content": [{"type": "text", "text": text}]}),
+                    )),
+                );
+            }
+            _ => {
+                cx.respond(&id, Err(ErrorObject::new(-32601, "nope")));
+            }
+        }
+    }
+
+    fn on_timer(&mut self, cx: &mut Cx<'_>, token: u64) {
+        if let Some(id) = self.later.remove(&token) {
+            cx.respond(
+                &id,
+                Ok(RawJson::from(
+                    serde_json::json!({"content": [{"type": "text", "text": "late"}]}),
+                )),
+            );
+        }
+    }
+}
+
+type Shared = Arc<Mutex<Monitor>>;
+
+fn tap(m: &Shared) -> Box<dyn FnMut(&Observation) + Send> {
+    let m = m.clone();
+    Box::new(move |o| m.lock().unwrap().observe(o))
+}
+
+async fn start(monitor: &Shared) -> ServerHandle {
+    let mut options = ServerOptions {
+        seed: 7,
+        ..ServerOptions::default()
+    };
+    options.endpoint.session.retry_ms = 100;
+    Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        options,
+        TestApp::default(),
+        Some(tap(monitor)),
+    )
+    .await
+    .expect("bind loopback")
+}
+
+async fn connect(server: &ServerHandle, monitor: &Shared) -> Client {
+    let addr = server.addr.unwrap();
+    let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
+    let options = ClientOptions {
+        tap: Some(tap(monitor)),
+        ..ClientOptions::default()
+    };
+    let (client, result) = Client::connect(TcpConnect(addr), &authority, &path, options)
+        .await
+        .expect("initialize");
+    assert_eq!(result.to_value()["protocolVersion"], "2025-11-25");
+    client
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_call_progress_polling_resume_notify_delete() {
+    let monitor: Shared = Arc::new(Mutex::new(Monitor::new()));
+    let server = start(&monitor).await;
+    let client = connect(&server, &monitor).await;
+    let mut events = client.subscribe();
+
+    let r = client
+        .call_tool("echo", serde_json::json!({"text": "hi"}))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.to_value()["content"][0]["text"], "hi");
+
+    // Progress, a polling close, then the answer after a resumption.
+    let r = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.call_tool("slow", serde_json::json!({})),
+    )
+    .await
+    .expect("no hang")
+    .unwrap()
+    .unwrap();
+    assert_eq!(r.to_value()["content"][0]["text"], "late");
+
+    // An unrelated notification reaches the client on the background GET.
+    client
+        .call_tool("announce", serde_json::json!({}))
+        .await
+        .unwrap()
+        .unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match events.recv().await {
+                Ok(ClientEvent::Notification { method, .. })
+                    if method == "notifications/tools/list_changed" =>
+                {
+                    return true
+                }
+                Ok(_) => continue,
+                Err(_) => return false,
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    assert!(got, "list_changed delivered");
+
+    client.close().await;
+    server.shutdown().await;
+    let mut m = monitor.lock().unwrap();
+    m.finish(&[]);
+    assert!(m.violations().is_empty(), "{:#?}", m.violations());
+    assert!(
+        m.steps() > 30,
+        "the monitor saw the run ({} observations)",
+        m.steps()
+    );
+}
+
+/// Raw requests, as an attacker or a confused client would send them.
+async fn raw(
+    addr: std::net::SocketAddr,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, Option<String>) {
+    use http_body_util::BodyExt;
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let mut b = hyper::Request::builder()
+        .method(method)
+        .uri("/mcp")
+        .header("host", addr.to_string());
+    for (n, v) in headers {
+        b = b.header(*n, *v);
+    }
+    let resp = sender
+        .send_request(
+            b.body(http_body_util::Full::new(bytes::Bytes::from(
+                body.to_owned(),
+            )))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let sid = resp
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    // Read what is there within a short time (SSE streams stay open).
+    let mut body = resp.into_body();
+    let mut text = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_millis(300), async {
+        while let Some(Ok(f)) = body.frame().await {
+            if let Ok(d) = f.into_data() {
+                text.extend_from_slice(&d);
+            }
+        }
+    })
+    .await;
+    (status, String::from_utf8_lossy(&text).into_owned(), sid)
+}
+
+const POST: [(&str, &str); 2] = [
+    ("content-type", "application/json"),
+    ("accept", "application/json, text/event-stream"),
+];
+
+async fn open_session(addr: std::net::SocketAddr) -> String {
+    let (status, _, sid) = raw(addr, "POST", &POST, r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#).await;
+    assert_eq!(status, 200);
+    let sid = sid.expect("session id");
+    let h = [POST[0], POST[1], ("mcp-session-id", sid.as_str())];
+    let (status, _, _) = raw(
+        addr,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(status, 202);
+    sid
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_isolated_and_foreign_cursors_replay_nothing() {
+    let monitor: Shared = Arc::new(Mutex::new(Monitor::new()));
+    let server = start(&monitor).await;
+    let addr = server.addr.unwrap();
+    let a = open_session(addr).await;
+    let b = open_session(addr).await;
+    assert_ne!(a, b);
+
+    // A guessed id reads and writes nothing.
+    let guessed = "0123456789abcdef0123456789abcdef";
+    let h = [POST[0], POST[1], ("mcp-session-id", guessed)];
+    let (status, _, _) = raw(
+        addr,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}"#,
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _, _) = raw(
+        addr,
+        "GET",
+        &[("accept", "text/event-stream"), ("mcp-session-id", guessed)],
+        "",
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    // Session A's stream has an event id; session B cannot resume it.
+    let ha = [POST[0], POST[1], ("mcp-session-id", a.as_str())];
+    let (status, body, _) = raw(addr, "POST", &ha, r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"secret"}}}"#).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("secret"));
+    let a_id = body
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .expect("event id")
+        .to_owned();
+    let (status, body, _) = raw(
+        addr,
+        "GET",
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", b.as_str()),
+            ("last-event-id", a_id.as_str()),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(status, 400, "another session's cursor names nothing");
+    assert!(!body.contains("secret"));
+
+    // A cursor of another stream of the same session replays only that stream.
+    let (status, body, _) = raw(
+        addr,
+        "GET",
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", a.as_str()),
+            ("last-event-id", "zz-1-1"),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(!body.contains("secret"));
+
+    // Origin checks, body bound and DELETE.
+    let (status, _, _) = raw(
+        addr,
+        "POST",
+        &[POST[0], POST[1], ("origin", "http://evil.example.com")],
+        "{}",
+    )
+    .await;
+    assert_eq!(status, 403);
+    let big = "x".repeat((4 << 20) + 10);
+    let (status, _, _) = raw(addr, "POST", &ha, &big).await;
+    assert_eq!(status, 413);
+    let (status, _, _) = raw(addr, "DELETE", &[("mcp-session-id", a.as_str())], "").await;
+    assert_eq!(status, 200);
+    let (status, _, _) = raw(
+        addr,
+        "POST",
+        &ha,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+    )
+    .await;
+    assert_eq!(status, 404);
+    server.shutdown().await;
+    assert!(
+        monitor.lock().unwrap().violations().is_empty(),
+        "{:#?}",
+        monitor.lock().unwrap().violations()
+    );
+}
