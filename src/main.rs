@@ -1,6 +1,7 @@
 //! The `mcp-streamable` command line: `check` runs every model in `models/`
 //! and prints the verdict matrix; `replay` re-runs a counterexample trace;
-//! `explore` serves stateright's Explorer for one model.
+//! `explore` serves stateright's Explorer for one model; `serve` runs the
+//! reference server; `call` calls a tool.
 
 mod cli;
 
@@ -27,6 +28,10 @@ enum Command {
     },
     /// Serve stateright's Explorer for one model on 127.0.0.1.
     Explore(cli::explore::ExploreArgs),
+    /// Run the reference MCP server (the conformance suite's tool set).
+    Serve(cli::serve::ServeArgs),
+    /// Call one tool on an MCP server; also the conformance client command.
+    Call(cli::call::CallArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +40,8 @@ fn main() -> ExitCode {
         Command::Check(args) => cli::check::run(args),
         Command::Replay { trace } => cli::replay::run(&trace),
         Command::Explore(args) => cli::explore::run(args),
+        Command::Serve(args) => cli::serve::run(args),
+        Command::Call(args) => cli::call::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,7 @@
 //! The subcommands.
 
+pub mod call;
 pub mod check;
 pub mod explore;
 pub mod replay;
+pub mod serve;

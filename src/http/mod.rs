@@ -7,10 +7,12 @@
 mod app;
 mod body;
 pub mod client;
+pub mod everything;
 mod io;
 pub mod server;
 
 pub use app::{App, Cx, EchoApp};
+pub use everything::EverythingApp;
 pub use io::{Connect, Listen, TcpConnect};
 pub use server::{Server, ServerHandle, ServerOptions};
 

@@ -1,0 +1,79 @@
+//! `mcp-streamable call URL [TOOL [JSON-ARGS]]`: initialize, call one tool,
+//! print its result, DELETE. Also the conformance suite's client command: the
+//! suite appends the URL last and names the scenario in
+//! `MCP_CONFORMANCE_SCENARIO`, which picks the tool when none is given.
+//!
+//! A one-shot call opens no background GET: it has nothing to listen for, and
+//! a GET racing the call would only invite a response on the wrong stream.
+
+use mcp_streamable::http::client::{split_url, Client, ClientOptions};
+use mcp_streamable::http::TcpConnect;
+use mcp_streamable::policy::BackgroundGet;
+use std::process::ExitCode;
+
+/// Arguments of `call`.
+#[derive(clap::Args)]
+pub struct CallArgs {
+    /// The server URL (http://host:port/path), the tool and its JSON arguments, in any order of URL.
+    args: Vec<String>,
+}
+
+pub fn run(args: CallArgs) -> Result<ExitCode, String> {
+    let url = args
+        .args
+        .iter()
+        .find(|a| a.starts_with("http://"))
+        .cloned()
+        .ok_or("call needs a URL (http://host:port/path)")?;
+    let mut rest = args.args.iter().filter(|a| **a != url);
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let (tool, arguments) = match rest.next() {
+        Some(tool) => {
+            let arguments = match rest.next() {
+                Some(json) => serde_json::from_str(json).map_err(|e| format!("JSON-ARGS: {e}"))?,
+                None => serde_json::json!({}),
+            };
+            (Some(tool.clone()), arguments)
+        }
+        None => match scenario.as_str() {
+            "tools_call" => (
+                Some("add_numbers".to_owned()),
+                serde_json::json!({"a": 1, "b": 2}),
+            ),
+            "sse-retry" => (Some("test_reconnection".to_owned()), serde_json::json!({})),
+            _ => (None, serde_json::json!({})),
+        },
+    };
+    let (authority, path) = split_url(&url).map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let addr = tokio::net::lookup_host(&authority)
+            .await
+            .map_err(|e| format!("{authority}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{authority}: no address"))?;
+        let mut options = ClientOptions::default();
+        options.policy.background_get = BackgroundGet::Off;
+        let (client, init) = Client::connect(TcpConnect(addr), &authority, &path, options)
+            .await
+            .map_err(|e| format!("initialize: {e}"))?;
+        eprintln!("initialized: {}", init.as_str());
+        let outcome = match &tool {
+            Some(tool) => client.call_tool(tool, arguments).await,
+            None => client.request("tools/list", None).await,
+        };
+        client.close().await;
+        match outcome {
+            Ok(Ok(result)) => {
+                println!("{}", result.as_str());
+                Ok(ExitCode::SUCCESS)
+            }
+            Ok(Err(e)) => Err(format!("JSON-RPC error {}: {}", e.code, e.message)),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+}

@@ -1,0 +1,60 @@
+//! `mcp-streamable serve`: the reference server (the conformance suite's tool
+//! set) on 127.0.0.1; `--preset` serves a buggy preset for demonstrations.
+
+use mcp_streamable::http::{EverythingApp, Server, ServerOptions};
+use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::server::AllowList;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+/// Arguments of `serve`.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Address to bind (loopback by default, R43).
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    addr: SocketAddr,
+    /// Server preset (FIXED, MCP_GO_0_44, RMCP_0_16, …).
+    #[arg(long, default_value = "FIXED")]
+    preset: String,
+    /// SSE `retry` announced to clients, in ms.
+    #[arg(long, default_value_t = 1000)]
+    retry_ms: u64,
+    /// Accept any Host and Origin (default: localhost only, R41).
+    #[arg(long)]
+    any_host: bool,
+}
+
+pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
+    let policy = ServerPolicy::preset(&args.preset).ok_or_else(|| {
+        let names: Vec<&str> = ServerPolicy::presets().iter().map(|p| p.name).collect();
+        format!(
+            "unknown preset {:?}; expected one of {names:?}",
+            args.preset
+        )
+    })?;
+    let mut options = ServerOptions {
+        policy,
+        ..ServerOptions::default()
+    };
+    options.endpoint.session.retry_ms = args.retry_ms;
+    if args.any_host {
+        options.endpoint.allow = AllowList::any();
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let server = Server::bind(args.addr, options, EverythingApp::default(), None)
+            .await
+            .map_err(|e| format!("{}: {e}", args.addr))?;
+        let addr = server.addr.unwrap_or(args.addr);
+        println!(
+            "mcp-streamable serving http://{addr}/mcp (preset {})",
+            args.preset.to_uppercase()
+        );
+        let _ = tokio::signal::ctrl_c().await;
+        server.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,516 @@
+//! The reference application of `mcp-streamable serve`: the tool, resource
+//! and prompt set the MCP conformance suite's server scenarios call (after
+//! its `everything-server`, v0.1.16), written for our [`App`] API.
+//!
+//! Server-to-client requests (sampling, elicitation) are sent as caused by
+//! the tool call, so they travel on its own POST stream (R7).
+
+use super::app::{App, Cx};
+use crate::ids::RequestId;
+use crate::jsonrpc::{ErrorObject, RawJson, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::server::Cause;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+const IMG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
+const LOGGER: &str = "mcp-streamable-everything";
+
+/// What a timer or a client answer continues.
+#[derive(Clone, Debug)]
+enum Pending {
+    /// Send log message `step` (of 3) for request `id`.
+    Log { id: RequestId, step: u8 },
+    /// Send progress `step` (of 3) for request `id`.
+    Progress {
+        id: RequestId,
+        step: u8,
+        token: Value,
+    },
+    /// Answer `test_reconnection`.
+    Reconnection { id: RequestId },
+    /// The client answered sampling for request `id`.
+    Sampling { id: RequestId },
+    /// The client answered an elicitation for request `id`; the result's prefix.
+    Elicitation { id: RequestId, prefix: &'static str },
+}
+
+/// The reference application.
+#[derive(Debug, Default)]
+pub struct EverythingApp {
+    timers: BTreeMap<u64, Pending>,
+    asked: BTreeMap<RequestId, Pending>,
+    next_token: u64,
+}
+
+fn text(t: impl Into<String>) -> Value {
+    json!({"type": "text", "text": t.into()})
+}
+
+fn ok(v: Value) -> Result<RawJson, ErrorObject> {
+    Ok(RawJson::from(v))
+}
+
+fn tool_result(content: Vec<Value>) -> Result<RawJson, ErrorObject> {
+    ok(json!({ "content": content }))
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+fn tools() -> Value {
+    let empty = object(json!({}), &[]);
+    json!({"tools": [
+        {"name": "test_simple_text", "description": "Tests simple text content response", "inputSchema": empty},
+        {"name": "test_image_content", "description": "Tests image content response", "inputSchema": empty},
+        {"name": "test_audio_content", "description": "Tests audio content response", "inputSchema": empty},
+        {"name": "test_embedded_resource", "description": "Tests embedded resource content response", "inputSchema": empty},
+        {"name": "test_multiple_content_types", "description": "Tests response with multiple content types (text, image, resource)", "inputSchema": empty},
+        {"name": "test_tool_with_logging", "description": "Tests tool that emits log messages during execution", "inputSchema": empty},
+        {"name": "test_tool_with_progress", "description": "Tests tool that reports progress notifications", "inputSchema": empty},
+        {"name": "test_error_handling", "description": "Tests error response handling", "inputSchema": empty},
+        {"name": "test_reconnection", "description": "Tests SSE stream disconnection and client reconnection (SEP-1699). Server will close the stream mid-call and send the result after client reconnects.", "inputSchema": empty},
+        {"name": "test_sampling", "description": "Tests server-initiated sampling (LLM completion request)",
+         "inputSchema": object(json!({"prompt": {"type": "string", "description": "The prompt to send to the LLM"}}), &["prompt"])},
+        {"name": "test_elicitation", "description": "Tests server-initiated elicitation (user input request)",
+         "inputSchema": object(json!({"message": {"type": "string", "description": "The message to show the user"}}), &["message"])},
+        {"name": "test_elicitation_sep1034_defaults", "description": "Tests elicitation with default values per SEP-1034", "inputSchema": empty},
+        {"name": "test_elicitation_sep1330_enums", "description": "Tests elicitation with enum schema improvements per SEP-1330", "inputSchema": empty},
+        {"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+         "inputSchema": {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "additionalProperties": false}}
+    ]})
+}
+
+fn resources() -> Value {
+    json!({"resources": [
+        {"uri": "test://static-text", "name": "static-text", "title": "Static Text Resource", "description": "A static text resource for testing", "mimeType": "text/plain"},
+        {"uri": "test://static-binary", "name": "static-binary", "title": "Static Binary Resource", "description": "A static binary resource (image) for testing", "mimeType": "image/png"},
+        {"uri": "test://watched-resource", "name": "watched-resource", "title": "Watched Resource", "description": "A resource that can be subscribed to", "mimeType": "text/plain"}
+    ]})
+}
+
+fn read(uri: &str) -> Result<RawJson, ErrorObject> {
+    let content = match uri {
+        "test://static-text" => {
+            json!({"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."})
+        }
+        "test://static-binary" => json!({"uri": uri, "mimeType": "image/png", "blob": IMG}),
+        "test://watched-resource" => {
+            json!({"uri": uri, "mimeType": "text/plain", "text": "Watched resource content"})
+        }
+        _ => match uri
+            .strip_prefix("test://template/")
+            .and_then(|r| r.strip_suffix("/data"))
+        {
+            Some(id) => json!({"uri": uri, "mimeType": "application/json",
+                "text": json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string()}),
+            None => {
+                return Err(ErrorObject::new(
+                    INVALID_PARAMS,
+                    format!("Resource {uri} not found"),
+                ))
+            }
+        },
+    };
+    ok(json!({ "contents": [content] }))
+}
+
+fn prompts() -> Value {
+    json!({"prompts": [
+        {"name": "test_simple_prompt", "title": "Simple Test Prompt", "description": "A simple prompt without arguments"},
+        {"name": "test_prompt_with_arguments", "title": "Prompt With Arguments", "description": "A prompt with required arguments",
+         "arguments": [{"name": "arg1", "description": "First test argument", "required": true},
+                       {"name": "arg2", "description": "Second test argument", "required": true}]},
+        {"name": "test_prompt_with_embedded_resource", "title": "Prompt With Embedded Resource", "description": "A prompt that includes an embedded resource",
+         "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed", "required": true}]},
+        {"name": "test_prompt_with_image", "title": "Prompt With Image", "description": "A prompt that includes image content"}
+    ]})
+}
+
+fn prompt(name: &str, args: &Value) -> Result<RawJson, ErrorObject> {
+    let user = |content: Value| json!({"role": "user", "content": content});
+    let arg = |k: &str| -> Result<String, ErrorObject> {
+        args.get(k)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| ErrorObject::new(INVALID_PARAMS, format!("missing argument {k}")))
+    };
+    let messages = match name {
+        "test_simple_prompt" => vec![user(text("This is a simple prompt for testing."))],
+        "test_prompt_with_arguments" => vec![user(text(format!(
+            "Prompt with arguments: arg1='{}', arg2='{}'",
+            arg("arg1")?,
+            arg("arg2")?
+        )))],
+        "test_prompt_with_embedded_resource" => vec![
+            user(
+                json!({"type": "resource", "resource": {"uri": arg("resourceUri")?, "mimeType": "text/plain", "text": "Embedded resource content for testing."}}),
+            ),
+            user(text("Please process the embedded resource above.")),
+        ],
+        "test_prompt_with_image" => vec![
+            user(json!({"type": "image", "data": IMG, "mimeType": "image/png"})),
+            user(text("Please analyze the image above.")),
+        ],
+        _ => {
+            return Err(ErrorObject::new(
+                INVALID_PARAMS,
+                format!("Prompt {name} not found"),
+            ))
+        }
+    };
+    ok(json!({ "messages": messages }))
+}
+
+impl EverythingApp {
+    fn later(&mut self, cx: &mut Cx<'_>, ms: u64, p: Pending) {
+        self.next_token += 1;
+        self.timers.insert(self.next_token, p);
+        cx.after(ms, self.next_token);
+    }
+
+    fn log(cx: &mut Cx<'_>, data: &str, cause: Cause) {
+        cx.notify(
+            "notifications/message",
+            Some(RawJson::from(
+                json!({"level": "info", "logger": LOGGER, "data": data}),
+            )),
+            cause,
+        );
+    }
+
+    fn ask(&mut self, cx: &mut Cx<'_>, id: RequestId, method: &str, params: Value, p: Pending) {
+        match cx.request(
+            method,
+            Some(RawJson::from(params)),
+            Cause::Request(id.clone()),
+        ) {
+            Some(asked) => {
+                self.asked.insert(asked, p);
+            }
+            None => {
+                cx.respond(&id, tool_result(vec![text("Could not ask the client")]));
+            }
+        }
+    }
+
+    fn call(&mut self, cx: &mut Cx<'_>, id: RequestId, name: &str, args: Value, meta: Value) {
+        let answer = match name {
+            "test_simple_text" => {
+                tool_result(vec![text("This is a simple text response for testing.")])
+            }
+            "test_image_content" => tool_result(vec![
+                json!({"type": "image", "data": IMG, "mimeType": "image/png"}),
+            ]),
+            "test_audio_content" => tool_result(vec![
+                json!({"type": "audio", "data": WAV, "mimeType": "audio/wav"}),
+            ]),
+            "test_embedded_resource" => tool_result(vec![
+                json!({"type": "resource", "resource": {"uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content."}}),
+            ]),
+            "test_multiple_content_types" => tool_result(vec![
+                text("Multiple content types test:"),
+                json!({"type": "image", "data": IMG, "mimeType": "image/png"}),
+                json!({"type": "resource", "resource": {"uri": "test://mixed-content-resource", "mimeType": "application/json", "text": "{\"test\":\"data\",\"value\":123}"}}),
+            ]),
+            "test_error_handling" => ok(
+                json!({"content": [text("This tool intentionally returns an error for testing")], "isError": true}),
+            ),
+            "json_schema_2020_12_tool" => tool_result(vec![text(format!(
+                "JSON Schema 2020-12 tool called with: {args}"
+            ))]),
+            "test_tool_with_logging" => {
+                Self::log(cx, "Tool execution started", Cause::Request(id.clone()));
+                self.later(cx, 50, Pending::Log { id, step: 1 });
+                return;
+            }
+            "test_tool_with_progress" => {
+                let token = meta.get("progressToken").cloned().unwrap_or(json!(0));
+                self.progress(cx, id, 0, token);
+                return;
+            }
+            "test_reconnection" => {
+                // Close the connection now; the answer comes after the client resumed.
+                cx.close_connection(&id);
+                self.later(cx, 100, Pending::Reconnection { id });
+                return;
+            }
+            "test_sampling" => {
+                let prompt = args
+                    .get("prompt")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100});
+                self.ask(
+                    cx,
+                    id.clone(),
+                    "sampling/createMessage",
+                    params,
+                    Pending::Sampling { id },
+                );
+                return;
+            }
+            "test_elicitation" => {
+                let message = args
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let schema = object(
+                    json!({"response": {"type": "string", "description": "User's response"}}),
+                    &["response"],
+                );
+                let params = json!({"message": message, "requestedSchema": schema});
+                self.ask(
+                    cx,
+                    id.clone(),
+                    "elicitation/create",
+                    params,
+                    Pending::Elicitation {
+                        id,
+                        prefix: "User response",
+                    },
+                );
+                return;
+            }
+            "test_elicitation_sep1034_defaults" => {
+                let schema = object(
+                    json!({
+                        "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                        "age": {"type": "integer", "description": "User age", "default": 30},
+                        "score": {"type": "number", "description": "User score", "default": 95.5},
+                        "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                        "verified": {"type": "boolean", "description": "Verification status", "default": true}
+                    }),
+                    &[],
+                );
+                let params = json!({"message": "Please review and update the form fields with defaults", "requestedSchema": schema});
+                self.ask(
+                    cx,
+                    id.clone(),
+                    "elicitation/create",
+                    params,
+                    Pending::Elicitation {
+                        id,
+                        prefix: "Elicitation completed",
+                    },
+                );
+                return;
+            }
+            "test_elicitation_sep1330_enums" => {
+                let schema = object(
+                    json!({
+                        "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
+                        "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
+                            {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}]},
+                        "legacyEnum": {"type": "string", "description": "Select one option (legacy)", "enum": ["opt1", "opt2", "opt3"],
+                            "enumNames": ["Option One", "Option Two", "Option Three"]},
+                        "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3,
+                            "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                        "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3,
+                            "items": {"anyOf": [{"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}
+                    }),
+                    &[],
+                );
+                let params = json!({"message": "Please select options from the enum fields", "requestedSchema": schema});
+                self.ask(
+                    cx,
+                    id.clone(),
+                    "elicitation/create",
+                    params,
+                    Pending::Elicitation {
+                        id,
+                        prefix: "Elicitation completed",
+                    },
+                );
+                return;
+            }
+            other => ok(
+                json!({"content": [text(format!("MCP error -32602: Tool {other} not found"))], "isError": true}),
+            ),
+        };
+        cx.respond(&id, answer);
+    }
+
+    fn progress(&mut self, cx: &mut Cx<'_>, id: RequestId, step: u8, token: Value) {
+        let progress = u32::from(step) * 50;
+        cx.notify(
+            "notifications/progress",
+            Some(RawJson::from(
+                json!({"progressToken": token, "progress": progress, "total": 100,
+                "message": format!("Completed step {progress} of 100")}),
+            )),
+            Cause::Request(id.clone()),
+        );
+        if step < 2 {
+            self.later(
+                cx,
+                50,
+                Pending::Progress {
+                    id,
+                    step: step + 1,
+                    token,
+                },
+            );
+        } else {
+            let t = match &token {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            cx.respond(&id, tool_result(vec![text(t)]));
+        }
+    }
+}
+
+impl App for EverythingApp {
+    fn on_request(
+        &mut self,
+        cx: &mut Cx<'_>,
+        id: RequestId,
+        method: &str,
+        params: Option<RawJson>,
+    ) {
+        let p = params.map(|p| p.to_value()).unwrap_or(Value::Null);
+        let answer = match method {
+            "initialize" => ok(json!({
+                "capabilities": {
+                    "tools": {"listChanged": true},
+                    "resources": {"subscribe": true, "listChanged": true},
+                    "prompts": {"listChanged": true},
+                    "logging": {},
+                    "completions": {}
+                },
+                "serverInfo": {"name": "mcp-streamable-everything", "version": env!("CARGO_PKG_VERSION")}
+            })),
+            "ping" => ok(json!({})),
+            "logging/setLevel" => {
+                let level = p
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .unwrap_or("info")
+                    .to_owned();
+                Self::log(cx, &format!("Log level set to: {level}"), Cause::Unrelated);
+                ok(json!({}))
+            }
+            "completion/complete" => {
+                ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
+            }
+            "tools/list" => ok(tools()),
+            "tools/call" => {
+                let name = p
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let args = p.get("arguments").cloned().unwrap_or(json!({}));
+                let meta = p.get("_meta").cloned().unwrap_or(json!({}));
+                self.call(cx, id, &name, args, meta);
+                return;
+            }
+            "resources/list" => ok(resources()),
+            "resources/templates/list" => ok(json!({"resourceTemplates": [{"name": "template",
+                "uriTemplate": "test://template/{id}/data", "title": "Resource Template",
+                "description": "A resource template with parameter substitution", "mimeType": "application/json"}]})),
+            "resources/read" => read(p.get("uri").and_then(Value::as_str).unwrap_or("")),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let uri = p.get("uri").and_then(Value::as_str).unwrap_or("");
+                let verb = if method == "resources/subscribe" {
+                    "Subscribed to"
+                } else {
+                    "Unsubscribed from"
+                };
+                Self::log(cx, &format!("{verb} resource: {uri}"), Cause::Unrelated);
+                ok(json!({}))
+            }
+            "prompts/list" => ok(prompts()),
+            "prompts/get" => prompt(
+                p.get("name").and_then(Value::as_str).unwrap_or(""),
+                &p.get("arguments").cloned().unwrap_or(json!({})),
+            ),
+            other => Err(ErrorObject::new(
+                METHOD_NOT_FOUND,
+                format!("Method not found: {other}"),
+            )),
+        };
+        cx.respond(&id, answer);
+    }
+
+    fn on_response(
+        &mut self,
+        cx: &mut Cx<'_>,
+        id: RequestId,
+        result: Result<RawJson, ErrorObject>,
+    ) {
+        let Some(p) = self.asked.remove(&id) else {
+            return;
+        };
+        match p {
+            Pending::Sampling { id } => {
+                let t = match result {
+                    Ok(r) => {
+                        let v = r.to_value();
+                        let said = v
+                            .pointer("/content/text")
+                            .or_else(|| v.pointer("/message/content/text"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("No response")
+                            .to_owned();
+                        format!("LLM response: {said}")
+                    }
+                    Err(e) => format!("Sampling not supported or error: {}", e.message),
+                };
+                cx.respond(&id, tool_result(vec![text(t)]));
+            }
+            Pending::Elicitation { id, prefix } => {
+                let t = match result {
+                    Ok(r) => {
+                        let v = r.to_value();
+                        let action = v
+                            .get("action")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned();
+                        let content = v.get("content").cloned().unwrap_or(json!({}));
+                        format!("{prefix}: action={action}, content={content}")
+                    }
+                    Err(e) => format!("Elicitation not supported or error: {}", e.message),
+                };
+                cx.respond(&id, tool_result(vec![text(t)]));
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, cx: &mut Cx<'_>, token: u64) {
+        let Some(p) = self.timers.remove(&token) else {
+            return;
+        };
+        match p {
+            Pending::Log { id, step } => {
+                let (data, done) = match step {
+                    1 => ("Tool processing data", false),
+                    _ => ("Tool execution completed", true),
+                };
+                Self::log(cx, data, Cause::Request(id.clone()));
+                if done {
+                    cx.respond(
+                        &id,
+                        tool_result(vec![text("Tool with logging executed successfully")]),
+                    );
+                } else {
+                    self.later(cx, 50, Pending::Log { id, step: step + 1 });
+                }
+            }
+            Pending::Progress { id, step, token } => self.progress(cx, id, step, token),
+            Pending::Reconnection { id } => {
+                cx.respond(&id, tool_result(vec![text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.")]));
+            }
+            Pending::Sampling { .. } | Pending::Elicitation { .. } => {}
+        }
+    }
+}
