@@ -38,10 +38,40 @@ for scenario in initialize tools_call sse-retry; do
     grep -E "Passed:" "$LOG/client-$scenario.log" | sed 's/\x1b\[[0-9;]*m//g'
 done
 
+echo "== TypeScript SDK client against serve"
+cp scripts/peers/ts-client.mjs "$PEERS/ts/" && (cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "http://localhost:$PORT/mcp") || status=1
+for mode in legacy auto; do
+    echo "== Python SDK client (mode=$mode) against serve"
+    timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$PORT/mcp" "$mode" || status=1
+done
+
 kill -INT "$SERVE"
 if ! wait "$SERVE"; then
     echo "monitor found violations:"; status=1
 fi
 grep -E "^monitor|^  " "$LOG/serve.log" || true
+# Our client against the official SDK servers.
+cp scripts/peers/ts-server.mjs "$PEERS/ts/"
+(cd "$PEERS/ts" && exec "$NODE" ts-server.mjs $((PORT + 1))) > "$LOG/ts-server.log" 2>&1 &
+TS_SERVER=$!
+"$PEERS/py/bin/python" scripts/peers/py-server.py $((PORT + 2)) > "$LOG/py-server.log" 2>&1 &
+PY_SERVER=$!
+trap 'kill $SERVE $TS_SERVER $PY_SERVER 2>/dev/null || true' EXIT
+for _ in $(seq 100); do grep -q ready "$LOG/ts-server.log" && grep -q ready "$LOG/py-server.log" && break; sleep 0.1; done
+sleep 0.5
+for peer in "ts $((PORT + 1))" "python $((PORT + 2))"; do
+    set -- $peer
+    echo "== our client against the $1 SDK server"
+    if timeout 30 "$BIN" call --verbose --monitor "http://127.0.0.1:$2/mcp" test_tool_with_progress 2> "$LOG/call-$1.err"; then
+        n=$(grep -c 'notifications/progress' "$LOG/call-$1.err" || true)
+        [ "$n" -ge 3 ] && echo "progress notifications: $n" || { echo "expected 3 progress notifications, got $n"; status=1; }
+    else
+        status=1; cat "$LOG/call-$1.err"
+    fi
+    timeout 30 "$BIN" call --monitor "http://127.0.0.1:$2/mcp" test_reconnection 2> "$LOG/reconnect-$1.err" || { status=1; cat "$LOG/reconnect-$1.err"; }
+    grep -h "^monitor" "$LOG/call-$1.err" "$LOG/reconnect-$1.err" || true
+done
+kill $TS_SERVER $PY_SERVER 2>/dev/null || true
+
 [ "$status" = 0 ] && echo "interop: all passed" || echo "interop: FAILED (logs in $LOG)"
 exit "$status"

@@ -199,6 +199,20 @@ impl Client {
         self.request("tools/call", Some(params)).await
     }
 
+    /// Calls a tool asking for progress notifications under `token`
+    /// (`_meta.progressToken`); they arrive through [`Client::subscribe`].
+    pub async fn call_tool_with_progress(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        token: serde_json::Value,
+    ) -> Result<Result<RawJson, ErrorObject>, ShellError> {
+        let params = RawJson::from(serde_json::json!({
+            "name": name, "arguments": arguments, "_meta": {"progressToken": token}
+        }));
+        self.request("tools/call", Some(params)).await
+    }
+
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<RawJson>) -> Result<(), ShellError> {
         self.tx

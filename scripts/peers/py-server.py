@@ -1,0 +1,61 @@
+# An official Python SDK server (with an in-memory event store) for our client:
+# tools echo, test_tool_with_progress, test_reconnection. Loopback only.
+import itertools
+import sys
+
+import anyio
+import uvicorn
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventMessage, EventStore
+
+
+class Store(EventStore):
+    def __init__(self):
+        self.events, self.n = [], itertools.count(1)
+
+    async def store_event(self, stream_id, message):
+        event_id = f"{stream_id}::{next(self.n)}"
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id, send_callback):
+        ids = [e[0] for e in self.events]
+        if last_event_id not in ids:
+            return None
+        i = ids.index(last_event_id)
+        stream = self.events[i][1]
+        for event_id, s, m in self.events[i + 1:]:
+            if s == stream and m is not None:
+                await send_callback(EventMessage(m, event_id))
+        return stream
+
+
+mcp = MCPServer("py-interop-server")
+
+
+@mcp.tool()
+def echo(text: str) -> str:
+    """Echoes its text."""
+    return text
+
+
+@mcp.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Reports progress three times."""
+    for p in (0, 50, 100):
+        await ctx.report_progress(p, 100)
+        await anyio.sleep(0.02)
+    return "done"
+
+
+@mcp.tool()
+async def test_reconnection(ctx: Context) -> str:
+    """Closes the SSE stream, answers after the client resumed."""
+    await ctx.close_sse_stream()
+    await anyio.sleep(0.6)
+    return "Reconnection test completed"
+
+
+app = mcp.streamable_http_app(event_store=Store(), retry_interval=300)
+print("py-server ready", flush=True)
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
