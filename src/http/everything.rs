@@ -62,6 +62,8 @@ fn object(properties: Value, required: &[&str]) -> Value {
 fn tools() -> Value {
     let empty = object(json!({}), &[]);
     json!({"tools": [
+        {"name": "echo", "description": "Echoes its text argument.",
+         "inputSchema": object(json!({"text": {"type": "string", "description": "Text to echo"}}), &["text"])},
         {"name": "test_simple_text", "description": "Tests simple text content response", "inputSchema": empty},
         {"name": "test_image_content", "description": "Tests image content response", "inputSchema": empty},
         {"name": "test_audio_content", "description": "Tests audio content response", "inputSchema": empty},
@@ -200,6 +202,7 @@ impl EverythingApp {
 
     fn call(&mut self, cx: &mut Cx<'_>, id: RequestId, name: &str, args: Value, meta: Value) {
         let answer = match name {
+            "echo" => tool_result(vec![text(args.get("text").and_then(Value::as_str).unwrap_or(""))]),
             "test_simple_text" => {
                 tool_result(vec![text("This is a simple text response for testing.")])
             }

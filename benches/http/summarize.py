@@ -1,0 +1,38 @@
+"""Medians per server from benches/http/run.sh results, with ratios to rmcp
+and to the bare-hyper ceiling, as a Markdown table."""
+import statistics
+import sys
+from collections import defaultdict
+
+rows = defaultdict(lambda: defaultdict(list))
+for line in open(sys.argv[1]):
+    kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
+    server = kv.get("server")
+    if " churn " in line:
+        rows[server]["churn"].append(float(kv["sessions_per_s"]))
+    elif " idle " in line:
+        rows[server]["idle"].append(float(kv["bytes_per_session"]))
+        rows[server]["peak_kb"].append(float(kv["peak_kb"]))
+    elif "c" in kv:
+        c = kv["c"]
+        rows[server][f"rps{c}"].append(float(kv["rps"]))
+        rows[server][f"p50_{c}"].append(float(kv["p50"]))
+        rows[server][f"p99_{c}"].append(float(kv["p99"]))
+        rows[server][f"bad{c}"].append(int(kv["bad"]) + int(kv["errors"]))
+
+med = {s: {k: statistics.median(v) for k, v in d.items()} for s, d in rows.items()}
+order = [s for s in ["ours", "rmcp", "bare", "ts", "python"] if s in med]
+print("| server | c=1 req/s | p50 / p99 ms | c=32 req/s | p50 / p99 ms | churn sessions/s | idle B/session | bad |")
+print("|---|---|---|---|---|---|---|---|")
+for s in order:
+    m = med[s]
+    def g(k, fmt="{:.0f}"):
+        return fmt.format(m[k]) if k in m else "-"
+    print(f"| {s} | {g('rps1')} | {g('p50_1', '{:.2f}')} / {g('p99_1', '{:.2f}')} | {g('rps32')} | {g('p50_32', '{:.2f}')} / {g('p99_32', '{:.2f}')} | {g('churn')} | {g('idle')} | {g('bad1')}+{g('bad32')} |")
+if "ours" in med:
+    o = med["ours"]
+    for ref in ["rmcp", "bare"]:
+        if ref in med:
+            r = med[ref]
+            print(f"\nours / {ref}: c=1 {o['rps1'] / r['rps1']:.2f}x, c=32 {o['rps32'] / r['rps32']:.2f}x"
+                  + (f", churn {o['churn'] / r['churn']:.2f}x" if 'churn' in r and 'churn' in o else ""))
