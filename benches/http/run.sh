@@ -44,11 +44,16 @@ sid() { # url -> session id (after initialize + initialized)
     echo "$s"
 }
 
+port_of() {
+    case "$1" in
+        ours) echo 41001 ;; rmcp) echo 41002 ;; bare) echo 41003 ;; ts) echo 41004 ;; python) echo 41005 ;;
+    esac
+}
+
 echo "load before: $(cat /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do
     for name in ours rmcp bare ts python; do
-        port=$(( $(case $name in ours) echo 1;; rmcp) echo 2;; bare) echo 3;; ts) echo 4;; python) echo 5;; esac) + 41000 ))
-        url="http://127.0.0.1:$port/mcp"
+        url="http://127.0.0.1:$(port_of $name)/mcp"
         s=$(sid "$url")
         for c in 1 32; do
             r=$(SID="$s" wrk -t1 -c$c -d${SECS}s --latency -s benches/http/mcpcall.lua "$url" | grep RESULT)
@@ -61,8 +66,7 @@ for round in $(seq "$ROUNDS"); do
     done
 done
 for name in ours rmcp ts python; do
-    port=$(( $(case $name in ours) echo 1;; rmcp) echo 2;; ts) echo 4;; python) echo 5;; esac) + 41000 ))
-    r=$(python3 benches/http/idle_sessions.py "http://127.0.0.1:$port/mcp" "$(cat "$OUT/$name.pid")" "$IDLE" | grep RESULT)
+    r=$(python3 benches/http/idle_sessions.py "http://127.0.0.1:$(port_of $name)/mcp" "$(cat "$OUT/$name.pid")" "$IDLE" | grep RESULT)
     echo "server=$name idle $r" | tee -a "$OUT/results.txt"
 done
 echo "load after: $(cat /proc/loadavg)"

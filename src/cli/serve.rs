@@ -24,6 +24,11 @@ pub struct ServeArgs {
     /// Accept any Host and Origin (default: localhost only, R41).
     #[arg(long)]
     any_host: bool,
+    /// Runtime worker threads. The owner task runs all sessions on one of them;
+    /// on 2 cores shared with a load generator one worker is fastest (see
+    /// docs/performance.md).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
     /// Judge every exchange with the invariant monitor; on shutdown print what
     /// it found and exit 1 if anything (the interop tests use this).
     #[arg(long)]
@@ -47,6 +52,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         options.endpoint.allow = AllowList::any();
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
