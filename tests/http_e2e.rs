@@ -341,3 +341,68 @@ async fn sessions_are_isolated_and_foreign_cursors_replay_nothing() {
         monitor.lock().unwrap().violations()
     );
 }
+
+/// The endpoint mounted Router-style under a path of the user's own hyper server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mounts_under_a_path_of_your_own_router() {
+    use hyper::service::Service;
+    let (mcp, handle) = Server::start(
+        ServerOptions {
+            seed: 3,
+            ..ServerOptions::default()
+        },
+        TestApp::default(),
+        None,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let mcp = mcp.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let mcp = mcp.clone();
+                        async move {
+                            if req.uri().path() == "/tools/mcp" {
+                                mcp.call(req)
+                                    .await
+                                    .map(|r| r.map(http_body_util::Either::Left))
+                            } else {
+                                let mut r = hyper::Response::new(http_body_util::Either::Right(
+                                    http_body_util::Empty::<bytes::Bytes>::new(),
+                                ));
+                                *r.status_mut() = hyper::StatusCode::NOT_FOUND;
+                                Ok(r)
+                            }
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    let (authority, path) = split_url(&format!("http://{addr}/tools/mcp")).unwrap();
+    let (client, _) = Client::connect(
+        TcpConnect(addr),
+        &authority,
+        &path,
+        ClientOptions::default(),
+    )
+    .await
+    .expect("initialize");
+    let r = client
+        .call_tool("echo", serde_json::json!({"text": "mounted"}))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.to_value()["content"][0]["text"], "mounted");
+    client.close().await;
+    let (status, _, _) = raw(addr, "POST", &POST, "{}").await;
+    assert_eq!(status, 404, "other paths belong to the router");
+    router.abort();
+    handle.shutdown().await;
+}

@@ -202,7 +202,9 @@ impl EverythingApp {
 
     fn call(&mut self, cx: &mut Cx<'_>, id: RequestId, name: &str, args: Value, meta: Value) {
         let answer = match name {
-            "echo" => tool_result(vec![text(args.get("text").and_then(Value::as_str).unwrap_or(""))]),
+            "echo" => tool_result(vec![text(
+                args.get("text").and_then(Value::as_str).unwrap_or(""),
+            )]),
             "test_simple_text" => {
                 tool_result(vec![text("This is a simple text response for testing.")])
             }

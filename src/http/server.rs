@@ -27,7 +27,6 @@ use crate::time::Instant;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -93,7 +92,58 @@ impl ServerHandle {
 /// Starts servers.
 pub struct Server;
 
+/// The MCP endpoint as a hyper service, for mounting under a path of your own
+/// router (Router-style): it forwards every request to the owner task.
+#[derive(Clone)]
+pub struct McpService {
+    tx: mpsc::Sender<ToOwner>,
+    body_max: usize,
+}
+
+impl hyper::service::Service<hyper::Request<Incoming>> for McpService {
+    type Response = hyper::Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Infallible>> + Send>,
+    >;
+
+    fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
+        Box::pin(serve_one(req, self.tx.clone(), self.body_max))
+    }
+}
+
 impl Server {
+    /// Starts the owner task and returns the service to mount in your own
+    /// server (any path), with the handle that stops it.
+    pub fn start(
+        options: ServerOptions,
+        app: impl App,
+        tap: Option<super::Tap>,
+    ) -> (McpService, ServerHandle) {
+        let (tx, rx) = mpsc::channel(options.requests_queued_max);
+        let (closed_tx, closed_rx) = mpsc::unbounded_channel();
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let body_max = options.endpoint.body_max;
+        let owner = Owner {
+            ep: ServerEndpoint::new(options.endpoint.clone(), options.policy, options.seed),
+            app,
+            start: tokio::time::Instant::now(),
+            timers: Vec::new(),
+            exchanges: BTreeMap::new(),
+            closed_tx,
+            tap,
+            frames_queued_max: options.frames_queued_max,
+        };
+        let owner = tokio::spawn(owner.run(rx, closed_rx, shutdown_rx));
+        let handle = ServerHandle {
+            addr: None,
+            shutdown,
+            accept: tokio::spawn(async {}),
+            owner,
+        };
+        (McpService { tx, body_max }, handle)
+    }
+
     /// Binds `addr` (use 127.0.0.1 for a local server, R43) and serves `app`.
     pub async fn bind(
         addr: SocketAddr,
@@ -115,28 +165,10 @@ impl Server {
         app: impl App,
         tap: Option<super::Tap>,
     ) -> ServerHandle {
-        let (tx, rx) = mpsc::channel(options.requests_queued_max);
-        let (closed_tx, closed_rx) = mpsc::unbounded_channel();
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let body_max = options.endpoint.body_max;
-        let owner = Owner {
-            ep: ServerEndpoint::new(options.endpoint.clone(), options.policy, options.seed),
-            app,
-            start: tokio::time::Instant::now(),
-            timers: Vec::new(),
-            exchanges: BTreeMap::new(),
-            closed_tx,
-            tap,
-            frames_queued_max: options.frames_queued_max,
-        };
-        let owner = tokio::spawn(owner.run(rx, closed_rx, shutdown_rx.clone()));
-        let accept = tokio::spawn(accept_loop(listener, tx, body_max, shutdown_rx));
-        ServerHandle {
-            addr: None,
-            shutdown,
-            accept,
-            owner,
-        }
+        let (service, mut handle) = Self::start(options, app, tap);
+        let stop = handle.shutdown.subscribe();
+        handle.accept = tokio::spawn(accept_loop(listener, service, stop));
+        handle
     }
 }
 
@@ -152,8 +184,7 @@ enum ToOwner {
 
 async fn accept_loop<L: Listen>(
     mut listener: L,
-    tx: mpsc::Sender<ToOwner>,
-    body_max: usize,
+    service: McpService,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
@@ -167,10 +198,9 @@ async fn accept_loop<L: Listen>(
             },
             _ = shutdown.changed() => return,
         };
-        let tx = tx.clone();
+        let service = service.clone();
         let mut stop = shutdown.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| serve_one(req, tx.clone(), body_max));
             let conn = hyper::server::conn::http1::Builder::new()
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(io), service);
@@ -359,6 +389,8 @@ impl<A: App> Owner<A> {
             None => self.ep.handle_oversized(&head, now),
         };
         let bytes = body.unwrap_or_default();
+        let _span = tracing::debug_span!("exchange", http = %d.http, session = ?d.session.as_ref().map(|s| s.as_str())).entered();
+        tracing::debug!(method = ?head.method, outcome = ?d.outcome.as_ref().err(), "request");
         self.observe(&Observation::request(d.http, &head, &bytes));
         self.exchanges.insert(d.http, Exchange::AwaitingHead(reply));
     }
@@ -416,6 +448,7 @@ impl<A: App> Owner<A> {
 
     fn dispatch(&mut self, session: SessionId, event: ServerEvent) {
         let now = self.now();
+        let _span = tracing::debug_span!("session", id = %session).entered();
         if let ServerEvent::Dropped { key, .. } = &event {
             self.observe(&Observation::Dropped {
                 session: session.to_string(),
