@@ -200,6 +200,25 @@ impl EverythingApp {
         }
     }
 
+    /// Asks the client for input; the answer becomes `"<prefix>: action=…, content=…"`.
+    fn elicit(
+        &mut self,
+        cx: &mut Cx<'_>,
+        id: RequestId,
+        message: impl Into<Value>,
+        schema: Value,
+        prefix: &'static str,
+    ) {
+        let params = json!({"message": message.into(), "requestedSchema": schema});
+        self.ask(
+            cx,
+            id.clone(),
+            "elicitation/create",
+            params,
+            Pending::Elicitation { id, prefix },
+        );
+    }
+
     fn call(&mut self, cx: &mut Cx<'_>, id: RequestId, name: &str, args: Value, meta: Value) {
         let answer = match name {
             "echo" => tool_result(vec![text(
@@ -270,17 +289,7 @@ impl EverythingApp {
                     json!({"response": {"type": "string", "description": "User's response"}}),
                     &["response"],
                 );
-                let params = json!({"message": message, "requestedSchema": schema});
-                self.ask(
-                    cx,
-                    id.clone(),
-                    "elicitation/create",
-                    params,
-                    Pending::Elicitation {
-                        id,
-                        prefix: "User response",
-                    },
-                );
+                self.elicit(cx, id, message, schema, "User response");
                 return;
             }
             "test_elicitation_sep1034_defaults" => {
@@ -294,16 +303,12 @@ impl EverythingApp {
                     }),
                     &[],
                 );
-                let params = json!({"message": "Please review and update the form fields with defaults", "requestedSchema": schema});
-                self.ask(
+                self.elicit(
                     cx,
-                    id.clone(),
-                    "elicitation/create",
-                    params,
-                    Pending::Elicitation {
-                        id,
-                        prefix: "Elicitation completed",
-                    },
+                    id,
+                    "Please review and update the form fields with defaults",
+                    schema,
+                    "Elicitation completed",
                 );
                 return;
             }
@@ -322,16 +327,12 @@ impl EverythingApp {
                     }),
                     &[],
                 );
-                let params = json!({"message": "Please select options from the enum fields", "requestedSchema": schema});
-                self.ask(
+                self.elicit(
                     cx,
-                    id.clone(),
-                    "elicitation/create",
-                    params,
-                    Pending::Elicitation {
-                        id,
-                        prefix: "Elicitation completed",
-                    },
+                    id,
+                    "Please select options from the enum fields",
+                    schema,
+                    "Elicitation completed",
                 );
                 return;
             }
