@@ -93,7 +93,7 @@ async fn start(monitor: &Shared) -> ServerHandle {
     Server::bind(
         "127.0.0.1:0".parse().unwrap(),
         options,
-        TestApp::default(),
+        TestApp::default,
         Some(tap(monitor)),
     )
     .await
@@ -351,7 +351,7 @@ async fn mounts_under_a_path_of_your_own_router() {
             seed: 3,
             ..ServerOptions::default()
         },
-        TestApp::default(),
+        TestApp::default,
         None,
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -405,4 +405,41 @@ async fn mounts_under_a_path_of_your_own_router() {
     assert_eq!(status, 404, "other paths belong to the router");
     router.abort();
     handle.shutdown().await;
+}
+
+/// One task per session: the session limit holds across tasks, and a deleted
+/// session's task leaves the routing table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_limit_and_cleanup_across_session_tasks() {
+    let mut options = ServerOptions {
+        seed: 11,
+        ..ServerOptions::default()
+    };
+    options.endpoint.sessions_max = 1;
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        options,
+        TestApp::default,
+        None,
+    )
+    .await
+    .unwrap();
+    let addr = server.addr.unwrap();
+    let first = open_session(addr).await;
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+    let (status, _, _) = raw(addr, "POST", &POST, init).await;
+    assert_eq!(status, 503, "sessions_max = 1");
+    let (status, _, _) = raw(addr, "DELETE", &[("mcp-session-id", first.as_str())], "").await;
+    assert_eq!(status, 200);
+    let mut again = 0;
+    for _ in 0..50 {
+        let (status, _, _) = raw(addr, "POST", &POST, init).await;
+        if status == 200 {
+            again = status;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(again, 200, "the ended session's task left the table");
+    server.shutdown().await;
 }

@@ -66,7 +66,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         }) as Tap
     });
     rt.block_on(async move {
-        let server = Server::bind(args.addr, options, EverythingApp::default(), tap)
+        let server = Server::bind(args.addr, options, EverythingApp::default, tap)
             .await
             .map_err(|e| format!("{}: {e}", args.addr))?;
         let addr = server.addr.unwrap_or(args.addr);

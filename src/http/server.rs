@@ -1,17 +1,21 @@
-//! The server shell: hyper/tokio around [`ServerEndpoint`].
+//! The server shell: hyper/tokio around the server core, one owner task per
+//! session.
 //!
 //! ```text
-//!  connection tasks (one per TCP connection)        the owner task (all sessions)
-//!  ─────────────────────────────────────────        ─────────────────────────────
-//!  read head + bounded body ──ToOwner::Request──▶   endpoint.handle_request
-//!                                                   app (on_request, timers, …)
-//!  write head, then body  ◀──(head, body)─────────  transmits → whole body or a
-//!  frames as they come    ◀──mpsc<Bytes>──────────  bounded stream of SSE frames
-//!  body dropped (ended or client gone) ──closed──▶  endpoint.handle_http_closed
+//!  connection tasks                     routing table (handles only)       session tasks
+//!  ────────────────                     ───────────────────────────        ─────────────
+//!  head + bounded body ──Mcp-Session-Id known?──yes──▶ that session's task ─▶ its endpoint
+//!                                        └──no──▶ a fresh task with a fresh   + its app
+//!                                                 one-session endpoint: it answers
+//!                                                 (initialize → a session, which the
+//!                                                 task registers; else 400/404/…)
+//!  write head, then body ◀── whole body, or a bounded stream of SSE frames ──┘
+//!  body dropped (ended or client gone) ──closed──▶ endpoint.handle_http_closed
 //! ```
-//! The owner is the only task that touches the cores, so there is no shared
-//! mutable state: connection tasks hold channel handles only. Every decision
-//! (statuses, routing, ids, replay) is the core's; the shell encodes bytes.
+//! Each task owns its core and its application instance: no shared mutable
+//! state beyond the table of channel handles. Every decision (statuses,
+//! routing, ids, replay) stays in the core; the shell encodes bytes. A task
+//! ends when its session has ended and its exchanges are closed.
 
 use super::app::{App, Cx};
 use super::body::{ClosedTx, ResponseBody};
@@ -21,6 +25,7 @@ use crate::headers;
 use crate::ids::{HttpId, SessionId};
 use crate::monitor::Observation;
 use crate::policy::ServerPolicy;
+use crate::rng::SeededRng;
 use crate::server::{EndpointConfig, ServerEndpoint, ServerEvent, Transmit, TransmitKind};
 use crate::sse;
 use crate::time::Instant;
@@ -31,7 +36,9 @@ use hyper_util::rt::TokioIo;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use tokio::sync::{mpsc, oneshot, watch};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 
 /// Settings of the server shell.
@@ -46,7 +53,7 @@ pub struct ServerOptions {
     /// Frames queued on one streaming response before its client counts as
     /// too slow and the connection is closed (the stream stays resumable).
     pub frames_queued_max: usize,
-    /// Requests queued for the owner.
+    /// Requests queued for one session's task.
     pub requests_queued_max: usize,
 }
 
@@ -71,106 +78,36 @@ pub fn os_seed() -> u64 {
     h.finish()
 }
 
+/// Exchange ids of one task start at `task number * HTTP_IDS_PER_TASK`.
+const HTTP_IDS_PER_TASK: u64 = 1 << 32;
+
 /// A running server.
 pub struct ServerHandle {
     /// The address it listens on (TCP).
     pub addr: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
     accept: JoinHandle<()>,
-    owner: JoinHandle<()>,
+    live: Arc<(AtomicUsize, Notify)>,
 }
 
 impl ServerHandle {
-    /// Stops accepting, ends every stream, and waits for the tasks.
+    /// Stops accepting, ends every stream, and waits for every task.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.accept.await;
-        let _ = self.owner.await;
+        let (count, notify) = &*self.live;
+        while count.load(Ordering::Acquire) > 0 {
+            let wait = notify.notified();
+            if count.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(50), wait).await;
+        }
     }
 }
 
 /// Starts servers.
 pub struct Server;
-
-/// The MCP endpoint as a hyper service, for mounting under a path of your own
-/// router (Router-style): it forwards every request to the owner task.
-#[derive(Clone)]
-pub struct McpService {
-    tx: mpsc::Sender<ToOwner>,
-    body_max: usize,
-}
-
-impl hyper::service::Service<hyper::Request<Incoming>> for McpService {
-    type Response = hyper::Response<ResponseBody>;
-    type Error = Infallible;
-    type Future = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<Self::Response, Infallible>> + Send>,
-    >;
-
-    fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
-        Box::pin(serve_one(req, self.tx.clone(), self.body_max))
-    }
-}
-
-impl Server {
-    /// Starts the owner task and returns the service to mount in your own
-    /// server (any path), with the handle that stops it.
-    pub fn start(
-        options: ServerOptions,
-        app: impl App,
-        tap: Option<super::Tap>,
-    ) -> (McpService, ServerHandle) {
-        let (tx, rx) = mpsc::channel(options.requests_queued_max);
-        let (closed_tx, closed_rx) = mpsc::unbounded_channel();
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let body_max = options.endpoint.body_max;
-        let owner = Owner {
-            ep: ServerEndpoint::new(options.endpoint.clone(), options.policy, options.seed),
-            app,
-            start: tokio::time::Instant::now(),
-            timers: Vec::new(),
-            exchanges: BTreeMap::new(),
-            closed_tx,
-            tap,
-            frames_queued_max: options.frames_queued_max,
-        };
-        let owner = tokio::spawn(owner.run(rx, closed_rx, shutdown_rx));
-        let handle = ServerHandle {
-            addr: None,
-            shutdown,
-            accept: tokio::spawn(async {}),
-            owner,
-        };
-        (McpService { tx, body_max }, handle)
-    }
-
-    /// Binds `addr` (use 127.0.0.1 for a local server, R43) and serves `app`.
-    pub async fn bind(
-        addr: SocketAddr,
-        options: ServerOptions,
-        app: impl App,
-        tap: Option<super::Tap>,
-    ) -> std::io::Result<ServerHandle> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let local = listener.local_addr()?;
-        let mut handle = Self::serve(listener, options, app, tap);
-        handle.addr = Some(local);
-        Ok(handle)
-    }
-
-    /// Serves `app` on any listener (tokio TCP, turmoil, …).
-    pub fn serve<L: Listen>(
-        listener: L,
-        options: ServerOptions,
-        app: impl App,
-        tap: Option<super::Tap>,
-    ) -> ServerHandle {
-        let (service, mut handle) = Self::start(options, app, tap);
-        let stop = handle.shutdown.subscribe();
-        handle.accept = tokio::spawn(accept_loop(listener, service, stop));
-        handle
-    }
-}
 
 type Reply = (ResponseHead, ResponseBody);
 
@@ -182,9 +119,106 @@ enum ToOwner {
     },
 }
 
-async fn accept_loop<L: Listen>(
+/// What every connection and session task shares: handles and settings.
+struct Shared<A: App> {
+    options: ServerOptions,
+    make_app: Box<dyn Fn() -> A + Send + Sync>,
+    table: RwLock<BTreeMap<SessionId, mpsc::Sender<ToOwner>>>,
+    seeds: Mutex<SeededRng>,
+    tasks: AtomicUsize,
+    tap: Option<Arc<Mutex<super::Tap>>>,
+    shutdown: watch::Receiver<bool>,
+    live: Arc<(AtomicUsize, Notify)>,
+}
+
+/// The MCP endpoint as a hyper service, for mounting under a path of your own
+/// router (Router-style).
+pub struct McpService<A: App> {
+    shared: Arc<Shared<A>>,
+}
+
+impl<A: App> Clone for McpService<A> {
+    fn clone(&self) -> Self {
+        McpService {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<A: App> hyper::service::Service<hyper::Request<Incoming>> for McpService<A> {
+    type Response = hyper::Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Infallible>> + Send>,
+    >;
+
+    fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
+        Box::pin(serve_one(req, self.shared.clone()))
+    }
+}
+
+impl Server {
+    /// Starts the server's shared state and returns the service to mount in
+    /// your own server (any path), with the handle that stops it. `make_app`
+    /// makes one application per session.
+    pub fn start<A: App>(
+        options: ServerOptions,
+        make_app: impl Fn() -> A + Send + Sync + 'static,
+        tap: Option<super::Tap>,
+    ) -> (McpService<A>, ServerHandle) {
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let live = Arc::new((AtomicUsize::new(0), Notify::new()));
+        let shared = Arc::new(Shared {
+            seeds: Mutex::new(SeededRng::new(options.seed)),
+            options,
+            make_app: Box::new(make_app),
+            table: RwLock::new(BTreeMap::new()),
+            tasks: AtomicUsize::new(0),
+            tap: tap.map(|t| Arc::new(Mutex::new(t))),
+            shutdown: shutdown_rx,
+            live: live.clone(),
+        });
+        let handle = ServerHandle {
+            addr: None,
+            shutdown,
+            accept: tokio::spawn(async {}),
+            live,
+        };
+        (McpService { shared }, handle)
+    }
+
+    /// Binds `addr` (use 127.0.0.1 for a local server, R43) and serves one
+    /// application per session, made by `make_app`.
+    pub async fn bind<A: App>(
+        addr: SocketAddr,
+        options: ServerOptions,
+        make_app: impl Fn() -> A + Send + Sync + 'static,
+        tap: Option<super::Tap>,
+    ) -> std::io::Result<ServerHandle> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let local = listener.local_addr()?;
+        let mut handle = Self::serve(listener, options, make_app, tap);
+        handle.addr = Some(local);
+        Ok(handle)
+    }
+
+    /// Serves on any listener (tokio TCP, turmoil, …).
+    pub fn serve<L: Listen, A: App>(
+        listener: L,
+        options: ServerOptions,
+        make_app: impl Fn() -> A + Send + Sync + 'static,
+        tap: Option<super::Tap>,
+    ) -> ServerHandle {
+        let (service, mut handle) = Self::start(options, make_app, tap);
+        let stop = handle.shutdown.subscribe();
+        handle.accept = tokio::spawn(accept_loop(listener, service, stop));
+        handle
+    }
+}
+
+async fn accept_loop<L: Listen, A: App>(
     mut listener: L,
-    service: McpService,
+    service: McpService<A>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
@@ -220,10 +254,9 @@ async fn accept_loop<L: Listen>(
     }
 }
 
-async fn serve_one(
+async fn serve_one<A: App>(
     req: hyper::Request<Incoming>,
-    tx: mpsc::Sender<ToOwner>,
-    body_max: usize,
+    shared: Arc<Shared<A>>,
 ) -> Result<hyper::Response<ResponseBody>, Infallible> {
     let head = RequestHead {
         method: Method::parse(req.method().as_str()),
@@ -239,6 +272,7 @@ async fn serve_one(
             .collect(),
     };
     // Read at most body_max + 1 bytes: enough for the core to answer 413.
+    let body_max = shared.options.endpoint.body_max;
     let body = match http_body_util::Limited::new(req.into_body(), body_max)
         .collect()
         .await
@@ -247,6 +281,14 @@ async fn serve_one(
         Err(_) => None,
     };
     let (reply, rx) = oneshot::channel();
+    let target = head
+        .header(headers::MCP_SESSION_ID)
+        .and_then(|s| s.parse::<SessionId>().ok())
+        .and_then(|sid| shared.table.read().ok().and_then(|t| t.get(&sid).cloned()));
+    let tx = match target {
+        Some(tx) => tx,
+        None => spawn_session_task(&shared),
+    };
     if tx
         .send(ToOwner::Request { head, body, reply })
         .await
@@ -258,6 +300,34 @@ async fn serve_one(
         return Ok(unavailable());
     };
     Ok(response(head, body))
+}
+
+/// A fresh task with a fresh one-session endpoint, for a request that names
+/// no live session: the core decides whether it starts one.
+fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>) -> mpsc::Sender<ToOwner> {
+    let (tx, rx) = mpsc::channel(shared.options.requests_queued_max);
+    let (closed_tx, closed_rx) = mpsc::unbounded_channel();
+    let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
+    let seed = shared.seeds.lock().map(|mut r| r.next_u64()).unwrap_or(n);
+    let mut config = shared.options.endpoint.clone();
+    config.http_id_base = n * HTTP_IDS_PER_TASK;
+    let full = shared.table.read().map(|t| t.len()).unwrap_or(0) >= config.sessions_max;
+    config.sessions_max = if full { 0 } else { 1 };
+    let owner = Owner {
+        ep: ServerEndpoint::new(config, shared.options.policy, seed),
+        app: (shared.make_app)(),
+        start: tokio::time::Instant::now(),
+        timers: Vec::new(),
+        exchanges: BTreeMap::new(),
+        closed_tx,
+        frames_queued_max: shared.options.frames_queued_max,
+        registered: None,
+        tx: tx.clone(),
+        shared: shared.clone(),
+    };
+    shared.live.0.fetch_add(1, Ordering::AcqRel);
+    tokio::spawn(owner.run(rx, closed_rx));
+    tx
 }
 
 fn unavailable() -> hyper::Response<ResponseBody> {
@@ -314,6 +384,7 @@ enum Exchange {
     Streaming(mpsc::Sender<Bytes>),
 }
 
+/// The task that owns one session's core and application.
 struct Owner<A: App> {
     ep: ServerEndpoint,
     app: A,
@@ -321,8 +392,11 @@ struct Owner<A: App> {
     timers: Vec<(Instant, SessionId, u64)>,
     exchanges: BTreeMap<HttpId, Exchange>,
     closed_tx: ClosedTx,
-    tap: Option<super::Tap>,
     frames_queued_max: usize,
+    /// The session this task registered in the routing table.
+    registered: Option<SessionId>,
+    tx: mpsc::Sender<ToOwner>,
+    shared: Arc<Shared<A>>,
 }
 
 impl<A: App> Owner<A> {
@@ -331,8 +405,10 @@ impl<A: App> Owner<A> {
     }
 
     fn observe(&mut self, o: &Observation) {
-        if let Some(tap) = &mut self.tap {
-            tap(o);
+        if let Some(tap) = &self.shared.tap {
+            if let Ok(mut tap) = tap.lock() {
+                tap(o);
+            }
         }
     }
 
@@ -340,15 +416,16 @@ impl<A: App> Owner<A> {
         mut self,
         mut rx: mpsc::Receiver<ToOwner>,
         mut closed_rx: mpsc::UnboundedReceiver<HttpId>,
-        mut shutdown: watch::Receiver<bool>,
     ) {
+        let mut shutdown = self.shared.shutdown.clone();
         loop {
             let next = self.next_deadline();
-            let sleep = async {
+            let start = self.start;
+            let sleep = async move {
                 match next {
                     Some(at) => {
                         tokio::time::sleep_until(
-                            self.start + std::time::Duration::from_millis(at.as_millis()),
+                            start + std::time::Duration::from_millis(at.as_millis()),
                         )
                         .await
                     }
@@ -358,14 +435,53 @@ impl<A: App> Owner<A> {
             tokio::select! {
                 cmd = rx.recv() => match cmd {
                     Some(ToOwner::Request { head, body, reply }) => self.on_request(head, body, reply),
-                    None => return,
+                    None => break,
                 },
                 Some(http) = closed_rx.recv() => self.on_closed(http),
                 _ = sleep => self.on_timeout(),
-                _ = shutdown.changed() => return,
+                _ = shutdown.changed() => break,
             }
             self.pump();
+            self.register();
+            if self.finished() {
+                break;
+            }
         }
+        self.unregister();
+        let (count, notify) = &*self.shared.live;
+        count.fetch_sub(1, Ordering::AcqRel);
+        notify.notify_waiters();
+    }
+
+    /// Once the core has minted this task's session, requests naming it come here.
+    fn register(&mut self) {
+        if self.registered.is_some() {
+            return;
+        }
+        let Some(sid) = self.ep.session_ids().next().cloned() else {
+            return;
+        };
+        if let Ok(mut t) = self.shared.table.write() {
+            t.insert(sid.clone(), self.tx.clone());
+        }
+        self.registered = Some(sid);
+    }
+
+    fn unregister(&mut self) {
+        if let Some(sid) = self.registered.take() {
+            if let Ok(mut t) = self.shared.table.write() {
+                t.remove(&sid);
+            }
+        }
+    }
+
+    /// No session (never started, or ended) and nothing left to write.
+    fn finished(&mut self) -> bool {
+        let no_session = self.ep.session_ids().next().is_none();
+        if no_session {
+            self.unregister();
+        }
+        no_session && self.exchanges.is_empty()
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -410,12 +526,13 @@ impl<A: App> Owner<A> {
         let (due, rest): (Vec<_>, Vec<_>) = self.timers.drain(..).partition(|(t, _, _)| *t <= now);
         self.timers = rest;
         for (_, session, token) in due {
+            let mut tap = self.shared.tap.clone();
             let mut cx = Cx {
                 ep: &mut self.ep,
                 session,
                 now,
                 timers: &mut self.timers,
-                tap: &mut self.tap,
+                tap: &mut tap,
             };
             self.app.on_timer(&mut cx, token);
         }
@@ -461,12 +578,13 @@ impl<A: App> Owner<A> {
             self.timers.retain(|(_, s, _)| *s != session);
             return;
         }
+        let mut tap = self.shared.tap.clone();
         let mut cx = Cx {
             ep: &mut self.ep,
             session,
             now,
             timers: &mut self.timers,
-            tap: &mut self.tap,
+            tap: &mut tap,
         };
         match event {
             ServerEvent::Request { id, method, params } => {

@@ -33,6 +33,9 @@ pub struct EndpointConfig {
     pub body_max: usize,
     /// Live sessions at once (503 past it).
     pub sessions_max: usize,
+    /// The first exchange id this endpoint mints is `http_id_base + 1`; shells
+    /// that run one endpoint per session give each a disjoint range.
+    pub http_id_base: u64,
 }
 
 impl Default for EndpointConfig {
@@ -42,6 +45,7 @@ impl Default for EndpointConfig {
             allow: AllowList::default(),
             body_max: 4 << 20,
             sessions_max: 100_000,
+            http_id_base: 0,
         }
     }
 }
@@ -74,12 +78,12 @@ impl ServerEndpoint {
     /// An endpoint whose session ids all derive from `seed`.
     pub fn new(config: EndpointConfig, policy: ServerPolicy, seed: u64) -> Self {
         ServerEndpoint {
+            next_http: config.http_id_base + 1,
             config,
             policy,
             rng: SeededRng::new(seed),
             sessions: BTreeMap::new(),
             routes: BTreeMap::new(),
-            next_http: 1,
             transmits: VecDeque::new(),
             dirty: BTreeSet::new(),
         }
