@@ -111,12 +111,14 @@ pub struct Server;
 
 type Reply = (ResponseHead, ResponseBody);
 
-enum ToOwner {
-    Request {
-        head: RequestHead,
-        body: Option<Bytes>,
-        reply: oneshot::Sender<Reply>,
-    },
+/// A request for a session task, boxed: tokio's channels allocate their
+/// first block of 32 slots up front, and each idle session keeps one.
+struct ToOwner(Box<RequestForOwner>);
+
+struct RequestForOwner {
+    head: RequestHead,
+    body: Option<Bytes>,
+    reply: oneshot::Sender<Reply>,
 }
 
 /// What every connection and session task shares: handles and settings.
@@ -290,7 +292,7 @@ async fn serve_one<A: App>(
         None => spawn_session_task(&shared),
     };
     if tx
-        .send(ToOwner::Request { head, body, reply })
+        .send(ToOwner(Box::new(RequestForOwner { head, body, reply })))
         .await
         .is_err()
     {
@@ -434,7 +436,7 @@ impl<A: App> Owner<A> {
             };
             tokio::select! {
                 cmd = rx.recv() => match cmd {
-                    Some(ToOwner::Request { head, body, reply }) => self.on_request(head, body, reply),
+                    Some(ToOwner(r)) => self.on_request(r.head, r.body, r.reply),
                     None => break,
                 },
                 Some(http) = closed_rx.recv() => self.on_closed(http),
