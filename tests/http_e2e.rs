@@ -443,3 +443,36 @@ async fn session_limit_and_cleanup_across_session_tasks() {
     assert_eq!(again, 200, "the ended session's task left the table");
     server.shutdown().await;
 }
+
+/// An idle session parks (its task ends) and wakes on the next request; a
+/// parked session past its idle expiry is swept and its core ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_park_wake_and_expire() {
+    let mut options = ServerOptions {
+        seed: 13,
+        ..ServerOptions::default()
+    };
+    options.endpoint.session.idle_timeout_ms = Some(1_500);
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        options,
+        TestApp::default,
+        None,
+    )
+    .await
+    .unwrap();
+    let addr = server.addr.unwrap();
+    let sid = open_session(addr).await;
+    let h = [POST[0], POST[1], ("mcp-session-id", sid.as_str())];
+    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}"#;
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(200)).await; // parked by now
+        let (status, body, _) = raw(addr, "POST", &h, call).await;
+        assert_eq!(status, 200);
+        assert!(body.contains("again"), "woken session answers: {body}");
+    }
+    tokio::time::sleep(Duration::from_millis(3_000)).await; // past expiry + a sweep
+    let (status, _, _) = raw(addr, "POST", &h, call).await;
+    assert_eq!(status, 404, "the core expired the parked session");
+    server.shutdown().await;
+}

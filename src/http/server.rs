@@ -121,11 +121,30 @@ struct RequestForOwner {
     reply: oneshot::Sender<Reply>,
 }
 
+/// A session in the routing table: its running task's handle, or its state
+/// parked while idle (no task, no channels: an idle session costs its core's
+/// state only).
+enum Slot<A: App> {
+    Running(mpsc::Sender<ToOwner>),
+    /// In a mutex only so the table is `Sync` while applications need only be `Send`.
+    Parked(Mutex<Box<Parked<A>>>),
+}
+
+/// What a session task leaves behind when it parks.
+struct Parked<A: App> {
+    ep: ServerEndpoint,
+    app: A,
+    start: tokio::time::Instant,
+    session: SessionId,
+    /// When the core next needs time (its idle expiry).
+    deadline: Option<tokio::time::Instant>,
+}
+
 /// What every connection and session task shares: handles and settings.
 struct Shared<A: App> {
     options: ServerOptions,
     make_app: Box<dyn Fn() -> A + Send + Sync>,
-    table: RwLock<BTreeMap<SessionId, mpsc::Sender<ToOwner>>>,
+    table: RwLock<BTreeMap<SessionId, Slot<A>>>,
     seeds: Mutex<SeededRng>,
     tasks: AtomicUsize,
     tap: Option<Arc<Mutex<super::Tap>>>,
@@ -186,6 +205,7 @@ impl Server {
             accept: tokio::spawn(async {}),
             live,
         };
+        tokio::spawn(sweep(shared.clone(), std::time::Duration::from_secs(1)));
         (McpService { shared }, handle)
     }
 
@@ -283,19 +303,26 @@ async fn serve_one<A: App>(
         Err(_) => None,
     };
     let (reply, rx) = oneshot::channel();
-    let target = head
+    let sid = head
         .header(headers::MCP_SESSION_ID)
-        .and_then(|s| s.parse::<SessionId>().ok())
-        .and_then(|sid| shared.table.read().ok().and_then(|t| t.get(&sid).cloned()));
-    let tx = match target {
-        Some(tx) => tx,
-        None => spawn_session_task(&shared),
-    };
-    if tx
-        .send(ToOwner(Box::new(RequestForOwner { head, body, reply })))
-        .await
-        .is_err()
-    {
+        .and_then(|s| s.parse::<SessionId>().ok());
+    let mut msg = ToOwner(Box::new(RequestForOwner { head, body, reply }));
+    let mut delivered = false;
+    // A task that has just parked closes its channel: look the session up again.
+    for _ in 0..4 {
+        let tx = sid
+            .as_ref()
+            .and_then(|sid| route(&shared, sid))
+            .unwrap_or_else(|| spawn_session_task(&shared, None));
+        match tx.send(msg).await {
+            Ok(()) => {
+                delivered = true;
+                break;
+            }
+            Err(mpsc::error::SendError(m)) => msg = m,
+        }
+    }
+    if !delivered {
         return Ok(unavailable());
     }
     let Ok((head, body)) = rx.await else {
@@ -304,32 +331,94 @@ async fn serve_one<A: App>(
     Ok(response(head, body))
 }
 
-/// A fresh task with a fresh one-session endpoint, for a request that names
-/// no live session: the core decides whether it starts one.
-fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>) -> mpsc::Sender<ToOwner> {
+/// The channel of the task running `sid`, waking it if it is parked; `None`
+/// if no such session lives here (a fresh endpoint will answer 404).
+fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<mpsc::Sender<ToOwner>> {
+    if let Some(Slot::Running(tx)) = shared.table.read().ok()?.get(sid) {
+        return Some(tx.clone());
+    }
+    let mut table = shared.table.write().ok()?;
+    match table.remove(sid)? {
+        Slot::Running(tx) => {
+            table.insert(sid.clone(), Slot::Running(tx.clone()));
+            Some(tx)
+        }
+        Slot::Parked(parked) => {
+            let parked = parked.into_inner().ok()?;
+            let tx = spawn_session_task(shared, Some(*parked));
+            table.insert(sid.clone(), Slot::Running(tx.clone()));
+            Some(tx)
+        }
+    }
+}
+
+/// A task for a session: a parked one woken up, or a fresh one-session
+/// endpoint for a request that names no live session (the core decides
+/// whether it starts one).
+fn spawn_session_task<A: App>(
+    shared: &Arc<Shared<A>>,
+    parked: Option<Parked<A>>,
+) -> mpsc::Sender<ToOwner> {
     let (tx, rx) = mpsc::channel(shared.options.requests_queued_max);
     let (closed_tx, closed_rx) = mpsc::unbounded_channel();
-    let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
-    let seed = shared.seeds.lock().map(|mut r| r.next_u64()).unwrap_or(n);
-    let mut config = shared.options.endpoint.clone();
-    config.http_id_base = n * HTTP_IDS_PER_TASK;
-    let full = shared.table.read().map(|t| t.len()).unwrap_or(0) >= config.sessions_max;
-    config.sessions_max = if full { 0 } else { 1 };
+    let (ep, app, start, registered) = match parked {
+        Some(p) => (p.ep, p.app, p.start, Some(p.session)),
+        None => {
+            let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
+            let seed = shared.seeds.lock().map(|mut r| r.next_u64()).unwrap_or(n);
+            let mut config = shared.options.endpoint.clone();
+            config.http_id_base = n * HTTP_IDS_PER_TASK;
+            let full = shared.table.read().map(|t| t.len()).unwrap_or(0) >= config.sessions_max;
+            config.sessions_max = if full { 0 } else { 1 };
+            let ep = ServerEndpoint::new(config, shared.options.policy, seed);
+            (ep, (shared.make_app)(), tokio::time::Instant::now(), None)
+        }
+    };
     let owner = Owner {
-        ep: ServerEndpoint::new(config, shared.options.policy, seed),
-        app: (shared.make_app)(),
-        start: tokio::time::Instant::now(),
+        ep,
+        app,
+        start,
         timers: Vec::new(),
         exchanges: BTreeMap::new(),
         closed_tx,
         frames_queued_max: shared.options.frames_queued_max,
-        registered: None,
+        registered,
         tx: tx.clone(),
         shared: shared.clone(),
     };
     shared.live.0.fetch_add(1, Ordering::AcqRel);
     tokio::spawn(owner.run(rx, closed_rx));
     tx
+}
+
+/// Wakes parked sessions whose idle deadline has passed, so their cores can
+/// expire them (every `period`).
+async fn sweep<A: App>(shared: Arc<Shared<A>>, period: std::time::Duration) {
+    let mut shutdown = shared.shutdown.clone();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.changed() => return,
+        }
+        let due: Vec<SessionId> = match shared.table.read() {
+            Ok(t) => t
+                .iter()
+                .filter_map(|(sid, slot)| match slot {
+                    Slot::Parked(p) => p
+                        .lock()
+                        .ok()?
+                        .deadline
+                        .filter(|d| *d <= tokio::time::Instant::now())
+                        .map(|_| sid.clone()),
+                    Slot::Running(_) => None,
+                })
+                .collect(),
+            Err(_) => continue,
+        };
+        for sid in due {
+            let _ = route(&shared, &sid);
+        }
+    }
 }
 
 fn unavailable() -> hyper::Response<ResponseBody> {
@@ -448,6 +537,12 @@ impl<A: App> Owner<A> {
             if self.finished() {
                 break;
             }
+            if self.idle() {
+                match self.park(&mut rx) {
+                    None => return,
+                    Some(me) => self = me,
+                }
+            }
         }
         self.unregister();
         let (count, notify) = &*self.shared.live;
@@ -464,7 +559,7 @@ impl<A: App> Owner<A> {
             return;
         };
         if let Ok(mut t) = self.shared.table.write() {
-            t.insert(sid.clone(), self.tx.clone());
+            t.insert(sid.clone(), Slot::Running(self.tx.clone()));
         }
         self.registered = Some(sid);
     }
@@ -475,6 +570,54 @@ impl<A: App> Owner<A> {
                 t.remove(&sid);
             }
         }
+    }
+
+    /// Nothing to do until a request arrives or the session's idle expiry:
+    /// no open exchange, no application timer, no core deadline but that one.
+    fn idle(&self) -> bool {
+        self.registered.is_some()
+            && self.exchanges.is_empty()
+            && self.timers.is_empty()
+            && self
+                .ep
+                .poll_timeout()
+                .is_none_or(|(_, t)| t == crate::server::SessionTimer::Idle)
+    }
+
+    /// Parks the session in the routing table and ends the task (`None`);
+    /// gives itself back if a request arrived meanwhile.
+    fn park(mut self, rx: &mut mpsc::Receiver<ToOwner>) -> Option<Self> {
+        let shared = self.shared.clone();
+        let Ok(mut table) = shared.table.write() else {
+            return Some(self);
+        };
+        if let Ok(ToOwner(r)) = rx.try_recv() {
+            drop(table);
+            self.on_request(r.head, r.body, r.reply);
+            self.pump();
+            return Some(self);
+        }
+        let Some(session) = self.registered.take() else {
+            return Some(self);
+        };
+        let deadline = self.ep.poll_timeout().map(|(t, _)| t);
+        table.insert(
+            session.clone(),
+            Slot::Parked(Mutex::new(Box::new(Parked {
+                ep: self.ep,
+                app: self.app,
+                start: self.start,
+                session,
+                deadline: deadline
+                    .map(|d| self.start + std::time::Duration::from_millis(d.as_millis())),
+            }))),
+        );
+        rx.close();
+        drop(table);
+        let (count, notify) = &*shared.live;
+        count.fetch_sub(1, Ordering::AcqRel);
+        notify.notify_waiters();
+        None
     }
 
     /// No session (never started, or ended) and nothing left to write.
@@ -631,6 +774,9 @@ impl<A: App> Owner<A> {
                 let closed = self.closed_tx.clone();
                 if ended {
                     let _ = reply.send((head, ResponseBody::full(http, Bytes::from(body), closed)));
+                    // The server ended it: the exchange is done for the core now.
+                    let now = self.now();
+                    self.ep.handle_http_closed(http, now);
                     return;
                 }
                 let (tx, rx) = mpsc::channel(self.frames_queued_max);
@@ -652,7 +798,10 @@ impl<A: App> Owner<A> {
                     self.ep.handle_http_closed(http, now);
                     return;
                 }
-                if !ended {
+                if ended {
+                    let now = self.now();
+                    self.ep.handle_http_closed(http, now);
+                } else {
                     self.exchanges.insert(http, Exchange::Streaming(tx));
                 }
             }
