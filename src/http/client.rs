@@ -266,7 +266,7 @@ struct Owner<C: Connect> {
 
 impl<C: Connect> Owner<C> {
     fn now(&self) -> Instant {
-        Instant::from_millis(self.start.elapsed().as_millis() as u64)
+        super::clock::now(self.start)
     }
 
     fn observe(&mut self, o: Observation) {
@@ -282,18 +282,7 @@ impl<C: Connect> Owner<C> {
     ) {
         loop {
             let next = self.core.poll_timeout().map(|(t, _)| t);
-            let start = self.start;
-            let sleep = async move {
-                match next {
-                    Some(at) => {
-                        tokio::time::sleep_until(
-                            start + std::time::Duration::from_millis(at.as_millis()),
-                        )
-                        .await
-                    }
-                    None => std::future::pending().await,
-                }
-            };
+            let sleep = super::clock::sleep_until(self.start, next);
             tokio::select! {
                 cmd = rx.recv() => match cmd {
                     Some(cmd) => self.on_command(cmd),

@@ -7,6 +7,7 @@
 mod app;
 mod body;
 pub mod client;
+mod clock;
 pub mod everything;
 mod io;
 pub mod server;

@@ -492,7 +492,7 @@ struct Owner<A: App> {
 
 impl<A: App> Owner<A> {
     fn now(&self) -> Instant {
-        Instant::from_millis(self.start.elapsed().as_millis() as u64)
+        super::clock::now(self.start)
     }
 
     fn observe(&mut self, o: &Observation) {
@@ -511,18 +511,7 @@ impl<A: App> Owner<A> {
         let mut shutdown = self.shared.shutdown.clone();
         loop {
             let next = self.next_deadline();
-            let start = self.start;
-            let sleep = async move {
-                match next {
-                    Some(at) => {
-                        tokio::time::sleep_until(
-                            start + std::time::Duration::from_millis(at.as_millis()),
-                        )
-                        .await
-                    }
-                    None => std::future::pending().await,
-                }
-            };
+            let sleep = super::clock::sleep_until(self.start, next);
             tokio::select! {
                 cmd = rx.recv() => match cmd {
                     Some(ToOwner(r)) => self.on_request(r.head, r.body, r.reply),
