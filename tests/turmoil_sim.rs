@@ -1,0 +1,160 @@
+//! The real hyper shells over turmoil's simulated TCP: one server host, client
+//! hosts, seeded latency; the monitor judges every observation of both sides.
+
+use mcp_streamable::http::client::{Client, ClientOptions};
+use mcp_streamable::http::{Connect, EverythingApp, Listen, Server, ServerOptions};
+use mcp_streamable::monitor::{Monitor, Observation};
+use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
+use mcp_streamable::server::AllowList;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+struct SimListener(turmoil::net::TcpListener);
+
+impl Listen for SimListener {
+    type Io = turmoil::net::TcpStream;
+    async fn accept(&mut self) -> std::io::Result<Self::Io> {
+        Ok(self.0.accept().await?.0)
+    }
+}
+
+#[derive(Clone)]
+struct SimConnect(&'static str);
+
+impl Connect for SimConnect {
+    type Io = turmoil::net::TcpStream;
+    async fn connect(&self) -> std::io::Result<Self::Io> {
+        turmoil::net::TcpStream::connect(self.0).await
+    }
+}
+
+type Shared = Arc<Mutex<Monitor>>;
+
+fn tap(m: &Shared, log: &Arc<Mutex<Vec<String>>>) -> Box<dyn FnMut(&Observation) + Send> {
+    let m = m.clone();
+    let log = log.clone();
+    Box::new(move |o| {
+        m.lock().unwrap().observe(o);
+        log.lock().unwrap().push(format!("{o:?}"));
+    })
+}
+
+/// One simulated run; returns (violation ids, completed calls, trace of observations).
+fn run(
+    seed: u64,
+    server: ServerPolicy,
+    client: ClientPolicy,
+) -> (Vec<&'static str>, usize, Vec<String>) {
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .simulation_duration(Duration::from_secs(60))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(Duration::from_millis(40))
+        .build();
+    let monitor: Shared = Arc::new(Mutex::new(Monitor::new()));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (m, l) = (monitor.clone(), log.clone());
+    sim.host("server", move || {
+        let (m, l) = (m.clone(), l.clone());
+        async move {
+            let listener = turmoil::net::TcpListener::bind("0.0.0.0:8080").await?;
+            let mut options = ServerOptions {
+                seed,
+                policy: server,
+                ..ServerOptions::default()
+            };
+            options.endpoint.allow = AllowList::any();
+            options.endpoint.session.retry_ms = 200;
+            let _handle = Server::serve(
+                SimListener(listener),
+                options,
+                EverythingApp::default,
+                Some(tap(&m, &l)),
+            );
+            std::future::pending::<()>().await;
+            Ok(())
+        }
+    });
+    let done = Arc::new(Mutex::new(0usize));
+    let (m, l, d) = (monitor.clone(), log.clone(), done.clone());
+    sim.client("client", async move {
+        let options = ClientOptions {
+            policy: client,
+            tap: Some(tap(&m, &l)),
+            ..ClientOptions::default()
+        };
+        let (c, _) = Client::connect(SimConnect("server:8080"), "server:8080", "/mcp", options)
+            .await
+            .map_err(|e| e.to_string())?;
+        for tool in ["test_tool_with_progress", "test_reconnection", "echo"] {
+            let r = c
+                .call_tool_with_progress(
+                    tool,
+                    serde_json::json!({"text": "t"}),
+                    serde_json::json!(1),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            if r.is_ok() {
+                *d.lock().unwrap() += 1;
+            }
+        }
+        // Let the background GET and any reconnection settle, then end the session.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        c.close().await;
+        Ok(())
+    });
+    let result = sim.run();
+    let mut m = monitor.lock().unwrap();
+    let mut ids: Vec<&'static str> = m.violations().iter().map(|v| v.id).collect();
+    if result.is_ok() {
+        m.finish(&[]);
+        ids = m.violations().iter().map(|v| v.id).collect();
+    }
+    let completed = *done.lock().unwrap();
+    let trace = log.lock().unwrap().clone();
+    (ids, completed, trace)
+}
+
+#[test]
+fn fixed_over_simulated_tcp_completes_and_breaks_nothing() {
+    for seed in 0..16 {
+        let (ids, completed, trace) = run(seed, ServerPolicy::FIXED, ClientPolicy::FIXED);
+        assert!(
+            ids.is_empty(),
+            "seed {seed}: {ids:?}\nreplay: cargo test --test turmoil_sim -- seed {seed}"
+        );
+        assert_eq!(completed, 3, "seed {seed}: every call completed");
+        assert!(
+            trace.len() > 40,
+            "seed {seed}: the monitor saw the run ({} observations)",
+            trace.len()
+        );
+    }
+}
+
+#[test]
+fn same_seed_same_trace() {
+    let (_, _, a) = run(7, ServerPolicy::FIXED, ClientPolicy::FIXED);
+    let (_, _, b) = run(7, ServerPolicy::FIXED, ClientPolicy::FIXED);
+    assert_eq!(a, b, "a seed replays exactly");
+    let (_, _, c) = run(8, ServerPolicy::FIXED, ClientPolicy::FIXED);
+    assert_ne!(a, c, "another seed takes another path");
+}
+
+#[test]
+fn race_b_rmcp_0_16_with_an_eventsource_client_is_caught_over_real_http() {
+    let mut caught = None;
+    for seed in 0..8 {
+        let (ids, _, _) = run(
+            seed,
+            ServerPolicy::RMCP_0_16,
+            ClientPolicy::EVENTSOURCE_RECONNECT,
+        );
+        if ids.contains(&"B1") {
+            caught = Some(seed);
+            break;
+        }
+    }
+    assert!(caught.is_some(), "B1 found within 8 seeds");
+}
