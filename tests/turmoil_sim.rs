@@ -45,6 +45,16 @@ fn run(
     server: ServerPolicy,
     client: ClientPolicy,
 ) -> (Vec<&'static str>, usize, Vec<String>) {
+    let (ids, completed, trace, _) = run_timed(seed, server, client);
+    (ids, completed, trace)
+}
+
+/// [`run`], also returning the simulated time the run took.
+fn run_timed(
+    seed: u64,
+    server: ServerPolicy,
+    client: ClientPolicy,
+) -> (Vec<&'static str>, usize, Vec<String>, Duration) {
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
         .simulation_duration(Duration::from_secs(60))
@@ -105,6 +115,7 @@ fn run(
         Ok(())
     });
     let result = sim.run();
+    let simulated = sim.elapsed();
     let mut m = monitor.lock().unwrap();
     let mut ids: Vec<&'static str> = m.violations().iter().map(|v| v.id).collect();
     if result.is_ok() {
@@ -113,16 +124,21 @@ fn run(
     }
     let completed = *done.lock().unwrap();
     let trace = log.lock().unwrap().clone();
-    (ids, completed, trace)
+    (ids, completed, trace, simulated)
 }
 
 #[test]
+#[allow(clippy::disallowed_methods)] // wall time only for the printed speed figure
 fn fixed_over_simulated_tcp_completes_and_breaks_nothing() {
+    let wall = std::time::Instant::now();
+    let mut simulated = Duration::ZERO;
     for seed in 0..16 {
-        let (ids, completed, trace) = run(seed, ServerPolicy::FIXED, ClientPolicy::FIXED);
+        let (ids, completed, trace, sim) =
+            run_timed(seed, ServerPolicy::FIXED, ClientPolicy::FIXED);
+        simulated += sim;
         assert!(
             ids.is_empty(),
-            "seed {seed}: {ids:?}\nreplay: cargo test --test turmoil_sim -- seed {seed}"
+            "seed {seed}: {ids:?}\nreplay: run({seed}, ServerPolicy::FIXED, ClientPolicy::FIXED) in tests/turmoil_sim.rs"
         );
         assert_eq!(completed, 3, "seed {seed}: every call completed");
         assert!(
@@ -131,6 +147,13 @@ fn fixed_over_simulated_tcp_completes_and_breaks_nothing() {
             trace.len()
         );
     }
+    let wall = wall.elapsed();
+    println!(
+        "turmoil: {:.1} simulated s in {:.3} wall s: {:.0} simulated s per wall s",
+        simulated.as_secs_f64(),
+        wall.as_secs_f64(),
+        simulated.as_secs_f64() / wall.as_secs_f64()
+    );
 }
 
 #[test]
