@@ -181,3 +181,118 @@ fn race_b_rmcp_0_16_with_an_eventsource_client_is_caught_over_real_http() {
     }
     assert!(caught.is_some(), "B1 found within 8 seeds");
 }
+
+/// VOPR-style: each seed first draws its own fault rates (latency spread, a
+/// window in which all traffic between client and server is held, then
+/// released in a burst), then runs the workload; the liveness check is that
+/// every call completes and the monitor finds nothing.
+fn run_with_faults(seed: u64) -> (Vec<&'static str>, usize) {
+    let mut draw = mcp_streamable::rng::SeededRng::new(seed ^ 0xfa17);
+    let max_latency = 5 + draw.next_u64() % 195; // 5..200 ms
+    let hold_at = 50 + draw.next_u64() % 2_000; // ms into the run
+    let hold_for = draw.next_u64() % 2_000; // up to 2 s
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .simulation_duration(Duration::from_secs(90))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(Duration::from_millis(max_latency))
+        .build();
+    let monitor: Shared = Arc::new(Mutex::new(Monitor::new()));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (m, l) = (monitor.clone(), log.clone());
+    sim.host("server", move || {
+        let (m, l) = (m.clone(), l.clone());
+        async move {
+            let listener = turmoil::net::TcpListener::bind("0.0.0.0:8080").await?;
+            let mut options = ServerOptions {
+                seed,
+                ..ServerOptions::default()
+            };
+            options.endpoint.allow = AllowList::any();
+            options.endpoint.session.retry_ms = 200;
+            let _handle = Server::serve(
+                SimListener(listener),
+                options,
+                EverythingApp::default,
+                Some(tap(&m, &l)),
+            );
+            std::future::pending::<()>().await;
+            Ok(())
+        }
+    });
+    let done = Arc::new(Mutex::new(0usize));
+    let (m, l, d) = (monitor.clone(), log.clone(), done.clone());
+    sim.client("client", async move {
+        let options = ClientOptions {
+            tap: Some(tap(&m, &l)),
+            ..ClientOptions::default()
+        };
+        let (c, _) = Client::connect(SimConnect("server:8080"), "server:8080", "/mcp", options)
+            .await
+            .map_err(|e| e.to_string())?;
+        for tool in [
+            "test_tool_with_progress",
+            "test_reconnection",
+            "echo",
+            "test_reconnection",
+        ] {
+            let r = c
+                .call_tool_with_progress(
+                    tool,
+                    serde_json::json!({"text": "t"}),
+                    serde_json::json!(1),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            if r.is_ok() {
+                *d.lock().unwrap() += 1;
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        c.close().await;
+        Ok(())
+    });
+    // Run to the hold, hold, release: faults off for the rest (the liveness phase).
+    let mut held = false;
+    let mut released = false;
+    loop {
+        let elapsed = sim.elapsed().as_millis() as u64;
+        if !held && elapsed >= hold_at {
+            sim.hold("client", "server");
+            held = true;
+        }
+        if held && !released && elapsed >= hold_at + hold_for {
+            sim.release("client", "server");
+            released = true;
+        }
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => continue,
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+    let mut m = monitor.lock().unwrap();
+    m.finish(&[]);
+    let ids = m.violations().iter().map(|v| v.id).collect();
+    let completed = *done.lock().unwrap();
+    (ids, completed)
+}
+
+#[test]
+fn fixed_survives_per_seed_fault_rates() {
+    let seeds: u64 = std::env::var("TURMOIL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24);
+    for seed in 0..seeds {
+        let (ids, completed) = run_with_faults(seed);
+        assert!(
+            ids.is_empty(),
+            "seed {seed}: {ids:?}\nreplay: run_with_faults({seed}) in tests/turmoil_sim.rs"
+        );
+        assert_eq!(
+            completed, 4,
+            "seed {seed}: every call completed after the faults"
+        );
+    }
+}
