@@ -32,6 +32,8 @@ enum Command {
     Serve(cli::serve::ServeArgs),
     /// Call one tool on an MCP server; also the conformance client command.
     Call(cli::call::CallArgs),
+    /// Check a running MCP server's Streamable HTTP rules, black box.
+    Probe(cli::probe::ProbeArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Command::Explore(args) => cli::explore::run(args),
         Command::Serve(args) => cli::serve::run(args),
         Command::Call(args) => cli::call::run(args),
+        Command::Probe(args) => cli::probe::run(args),
     };
     match result {
         Ok(code) => code,

@@ -95,3 +95,58 @@ fn a_malformed_model_names_file_field_and_expectation() {
         "{stderr}"
     );
 }
+
+/// `serve` on a free loopback port; returns the child and its URL.
+fn serve(preset: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = bin()
+        .args(["serve", "--addr", "127.0.0.1:0", "--preset", preset])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("serving URL")
+        .to_owned();
+    (child, url)
+}
+
+#[test]
+fn probe_finds_nothing_wrong_with_fixed() {
+    let (mut child, url) = serve("FIXED");
+    let out = bin().args(["probe", &url]).output().unwrap();
+    child.kill().ok();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(!stdout.contains("Violates"), "{stdout}");
+    assert!(stdout.matches("Holds").count() >= 8, "{stdout}");
+}
+
+#[test]
+fn probe_finds_rmcp_0_16_on_its_own() {
+    let (mut child, url) = serve("RMCP_0_16");
+    let out = bin().args(["probe", "--json", &url]).output().unwrap();
+    child.kill().ok();
+    assert_eq!(out.status.code(), Some(1), "a MUST rule is violated");
+    let findings: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let violated: Vec<&str> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["verdict"] == "violates")
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert!(
+        violated.contains(&"B1"),
+        "the second GET ends the first: {violated:?}"
+    );
+    assert!(
+        violated.contains(&"R24"),
+        "401 instead of 404: {violated:?}"
+    );
+}

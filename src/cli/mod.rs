@@ -3,5 +3,6 @@
 pub mod call;
 pub mod check;
 pub mod explore;
+pub mod probe;
 pub mod replay;
 pub mod serve;
