@@ -853,11 +853,8 @@ impl Monitor {
                 );
                 return;
             }
-            let lineage = &mut self.lineages[ex.lineage];
-            if !lineage.answered.insert(rid.clone()) {
-                // Same response again on its own stream: only as a legal replay,
-                // which check_event_id already judged.
-            }
+            // A second copy on its own stream is a replay, judged by check_event_id.
+            self.lineages[ex.lineage].answered.insert(rid);
             return;
         }
         if requests.is_empty() {

@@ -88,14 +88,7 @@ impl Run {
             for h in p.client_scheduling_points() {
                 p.fire_client(h);
             }
-            let ids: Vec<RequestId> = p
-                .server_pending
-                .iter()
-                .map(|(_, id, _)| id.clone())
-                .collect();
-            for id in ids {
-                p.server_respond(&id);
-            }
+            p.server_respond_all();
             p.drive();
         }
         Run {
@@ -235,14 +228,7 @@ impl Run {
             for (h, pt) in p.server_scheduling_points() {
                 p.fire_server(h, pt);
             }
-            let ids: Vec<RequestId> = p
-                .server_pending
-                .iter()
-                .map(|(_, id, _)| id.clone())
-                .collect();
-            for id in ids {
-                p.server_respond(&id);
-            }
+            p.server_respond_all();
             p.run(5_000);
         }
         p.run(60_000);

@@ -39,27 +39,36 @@ fn tap(m: &Shared, log: &Arc<Mutex<Vec<String>>>) -> Box<dyn FnMut(&Observation)
     })
 }
 
-/// One simulated run; returns (violation ids, completed calls, trace of observations).
-fn run(
-    seed: u64,
-    server: ServerPolicy,
-    client: ClientPolicy,
-) -> (Vec<&'static str>, usize, Vec<String>) {
-    let (ids, completed, trace, _) = run_timed(seed, server, client);
-    (ids, completed, trace)
+/// What the network does to one run.
+struct Faults {
+    /// Message latency is drawn from 1 ms to this.
+    max_latency_ms: u64,
+    /// All client<->server traffic is held from `.0` ms for `.1` ms, then released in a burst.
+    hold: Option<(u64, u64)>,
 }
 
-/// [`run`], also returning the simulated time the run took.
-fn run_timed(
+/// What one run left: judged by the monitor at the end.
+struct Outcome {
+    ids: Vec<&'static str>,
+    completed: usize,
+    trace: Vec<String>,
+    simulated: Duration,
+}
+
+/// One simulated run of `tools` against `serve`'s application; faults off
+/// once the hold window is over (the liveness phase).
+fn simulate(
     seed: u64,
     server: ServerPolicy,
     client: ClientPolicy,
-) -> (Vec<&'static str>, usize, Vec<String>, Duration) {
+    faults: Faults,
+    tools: &'static [&'static str],
+) -> Outcome {
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
-        .simulation_duration(Duration::from_secs(60))
+        .simulation_duration(Duration::from_secs(90))
         .min_message_latency(Duration::from_millis(1))
-        .max_message_latency(Duration::from_millis(40))
+        .max_message_latency(Duration::from_millis(faults.max_latency_ms))
         .build();
     let monitor: Shared = Arc::new(Mutex::new(Monitor::new()));
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -96,7 +105,7 @@ fn run_timed(
         let (c, _) = Client::connect(SimConnect("server:8080"), "server:8080", "/mcp", options)
             .await
             .map_err(|e| e.to_string())?;
-        for tool in ["test_tool_with_progress", "test_reconnection", "echo"] {
+        for tool in tools {
             let r = c
                 .call_tool_with_progress(
                     tool,
@@ -114,17 +123,55 @@ fn run_timed(
         c.close().await;
         Ok(())
     });
-    let result = sim.run();
+    let (mut held, mut released) = (false, false);
+    let ended_ok = loop {
+        let elapsed = sim.elapsed().as_millis() as u64;
+        if let Some((at, len)) = faults.hold {
+            if !held && elapsed >= at {
+                sim.hold("client", "server");
+                held = true;
+            }
+            if held && !released && elapsed >= at + len {
+                sim.release("client", "server");
+                released = true;
+            }
+        }
+        match sim.step() {
+            Ok(true) => break true,
+            Ok(false) => continue,
+            Err(_) => break false,
+        }
+    };
     let simulated = sim.elapsed();
     let mut m = monitor.lock().unwrap();
-    let mut ids: Vec<&'static str> = m.violations().iter().map(|v| v.id).collect();
-    if result.is_ok() {
+    if ended_ok {
         m.finish(&[]);
-        ids = m.violations().iter().map(|v| v.id).collect();
     }
+    let ids = m.violations().iter().map(|v| v.id).collect();
     let completed = *done.lock().unwrap();
     let trace = log.lock().unwrap().clone();
-    (ids, completed, trace, simulated)
+    Outcome {
+        ids,
+        completed,
+        trace,
+        simulated,
+    }
+}
+
+const WORKLOAD: &[&str] = &["test_tool_with_progress", "test_reconnection", "echo"];
+
+/// A run with seeded latency only (1-40 ms).
+fn run(seed: u64, server: ServerPolicy, client: ClientPolicy) -> Outcome {
+    simulate(
+        seed,
+        server,
+        client,
+        Faults {
+            max_latency_ms: 40,
+            hold: None,
+        },
+        WORKLOAD,
+    )
 }
 
 #[test]
@@ -133,8 +180,12 @@ fn fixed_over_simulated_tcp_completes_and_breaks_nothing() {
     let wall = std::time::Instant::now();
     let mut simulated = Duration::ZERO;
     for seed in 0..16 {
-        let (ids, completed, trace, sim) =
-            run_timed(seed, ServerPolicy::FIXED, ClientPolicy::FIXED);
+        let Outcome {
+            ids,
+            completed,
+            trace,
+            simulated: sim,
+        } = run(seed, ServerPolicy::FIXED, ClientPolicy::FIXED);
         simulated += sim;
         assert!(
             ids.is_empty(),
@@ -158,10 +209,10 @@ fn fixed_over_simulated_tcp_completes_and_breaks_nothing() {
 
 #[test]
 fn same_seed_same_trace() {
-    let (_, _, a) = run(7, ServerPolicy::FIXED, ClientPolicy::FIXED);
-    let (_, _, b) = run(7, ServerPolicy::FIXED, ClientPolicy::FIXED);
+    let a = run(7, ServerPolicy::FIXED, ClientPolicy::FIXED).trace;
+    let b = run(7, ServerPolicy::FIXED, ClientPolicy::FIXED).trace;
     assert_eq!(a, b, "a seed replays exactly");
-    let (_, _, c) = run(8, ServerPolicy::FIXED, ClientPolicy::FIXED);
+    let c = run(8, ServerPolicy::FIXED, ClientPolicy::FIXED).trace;
     assert_ne!(a, c, "another seed takes another path");
 }
 
@@ -169,11 +220,12 @@ fn same_seed_same_trace() {
 fn race_b_rmcp_0_16_with_an_eventsource_client_is_caught_over_real_http() {
     let mut caught = None;
     for seed in 0..8 {
-        let (ids, _, _) = run(
+        let ids = run(
             seed,
             ServerPolicy::RMCP_0_16,
             ClientPolicy::EVENTSOURCE_RECONNECT,
-        );
+        )
+        .ids;
         if ids.contains(&"B1") {
             caught = Some(seed);
             break;
@@ -186,96 +238,28 @@ fn race_b_rmcp_0_16_with_an_eventsource_client_is_caught_over_real_http() {
 /// window in which all traffic between client and server is held, then
 /// released in a burst), then runs the workload; the liveness check is that
 /// every call completes and the monitor finds nothing.
-fn run_with_faults(seed: u64) -> (Vec<&'static str>, usize) {
+fn run_with_faults(seed: u64) -> Outcome {
     let mut draw = mcp_streamable::rng::SeededRng::new(seed ^ 0xfa17);
-    let max_latency = 5 + draw.next_u64() % 195; // 5..200 ms
+    let max_latency_ms = 5 + draw.next_u64() % 195; // 5..200 ms
     let hold_at = 50 + draw.next_u64() % 2_000; // ms into the run
     let hold_for = draw.next_u64() % 2_000; // up to 2 s
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(seed)
-        .simulation_duration(Duration::from_secs(90))
-        .min_message_latency(Duration::from_millis(1))
-        .max_message_latency(Duration::from_millis(max_latency))
-        .build();
-    let monitor: Shared = Arc::new(Mutex::new(Monitor::new()));
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let (m, l) = (monitor.clone(), log.clone());
-    sim.host("server", move || {
-        let (m, l) = (m.clone(), l.clone());
-        async move {
-            let listener = turmoil::net::TcpListener::bind("0.0.0.0:8080").await?;
-            let mut options = ServerOptions {
-                seed,
-                ..ServerOptions::default()
-            };
-            options.endpoint.allow = AllowList::any();
-            options.endpoint.session.retry_ms = 200;
-            let _handle = Server::serve(
-                SimListener(listener),
-                options,
-                EverythingApp::default,
-                Some(tap(&m, &l)),
-            );
-            std::future::pending::<()>().await;
-            Ok(())
-        }
-    });
-    let done = Arc::new(Mutex::new(0usize));
-    let (m, l, d) = (monitor.clone(), log.clone(), done.clone());
-    sim.client("client", async move {
-        let options = ClientOptions {
-            tap: Some(tap(&m, &l)),
-            ..ClientOptions::default()
-        };
-        let (c, _) = Client::connect(SimConnect("server:8080"), "server:8080", "/mcp", options)
-            .await
-            .map_err(|e| e.to_string())?;
-        for tool in [
-            "test_tool_with_progress",
-            "test_reconnection",
-            "echo",
-            "test_reconnection",
-        ] {
-            let r = c
-                .call_tool_with_progress(
-                    tool,
-                    serde_json::json!({"text": "t"}),
-                    serde_json::json!(1),
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            if r.is_ok() {
-                *d.lock().unwrap() += 1;
-            }
-        }
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        c.close().await;
-        Ok(())
-    });
-    // Run to the hold, hold, release: faults off for the rest (the liveness phase).
-    let mut held = false;
-    let mut released = false;
-    loop {
-        let elapsed = sim.elapsed().as_millis() as u64;
-        if !held && elapsed >= hold_at {
-            sim.hold("client", "server");
-            held = true;
-        }
-        if held && !released && elapsed >= hold_at + hold_for {
-            sim.release("client", "server");
-            released = true;
-        }
-        match sim.step() {
-            Ok(true) => break,
-            Ok(false) => continue,
-            Err(e) => panic!("seed {seed}: {e}"),
-        }
-    }
-    let mut m = monitor.lock().unwrap();
-    m.finish(&[]);
-    let ids = m.violations().iter().map(|v| v.id).collect();
-    let completed = *done.lock().unwrap();
-    (ids, completed)
+    let faults = Faults {
+        max_latency_ms,
+        hold: Some((hold_at, hold_for)),
+    };
+    let tools = &[
+        "test_tool_with_progress",
+        "test_reconnection",
+        "echo",
+        "test_reconnection",
+    ];
+    simulate(
+        seed,
+        ServerPolicy::FIXED,
+        ClientPolicy::FIXED,
+        faults,
+        tools,
+    )
 }
 
 #[test]
@@ -285,7 +269,7 @@ fn fixed_survives_per_seed_fault_rates() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(24);
     for seed in 0..seeds {
-        let (ids, completed) = run_with_faults(seed);
+        let Outcome { ids, completed, .. } = run_with_faults(seed);
         assert!(
             ids.is_empty(),
             "seed {seed}: {ids:?}\nreplay: run_with_faults({seed}) in tests/turmoil_sim.rs"

@@ -312,8 +312,7 @@ impl ClientSession {
             if let Some(v) = self.version {
                 head = head.with(crate::headers::MCP_PROTOCOL_VERSION, v.as_str());
             }
-            let http = self.open(Role::Delete, head, Vec::new());
-            let _ = http;
+            self.open(Role::Delete, head, Vec::new());
         }
         self.phase = Phase::Closed;
     }

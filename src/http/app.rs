@@ -35,7 +35,7 @@ pub struct Cx<'a> {
     pub(crate) session: SessionId,
     pub(crate) now: Instant,
     pub(crate) timers: &'a mut Vec<(Instant, SessionId, u64)>,
-    pub(crate) tap: &'a mut Option<std::sync::Arc<std::sync::Mutex<super::Tap>>>,
+    pub(crate) tap: Option<std::sync::Arc<std::sync::Mutex<super::Tap>>>,
 }
 
 impl Cx<'_> {
@@ -50,8 +50,7 @@ impl Cx<'_> {
     }
 
     fn sent(&mut self, key: crate::ids::MsgKey, cause: Cause) {
-        if let Some(tap) = self.tap.as_ref().and_then(|t| t.lock().ok()) {
-            let mut tap = tap;
+        if let Some(mut tap) = self.tap.as_ref().and_then(|t| t.lock().ok()) {
             tap(&Observation::Sent {
                 session: self.session.to_string(),
                 key,

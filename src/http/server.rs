@@ -660,16 +660,20 @@ impl<A: App> Owner<A> {
         let (due, rest): (Vec<_>, Vec<_>) = self.timers.drain(..).partition(|(t, _, _)| *t <= now);
         self.timers = rest;
         for (_, session, token) in due {
-            let mut tap = self.shared.tap.clone();
-            let mut cx = Cx {
-                ep: &mut self.ep,
-                session,
-                now,
-                timers: &mut self.timers,
-                tap: &mut tap,
-            };
-            self.app.on_timer(&mut cx, token);
+            self.with_app(session, now, |app, cx| app.on_timer(cx, token));
         }
+    }
+
+    /// Runs `f` with the application and a [`Cx`] for `session`.
+    fn with_app(&mut self, session: SessionId, now: Instant, f: impl FnOnce(&mut A, &mut Cx<'_>)) {
+        let mut cx = Cx {
+            ep: &mut self.ep,
+            session,
+            now,
+            timers: &mut self.timers,
+            tap: self.shared.tap.clone(),
+        };
+        f(&mut self.app, &mut cx);
     }
 
     /// Runs the application on every event, then writes every transmit, until
@@ -712,24 +716,14 @@ impl<A: App> Owner<A> {
             self.timers.retain(|(_, s, _)| *s != session);
             return;
         }
-        let mut tap = self.shared.tap.clone();
-        let mut cx = Cx {
-            ep: &mut self.ep,
-            session,
-            now,
-            timers: &mut self.timers,
-            tap: &mut tap,
-        };
-        match event {
-            ServerEvent::Request { id, method, params } => {
-                self.app.on_request(&mut cx, id, &method, params)
-            }
+        self.with_app(session, now, |app, cx| match event {
+            ServerEvent::Request { id, method, params } => app.on_request(cx, id, &method, params),
             ServerEvent::Notification { method, params } => {
-                self.app.on_notification(&mut cx, &method, params)
+                app.on_notification(cx, &method, params)
             }
-            ServerEvent::Response { id, result } => self.app.on_response(&mut cx, id, result),
+            ServerEvent::Response { id, result } => app.on_response(cx, id, result),
             ServerEvent::Dropped { .. } | ServerEvent::SessionEnded => {}
-        }
+        });
     }
 
     fn flush(&mut self, round: Vec<Transmit>) {

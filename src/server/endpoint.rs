@@ -148,14 +148,13 @@ impl ServerEndpoint {
 
     /// A request whose body exceeded the shell's read bound: answered 413
     /// without reading further (the shell stops at `body_max + 1` bytes).
-    pub fn handle_oversized(&mut self, head: &RequestHead, _now: Instant) -> Dispatched {
+    pub fn handle_oversized(&mut self, _head: &RequestHead, _now: Instant) -> Dispatched {
         let http = HttpId(self.next_http);
         self.next_http += 1;
         let error = RequestError::PayloadTooLarge {
             max: self.config.body_max,
         };
         self.reject(http, &error);
-        let _ = head;
         Dispatched {
             http,
             session: None,

@@ -204,6 +204,18 @@ impl World {
 
     // ---- the server application -------------------------------------
 
+    /// The server application answers every request it has pending.
+    pub fn server_respond_all(&mut self) {
+        let pending: Vec<(SessionId, RequestId)> = self
+            .server_pending
+            .iter()
+            .map(|(s, id, _)| (s.clone(), id.clone()))
+            .collect();
+        for (session, id) in pending {
+            self.server_respond_to(&session, &id);
+        }
+    }
+
     /// The server application answers request `id` (of the first session
     /// that has it pending).
     pub fn server_respond(&mut self, id: &RequestId) {
@@ -432,14 +444,7 @@ impl World {
                 }
             }
             if self.config.server_auto_respond && !self.server_pending.is_empty() {
-                let ids: Vec<RequestId> = self
-                    .server_pending
-                    .iter()
-                    .map(|(_, r, _)| r.clone())
-                    .collect();
-                for id in ids {
-                    self.server_respond(&id);
-                }
+                self.server_respond_all();
                 progressed = true;
             }
             if !progressed {
