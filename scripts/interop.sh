@@ -18,7 +18,7 @@ trap 'kill $SERVE 2>/dev/null || true' EXIT
 
 "$BIN" serve --addr "127.0.0.1:$PORT" --monitor > "$LOG/serve.log" 2>&1 &
 SERVE=$!
-for _ in $(seq 50); do grep -q serving "$LOG/serve.log" && break; sleep 0.1; done
+for _ in $(seq 50); do curl -s -m 2 -o /dev/null "http://127.0.0.1:$PORT/mcp" && break; sleep 0.1; done
 
 status=0
 echo "== conformance server suite (all) against serve"
@@ -57,8 +57,9 @@ TS_SERVER=$!
 "$PEERS/py/bin/python" scripts/peers/py-server.py $((PORT + 2)) > "$LOG/py-server.log" 2>&1 &
 PY_SERVER=$!
 trap 'kill $SERVE $TS_SERVER $PY_SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 100); do grep -q ready "$LOG/ts-server.log" && grep -q ready "$LOG/py-server.log" && break; sleep 0.1; done
-sleep 0.5
+# Ready means answering HTTP (a log line can come before the socket is bound).
+answers() { curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/mcp" | grep -qv '^000$'; }
+for _ in $(seq 100); do answers $((PORT + 1)) && answers $((PORT + 2)) && break; sleep 0.1; done
 for peer in "ts $((PORT + 1))" "python $((PORT + 2))"; do
     set -- $peer
     echo "== our client against the $1 SDK server"
