@@ -33,6 +33,11 @@ pub struct ServeArgs {
     /// it found and exit 1 if anything (the interop tests use this).
     #[arg(long)]
     monitor: bool,
+    /// Announce `notifications/resources/list_changed` while registering each
+    /// session, right after `initialize` (toolhive's hook before PR #4075):
+    /// with `--preset MCP_GO_0_44` this reproduces race A.
+    #[arg(long)]
+    registration_notice: bool,
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
@@ -66,7 +71,15 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         }) as Tap
     });
     rt.block_on(async move {
-        let server = Server::bind(args.addr, options, EverythingApp::default, tap)
+        let notice = args.registration_notice;
+        let make_app = move || {
+            if notice {
+                EverythingApp::with_registration_notice()
+            } else {
+                EverythingApp::default()
+            }
+        };
+        let server = Server::bind(args.addr, options, make_app, tap)
             .await
             .map_err(|e| format!("{}: {e}", args.addr))?;
         let addr = server.addr.unwrap_or(args.addr);

@@ -33,6 +33,8 @@ enum Pending {
     Sampling { id: RequestId },
     /// The client answered an elicitation for request `id`; the result's prefix.
     Elicitation { id: RequestId, prefix: &'static str },
+    /// Send the `notify` tool's unrelated notification.
+    Notify,
 }
 
 /// The reference application.
@@ -41,6 +43,25 @@ pub struct EverythingApp {
     timers: BTreeMap<u64, Pending>,
     asked: BTreeMap<RequestId, Pending>,
     next_token: u64,
+    registration_notice: bool,
+}
+
+impl EverythingApp {
+    /// An application that, like toolhive's session hook before PR #4075,
+    /// announces `notifications/resources/list_changed` while registering the
+    /// session, right after answering `initialize`: race A's source. The
+    /// session holds it until `initialized` (FIXED) or lets it race (the mcp-go
+    /// presets).
+    pub fn with_registration_notice() -> Self {
+        EverythingApp {
+            registration_notice: true,
+            ..EverythingApp::default()
+        }
+    }
+
+    fn notify_unrelated(cx: &mut Cx<'_>, method: &str) {
+        cx.notify(method, None, Cause::Unrelated);
+    }
 }
 
 fn text(t: impl Into<String>) -> Value {
@@ -65,6 +86,8 @@ fn tools() -> Value {
         {"name": "echo", "description": "Echoes its text argument.",
          "inputSchema": object(json!({"text": {"type": "string", "description": "Text to echo"}}), &["text"])},
         {"name": "test_simple_text", "description": "Tests simple text content response", "inputSchema": empty},
+        {"name": "notify", "description": "Sends notifications/tools/list_changed, unrelated to the call, after delay_ms (default 0): the standard way for a prober to make the server notify.",
+         "inputSchema": object(json!({"delay_ms": {"type": "integer", "minimum": 0, "maximum": 10000}}), &[])},
         {"name": "test_image_content", "description": "Tests image content response", "inputSchema": empty},
         {"name": "test_audio_content", "description": "Tests audio content response", "inputSchema": empty},
         {"name": "test_embedded_resource", "description": "Tests embedded resource content response", "inputSchema": empty},
@@ -224,6 +247,19 @@ impl EverythingApp {
             "echo" => tool_result(vec![text(
                 args.get("text").and_then(Value::as_str).unwrap_or(""),
             )]),
+            "notify" => {
+                let delay = args
+                    .get("delay_ms")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+                    .min(10_000);
+                if delay == 0 {
+                    Self::notify_unrelated(cx, "notifications/tools/list_changed");
+                } else {
+                    self.later(cx, delay, Pending::Notify);
+                }
+                tool_result(vec![text(format!("notifying in {delay} ms"))])
+            }
             "test_simple_text" => {
                 tool_result(vec![text("This is a simple text response for testing.")])
             }
@@ -444,6 +480,9 @@ impl App for EverythingApp {
             )),
         };
         cx.respond(&id, answer);
+        if method == "initialize" && self.registration_notice {
+            Self::notify_unrelated(cx, "notifications/resources/list_changed");
+        }
     }
 
     fn on_response(
@@ -516,6 +555,7 @@ impl App for EverythingApp {
             Pending::Reconnection { id } => {
                 cx.respond(&id, tool_result(vec![text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.")]));
             }
+            Pending::Notify => Self::notify_unrelated(cx, "notifications/tools/list_changed"),
             Pending::Sampling { .. } | Pending::Elicitation { .. } => {}
         }
     }

@@ -384,6 +384,7 @@ fn spawn_session_task<A: App>(
         frames_queued_max: shared.options.frames_queued_max,
         registered,
         tx: tx.clone(),
+        scheduler: SeededRng::new(shared.seeds.lock().map(|mut r| r.next_u64()).unwrap_or(0)),
         shared: shared.clone(),
     };
     shared.live.0.fetch_add(1, Ordering::AcqRel);
@@ -488,6 +489,9 @@ struct Owner<A: App> {
     registered: Option<SessionId>,
     tx: mpsc::Sender<ToOwner>,
     shared: Arc<Shared<A>>,
+    /// Picks among the core's scheduling points, for presets that have them
+    /// (mcp-go's competing listeners): seeded, so a run can be repeated.
+    scheduler: SeededRng,
 }
 
 impl<A: App> Owner<A> {
@@ -677,9 +681,54 @@ impl<A: App> Owner<A> {
     }
 
     /// Runs the application on every event, then writes every transmit, until
-    /// the core is quiet. Events first: an answer given at once lands in the
-    /// same round as its head, and goes out as one whole body.
+    /// the core is quiet; then lets the scheduler fire one scheduling point and
+    /// starts over, until none fires.
     fn pump(&mut self) {
+        loop {
+            self.drain();
+            if !self.schedule_one() {
+                return;
+            }
+        }
+    }
+
+    /// Under a preset with scheduling points (mcp-go's competing goroutines),
+    /// plays the Go scheduler: fires enabled points in a seeded random order
+    /// until one changes something. Under FIXED there are none.
+    fn schedule_one(&mut self) -> bool {
+        if !self.ep.policy().has_scheduling_points() {
+            return false;
+        }
+        let mut points: Vec<_> = self
+            .ep
+            .session_ids()
+            .filter_map(|sid| self.ep.session(sid))
+            .flat_map(|s| s.scheduling_points())
+            .collect();
+        let now = self.now();
+        while !points.is_empty() {
+            let i = (self.scheduler.next_u64() % points.len() as u64) as usize;
+            let (http, point) = points.swap_remove(i);
+            let Some(sid) = self.ep.route(http).cloned() else {
+                continue;
+            };
+            let Some(s) = self.ep.session_mut(&sid) else {
+                continue;
+            };
+            let fired = match point {
+                crate::server::SchedulingPoint::ListenerWake => s.handle_listener_wake(http, now),
+                crate::server::SchedulingPoint::HandlerStep => s.handle_handler_step(http, now),
+            };
+            if fired {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Events first: an answer given at once lands in the same round as its
+    /// head, and goes out as one whole body.
+    fn drain(&mut self) {
         loop {
             let mut progressed = false;
             while let Some((session, event)) = self.ep.poll_event() {

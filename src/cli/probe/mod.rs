@@ -1,0 +1,302 @@
+//! `mcp-streamable probe URL`: a black-box check of any MCP server's
+//! Streamable HTTP layer against the rules of `docs/properties.md`, over real
+//! HTTP, polite and bounded (a few dozen requests, each read for a bounded
+//! window; about ten seconds in all). Prints one line per rule: holds,
+//! violates, not applicable, or could not test, with the evidence; `--json`
+//! for tools. Exits 1 if a MUST rule is violated.
+//!
+//! The prober makes the server notify only through a tool the user names
+//! (`--notify-tool`); without one, the rules that need a notification are
+//! "could not test". Rule ids: `R*` are the spec's (docs/spec), `A*`/`B*`/`C*`
+//! the race invariants (docs/properties.md).
+
+mod race_a;
+mod race_b;
+mod race_c;
+mod session_rules;
+mod wire;
+
+use serde_json::{json, Value};
+use std::cell::Cell;
+use std::process::ExitCode;
+use std::time::Duration;
+use wire::{Open, Target};
+
+/// Arguments of `probe`.
+#[derive(clap::Args)]
+pub struct ProbeArgs {
+    /// The MCP endpoint (http://127.0.0.1:PORT/path).
+    url: String,
+    /// Print the results as JSON.
+    #[arg(long)]
+    json: bool,
+    /// A tool whose call makes the server send a notification unrelated to
+    /// the call (e.g. `notifications/tools/list_changed`), after the call
+    /// returns. Needed for the delivery rules of races A and B.
+    #[arg(long)]
+    notify_tool: Option<String>,
+    /// Arguments for `--notify-tool`, as a JSON object.
+    #[arg(long, default_value = "{}")]
+    notify_args: String,
+    /// A tool that closes its own SSE stream and answers later (polling,
+    /// 2025-11-25). Default: `test_reconnection` if the server lists it.
+    #[arg(long)]
+    poll_tool: Option<String>,
+}
+
+/// A rule's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Holds,
+    Violates,
+    NotApplicable,
+    CouldNotTest,
+}
+
+impl Verdict {
+    fn of(ok: bool) -> Verdict {
+        if ok {
+            Verdict::Holds
+        } else {
+            Verdict::Violates
+        }
+    }
+}
+
+/// One line of the report.
+#[derive(serde::Serialize)]
+pub struct Finding {
+    rule: &'static str,
+    must: bool,
+    what: &'static str,
+    verdict: Verdict,
+    evidence: String,
+}
+
+/// How long a notification may take to show up.
+const NOTIFY_WAIT: Duration = Duration::from_millis(1500);
+/// How long to read an answer that should come at once.
+const QUICK: Duration = Duration::from_millis(500);
+/// Time for the server to notice a closed connection.
+const SETTLE: Duration = Duration::from_millis(300);
+const VERSION: &str = "2025-11-25";
+
+/// The prober's state: the target, its options, and the report so far.
+pub struct Probe {
+    t: Target,
+    notify: Option<(String, Value)>,
+    poll_tool: Option<String>,
+    next_id: Cell<u64>,
+    findings: Vec<Finding>,
+}
+
+impl Probe {
+    fn add(
+        &mut self,
+        rule: &'static str,
+        must: bool,
+        what: &'static str,
+        verdict: Verdict,
+        evidence: impl Into<String>,
+    ) {
+        self.findings.push(Finding {
+            rule,
+            must,
+            what,
+            verdict,
+            evidence: evidence.into(),
+        });
+    }
+
+    fn id(&self) -> u64 {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        id
+    }
+
+    fn post_headers(sid: Option<&str>) -> Vec<(String, String)> {
+        let mut h = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            (
+                "accept".to_owned(),
+                "application/json, text/event-stream".to_owned(),
+            ),
+            ("mcp-protocol-version".to_owned(), VERSION.to_owned()),
+        ];
+        if let Some(s) = sid {
+            h.push(("mcp-session-id".to_owned(), s.to_owned()));
+        }
+        h
+    }
+
+    fn get_headers(sid: &str, last_event_id: Option<&str>) -> Vec<(String, String)> {
+        let mut h = vec![
+            ("accept".to_owned(), "text/event-stream".to_owned()),
+            ("mcp-session-id".to_owned(), sid.to_owned()),
+            ("mcp-protocol-version".to_owned(), VERSION.to_owned()),
+        ];
+        if let Some(l) = last_event_id {
+            h.push(("last-event-id".to_owned(), l.to_owned()));
+        }
+        h
+    }
+
+    /// POSTs request `method` with a fresh id; reads until the body ends or `window`.
+    async fn request(
+        &mut self,
+        sid: Option<&str>,
+        method: &str,
+        params: Value,
+        window: Duration,
+    ) -> Option<(u64, Open)> {
+        let id = self.id();
+        let body =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        let o = self
+            .t
+            .send("POST", &Self::post_headers(sid), &body, window)
+            .await?;
+        Some((id, o))
+    }
+
+    /// POSTs a notification.
+    async fn notification(&self, sid: &str, method: &str, params: Value) -> Option<Open> {
+        let body = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
+        self.t
+            .send("POST", &Self::post_headers(Some(sid)), &body, QUICK)
+            .await
+    }
+
+    /// Opens a GET stream.
+    async fn get(&self, sid: &str, last_event_id: Option<&str>) -> Option<Open> {
+        self.t
+            .open("GET", &Self::get_headers(sid, last_event_id), "")
+            .await
+    }
+
+    /// `initialize`; the session id, the request id and the answer.
+    async fn initialize(&mut self) -> Option<(String, u64, Open)> {
+        let params = json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "mcp-streamable-probe", "version": env!("CARGO_PKG_VERSION")}});
+        let (id, o) = self.request(None, "initialize", params, QUICK).await?;
+        Some((o.session.clone()?, id, o))
+    }
+
+    /// `initialize` then `notifications/initialized`: a session ready for use.
+    async fn ready_session(&mut self) -> Option<String> {
+        let (sid, _, _) = self.initialize().await?;
+        self.notification(&sid, "notifications/initialized", json!({}))
+            .await?;
+        Some(sid)
+    }
+
+    /// Calls the notify tool; its reply, read until it ends (bounded).
+    async fn trigger(&mut self, sid: &str) -> Option<Open> {
+        let (name, args) = self.notify.clone()?;
+        let (_, o) = self
+            .request(
+                Some(sid),
+                "tools/call",
+                json!({"name": name, "arguments": args}),
+                NOTIFY_WAIT,
+            )
+            .await?;
+        Some(o)
+    }
+
+    /// The tool names the server lists.
+    async fn tools(&mut self, sid: &str) -> Vec<String> {
+        let Some((id, o)) = self
+            .request(Some(sid), "tools/list", json!({}), QUICK)
+            .await
+        else {
+            return Vec::new();
+        };
+        o.messages()
+            .iter()
+            .filter(|m| wire::is_response_to(m, id))
+            .filter_map(|m| {
+                m.pointer("/result/tools")
+                    .and_then(Value::as_array)
+                    .cloned()
+            })
+            .flatten()
+            .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    }
+
+    async fn delete(&self, sid: &str) {
+        let h = vec![("mcp-session-id".to_owned(), sid.to_owned())];
+        let _ = self.t.send("DELETE", &h, "", QUICK).await;
+    }
+}
+
+pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
+    let (authority, path) =
+        mcp_streamable::http::client::split_url(&args.url).map_err(|e| e.to_string())?;
+    let notify_args: Value =
+        serde_json::from_str(&args.notify_args).map_err(|e| format!("--notify-args: {e}"))?;
+    if !notify_args.is_object() {
+        return Err("--notify-args: expected a JSON object".into());
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let findings = rt.block_on(async move {
+        let addr = tokio::net::lookup_host(&authority)
+            .await
+            .map_err(|e| e.to_string())?
+            .next()
+            .ok_or("no address")?;
+        let mut p = Probe {
+            t: Target {
+                addr,
+                authority,
+                path,
+            },
+            notify: args.notify_tool.map(|n| (n, notify_args)),
+            poll_tool: args.poll_tool,
+            next_id: Cell::new(1),
+            findings: Vec::new(),
+        };
+        session_rules::run(&mut p).await;
+        race_a::run(&mut p).await;
+        race_c::run(&mut p).await;
+        race_b::run(&mut p).await;
+        Ok::<_, String>(p.findings)
+    })?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&findings).map_err(|e| e.to_string())?
+        );
+    } else {
+        print_table(&findings);
+    }
+    let bad = findings
+        .iter()
+        .any(|f| f.must && f.verdict == Verdict::Violates);
+    Ok(if bad {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_table(findings: &[Finding]) {
+    println!(
+        "{:<6} {:<4} {:<15} {:<58} evidence",
+        "rule", "must", "verdict", "what"
+    );
+    for f in findings {
+        println!(
+            "{:<6} {:<4} {:<15} {:<58} {}",
+            f.rule,
+            if f.must { "yes" } else { "" },
+            format!("{:?}", f.verdict),
+            f.what,
+            f.evidence
+        );
+    }
+}

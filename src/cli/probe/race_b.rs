@@ -1,0 +1,363 @@
+//! Race B (competing GET streams, rmcp #660) and resumption:
+//!
+//! - B1: a second and third standalone GET, or a GET resuming a live
+//!   stream, never end a live stream;
+//! - R18 (MUST): each notification goes to exactly one open stream: never
+//!   two copies, and a new plain GET does not re-send what was delivered;
+//! - B4: a notification sent while a GET is open reaches an open GET, also
+//!   after the stream that got the last one was closed (rmcp 3.9's shadow
+//!   streams are never promoted);
+//! - B2: replay is strictly after `Last-Event-ID` (rmcp replays the named
+//!   event again);
+//! - B3 (R35, MUST): resuming a POST stream replays nothing of another
+//!   stream; R34: resuming a finished POST stream is not a server error.
+//!
+//! The delivery rules need `--notify-tool`.
+
+use super::wire::{is_list_changed, Open};
+use super::{Probe, Verdict, NOTIFY_WAIT, QUICK, SETTLE};
+use serde_json::json;
+use std::time::Duration;
+
+/// Open GET streams under their labels.
+#[derive(Default)]
+struct Streams(Vec<(String, Open)>);
+
+impl Streams {
+    fn notifications(o: &Open) -> usize {
+        o.messages().iter().filter(|m| is_list_changed(m)).count()
+    }
+
+    /// Notifications received so far on every stream.
+    fn total(&mut self) -> usize {
+        self.0
+            .iter_mut()
+            .map(|(_, o)| {
+                o.poll();
+                Self::notifications(o)
+            })
+            .sum()
+    }
+
+    /// Waits until more than `before` notifications arrived (or `window`), then a little more for copies.
+    async fn wait_beyond(&mut self, before: usize, window: Duration) -> usize {
+        let deadline = tokio::time::Instant::now() + window;
+        while self.total() <= before && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        self.total() - before
+    }
+
+    fn summary(&mut self) -> String {
+        self.0
+            .iter_mut()
+            .map(|(l, o)| {
+                o.poll();
+                format!("{l} {}", o.summary())
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+const B1_WHAT: &str = "a new standalone GET does not end a live one";
+const R18_WHAT: &str = "a notification goes to exactly one stream, once";
+const B4_WHAT: &str = "with a GET open, a notification reaches an open GET";
+const B2_WHAT: &str = "replay is strictly after Last-Event-ID";
+const B3_WHAT: &str = "resuming a POST stream replays only that stream (R35)";
+
+pub async fn run(p: &mut Probe) {
+    let Some(sid) = p.ready_session().await else {
+        p.add("B1", false, B1_WHAT, Verdict::CouldNotTest, "no session");
+        return;
+    };
+    let mut s = Streams::default();
+    let mut statuses = Vec::new();
+    for n in 1..=3 {
+        let label = format!("GET#{n}");
+        let Some(mut g) = p.get(&sid, None).await else {
+            statuses.push(format!("{label} no answer"));
+            continue;
+        };
+        g.gather(Duration::from_millis(150)).await;
+        statuses.push(format!("{label} {}", g.status));
+        if g.status == 200 {
+            s.0.push((label, g));
+        }
+    }
+    if s.0.is_empty() {
+        p.add(
+            "B1",
+            false,
+            B1_WHAT,
+            Verdict::NotApplicable,
+            format!("no standalone GET: {}", statuses.join(", ")),
+        );
+        p.delete(&sid).await;
+        return;
+    }
+    let ended: Vec<String> =
+        s.0.iter()
+            .filter(|(_, o)| o.ended)
+            .map(|(l, _)| l.clone())
+            .collect();
+    let evidence = format!("{} ({})", s.summary(), statuses.join(", "));
+    if s.0.len() == 1 && ended.is_empty() {
+        p.add(
+            "B1",
+            false,
+            B1_WHAT,
+            Verdict::Holds,
+            format!("one GET per session, others refused: {evidence}"),
+        );
+    } else {
+        p.add(
+            "B1",
+            false,
+            B1_WHAT,
+            Verdict::of(ended.is_empty()),
+            evidence,
+        );
+    }
+    s.0.retain(|(_, o)| !o.ended);
+
+    if p.notify.is_none() {
+        for (rule, must, what) in [
+            ("R18", true, R18_WHAT),
+            ("B4", false, B4_WHAT),
+            ("B2", false, B2_WHAT),
+        ] {
+            p.add(
+                rule,
+                must,
+                what,
+                Verdict::CouldNotTest,
+                "needs --notify-tool",
+            );
+        }
+    } else {
+        delivery(p, &sid, s).await;
+    }
+    cross_stream(p, &sid).await;
+    p.delete(&sid).await;
+}
+
+/// R18, B4 (with a dead primary), duplicate re-send on a new GET, B2, B1 on resume.
+async fn delivery(p: &mut Probe, sid: &str, mut s: Streams) {
+    // One notification, every GET open.
+    let before = s.total();
+    let _ = p.trigger(sid).await;
+    let first = s.wait_beyond(before, NOTIFY_WAIT).await;
+    let first_evidence = s.summary();
+    // The stream that got it is the "primary"; close it.
+    let primary = s.0.iter().position(|(_, o)| Streams::notifications(o) > 0);
+    let closed = primary.map(|i| s.0.remove(i).0);
+    tokio::time::sleep(SETTLE).await;
+    let mut reopened = false;
+    if s.0.is_empty() {
+        if let Some(mut g) = p.get(sid, None).await {
+            g.gather(Duration::from_millis(150)).await;
+            if g.status == 200 {
+                s.0.push(("GET#4".into(), g));
+                reopened = true;
+            }
+        }
+    }
+    let before = s.total();
+    let _ = p.trigger(sid).await;
+    let second = s.wait_beyond(before, NOTIFY_WAIT).await;
+    let second_evidence = s.summary();
+    p.add(
+        "R18",
+        true,
+        R18_WHAT,
+        Verdict::of(first <= 1 && second <= 1),
+        format!("{first} and {second} copies; {first_evidence}"),
+    );
+    let b4 = if s.0.is_empty() {
+        Verdict::CouldNotTest
+    } else {
+        Verdict::of(first >= 1 && second >= 1)
+    };
+    p.add(
+        "B4",
+        false,
+        B4_WHAT,
+        b4,
+        format!(
+            "all open: {first} delivered; after closing {} ({}): {second} delivered; {second_evidence}",
+            closed.as_deref().unwrap_or("none"),
+            if reopened { "then a new GET" } else { "others stay open" },
+        ),
+    );
+
+    // Close everything; a new plain GET must not get the delivered ones again.
+    let undelivered = usize::from(first == 0) + usize::from(second == 0);
+    drop(s);
+    tokio::time::sleep(SETTLE).await;
+    let Some(mut g) = p.get(sid, None).await else {
+        return;
+    };
+    g.gather(Duration::from_millis(500)).await;
+    let resent = Streams::notifications(&g);
+    if g.status == 200 {
+        p.add(
+            "R18",
+            true,
+            "a new plain GET does not re-send delivered notifications",
+            Verdict::of(resent <= undelivered),
+            format!(
+                "{resent} re-sent ({undelivered} undelivered): new GET {}",
+                g.summary()
+            ),
+        );
+    }
+
+    // Two more on this GET; then resume from the first of them.
+    let mut s = Streams(vec![("GET#5".into(), g)]);
+    for _ in 0..2 {
+        let before = s.total();
+        let _ = p.trigger(sid).await;
+        s.wait_beyond(before, NOTIFY_WAIT).await;
+    }
+    let (_, g) = s.0.pop().expect("pushed above");
+    let ids: Vec<Option<String>> = g
+        .events
+        .iter()
+        .filter(|e| e.message.as_ref().is_some_and(is_list_changed))
+        .map(|e| e.id.clone())
+        .collect();
+    let (from, next) = match ids.as_slice() {
+        [.., Some(a), Some(b)] => (a.clone(), b.clone()),
+        [.., _, _] => {
+            p.add(
+                "B2",
+                false,
+                B2_WHAT,
+                Verdict::NotApplicable,
+                format!("GET events carry no ids: {}", g.summary()),
+            );
+            return;
+        }
+        _ => {
+            p.add(
+                "B2",
+                false,
+                B2_WHAT,
+                Verdict::CouldNotTest,
+                format!("two notifications did not arrive: {}", g.summary()),
+            );
+            return;
+        }
+    };
+    drop(g);
+    tokio::time::sleep(SETTLE).await;
+    let Some(mut r) = p.get(sid, Some(&from)).await else {
+        return;
+    };
+    r.gather(Duration::from_millis(600)).await;
+    let replayed: Vec<Option<String>> = r
+        .events
+        .iter()
+        .filter(|e| e.message.as_ref().is_some_and(is_list_changed))
+        .map(|e| e.id.clone())
+        .collect();
+    let evidence = format!("resume from {from:?} (next was {next:?}): {}", r.summary());
+    let verdict = if r.status != 200 {
+        Verdict::NotApplicable
+    } else if replayed.iter().any(|i| i.as_deref() == Some(from.as_str())) || replayed.len() > 1 {
+        Verdict::Violates
+    } else if replayed.is_empty() {
+        Verdict::NotApplicable
+    } else {
+        Verdict::Holds
+    };
+    p.add("B2", false, B2_WHAT, verdict, evidence);
+
+    // A second resume of the same stream while the first is live: refused,
+    // taken over, or a second connection; never two copies of what follows.
+    if r.status == 200 && !r.ended {
+        if let Some(mut r2) = p.get(sid, Some(&next)).await {
+            r2.gather(Duration::from_millis(200)).await;
+            let mut s = Streams(vec![("resumed".into(), r), ("resumed again".into(), r2)]);
+            let before = s.total();
+            let _ = p.trigger(sid).await;
+            let copies = s.wait_beyond(before, NOTIFY_WAIT).await;
+            p.add(
+                "R18",
+                true,
+                "two resumes of one stream: what follows goes out once",
+                Verdict::of(copies <= 1),
+                format!("{copies} copies; {}", s.summary()),
+            );
+        }
+    }
+}
+
+/// B3 and R34: resume a finished POST stream of this session.
+async fn cross_stream(p: &mut Probe, sid: &str) {
+    let call = match p.poll_tool.clone() {
+        Some(tool) => Some((tool, json!({}))),
+        None => p.notify.clone(),
+    };
+    let Some((tool, args)) = call else {
+        p.add(
+            "B3",
+            true,
+            B3_WHAT,
+            Verdict::CouldNotTest,
+            "needs --notify-tool or --poll-tool",
+        );
+        return;
+    };
+    let Some((_, o)) = p
+        .request(
+            Some(sid),
+            "tools/call",
+            json!({"name": tool, "arguments": args}),
+            Duration::from_secs(3),
+        )
+        .await
+    else {
+        p.add("B3", true, B3_WHAT, Verdict::CouldNotTest, "no answer");
+        return;
+    };
+    let Some(first) = o.events.iter().find_map(|e| e.id.clone()) else {
+        p.add(
+            "B3",
+            true,
+            B3_WHAT,
+            Verdict::NotApplicable,
+            format!("{tool}: no event ids on the POST stream: {}", o.summary()),
+        );
+        return;
+    };
+    // Let a polling tool finish.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let Some(mut r) = p.get(sid, Some(&first)).await else {
+        p.add("B3", true, B3_WHAT, Verdict::CouldNotTest, "no answer");
+        return;
+    };
+    r.gather(QUICK).await;
+    let foreign = r.messages().iter().filter(|m| is_list_changed(m)).count();
+    let evidence = format!(
+        "{tool} stream {}; GET Last-Event-ID {first:?}: {}",
+        o.summary(),
+        r.summary()
+    );
+    p.add(
+        "B3",
+        true,
+        B3_WHAT,
+        Verdict::of(foreign == 0),
+        evidence.clone(),
+    );
+    p.add(
+        "R34",
+        false,
+        "resuming a finished POST stream is no server error",
+        Verdict::of(r.status < 500),
+        evidence,
+    );
+}

@@ -1,0 +1,251 @@
+//! Race C (response on the background GET, csharp-sdk #1381) and polling:
+//!
+//! - R13 (MUST): a GET gets an SSE stream or 405;
+//! - C1 (R15, MUST): no response ever appears on a standalone GET opened
+//!   without `Last-Event-ID`, not even while a tool's POST stream is closed
+//!   for polling (the window race C needs: a late background GET);
+//! - R36 (SHOULD): a POST SSE stream starts with a priming event;
+//! - R38 (SHOULD): a stream closed before its response announces `retry`;
+//! - R37 (SHOULD): after such a close, a GET with `Last-Event-ID` gets the
+//!   response.
+//!
+//! The polling rules need a tool that closes its stream: `--poll-tool`, or
+//! `test_reconnection` if listed (the conformance suite's).
+
+use super::wire::{describe, is_response, is_response_to, Open};
+use super::{Probe, Verdict, QUICK};
+use serde_json::json;
+use std::time::Duration;
+
+/// How long the late GET of race C listens.
+const LATE_GET_WINDOW: Duration = Duration::from_millis(450);
+/// The longest `retry` the prober waits before resuming.
+const RETRY_WAIT_MAX: Duration = Duration::from_secs(2);
+
+fn responses(o: &Open) -> Vec<String> {
+    o.messages()
+        .iter()
+        .filter(|m| is_response(m))
+        .map(describe)
+        .collect()
+}
+
+pub async fn run(p: &mut Probe) {
+    let Some(sid) = p.ready_session().await else {
+        p.add(
+            "C1",
+            true,
+            "no response on a standalone GET (R15)",
+            Verdict::CouldNotTest,
+            "no session",
+        );
+        return;
+    };
+    let tools = p.tools(&sid).await;
+    let mut plain = p.get(&sid, None).await;
+    match &plain {
+        None => p.add(
+            "R13",
+            true,
+            "a GET gets an SSE stream or 405",
+            Verdict::CouldNotTest,
+            "no answer",
+        ),
+        Some(g) => p.add(
+            "R13",
+            true,
+            "a GET gets an SSE stream or 405",
+            Verdict::of(g.status == 405 || (g.status == 200 && g.is_sse())),
+            g.summary(),
+        ),
+    }
+    if plain.as_ref().is_some_and(|g| g.status != 200) {
+        plain = None;
+    }
+    // Traffic while the plain GET is open: none of these answers belongs on it.
+    for _ in 0..3 {
+        let _ = p.request(Some(&sid), "ping", json!({}), QUICK).await;
+    }
+    let _ = p.request(Some(&sid), "tools/list", json!({}), QUICK).await;
+    let notify_answer = p.trigger(&sid).await;
+
+    if p.poll_tool.is_none() && tools.iter().any(|t| t == "test_reconnection") {
+        p.poll_tool = Some("test_reconnection".to_owned());
+    }
+    let poll = p.poll_tool.clone();
+    let mut late_evidence = String::new();
+    let mut late_stolen = false;
+    let first_sse: Option<Open>;
+    match poll {
+        Some(tool) => {
+            let (id, o) = match p
+                .request(
+                    Some(&sid),
+                    "tools/call",
+                    json!({"name": tool, "arguments": {}}),
+                    Duration::from_secs(3),
+                )
+                .await
+            {
+                Some(x) => x,
+                None => {
+                    p.add(
+                        "R37",
+                        false,
+                        "after a polling close, GET + Last-Event-ID gets the response",
+                        Verdict::CouldNotTest,
+                        "no answer",
+                    );
+                    return;
+                }
+            };
+            let answered = o.messages().iter().any(|m| is_response_to(m, id));
+            if !o.ended || answered {
+                let why = format!(
+                    "{tool}: {}: the stream was not closed before its response",
+                    o.summary()
+                );
+                p.add(
+                    "R38",
+                    false,
+                    "a stream closed before its response announces retry",
+                    Verdict::NotApplicable,
+                    why.clone(),
+                );
+                p.add(
+                    "R37",
+                    false,
+                    "after a polling close, GET + Last-Event-ID gets the response",
+                    Verdict::NotApplicable,
+                    why,
+                );
+            } else {
+                p.add(
+                    "R38",
+                    false,
+                    "a stream closed before its response announces retry",
+                    Verdict::of(!o.retries.is_empty()),
+                    format!("{tool}: {}, retry {:?}", o.summary(), o.retries),
+                );
+                // The late background GET of race C: plain, while the answer is
+                // pending; twice, so one arrives after the answer is ready.
+                let mut seen = Vec::new();
+                for n in 1..=2 {
+                    if let Some(mut late) = p.get(&sid, None).await {
+                        late.until(LATE_GET_WINDOW, |g| g.messages().iter().any(is_response))
+                            .await;
+                        late_stolen |= late.messages().iter().any(|m| is_response_to(m, id));
+                        seen.push(format!(
+                            "late plain GET#{n} during {tool}: {}",
+                            late.summary()
+                        ));
+                    }
+                }
+                late_evidence = seen.join("; ");
+                let wait = Duration::from_millis(o.retries.last().copied().unwrap_or(0))
+                    .min(RETRY_WAIT_MAX);
+                tokio::time::sleep(wait).await;
+                let last = o.last_id();
+                let resumed = match &last {
+                    Some(l) => p.get(&sid, Some(l)).await,
+                    None => None,
+                };
+                match resumed {
+                    Some(mut r) => {
+                        r.until(Duration::from_secs(3), |g| {
+                            g.messages().iter().any(|m| is_response_to(m, id))
+                        })
+                        .await;
+                        let got = r.messages().iter().any(|m| is_response_to(m, id));
+                        let mut evidence = format!("GET Last-Event-ID {:?}: {}", last, r.summary());
+                        if late_stolen {
+                            evidence.push_str(" (the response went to the late plain GET: race C)");
+                        }
+                        p.add(
+                            "R37",
+                            false,
+                            "after a polling close, GET + Last-Event-ID gets the response",
+                            Verdict::of(got),
+                            evidence,
+                        );
+                    }
+                    None => p.add(
+                        "R37",
+                        false,
+                        "after a polling close, GET + Last-Event-ID gets the response",
+                        Verdict::Violates,
+                        format!("{tool}: no event id to resume from ({})", o.summary()),
+                    ),
+                }
+            }
+            first_sse = Some(o).filter(Open::is_sse);
+        }
+        None => {
+            let why = "no tool closes its stream (--poll-tool)";
+            p.add(
+                "R38",
+                false,
+                "a stream closed before its response announces retry",
+                Verdict::CouldNotTest,
+                why,
+            );
+            p.add(
+                "R37",
+                false,
+                "after a polling close, GET + Last-Event-ID gets the response",
+                Verdict::CouldNotTest,
+                why,
+            );
+            first_sse = notify_answer.filter(Open::is_sse);
+        }
+    }
+    match first_sse {
+        Some(o) => {
+            let primed = o
+                .events
+                .first()
+                .is_some_and(|e| e.id.is_some() && e.message.is_none());
+            p.add(
+                "R36",
+                false,
+                "a POST SSE stream starts with a priming event",
+                Verdict::of(primed),
+                o.summary(),
+            );
+        }
+        None => p.add(
+            "R36",
+            false,
+            "a POST SSE stream starts with a priming event",
+            Verdict::NotApplicable,
+            "no POST was answered with SSE",
+        ),
+    }
+
+    match plain.as_mut() {
+        Some(g) => {
+            g.gather(Duration::from_millis(100)).await;
+            let on_plain = responses(g);
+            let stolen = late_stolen || !on_plain.is_empty();
+            let mut evidence = format!("plain GET open during 5 requests: {}", g.summary());
+            if !late_evidence.is_empty() {
+                evidence = format!("{evidence}; {late_evidence}");
+            }
+            p.add(
+                "C1",
+                true,
+                "no response on a standalone GET (R15)",
+                Verdict::of(!stolen),
+                evidence,
+            );
+        }
+        None => p.add(
+            "C1",
+            true,
+            "no response on a standalone GET (R15)",
+            Verdict::NotApplicable,
+            "the server offers no standalone GET",
+        ),
+    }
+    p.delete(&sid).await;
+}

@@ -1,0 +1,303 @@
+//! The prober's HTTP: one request per connection, its body read in the
+//! background and decoded as it arrives (SSE events or a JSON body), so a
+//! probe can hold several streams open and look at them when it wants.
+//! Dropping an [`Open`] closes its connection, which is how the prober
+//! "loses" a stream.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use mcp_streamable::sse::{SseDecoder, SseItem};
+use serde_json::Value;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Connect and response-head timeout: a server that does not answer within
+/// it "could not be tested" rather than hanging the prober.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One SSE event as seen on the wire.
+#[derive(Clone, Debug)]
+pub struct Event {
+    /// Its `id` field.
+    pub id: Option<String>,
+    /// The parsed `data`, `None` for an event without data (priming).
+    pub message: Option<Value>,
+}
+
+enum Chunk {
+    Item(SseItem),
+    Raw(Bytes),
+    End,
+}
+
+/// A request whose answer is being read.
+pub struct Open {
+    /// HTTP status.
+    pub status: u16,
+    /// `Content-Type`, lower case, parameters stripped.
+    pub content_type: String,
+    /// `Mcp-Session-Id` of the answer.
+    pub session: Option<String>,
+    /// SSE events so far, in order.
+    pub events: Vec<Event>,
+    /// The `retry` values seen.
+    pub retries: Vec<u64>,
+    /// Body bytes so far (a JSON answer's whole body once ended).
+    pub body: Vec<u8>,
+    /// The server ended the body.
+    pub ended: bool,
+    rx: mpsc::UnboundedReceiver<Chunk>,
+    tasks: [JoinHandle<()>; 2],
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Open {
+    fn take(&mut self, c: Chunk) {
+        match c {
+            Chunk::Item(SseItem::Message { id, data, .. }) => self.events.push(Event {
+                id,
+                message: Some(serde_json::from_str(&data).unwrap_or(Value::String(data))),
+            }),
+            Chunk::Item(SseItem::NoMessage { id }) => self.events.push(Event { id, message: None }),
+            Chunk::Item(SseItem::Retry(ms)) => self.retries.push(ms),
+            Chunk::Raw(b) => self.body.extend_from_slice(&b),
+            Chunk::End => self.ended = true,
+        }
+    }
+
+    /// Takes in what arrived for up to `window`, returning early once the body ends.
+    pub async fn gather(&mut self, window: Duration) {
+        let deadline = tokio::time::Instant::now() + window;
+        while !self.ended {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(c)) => self.take(c),
+                Ok(None) => self.ended = true,
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Takes in what arrived until `done` holds or `window` passes; whether it holds.
+    pub async fn until(&mut self, window: Duration, done: impl Fn(&Open) -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + window;
+        while !done(self) {
+            if self.ended {
+                return false;
+            }
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(c)) => self.take(c),
+                Ok(None) => self.ended = true,
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// Takes in whatever has already arrived, without waiting.
+    pub fn poll(&mut self) {
+        while let Ok(c) = self.rx.try_recv() {
+            self.take(c);
+        }
+    }
+
+    /// Every JSON-RPC message received: SSE data, or the JSON body (one
+    /// object or a batch) once it ended.
+    pub fn messages(&self) -> Vec<Value> {
+        if self.content_type == "application/json" {
+            return match serde_json::from_slice::<Value>(&self.body) {
+                Ok(Value::Array(v)) => v,
+                Ok(v) => vec![v],
+                Err(_) => Vec::new(),
+            };
+        }
+        self.events
+            .iter()
+            .filter_map(|e| e.message.clone())
+            .collect()
+    }
+
+    /// Whether the answer is an SSE stream.
+    pub fn is_sse(&self) -> bool {
+        self.content_type == "text/event-stream"
+    }
+
+    /// The last event id seen.
+    pub fn last_id(&self) -> Option<String> {
+        self.events.iter().rev().find_map(|e| e.id.clone())
+    }
+
+    /// A one-line summary for evidence.
+    pub fn summary(&self) -> String {
+        let mut s = format!("{}", self.status);
+        if !self.content_type.is_empty() {
+            s.push(' ');
+            s.push_str(&self.content_type);
+        }
+        if self.is_sse() {
+            let kinds: Vec<String> = self.events.iter().map(describe_event).collect();
+            s.push_str(&format!(" [{}]", kinds.join(", ")));
+        } else if !self.body.is_empty() {
+            s.push_str(&format!(" {} body bytes", self.body.len()));
+        }
+        if self.ended {
+            s.push_str(" ended");
+        }
+        s
+    }
+}
+
+fn describe_event(e: &Event) -> String {
+    let what = match &e.message {
+        None => "priming".to_owned(),
+        Some(m) => describe(m),
+    };
+    match &e.id {
+        Some(id) => format!("{id}:{what}"),
+        None => what,
+    }
+}
+
+/// `method` for requests and notifications, `response#id` for responses.
+pub fn describe(m: &Value) -> String {
+    if let Some(method) = m.get("method").and_then(Value::as_str) {
+        return method.trim_start_matches("notifications/").to_owned();
+    }
+    match m.get("id") {
+        Some(id) => format!("response#{id}"),
+        None => "?".to_owned(),
+    }
+}
+
+/// Whether `m` is a response (result or error).
+pub fn is_response(m: &Value) -> bool {
+    m.get("method").is_none() && (m.get("result").is_some() || m.get("error").is_some())
+}
+
+/// Whether `m` is the response to request `id`.
+pub fn is_response_to(m: &Value, id: u64) -> bool {
+    is_response(m) && m.get("id").and_then(Value::as_u64) == Some(id)
+}
+
+/// Whether `m` is a `…/list_changed` notification: never related to a request.
+pub fn is_list_changed(m: &Value) -> bool {
+    m.get("method")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.starts_with("notifications/") && s.ends_with("list_changed"))
+}
+
+/// The server under test.
+pub struct Target {
+    /// Resolved address.
+    pub addr: std::net::SocketAddr,
+    /// `Host` to send.
+    pub authority: String,
+    /// Path of the MCP endpoint.
+    pub path: String,
+}
+
+impl Target {
+    /// Sends one request on its own connection; the body is read in the background.
+    pub async fn open(
+        &self,
+        method: &str,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> Option<Open> {
+        let stream = tokio::time::timeout(HEAD_TIMEOUT, tokio::net::TcpStream::connect(self.addr))
+            .await
+            .ok()?
+            .ok()?;
+        stream.set_nodelay(true).ok()?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .ok()?;
+        let driver = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut b = hyper::Request::builder()
+            .method(method)
+            .uri(self.path.as_str())
+            .header("host", self.authority.as_str());
+        for (n, v) in headers {
+            b = b.header(n.as_str(), v.as_str());
+        }
+        let req = b.body(Full::new(Bytes::from(body.to_owned()))).ok()?;
+        let resp = match tokio::time::timeout(HEAD_TIMEOUT, sender.send_request(req)).await {
+            Ok(Ok(r)) => r,
+            _ => {
+                driver.abort();
+                return None;
+            }
+        };
+        let status = resp.status().as_u16();
+        let header = |n: &str| {
+            resp.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let session = header("mcp-session-id");
+        let content_type = header("content-type")
+            .map(|c| {
+                c.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            })
+            .unwrap_or_default();
+        let sse = content_type == "text/event-stream";
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut body = resp.into_body();
+        let reader = tokio::spawn(async move {
+            let mut decoder = SseDecoder::new();
+            let mut items = Vec::new();
+            while let Some(Ok(frame)) = body.frame().await {
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                if sse {
+                    let _ = decoder.feed(&data, &mut items);
+                    for i in items.drain(..) {
+                        let _ = tx.send(Chunk::Item(i));
+                    }
+                }
+                let _ = tx.send(Chunk::Raw(data));
+            }
+            let _ = tx.send(Chunk::End);
+        });
+        Some(Open {
+            status,
+            content_type,
+            session,
+            events: Vec::new(),
+            retries: Vec::new(),
+            body: Vec::new(),
+            ended: false,
+            rx,
+            tasks: [driver, reader],
+        })
+    }
+
+    /// Sends one request and reads its answer for up to `window`.
+    pub async fn send(
+        &self,
+        method: &str,
+        headers: &[(String, String)],
+        body: &str,
+        window: Duration,
+    ) -> Option<Open> {
+        let mut o = self.open(method, headers, body).await?;
+        o.gather(window).await;
+        Some(o)
+    }
+}

@@ -1,0 +1,156 @@
+//! `mcp-streamable probe` against `serve`: FIXED shows no violation, and each
+//! buggy preset shows its own race, found black box over real HTTP.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::process::{Child, Command, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mcp-streamable"))
+}
+
+/// `serve` on a free loopback port; killed on drop.
+struct Served(Child, String);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(preset: &str, extra: &[&str]) -> Served {
+    use std::io::BufRead;
+    let mut child = bin()
+        .args(["serve", "--addr", "127.0.0.1:0", "--preset", preset])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("serving URL")
+        .to_owned();
+    Served(child, url)
+}
+
+const NOTIFY: [&str; 4] = [
+    "--notify-tool",
+    "notify",
+    "--notify-args",
+    r#"{"delay_ms":100}"#,
+];
+
+/// Runs the prober; its exit code and the rules by verdict.
+fn probe(s: &Served, extra: &[&str]) -> (Option<i32>, BTreeSet<String>, BTreeSet<String>, String) {
+    let out = bin()
+        .args(["probe", "--json", &s.1])
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let findings: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let rules = |verdict: &str| -> BTreeSet<String> {
+        findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["verdict"] == verdict)
+            .map(|f| f["rule"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    (out.status.code(), rules("violates"), rules("holds"), text)
+}
+
+#[test]
+fn fixed_holds_every_rule_it_can_test() {
+    let s = serve("FIXED", &["--registration-notice"]);
+    let (code, violated, held, text) = probe(&s, &NOTIFY);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(violated.is_empty(), "{violated:?}\n{text}");
+    for rule in [
+        "R21", "R24", "A1", "A2", "A3", "C1", "R36", "R37", "R38", "B1", "R18", "B4", "B2", "B3",
+    ] {
+        assert!(held.contains(rule), "{rule} not shown to hold\n{text}");
+    }
+    assert!(!text.contains("could_not_test"), "{text}");
+}
+
+#[test]
+fn mcp_go_0_44_leaks_the_registration_notification() {
+    // No notify tool: the registration hook alone is the source (race A).
+    let s = serve("MCP_GO_0_44", &["--registration-notice"]);
+    let (code, violated, _, text) = probe(&s, &[]);
+    assert!(
+        violated.contains("A1") || violated.contains("A3"),
+        "{violated:?}\n{text}"
+    );
+    if violated.contains("A1") {
+        assert_eq!(code, Some(1), "A1 is a MUST");
+    }
+}
+
+#[test]
+fn toolhive_4075_still_leaks_a_later_notification() {
+    let s = serve("TOOLHIVE_4075", &["--registration-notice"]);
+    let (_, violated, _, text) = probe(&s, &NOTIFY);
+    assert!(
+        violated.contains("A1") || violated.contains("A3"),
+        "{violated:?}\n{text}"
+    );
+}
+
+#[test]
+fn rmcp_0_16_ends_streams_replays_inclusively_and_across_streams() {
+    let s = serve("RMCP_0_16", &[]);
+    let (code, violated, _, text) = probe(&s, &NOTIFY);
+    assert_eq!(code, Some(1), "{text}");
+    for rule in ["R24", "R18", "B2", "B3"] {
+        assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
+    }
+}
+
+#[test]
+fn rmcp_3_9_starves_the_shadow_streams() {
+    let s = serve("RMCP_3_9", &[]);
+    let (code, violated, _, text) = probe(&s, &NOTIFY);
+    assert_eq!(code, Some(1), "{text}");
+    for rule in ["B4", "R18", "B2"] {
+        assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
+    }
+}
+
+#[test]
+fn conformance_mock_answers_on_a_plain_get() {
+    let s = serve("CONFORMANCE_SSE_RETRY", &[]);
+    let (code, violated, _, text) = probe(&s, &NOTIFY);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(violated.contains("C1"), "{violated:?}\n{text}");
+}
+
+#[test]
+fn without_a_notify_tool_the_prober_says_what_it_could_not_test() {
+    let s = serve("FIXED", &[]);
+    let out = bin().args(["probe", &s.1]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("CouldNotTest") && text.contains("needs --notify-tool"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_notify_args_is_a_usage_error() {
+    let out = bin()
+        .args(["probe", "http://127.0.0.1:9/mcp", "--notify-args", "[1]"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--notify-args"));
+}
