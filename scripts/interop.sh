@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interop with real peers, on loopback only, every run judged by the monitor:
 #   the conformance server suite (all scenarios, pending included) against `serve`,
-#   the conformance client scenarios initialize, tools_call, sse-retry with `call`.
+#   the conformance client scenarios initialize, tools_call, sse-retry with `call`,
+#   our client and `probe` against the TS and Python SDK servers.
 # Installs the peers first (scripts/install-peers.sh). Exits non-zero on any
 # failure, warning or monitor violation.
 set -euo pipefail
@@ -71,6 +72,16 @@ for peer in "ts $((PORT + 1))" "python $((PORT + 2))"; do
     fi
     timeout 30 "$BIN" call --monitor "http://127.0.0.1:$2/mcp" test_reconnection 2> "$LOG/reconnect-$1.err" || { status=1; cat "$LOG/reconnect-$1.err"; }
     grep -h "^monitor" "$LOG/call-$1.err" "$LOG/reconnect-$1.err" || true
+done
+# The prober against the SDK servers: exactly the violations docs/compatibility.md
+# records (the TS example app checks Host but not Origin), nothing more.
+for peer in "ts $((PORT + 1)) R42" "python $((PORT + 2)) -"; do
+    set -- $peer
+    echo "== probe against the $1 SDK server"
+    timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$2/mcp" > "$LOG/probe-$1.json" || true
+    got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-$1.json" 2>/dev/null || echo "unreadable")
+    echo "violations: $got"
+    [ "$got" = "$3" ] || { echo "expected $3"; status=1; }
 done
 kill $TS_SERVER $PY_SERVER 2>/dev/null || true
 

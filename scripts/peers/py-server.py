@@ -1,5 +1,7 @@
 # An official Python SDK server (with an in-memory event store) for our client:
-# tools echo, test_tool_with_progress, test_reconnection. Loopback only.
+# and for probe: tools echo, notify, test_tool_with_progress, test_reconnection.
+# Loopback only.
+import asyncio
 import itertools
 import sys
 
@@ -37,6 +39,25 @@ mcp = MCPServer("py-interop-server")
 def echo(text: str) -> str:
     """Echoes its text."""
     return text
+
+
+_later = set()
+
+
+@mcp.tool()
+async def notify(ctx: Context, delay_ms: int = 0) -> str:
+    """Sends notifications/tools/list_changed after delay_ms."""
+    delay = min(max(delay_ms, 0), 10000)
+    session = ctx.session
+
+    async def later():
+        await asyncio.sleep(delay / 1000)
+        await session.send_tool_list_changed()
+
+    task = asyncio.get_running_loop().create_task(later())
+    _later.add(task)
+    task.add_done_callback(_later.discard)
+    return f"notifying in {delay} ms"
 
 
 @mcp.tool()

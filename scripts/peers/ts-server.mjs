@@ -1,5 +1,6 @@
 // An official TypeScript SDK server (stateful, with an event store) for our
-// client: tools echo, test_tool_with_progress, test_reconnection. Loopback only.
+// client and for probe: tools echo, notify, test_tool_with_progress,
+// test_reconnection. Loopback only.
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -35,6 +36,11 @@ app.post('/mcp', async (req, res) => {
     t.onclose = () => { delete transports[t.sessionId]; };
     const s = new McpServer({ name: 'ts-interop-server', version: '0.0.1' });
     s.registerTool('echo', { description: 'echo', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text }] }));
+    s.registerTool('notify', { description: 'sends notifications/tools/list_changed after delay_ms', inputSchema: { delay_ms: z.number().optional() } }, async ({ delay_ms }) => {
+      const delay = Math.min(delay_ms ?? 0, 10000);
+      setTimeout(() => s.sendToolListChanged(), delay);
+      return { content: [{ type: 'text', text: `notifying in ${delay} ms` }] };
+    });
     s.registerTool('test_tool_with_progress', { description: 'progress', inputSchema: {} }, async (_a, extra) => {
       const token = extra._meta?.progressToken ?? 0;
       for (const p of [0, 50, 100]) {

