@@ -1,4 +1,5 @@
-//! Session and header rules: the session id's alphabet (R21), missing and
+//! Session and header rules: the session id's alphabet (R21) and length
+//! (R20, a heuristic for "cryptographically secure"), missing and
 //! unknown ids (R23, R24, B6: never 401), a bad protocol version (R31), a
 //! POST that does not accept SSE (R2), a foreign Origin (R42), and DELETE
 //! then reuse (R24).
@@ -36,6 +37,19 @@ pub async fn run(p: &mut Probe) {
             sid
         ),
     );
+    if let Some(s) = &sid {
+        let other = p.initialize().await.map(|(o, _, _)| o);
+        p.add(
+            "R20",
+            false,
+            "session ids look unguessable: >= 16 chars, distinct",
+            Verdict::of(s.len() >= 16 && other.as_ref().is_some_and(|o| o != s)),
+            format!("{} chars; a second session's id {other:?}", s.len()),
+        );
+        if let Some(o) = other {
+            p.delete(&o).await;
+        }
+    }
     let Some(sid) = sid else {
         p.add(
             "-",
