@@ -21,6 +21,7 @@ pub mod policy;
 pub mod rng;
 pub mod server;
 pub mod sse;
+pub mod sync;
 pub mod time;
 pub mod version;
 

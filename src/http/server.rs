@@ -28,6 +28,7 @@ use crate::policy::ServerPolicy;
 use crate::rng::SeededRng;
 use crate::server::{EndpointConfig, ServerEndpoint, ServerEvent, Transmit, TransmitKind};
 use crate::sse;
+use crate::sync::{Mailbox, SendError};
 use crate::time::Instant;
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -111,9 +112,45 @@ pub struct Server;
 
 type Reply = (ResponseHead, ResponseBody);
 
-/// A request for a session task, boxed: tokio's channels allocate their
-/// first block of 32 slots up front, and each idle session keeps one.
+/// A request for a session task, boxed so the mailbox's slots stay small.
 struct ToOwner(Box<RequestForOwner>);
+
+/// A session task's inbox: the mailbox (shared with the loom models, see
+/// [`crate::sync`]) and the task's wake-up.
+struct Inbox {
+    mail: Mailbox<ToOwner>,
+    wake: Notify,
+}
+
+impl Inbox {
+    fn new(queued_max: usize) -> Arc<Inbox> {
+        Arc::new(Inbox {
+            mail: Mailbox::new(queued_max),
+            wake: Notify::new(),
+        })
+    }
+
+    fn send(&self, m: ToOwner) -> Result<(), SendError<ToOwner>> {
+        self.mail.send(m)?;
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// The next request; `None` once closed and drained. `notify_one` keeps a
+    /// permit when nobody waits, so a send between the check and the wait
+    /// still wakes us.
+    async fn recv(&self) -> Option<ToOwner> {
+        loop {
+            if let Some(m) = self.mail.try_recv() {
+                return Some(m);
+            }
+            if self.mail.is_closed() {
+                return None;
+            }
+            self.wake.notified().await;
+        }
+    }
+}
 
 struct RequestForOwner {
     head: RequestHead,
@@ -125,7 +162,7 @@ struct RequestForOwner {
 /// parked while idle (no task, no channels: an idle session costs its core's
 /// state only).
 enum Slot<A: App> {
-    Running(mpsc::Sender<ToOwner>),
+    Running(Arc<Inbox>),
     /// In a mutex only so the table is `Sync` while applications need only be `Send`.
     Parked(Mutex<Box<Parked<A>>>),
 }
@@ -308,18 +345,20 @@ async fn serve_one<A: App>(
         .and_then(|s| s.parse::<SessionId>().ok());
     let mut msg = ToOwner(Box::new(RequestForOwner { head, body, reply }));
     let mut delivered = false;
-    // A task that has just parked closes its channel: look the session up again.
+    // A task that has just parked closes its mailbox: look the session up again.
     for _ in 0..4 {
-        let tx = sid
+        let inbox = sid
             .as_ref()
             .and_then(|sid| route(&shared, sid))
             .unwrap_or_else(|| spawn_session_task(&shared, None));
-        match tx.send(msg).await {
+        match inbox.send(msg) {
             Ok(()) => {
                 delivered = true;
                 break;
             }
-            Err(mpsc::error::SendError(m)) => msg = m,
+            Err(SendError::Closed(m)) => msg = m,
+            // Overloaded: `requests_queued_max` requests already wait.
+            Err(SendError::Full(_)) => break,
         }
     }
     if !delivered {
@@ -333,7 +372,7 @@ async fn serve_one<A: App>(
 
 /// The channel of the task running `sid`, waking it if it is parked; `None`
 /// if no such session lives here (a fresh endpoint will answer 404).
-fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<mpsc::Sender<ToOwner>> {
+fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<Arc<Inbox>> {
     if let Some(Slot::Running(tx)) = shared.table.read().ok()?.get(sid) {
         return Some(tx.clone());
     }
@@ -355,11 +394,8 @@ fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<mpsc::Sende
 /// A task for a session: a parked one woken up, or a fresh one-session
 /// endpoint for a request that names no live session (the core decides
 /// whether it starts one).
-fn spawn_session_task<A: App>(
-    shared: &Arc<Shared<A>>,
-    parked: Option<Parked<A>>,
-) -> mpsc::Sender<ToOwner> {
-    let (tx, rx) = mpsc::channel(shared.options.requests_queued_max);
+fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>) -> Arc<Inbox> {
+    let inbox = Inbox::new(shared.options.requests_queued_max);
     let (closed_tx, closed_rx) = mpsc::unbounded_channel();
     let (ep, app, start, registered) = match parked {
         Some(p) => (p.ep, p.app, p.start, Some(p.session)),
@@ -383,13 +419,13 @@ fn spawn_session_task<A: App>(
         closed_tx,
         frames_queued_max: shared.options.frames_queued_max,
         registered,
-        tx: tx.clone(),
+        inbox: inbox.clone(),
         scheduler: SeededRng::new(shared.seeds.lock().map(|mut r| r.next_u64()).unwrap_or(0)),
         shared: shared.clone(),
     };
     shared.live.0.fetch_add(1, Ordering::AcqRel);
-    tokio::spawn(owner.run(rx, closed_rx));
-    tx
+    tokio::spawn(owner.run(closed_rx));
+    inbox
 }
 
 /// Wakes parked sessions whose idle deadline has passed, so their cores can
@@ -487,7 +523,7 @@ struct Owner<A: App> {
     frames_queued_max: usize,
     /// The session this task registered in the routing table.
     registered: Option<SessionId>,
-    tx: mpsc::Sender<ToOwner>,
+    inbox: Arc<Inbox>,
     shared: Arc<Shared<A>>,
     /// Picks among the core's scheduling points, for presets that have them
     /// (mcp-go's competing listeners): seeded, so a run can be repeated.
@@ -507,37 +543,48 @@ impl<A: App> Owner<A> {
         }
     }
 
-    async fn run(
-        mut self,
-        mut rx: mpsc::Receiver<ToOwner>,
-        mut closed_rx: mpsc::UnboundedReceiver<HttpId>,
-    ) {
+    async fn run(mut self, mut closed_rx: mpsc::UnboundedReceiver<HttpId>) {
         let mut shutdown = self.shared.shutdown.clone();
+        let inbox = self.inbox.clone();
+        let mut stopping = false;
         loop {
             let next = self.next_deadline();
             let sleep = super::clock::sleep_until(self.start, next);
             tokio::select! {
-                cmd = rx.recv() => match cmd {
+                cmd = inbox.recv() => match cmd {
                     Some(ToOwner(r)) => self.on_request(r.head, r.body, r.reply),
                     None => break,
                 },
                 Some(http) = closed_rx.recv() => self.on_closed(http),
                 _ = sleep => self.on_timeout(),
-                _ = shutdown.changed() => break,
+                _ = shutdown.changed() => {
+                    stopping = true;
+                    break;
+                }
             }
-            self.pump();
+            // Register a new session before its initialize answer goes out:
+            // the client may send its next request the moment it has the id.
             self.register();
+            self.pump();
             if self.finished() {
                 break;
             }
             if self.idle() {
-                match self.park(&mut rx) {
+                match self.park() {
                     None => return,
                     Some(me) => self = me,
                 }
             }
         }
         self.unregister();
+        // Requests that reached this task after its session ended: a fresh
+        // task answers them (404), none is dropped.
+        inbox.mail.close();
+        while let Some(m) = inbox.mail.try_recv() {
+            if !stopping {
+                let _ = spawn_session_task(&self.shared, None).send(m);
+            }
+        }
         let (count, notify) = &*self.shared.live;
         count.fetch_sub(1, Ordering::AcqRel);
         notify.notify_waiters();
@@ -552,7 +599,7 @@ impl<A: App> Owner<A> {
             return;
         };
         if let Ok(mut t) = self.shared.table.write() {
-            t.insert(sid.clone(), Slot::Running(self.tx.clone()));
+            t.insert(sid.clone(), Slot::Running(self.inbox.clone()));
         }
         self.registered = Some(sid);
     }
@@ -579,15 +626,20 @@ impl<A: App> Owner<A> {
 
     /// Parks the session in the routing table and ends the task (`None`);
     /// gives itself back if a request arrived meanwhile.
-    fn park(mut self, rx: &mut mpsc::Receiver<ToOwner>) -> Option<Self> {
+    fn park(mut self) -> Option<Self> {
         let shared = self.shared.clone();
         let Ok(mut table) = shared.table.write() else {
             return Some(self);
         };
-        if let Ok(ToOwner(r)) = rx.try_recv() {
-            drop(table);
-            self.on_request(r.head, r.body, r.reply);
-            self.pump();
+        if self.registered.is_none() {
+            return Some(self);
+        }
+        // Closed only if nothing is queued, under the mailbox's own lock: a
+        // request is either queued (the task goes on and takes it) or refused
+        // as closed, and its sender routes again and finds the parked slot
+        // once the table is released. (Checking, then closing, lost requests
+        // sent in between: tests/loom_handoff.rs.)
+        if !self.inbox.mail.close_if_empty() {
             return Some(self);
         }
         let Some(session) = self.registered.take() else {
@@ -605,7 +657,6 @@ impl<A: App> Owner<A> {
                     .map(|d| self.start + std::time::Duration::from_millis(d.as_millis())),
             }))),
         );
-        rx.close();
         drop(table);
         let (count, notify) = &*shared.live;
         count.fetch_sub(1, Ordering::AcqRel);

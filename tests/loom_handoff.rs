@@ -1,0 +1,98 @@
+//! loom over the server shell's park/route handoff, with the shell's own
+//! [`Mailbox`](mcp_streamable::sync::Mailbox): a connection task routes a
+//! request to a session's task while that task parks itself because it is
+//! idle. The request must be taken exactly once: by the task, or, refused as
+//! closed, by the woken session. `close_if_empty` (what the shell does)
+//! passes; checking emptiness and then closing in two steps (what the shell
+//! did before, with tokio's `try_recv` then `close`) loses it, and loom
+//! finds the interleaving.
+
+mod loom_support;
+
+use loom::sync::Arc;
+use loom::thread;
+use loom_support::{explore, LoomLock, LoomMailbox};
+use mcp_streamable::sync::{Lock, SendError};
+
+enum Slot {
+    Running(Arc<LoomMailbox<u32>>),
+    Parked,
+}
+
+/// One owner that parks when idle, one sender; `atomic` picks the park.
+fn handoff(atomic: bool) {
+    let mailbox = Arc::new(LoomMailbox::new(4));
+    let table = Arc::new(LoomLock::new(Slot::Running(mailbox.clone())));
+    let woken: Arc<LoomLock<Option<Arc<LoomMailbox<u32>>>>> = Arc::new(LoomLock::new(None));
+
+    let (t, w) = (table.clone(), woken.clone());
+    let sender = thread::spawn(move || {
+        for _ in 0..3 {
+            // route(): the running task's mailbox, or wake the parked session.
+            let target = t.with(|slot| match slot {
+                Slot::Running(m) => m.clone(),
+                Slot::Parked => {
+                    let fresh = Arc::new(LoomMailbox::new(4));
+                    *slot = Slot::Running(fresh.clone());
+                    w.with(|w| *w = Some(fresh.clone()));
+                    fresh
+                }
+            });
+            match target.send(7) {
+                Ok(()) => return,
+                Err(SendError::Closed(_)) => continue,
+                Err(SendError::Full(_)) => panic!("full"),
+            }
+        }
+        panic!("routed three times without delivering");
+    });
+
+    // The owner: take what is queued, then park under the table lock.
+    let mut taken = 0;
+    loop {
+        while mailbox.try_recv().is_some() {
+            taken += 1;
+        }
+        let parked = table.with(|slot| {
+            let closed = if atomic {
+                mailbox.close_if_empty()
+            } else if mailbox.is_empty() {
+                mailbox.close();
+                true
+            } else {
+                false
+            };
+            if closed {
+                *slot = Slot::Parked;
+            }
+            closed
+        });
+        if parked {
+            break;
+        }
+    }
+    sender.join().unwrap();
+    // The woken session's task drains its fresh mailbox.
+    if let Some(fresh) = woken.with(|w| w.take()) {
+        while fresh.try_recv().is_some() {
+            taken += 1;
+        }
+    }
+    assert_eq!(taken, 1, "the request was lost or taken twice");
+}
+
+#[test]
+fn close_if_empty_never_loses_a_request() {
+    let e = explore(3, || handoff(true));
+    println!("handoff, close_if_empty: {e:?}");
+    assert!(e.failure.is_none(), "{e:?}");
+    assert!(e.executions >= 10, "explored {} executions", e.executions);
+}
+
+#[test]
+fn check_then_close_loses_a_request_and_loom_finds_it() {
+    let e = explore(3, || handoff(false));
+    println!("handoff, check then close: {e:?}");
+    let failure = e.failure.expect("loom finds the lost request");
+    assert!(failure.contains("lost or taken twice"), "{failure}");
+}
