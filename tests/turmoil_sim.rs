@@ -40,6 +40,7 @@ fn tap(m: &Shared, log: &Arc<Mutex<Vec<String>>>) -> Box<dyn FnMut(&Observation)
 }
 
 /// What the network does to one run.
+#[derive(Clone, Copy)]
 struct Faults {
     /// Message latency is drawn from 1 ms to this.
     max_latency_ms: u64,
@@ -64,6 +65,19 @@ fn simulate(
     faults: Faults,
     tools: &'static [&'static str],
 ) -> Outcome {
+    simulate_with(seed, server, client, faults, tools, false)
+}
+
+/// [`simulate`], optionally with the registration-time notification of
+/// race A (`EverythingApp::with_registration_notice`).
+fn simulate_with(
+    seed: u64,
+    server: ServerPolicy,
+    client: ClientPolicy,
+    faults: Faults,
+    tools: &'static [&'static str],
+    registration_notice: bool,
+) -> Outcome {
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
         .simulation_duration(Duration::from_secs(90))
@@ -87,7 +101,13 @@ fn simulate(
             let _handle = Server::serve(
                 SimListener(listener),
                 options,
-                EverythingApp::default,
+                move || {
+                    if registration_notice {
+                        EverythingApp::with_registration_notice()
+                    } else {
+                        EverythingApp::default()
+                    }
+                },
                 Some(tap(&m, &l)),
             );
             std::future::pending::<()>().await;
@@ -109,7 +129,7 @@ fn simulate(
             let r = c
                 .call_tool_with_progress(
                     tool,
-                    serde_json::json!({"text": "t"}),
+                    serde_json::json!({"text": "t", "delay_ms": 30}),
                     serde_json::json!(1),
                 )
                 .await
@@ -189,7 +209,8 @@ fn fixed_over_simulated_tcp_completes_and_breaks_nothing() {
         simulated += sim;
         assert!(
             ids.is_empty(),
-            "seed {seed}: {ids:?}\nreplay: run({seed}, ServerPolicy::FIXED, ClientPolicy::FIXED) in tests/turmoil_sim.rs"
+            "seed {seed}: {ids:?}\nreplay: {}",
+            replay_command("latency", seed)
         );
         assert_eq!(completed, 3, "seed {seed}: every call completed");
         assert!(
@@ -231,6 +252,7 @@ fn race_b_rmcp_0_16_with_an_eventsource_client_is_caught_over_real_http() {
             break;
         }
     }
+    println!("turmoil race B: B1 caught at seed {caught:?}");
     assert!(caught.is_some(), "B1 found within 8 seeds");
 }
 
@@ -272,11 +294,119 @@ fn fixed_survives_per_seed_fault_rates() {
         let Outcome { ids, completed, .. } = run_with_faults(seed);
         assert!(
             ids.is_empty(),
-            "seed {seed}: {ids:?}\nreplay: run_with_faults({seed}) in tests/turmoil_sim.rs"
+            "seed {seed}: {ids:?}\nreplay: {}",
+            replay_command("faults", seed)
         );
         assert_eq!(
             completed, 4,
             "seed {seed}: every call completed after the faults"
         );
     }
+}
+
+/// Race A over real HTTP: the mcp-go presets' competing listeners are the
+/// shell's seeded scheduler; a registration-time notification and a tool's
+/// later one race the next POSTs. FIXED, same workload: clean.
+fn race_a(seed: u64, server: ServerPolicy) -> Outcome {
+    // No background GET (toolhive's vMCP client had none): nothing else
+    // reads the session queue.
+    let client = ClientPolicy {
+        background_get: mcp_streamable::policy::BackgroundGet::Off,
+        ..ClientPolicy::FIXED
+    };
+    simulate_with(
+        seed,
+        server,
+        client,
+        Faults {
+            max_latency_ms: 20,
+            hold: None,
+        },
+        &["notify", "echo", "notify", "echo"],
+        true,
+    )
+}
+
+#[test]
+fn race_a_is_caught_over_real_http_and_fixed_is_clean() {
+    for server in [ServerPolicy::MCP_GO_0_44, ServerPolicy::TOOLHIVE_4075] {
+        let caught = (0..16).find(|&seed| {
+            let ids = race_a(seed, server).ids;
+            ids.iter().any(|id| ["A1", "A3", "A4", "A5"].contains(id))
+        });
+        println!("turmoil race A, {server:?}: caught at seed {caught:?}");
+        assert!(caught.is_some(), "{server:?}: race A not found in 16 seeds");
+    }
+    for seed in 0..8 {
+        let Outcome { ids, completed, .. } = race_a(seed, ServerPolicy::FIXED);
+        assert!(
+            ids.is_empty(),
+            "seed {seed}: {ids:?}\nreplay: {}",
+            replay_command("race_a", seed)
+        );
+        assert_eq!(completed, 4, "seed {seed}");
+    }
+}
+
+/// Race C over real HTTP: wide latency spread, so the client's background
+/// GET sometimes reaches the server only after `test_reconnection` closed its
+/// POST stream for polling; the conformance mock then answers on it (C1).
+fn race_c(seed: u64, server: ServerPolicy) -> Outcome {
+    simulate(
+        seed,
+        server,
+        ClientPolicy::FIXED,
+        Faults {
+            max_latency_ms: 400,
+            hold: None,
+        },
+        &["test_reconnection", "echo"],
+    )
+}
+
+#[test]
+fn race_c_is_caught_over_real_http_and_fixed_is_clean() {
+    let caught = (0..32).find(|&seed| {
+        race_c(seed, ServerPolicy::CONFORMANCE_SSE_RETRY)
+            .ids
+            .contains(&"C1")
+    });
+    println!("turmoil race C: C1 caught at seed {caught:?}");
+    assert!(caught.is_some(), "C1 not found in 32 seeds");
+    for seed in 0..8 {
+        let Outcome { ids, completed, .. } = race_c(seed, ServerPolicy::FIXED);
+        assert!(
+            ids.is_empty(),
+            "seed {seed}: {ids:?}\nreplay: {}",
+            replay_command("race_c", seed)
+        );
+        assert_eq!(completed, 2, "seed {seed}");
+    }
+}
+
+/// The exact command that re-runs one FIXED seed of a sweep and prints its trace.
+fn replay_command(kind: &str, seed: u64) -> String {
+    format!("TURMOIL_REPLAY={kind}:{seed} cargo test --release --test turmoil_sim replay_one_seed -- --nocapture")
+}
+
+/// `TURMOIL_REPLAY=kind:seed`: re-runs that FIXED run and prints every
+/// observation (a no-op without the variable).
+#[test]
+fn replay_one_seed() {
+    let Some(spec) = std::env::var("TURMOIL_REPLAY").ok() else {
+        return;
+    };
+    let (kind, seed) = spec.split_once(':').expect("kind:seed");
+    let seed: u64 = seed.parse().expect("seed");
+    let out = match kind {
+        "latency" => run(seed, ServerPolicy::FIXED, ClientPolicy::FIXED),
+        "faults" => run_with_faults(seed),
+        "race_a" => race_a(seed, ServerPolicy::FIXED),
+        "race_c" => race_c(seed, ServerPolicy::FIXED),
+        other => panic!("unknown kind {other}"),
+    };
+    for line in &out.trace {
+        println!("{line}");
+    }
+    println!("violations: {:?}, completed: {}", out.ids, out.completed);
 }
