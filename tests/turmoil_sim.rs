@@ -39,25 +39,50 @@ fn tap(m: &Shared, log: &Arc<Mutex<Vec<String>>>) -> Box<dyn FnMut(&Observation)
     })
 }
 
-/// What the network does to one run.
-#[derive(Clone, Copy)]
+/// What the network does to one run. Every window is in ms from the start.
+#[derive(Clone, Copy, Default)]
 struct Faults {
     /// Message latency is drawn from 1 ms to this.
     max_latency_ms: u64,
-    /// All client<->server traffic is held from `.0` ms for `.1` ms, then released in a burst.
+    /// All client<->server traffic is held from `.0` for `.1`, then released in a burst.
     hold: Option<(u64, u64)>,
+    /// The client and the server are partitioned from `.0` for `.1`: turmoil
+    /// drops the segments and TCP never retransmits them, so every connection
+    /// open across it stalls for good (the client's request timeout ends its
+    /// calls).
+    partition: Option<(u64, u64)>,
+    /// A second client machine, busy with the same workload, crashes at `.0`
+    /// and restarts `.1` later (a fresh session), with its sessions left behind.
+    crash: Option<(u64, u64)>,
+}
+
+impl Faults {
+    /// When the last fault window is over: the liveness phase starts 1 s later.
+    fn quiet_at(&self) -> u64 {
+        [self.hold, self.partition, self.crash]
+            .iter()
+            .flatten()
+            .map(|(at, len)| at + len)
+            .max()
+            .unwrap_or(0)
+            + 1_000
+    }
 }
 
 /// What one run left: judged by the monitor at the end.
 struct Outcome {
     ids: Vec<&'static str>,
     completed: usize,
+    /// Calls that returned an error (a request timeout across a partition).
+    failed: usize,
+    /// The liveness call after the faults succeeded.
+    alive: bool,
     trace: Vec<String>,
     simulated: Duration,
 }
 
-/// One simulated run of `tools` against `serve`'s application; faults off
-/// once the hold window is over (the liveness phase).
+/// One simulated run of `tools` against `serve`'s application; then, with
+/// the faults over, one more call that must succeed (the liveness phase).
 fn simulate(
     seed: u64,
     server: ServerPolicy,
@@ -66,6 +91,22 @@ fn simulate(
     tools: &'static [&'static str],
 ) -> Outcome {
     simulate_with(seed, server, client, faults, tools, false)
+}
+
+/// The calls of one client, with the arguments every tool of the workload accepts.
+async fn call_all(c: &Client, tools: &[&str]) -> (usize, usize) {
+    let (mut ok, mut failed) = (0, 0);
+    for tool in tools {
+        let args = serde_json::json!({"text": "t", "delay_ms": 30});
+        match c
+            .call_tool_with_progress(tool, args, serde_json::json!(1))
+            .await
+        {
+            Ok(Ok(_)) => ok += 1,
+            _ => failed += 1,
+        }
+    }
+    (ok, failed)
 }
 
 /// [`simulate`], optionally with the registration-time notification of
@@ -114,46 +155,90 @@ fn simulate_with(
             Ok(())
         }
     });
-    let done = Arc::new(Mutex::new(0usize));
-    let (m, l, d) = (monitor.clone(), log.clone(), done.clone());
+    if faults.crash.is_some() {
+        // The crash-prone machine: not tapped (the monitor judges one
+        // client's ids); the server side of its traffic is judged.
+        sim.host("crashy", move || async move {
+            let options = ClientOptions {
+                policy: client,
+                ..ClientOptions::default()
+            };
+            if let Ok((c, _)) =
+                Client::connect(SimConnect("server:8080"), "server:8080", "/mcp", options).await
+            {
+                call_all(&c, tools).await;
+            }
+            std::future::pending::<()>().await;
+            Ok(())
+        });
+    }
+    let result = Arc::new(Mutex::new((0usize, 0usize, false)));
+    let (m, l, r) = (monitor.clone(), log.clone(), result.clone());
+    let quiet_at = faults.quiet_at();
     sim.client("client", async move {
-        let options = ClientOptions {
+        let mut options = ClientOptions {
             policy: client,
             tap: Some(tap(&m, &l)),
             ..ClientOptions::default()
         };
-        let (c, _) = Client::connect(SimConnect("server:8080"), "server:8080", "/mcp", options)
-            .await
-            .map_err(|e| e.to_string())?;
-        for tool in tools {
-            let r = c
-                .call_tool_with_progress(
-                    tool,
-                    serde_json::json!({"text": "t", "delay_ms": 30}),
-                    serde_json::json!(1),
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            if r.is_ok() {
-                *d.lock().unwrap() += 1;
+        options.config.request_timeout_ms = 5_000;
+        // An initialize lost to a partition times out; the application tries again.
+        let mut attempt = 0;
+        let c = loop {
+            let mut o = ClientOptions {
+                policy: options.policy,
+                tap: options.tap.take(),
+                ..ClientOptions::default()
+            };
+            o.config = options.config.clone();
+            match Client::connect(SimConnect("server:8080"), "server:8080", "/mcp", o).await {
+                Ok((c, _)) => break c,
+                Err(e) if attempt >= 4 => return Err(e.to_string().into()),
+                Err(_) => attempt += 1,
             }
-        }
+            // The tap went with the failed client: a fresh one for the next try.
+            options.tap = Some(tap(&m, &l));
+        };
+        let (ok, failed) = call_all(&c, tools).await;
+        // Liveness: once the faults are over, a call must succeed.
+        tokio::time::sleep(Duration::from_millis(quiet_at)).await;
+        let alive = matches!(call_all(&c, &["echo"]).await, (1, 0));
+        *r.lock().unwrap() = (ok, failed, alive);
         // Let the background GET and any reconnection settle, then end the session.
         tokio::time::sleep(Duration::from_secs(3)).await;
         c.close().await;
         Ok(())
     });
-    let (mut held, mut released) = (false, false);
+    let mut applied = [false; 6];
     let ended_ok = loop {
-        let elapsed = sim.elapsed().as_millis() as u64;
+        let t = sim.elapsed().as_millis() as u64;
+        let mut due = |i: usize, at: u64| {
+            let now = !applied[i] && t >= at;
+            applied[i] |= now;
+            now
+        };
         if let Some((at, len)) = faults.hold {
-            if !held && elapsed >= at {
+            if due(0, at) {
                 sim.hold("client", "server");
-                held = true;
             }
-            if held && !released && elapsed >= at + len {
+            if due(1, at + len) {
                 sim.release("client", "server");
-                released = true;
+            }
+        }
+        if let Some((at, len)) = faults.partition {
+            if due(2, at) {
+                sim.partition("client", "server");
+            }
+            if due(3, at + len) {
+                sim.repair("client", "server");
+            }
+        }
+        if let Some((at, len)) = faults.crash {
+            if due(4, at) {
+                sim.crash("crashy");
+            }
+            if due(5, at + len) {
+                sim.bounce("crashy");
             }
         }
         match sim.step() {
@@ -168,11 +253,13 @@ fn simulate_with(
         m.finish(&[]);
     }
     let ids = m.violations().iter().map(|v| v.id).collect();
-    let completed = *done.lock().unwrap();
+    let (completed, failed, alive) = *result.lock().unwrap();
     let trace = log.lock().unwrap().clone();
     Outcome {
         ids,
         completed,
+        failed,
+        alive,
         trace,
         simulated,
     }
@@ -188,7 +275,7 @@ fn run(seed: u64, server: ServerPolicy, client: ClientPolicy) -> Outcome {
         client,
         Faults {
             max_latency_ms: 40,
-            hold: None,
+            ..Faults::default()
         },
         WORKLOAD,
     )
@@ -205,6 +292,7 @@ fn fixed_over_simulated_tcp_completes_and_breaks_nothing() {
             completed,
             trace,
             simulated: sim,
+            ..
         } = run(seed, ServerPolicy::FIXED, ClientPolicy::FIXED);
         simulated += sim;
         assert!(
@@ -256,33 +344,43 @@ fn race_b_rmcp_0_16_with_an_eventsource_client_is_caught_over_real_http() {
     assert!(caught.is_some(), "B1 found within 8 seeds");
 }
 
-/// VOPR-style: each seed first draws its own fault rates (latency spread, a
-/// window in which all traffic between client and server is held, then
-/// released in a burst), then runs the workload; the liveness check is that
-/// every call completes and the monitor finds nothing.
-fn run_with_faults(seed: u64) -> Outcome {
+/// VOPR-style: each seed first draws its own fault rates (latency spread; a
+/// window in which all client-server traffic is held, then released in a
+/// burst; a partition window; a second client machine that crashes and
+/// restarts), then runs the workload. The checks: the monitor finds nothing;
+/// every call returns (done, or a typed error when a partition stalled its
+/// connection); after the faults, a new call succeeds.
+fn draw_faults(seed: u64) -> Faults {
     let mut draw = mcp_streamable::rng::SeededRng::new(seed ^ 0xfa17);
-    let max_latency_ms = 5 + draw.next_u64() % 195; // 5..200 ms
-    let hold_at = 50 + draw.next_u64() % 2_000; // ms into the run
-    let hold_for = draw.next_u64() % 2_000; // up to 2 s
-    let faults = Faults {
+    let mut d = |n: u64| draw.next_u64() % n;
+    let max_latency_ms = 5 + d(195);
+    let hold = (d(2) == 0).then(|| (50 + d(2_000), d(2_000)));
+    let partition = (d(3) == 0).then(|| (100 + d(3_000), 100 + d(1_500)));
+    let crash = (d(2) == 0).then(|| (100 + d(3_000), 200 + d(2_000)));
+    Faults {
         max_latency_ms,
-        hold: Some((hold_at, hold_for)),
-    };
-    let tools = &[
-        "test_tool_with_progress",
-        "test_reconnection",
-        "echo",
-        "test_reconnection",
-    ];
+        hold,
+        partition,
+        crash,
+    }
+}
+
+fn run_with_faults(seed: u64) -> Outcome {
     simulate(
         seed,
         ServerPolicy::FIXED,
         ClientPolicy::FIXED,
-        faults,
-        tools,
+        draw_faults(seed),
+        VOPR_WORKLOAD,
     )
 }
+
+const VOPR_WORKLOAD: &[&str] = &[
+    "test_tool_with_progress",
+    "test_reconnection",
+    "echo",
+    "test_reconnection",
+];
 
 #[test]
 fn fixed_survives_per_seed_fault_rates() {
@@ -290,18 +388,36 @@ fn fixed_survives_per_seed_fault_rates() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(24);
+    let (mut partitions, mut crashes, mut timeouts) = (0, 0, 0);
     for seed in 0..seeds {
-        let Outcome { ids, completed, .. } = run_with_faults(seed);
+        let o = run_with_faults(seed);
         assert!(
-            ids.is_empty(),
-            "seed {seed}: {ids:?}\nreplay: {}",
+            o.ids.is_empty(),
+            "seed {seed}: {:?}\nreplay: {}",
+            o.ids,
             replay_command("faults", seed)
         );
         assert_eq!(
-            completed, 4,
-            "seed {seed}: every call completed after the faults"
+            o.completed + o.failed,
+            VOPR_WORKLOAD.len(),
+            "seed {seed}: every call returned\nreplay: {}",
+            replay_command("faults", seed)
         );
+        assert!(
+            o.alive,
+            "seed {seed}: a call after the faults failed\nreplay: {}",
+            replay_command("faults", seed)
+        );
+        timeouts += o.failed;
+        let f = draw_faults(seed);
+        partitions += usize::from(f.partition.is_some());
+        crashes += usize::from(f.crash.is_some());
     }
+    println!("turmoil VOPR: {seeds} seeds, {partitions} with a partition, {crashes} with a crash, {timeouts} calls timed out");
+    assert!(
+        seeds < 8 || (partitions > 0 && crashes > 0),
+        "the draw exercises every fault"
+    );
 }
 
 /// Race A over real HTTP: the mcp-go presets' competing listeners are the
@@ -320,7 +436,7 @@ fn race_a(seed: u64, server: ServerPolicy) -> Outcome {
         client,
         Faults {
             max_latency_ms: 20,
-            hold: None,
+            ..Faults::default()
         },
         &["notify", "echo", "notify", "echo"],
         true,
@@ -358,7 +474,7 @@ fn race_c(seed: u64, server: ServerPolicy) -> Outcome {
         ClientPolicy::FIXED,
         Faults {
             max_latency_ms: 400,
-            hold: None,
+            ..Faults::default()
         },
         &["test_reconnection", "echo"],
     )
@@ -408,5 +524,9 @@ fn replay_one_seed() {
     for line in &out.trace {
         println!("{line}");
     }
-    println!("violations: {:?}, completed: {}", out.ids, out.completed);
+    let f = draw_faults(seed);
+    println!(
+        "violations: {:?}, completed: {}, failed: {}, alive: {}, simulated {:?}; faults: latency <= {} ms, hold {:?}, partition {:?}, crash {:?}",
+        out.ids, out.completed, out.failed, out.alive, out.simulated, f.max_latency_ms, f.hold, f.partition, f.crash
+    );
 }
