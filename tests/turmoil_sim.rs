@@ -190,7 +190,7 @@ fn simulate_with(
                 tap: options.tap.take(),
                 ..ClientOptions::default()
             };
-            o.config = options.config.clone();
+            o.config = options.config;
             match Client::connect(SimConnect("server:8080"), "server:8080", "/mcp", o).await {
                 Ok((c, _)) => break c,
                 Err(e) if attempt >= 4 => return Err(e.to_string().into()),
