@@ -92,11 +92,7 @@ fn close_if_empty_never_loses_a_request() {
     let e = explore(3, || handoff(true));
     println!("handoff, close_if_empty: {e:?}");
     assert!(e.failure.is_none(), "{e:?}");
-    assert!(
-        e.executions >= 500,
-        "explored {} executions",
-        e.executions
-    );
+    assert!(e.executions >= 500, "explored {} executions", e.executions);
 }
 
 #[test]

@@ -52,6 +52,8 @@ struct Plan {
     auto_respond: bool,
     /// The expectation's `judge` list, to pick among several for one pair.
     judge: &'static [&'static str],
+    /// Steps taken before the threads start (not raced).
+    prelude: &'static [Actor],
 }
 
 fn is_background(s: &State, http: mcp_streamable::ids::HttpId) -> bool {
@@ -76,7 +78,11 @@ fn actor_of(s: &State, a: &Action, held: bool) -> Option<Actor> {
         {
             Actor::BackgroundNet
         }
-        Action::Drop { http, .. } if is_background(s, *http) => Actor::Fault,
+        // The background GET dies without the server noticing (a dead primary).
+        Action::Drop {
+            http,
+            notice: false,
+        } if is_background(s, *http) => Actor::Fault,
         Action::Tick => Actor::Time,
         _ => return None,
     })
@@ -187,6 +193,14 @@ fn model_of(plan: &Plan) -> CheckModel {
     CheckModel::for_expectation(&scenario, &e).unwrap()
 }
 
+/// The owner applies `actor`'s next step: its first enabled action.
+fn take(model: &CheckModel, s: &mut State, actor: Actor, held: bool, auto_respond: bool) {
+    if let Some(a) = first(model, s, |a| actor_of(s, a, held) == Some(actor)) {
+        apply(model, s, &a);
+    }
+    network(model, s, held, auto_respond);
+}
+
 /// One execution: the actors post their steps, the owner applies them.
 fn execution(model: &CheckModel, plan: &Plan) {
     // mcp-go's goroutines exist only under the presets that have them.
@@ -226,15 +240,15 @@ fn execution(model: &CheckModel, plan: &Plan) {
     let total: usize = actors.iter().map(|(_, n)| n).sum();
     let mut s = model.initial();
     network(model, &mut s, held, plan.auto_respond);
+    for &actor in plan.prelude {
+        take(model, &mut s, actor, held, plan.auto_respond);
+    }
     let mut got = 0;
     while got < total {
         match mailbox.try_recv() {
             Some(actor) => {
                 got += 1;
-                if let Some(a) = first(model, &s, |a| actor_of(&s, a, held) == Some(actor)) {
-                    apply(model, &mut s, &a);
-                }
-                network(model, &mut s, held, plan.auto_respond);
+                take(model, &mut s, actor, held, plan.auto_respond);
             }
             None => thread::yield_now(),
         }
@@ -299,6 +313,7 @@ static A_FIXED: Plan = Plan {
     horizon_ms: 4000,
     auto_respond: true,
     judge: &[],
+    prelude: &[],
 };
 static A_MCP_GO: Plan = Plan {
     server: "MCP_GO_0_44",
@@ -337,6 +352,7 @@ static B_FIXED: Plan = Plan {
     horizon_ms: 6000,
     auto_respond: false,
     judge: &[],
+    prelude: &[],
 };
 static B_RMCP_0_16: Plan = Plan {
     server: "RMCP_0_16",
@@ -351,6 +367,34 @@ fn race_b_fixed_holds_in_every_interleaving() {
 #[test]
 fn race_b_rmcp_0_16_is_caught() {
     assert_caught(&B_RMCP_0_16, &["B1", "B2", "B5"]);
+}
+
+const B_DEAD: [(Actor, usize); 3] = [(Actor::App, 2), (Actor::Fault, 1), (Actor::Time, 1)];
+
+static B_DEAD_FIXED: Plan = Plan {
+    model: "competing_get_streams_dead_primary",
+    server: "FIXED",
+    client: "FIXED",
+    actors: &B_DEAD,
+    caller: false,
+    horizon_ms: 6000,
+    auto_respond: true,
+    judge: &[],
+    prelude: &[Actor::Client],
+};
+static B_DEAD_RMCP_3_9: Plan = Plan {
+    server: "RMCP_3_9",
+    ..B_DEAD_FIXED
+};
+
+#[test]
+fn race_b_dead_primary_fixed_holds_in_every_interleaving() {
+    assert_holds(&B_DEAD_FIXED, 1_000);
+}
+
+#[test]
+fn race_b_dead_primary_rmcp_3_9_is_caught() {
+    assert_caught(&B_DEAD_RMCP_3_9, &["B4", "A5"]);
 }
 
 // ---- race C -------------------------------------------------------------
@@ -370,6 +414,7 @@ static C_FIXED: Plan = Plan {
     horizon_ms: 3000,
     auto_respond: false,
     judge: &[],
+    prelude: &[],
 };
 static C_MOCK_C1: Plan = Plan {
     server: "CONFORMANCE_SSE_RETRY",
@@ -432,4 +477,56 @@ fn child_race_c_csharp_baseline() {
         "run through race_c_csharp_baseline_deadlocks_the_caller"
     );
     run(&C_MOCK_BASELINE);
+}
+
+/// One schedule without loom: the actors' steps in `order`, then the same
+/// settling and verdict. For debugging plans (`cargo test --test loom_races
+/// debug_schedule -- --ignored --nocapture`).
+fn sequential(model: &CheckModel, plan: &Plan, order: &[Actor]) -> (BTreeSet<&'static str>, State) {
+    let held = plan.actors.iter().any(|(a, _)| *a == Actor::BackgroundNet);
+    let mut s = model.initial();
+    network(model, &mut s, held, plan.auto_respond);
+    for &actor in order {
+        if let Some(a) = first(model, &s, |a| actor_of(&s, a, held) == Some(actor)) {
+            println!("{actor:?}: {a:?}");
+            apply(model, &mut s, &a);
+        } else {
+            println!("{actor:?}: nothing enabled");
+        }
+        network(model, &mut s, held, plan.auto_respond);
+    }
+    settle(model, &mut s, plan.horizon_ms);
+    (verdict(model, &s), s)
+}
+
+#[test]
+#[ignore = "a debugging aid"]
+fn debug_schedule() {
+    static P: Plan = Plan {
+        model: "competing_get_streams_dead_primary",
+        server: "RMCP_3_9",
+        client: "FIXED",
+        actors: &[
+            (Actor::Client, 1),
+            (Actor::App, 2),
+            (Actor::Fault, 1),
+            (Actor::Time, 1),
+        ],
+        caller: false,
+        horizon_ms: 6000,
+        auto_respond: true,
+        judge: &[],
+        prelude: &[],
+    };
+    let model = model_of(&P);
+    use Actor::*;
+    for order in [
+        [Client, App, Fault, Time, App],
+        [Client, Fault, Time, App, App],
+        [Client, Fault, App, Time, App],
+        [Client, App, App, Fault, Time],
+    ] {
+        let (v, _) = sequential(&model, &P, &order);
+        println!("verdict {order:?}: {v:?}");
+    }
 }
