@@ -2,7 +2,7 @@
 # Interop with real peers, on loopback only, every run judged by the monitor:
 #   the conformance server suite (all scenarios, pending included) against `serve`,
 #   the conformance client scenarios initialize, tools_call, sse-retry with `call`,
-#   our client and `probe` against the TS and Python SDK servers.
+#   our client and `probe` against the TS and Python SDK servers, `probe` against rmcp 3.9.0.
 # Installs the peers first (scripts/install-peers.sh). Exits non-zero on any
 # failure, warning or monitor violation.
 set -euo pipefail
@@ -84,6 +84,20 @@ for peer in "ts $((PORT + 1)) R42" "python $((PORT + 2)) -"; do
     [ "$got" = "$3" ] || { echo "expected $3"; status=1; }
 done
 kill $TS_SERVER $PY_SERVER 2>/dev/null || true
+
+# The prober against rmcp 3.9.0 (built from crates.io, about 5 min the first
+# time): it must find on its own what peers.md measured by hand.
+echo "== probe against the rmcp 3.9.0 server"
+(cd benches/peers/rmcp-server && CARGO_TARGET_DIR="$PWD/../../../target/bench-peers" cargo build --release -q) || status=1
+"$PWD/target/bench-peers/release/rmcp-bench-server" $((PORT + 3)) > "$LOG/rmcp-server.log" 2>&1 &
+RMCP_SERVER=$!
+trap 'kill $SERVE $TS_SERVER $PY_SERVER $RMCP_SERVER 2>/dev/null || true' EXIT
+for _ in $(seq 100); do answers $((PORT + 3)) && break; sleep 0.1; done
+timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$((PORT + 3))/mcp" > "$LOG/probe-rmcp.json" || true
+got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-rmcp.json" 2>/dev/null || echo "unreadable")
+echo "violations: $got"
+[ "$got" = "B2,B4,R18,R42" ] || { echo "expected B2,B4,R18,R42"; status=1; }
+kill $RMCP_SERVER 2>/dev/null || true
 
 [ "$status" = 0 ] && echo "interop: all passed" || echo "interop: FAILED (logs in $LOG)"
 exit "$status"
