@@ -142,13 +142,7 @@ fn simulate_with(
             let _handle = Server::serve(
                 SimListener(listener),
                 options,
-                move || {
-                    if registration_notice {
-                        EverythingApp::with_registration_notice()
-                    } else {
-                        EverythingApp::default()
-                    }
-                },
+                move || EverythingApp::with_registration_notice(registration_notice),
                 Some(tap(&m, &l)),
             );
             std::future::pending::<()>().await;

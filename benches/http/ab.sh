@@ -15,14 +15,7 @@ PIDS=(); trap 'kill "${PIDS[@]}" 2>/dev/null || true' EXIT
 "$A" serve --addr 127.0.0.1:41011 > /dev/null 2>&1 & PIDS+=($!)
 "$B" serve --addr 127.0.0.1:41012 > /dev/null 2>&1 & PIDS+=($!)
 sleep 1
-sid() {
-    local h; h=$(curl -s -D - -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-        -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}' "$1")
-    local s; s=$(echo "$h" | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
-    curl -s -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-        -H "Mcp-Session-Id: $s" -H 'Mcp-Protocol-Version: 2025-11-25' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$1"
-    echo "$s"
-}
+. benches/http/sid.sh
 OUT="$(mktemp)"
 echo "load before: $(cat /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do

@@ -35,14 +35,7 @@ start ts 41004 bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs 41004"
 start python 41005 "$PEERS/py/bin/python" scripts/peers/py-server.py 41005
 sleep 1
 
-sid() { # url -> session id (after initialize + initialized)
-    local h; h=$(curl -s -D - -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-        -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}' "$1")
-    local s; s=$(echo "$h" | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
-    curl -s -o /dev/null -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-        -H "Mcp-Session-Id: $s" -H 'Mcp-Protocol-Version: 2025-11-25' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$1"
-    echo "$s"
-}
+. benches/http/sid.sh
 
 port_of() {
     case "$1" in

@@ -72,13 +72,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     });
     rt.block_on(async move {
         let notice = args.registration_notice;
-        let make_app = move || {
-            if notice {
-                EverythingApp::with_registration_notice()
-            } else {
-                EverythingApp::default()
-            }
-        };
+        let make_app = move || EverythingApp::with_registration_notice(notice);
         let server = Server::bind(args.addr, options, make_app, tap)
             .await
             .map_err(|e| format!("{}: {e}", args.addr))?;

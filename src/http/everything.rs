@@ -35,6 +35,8 @@ enum Pending {
     Elicitation { id: RequestId, prefix: &'static str },
     /// Send the `notify` tool's unrelated notification.
     Notify,
+    /// Send the registration-time notification.
+    RegistrationNotice,
 }
 
 /// The reference application.
@@ -51,10 +53,10 @@ impl EverythingApp {
     /// announces `notifications/resources/list_changed` while registering the
     /// session, right after answering `initialize`: race A's source. The
     /// session holds it until `initialized` (FIXED) or lets it race (the mcp-go
-    /// presets).
-    pub fn with_registration_notice() -> Self {
+    /// presets). `false` gives the default application.
+    pub fn with_registration_notice(notice: bool) -> Self {
         EverythingApp {
-            registration_notice: true,
+            registration_notice: notice,
             ..EverythingApp::default()
         }
     }
@@ -481,7 +483,9 @@ impl App for EverythingApp {
         };
         cx.respond(&id, answer);
         if method == "initialize" && self.registration_notice {
-            Self::notify_unrelated(cx, "notifications/resources/list_changed");
+            // mcp-go runs the hook after the reply is written: a moment later,
+            // not in the same step as the answer.
+            self.later(cx, 1, Pending::RegistrationNotice);
         }
     }
 
@@ -556,6 +560,9 @@ impl App for EverythingApp {
                 cx.respond(&id, tool_result(vec![text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.")]));
             }
             Pending::Notify => Self::notify_unrelated(cx, "notifications/tools/list_changed"),
+            Pending::RegistrationNotice => {
+                Self::notify_unrelated(cx, "notifications/resources/list_changed")
+            }
             Pending::Sampling { .. } | Pending::Elicitation { .. } => {}
         }
     }

@@ -750,27 +750,12 @@ impl<A: App> Owner<A> {
         if !self.ep.policy().has_scheduling_points() {
             return false;
         }
-        let mut points: Vec<_> = self
-            .ep
-            .session_ids()
-            .filter_map(|sid| self.ep.session(sid))
-            .flat_map(|s| s.scheduling_points())
-            .collect();
+        let mut points = self.ep.scheduling_points();
         let now = self.now();
         while !points.is_empty() {
             let i = (self.scheduler.next_u64() % points.len() as u64) as usize;
             let (http, point) = points.swap_remove(i);
-            let Some(sid) = self.ep.route(http).cloned() else {
-                continue;
-            };
-            let Some(s) = self.ep.session_mut(&sid) else {
-                continue;
-            };
-            let fired = match point {
-                crate::server::SchedulingPoint::ListenerWake => s.handle_listener_wake(http, now),
-                crate::server::SchedulingPoint::HandlerStep => s.handle_handler_step(http, now),
-            };
-            if fired {
+            if self.ep.handle_scheduling_point(http, point, now) {
                 return true;
             }
         }

@@ -7,6 +7,7 @@
 
 use super::request::{self, AllowList};
 use super::session::{ServerSession, SessionConfig, SessionTimer};
+use super::SchedulingPoint;
 use super::{Content, EndReason, ResponseHead, ServerEvent, Transmit, TransmitKind};
 use crate::error::RequestError;
 use crate::head::{Method, RequestHead};
@@ -171,6 +172,41 @@ impl ServerEndpoint {
         if let Some(s) = self.sessions.get_mut(&sid) {
             s.handle_http_closed(http, now);
             self.dirty.insert(sid);
+        }
+    }
+
+    /// Scheduling points the sessions' presets expose now (mcp-go's
+    /// competing goroutines; none under FIXED). The driver picks which fires.
+    pub fn scheduling_points(&self) -> Vec<(HttpId, SchedulingPoint)> {
+        self.sessions
+            .values()
+            .flat_map(|s| s.scheduling_points())
+            .collect()
+    }
+
+    /// Fires scheduling point `point` of exchange `http`; whether anything
+    /// happened.
+    pub fn handle_scheduling_point(
+        &mut self,
+        http: HttpId,
+        point: SchedulingPoint,
+        now: Instant,
+    ) -> bool {
+        // Not by `routes`: a listener can outlive its HTTP exchange.
+        let Some(sid) = self
+            .sessions
+            .iter()
+            .find(|(_, s)| s.scheduling_points().contains(&(http, point)))
+            .map(|(sid, _)| sid.clone())
+        else {
+            return false;
+        };
+        let Some(s) = self.session_mut(&sid) else {
+            return false;
+        };
+        match point {
+            SchedulingPoint::ListenerWake => s.handle_listener_wake(http, now),
+            SchedulingPoint::HandlerStep => s.handle_handler_step(http, now),
         }
     }
 

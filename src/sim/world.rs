@@ -314,11 +314,7 @@ impl World {
 
     /// Scheduling points the server's presets expose now (server ids).
     pub fn server_scheduling_points(&self) -> Vec<(HttpId, crate::server::SchedulingPoint)> {
-        self.server
-            .session_ids()
-            .filter_map(|sid| self.server.session(sid))
-            .flat_map(|s| s.scheduling_points())
-            .collect()
+        self.server.scheduling_points()
     }
 
     /// Fires one server scheduling point.
@@ -327,21 +323,9 @@ impl World {
         server_http: HttpId,
         point: crate::server::SchedulingPoint,
     ) -> bool {
-        let now = self.now;
-        let sids: Vec<SessionId> = self.server.session_ids().cloned().collect();
-        let mut fired = false;
-        for sid in sids {
-            if let Some(s) = self.server.session_mut(&sid) {
-                fired |= match point {
-                    crate::server::SchedulingPoint::ListenerWake => {
-                        s.handle_listener_wake(server_http, now)
-                    }
-                    crate::server::SchedulingPoint::HandlerStep => {
-                        s.handle_handler_step(server_http, now)
-                    }
-                };
-            }
-        }
+        let fired = self
+            .server
+            .handle_scheduling_point(server_http, point, self.now);
         self.pump();
         fired
     }

@@ -16,6 +16,7 @@ mod race_c;
 mod session_rules;
 mod wire;
 
+use mcp_streamable::headers;
 use serde_json::{json, Value};
 use std::cell::Cell;
 use std::process::ExitCode;
@@ -117,27 +118,30 @@ impl Probe {
 
     fn post_headers(sid: Option<&str>) -> Vec<(String, String)> {
         let mut h = vec![
-            ("content-type".to_owned(), "application/json".to_owned()),
             (
-                "accept".to_owned(),
+                headers::CONTENT_TYPE.to_owned(),
+                headers::MIME_JSON.to_owned(),
+            ),
+            (
+                headers::ACCEPT.to_owned(),
                 "application/json, text/event-stream".to_owned(),
             ),
-            ("mcp-protocol-version".to_owned(), VERSION.to_owned()),
+            (headers::MCP_PROTOCOL_VERSION.to_owned(), VERSION.to_owned()),
         ];
         if let Some(s) = sid {
-            h.push(("mcp-session-id".to_owned(), s.to_owned()));
+            h.push((headers::MCP_SESSION_ID.to_owned(), s.to_owned()));
         }
         h
     }
 
     fn get_headers(sid: &str, last_event_id: Option<&str>) -> Vec<(String, String)> {
         let mut h = vec![
-            ("accept".to_owned(), "text/event-stream".to_owned()),
-            ("mcp-session-id".to_owned(), sid.to_owned()),
-            ("mcp-protocol-version".to_owned(), VERSION.to_owned()),
+            (headers::ACCEPT.to_owned(), headers::MIME_SSE.to_owned()),
+            (headers::MCP_SESSION_ID.to_owned(), sid.to_owned()),
+            (headers::MCP_PROTOCOL_VERSION.to_owned(), VERSION.to_owned()),
         ];
         if let Some(l) = last_event_id {
-            h.push(("last-event-id".to_owned(), l.to_owned()));
+            h.push((headers::LAST_EVENT_ID.to_owned(), l.to_owned()));
         }
         h
     }
@@ -226,7 +230,7 @@ impl Probe {
     }
 
     async fn delete(&self, sid: &str) {
-        let h = vec![("mcp-session-id".to_owned(), sid.to_owned())];
+        let h = vec![(headers::MCP_SESSION_ID.to_owned(), sid.to_owned())];
         let _ = self.t.send("DELETE", &h, "", QUICK).await;
     }
 }

@@ -8,14 +8,21 @@
 //!   request's, last, and no `…/list_changed` (never related to a request).
 //!
 //! The leak depends on scheduling, so the round (a fresh session each time)
-//! is repeated up to [`ROUNDS`] times and the first violation is reported.
+//! is repeated up to [`ROUNDS`] times, each with its own pause between the
+//! requests (a server's registration work may land a moment after its
+//! answer), and the first violation is reported.
 
 use super::wire::{describe, is_list_changed, is_response, is_response_to, Open};
 use super::{Probe, Verdict, QUICK, SETTLE};
+use mcp_streamable::headers;
 use serde_json::json;
+use std::time::Duration;
 
 /// Rounds per run; each is a handful of requests.
 const ROUNDS: usize = 6;
+
+/// Pause before each request after `initialize`, per round (ms).
+const GAPS_MS: [u64; ROUNDS] = [0, 5, 20, 0, 2, 50];
 
 #[derive(Default)]
 struct Tally {
@@ -58,7 +65,7 @@ fn answer(label: &str, id: u64, o: &Open) -> (Option<String>, Option<String>) {
         let stray =
             msgs.iter().any(is_list_changed) || responses.iter().any(|m| !is_response_to(m, id));
         (None, (!ok || stray).then(evidence))
-    } else if o.content_type == "application/json" {
+    } else if o.content_type == headers::MIME_JSON {
         let ok = msgs.len() == 1 && is_response_to(&msgs[0], id);
         ((!ok).then(evidence), None)
     } else {
@@ -68,19 +75,22 @@ fn answer(label: &str, id: u64, o: &Open) -> (Option<String>, Option<String>) {
 
 pub async fn run(p: &mut Probe) {
     let (mut a1, mut a2, mut a3) = (Tally::default(), Tally::default(), Tally::default());
-    for round in 0..ROUNDS {
+    for (round, gap_ms) in GAPS_MS.into_iter().enumerate() {
         let Some((sid, id, init)) = p.initialize().await else {
             break;
         };
         let (v2, v3) = answer("initialize", id, &init);
         a2.judge(v2);
         a3.judge(v3);
+        let gap = Duration::from_millis(gap_ms);
+        tokio::time::sleep(gap).await;
         if let Some(o) = p
             .notification(&sid, "notifications/initialized", json!({}))
             .await
         {
             a1.judge(accepted("initialized", &o));
         }
+        tokio::time::sleep(gap).await;
         if let Some((id, o)) = p.request(Some(&sid), "ping", json!({}), QUICK).await {
             let (v2, v3) = answer("ping after initialized", id, &o);
             a2.judge(v2);

@@ -5,6 +5,7 @@
 //! then reuse (R24).
 
 use super::{Probe, Verdict, QUICK};
+use mcp_streamable::headers;
 use serde_json::json;
 
 const PING: &str = r#"{"jsonrpc":"2.0","id":900001,"method":"ping"}"#;
@@ -99,7 +100,7 @@ pub async fn run(p: &mut Probe) {
     let r =
         p.t.send(
             "POST",
-            &with("mcp-protocol-version", "1999-01-01"),
+            &with(headers::MCP_PROTOCOL_VERSION, "1999-01-01"),
             PING,
             QUICK,
         )
@@ -112,8 +113,13 @@ pub async fn run(p: &mut Probe) {
         status(&r),
     );
     let r =
-        p.t.send("POST", &with("accept", "application/json"), PING, QUICK)
-            .await;
+        p.t.send(
+            "POST",
+            &with(headers::ACCEPT, headers::MIME_JSON),
+            PING,
+            QUICK,
+        )
+        .await;
     p.add(
         "R2",
         true,
@@ -124,7 +130,7 @@ pub async fn run(p: &mut Probe) {
     let r =
         p.t.send(
             "POST",
-            &with("origin", "http://evil.example.com"),
+            &with(headers::ORIGIN, "http://evil.example.com"),
             PING,
             QUICK,
         )
@@ -137,7 +143,7 @@ pub async fn run(p: &mut Probe) {
         status(&r),
     );
 
-    let h = vec![("mcp-session-id".to_owned(), sid.clone())];
+    let h = vec![(headers::MCP_SESSION_ID.to_owned(), sid.clone())];
     let r = p.t.send("DELETE", &h, "", QUICK).await;
     let deleted = r.as_ref().is_some_and(|r| (200..300).contains(&r.status));
     let after =

@@ -7,6 +7,7 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
+use mcp_streamable::headers;
 use mcp_streamable::sse::{SseDecoder, SseItem};
 use serde_json::Value;
 use std::time::Duration;
@@ -112,7 +113,7 @@ impl Open {
     /// Every JSON-RPC message received: SSE data, or the JSON body (one
     /// object or a batch) once it ended.
     pub fn messages(&self) -> Vec<Value> {
-        if self.content_type == "application/json" {
+        if self.content_type == headers::MIME_JSON {
             return match serde_json::from_slice::<Value>(&self.body) {
                 Ok(Value::Array(v)) => v,
                 Ok(v) => vec![v],
@@ -127,7 +128,7 @@ impl Open {
 
     /// Whether the answer is an SSE stream.
     pub fn is_sse(&self) -> bool {
-        self.content_type == "text/event-stream"
+        self.content_type == headers::MIME_SSE
     }
 
     /// The last event id seen.
@@ -226,7 +227,7 @@ impl Target {
         let mut b = hyper::Request::builder()
             .method(method)
             .uri(self.path.as_str())
-            .header("host", self.authority.as_str());
+            .header(headers::HOST, self.authority.as_str());
         for (n, v) in headers {
             b = b.header(n.as_str(), v.as_str());
         }
@@ -245,8 +246,8 @@ impl Target {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        let session = header("mcp-session-id");
-        let content_type = header("content-type")
+        let session = header(headers::MCP_SESSION_ID);
+        let content_type = header(headers::CONTENT_TYPE)
             .map(|c| {
                 c.split(';')
                     .next()
@@ -255,7 +256,7 @@ impl Target {
                     .to_ascii_lowercase()
             })
             .unwrap_or_default();
-        let sse = content_type == "text/event-stream";
+        let sse = content_type == headers::MIME_SSE;
         let (tx, rx) = mpsc::unbounded_channel();
         let mut body = resp.into_body();
         let reader = tokio::spawn(async move {
