@@ -17,7 +17,7 @@ PEER_TARGET="$PWD/target/bench-peers"
 (cd benches/peers/rmcp-server && CARGO_TARGET_DIR="$PEER_TARGET" cargo build --release -q)
 cp scripts/peers/ts-server.mjs "$PEERS/ts/"
 OUT="${OUT:-$(mktemp -d)}"; mkdir -p "$OUT"
-PORT="${COMPAT_PORT:-39401}"
+PORT="${COMPAT_PORT:-19401}"
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true' EXIT
 answers() { curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/mcp" | grep -qv '^000$'; }

