@@ -5,6 +5,7 @@
 #![allow(missing_docs, unsafe_code)]
 
 use criterion::{criterion_group, Criterion, Throughput};
+use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::SessionId;
 use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable::policy::ServerPolicy;
@@ -93,7 +94,7 @@ fn drain(ep: &mut ServerEndpoint, now: Instant) -> usize {
 
 fn post_round_trip(c: &mut Criterion) {
     let now = Instant::ZERO;
-    let mut ep = ServerEndpoint::new(config(), ServerPolicy::FIXED, 1);
+    let mut ep = ServerEndpoint::with_ids(config(), ServerPolicy::FIXED, IdSource::reproducible(1));
     let sid = open(&mut ep, now);
     let head = RequestHead::post(Some(&sid), Some(ProtocolVersion::V2025_11_25));
     let mut id = 1u64;
@@ -122,7 +123,7 @@ fn notify_live_get(c: &mut Criterion) {
     let now = Instant::ZERO;
     let mut cfg = config();
     cfg.session.events_max = 64;
-    let mut ep = ServerEndpoint::new(cfg, ServerPolicy::FIXED, 2);
+    let mut ep = ServerEndpoint::with_ids(cfg, ServerPolicy::FIXED, IdSource::reproducible(2));
     let sid = open(&mut ep, now);
     ep.handle_request(
         &RequestHead::get(&sid, ProtocolVersion::V2025_11_25, None),
@@ -151,7 +152,7 @@ fn notify_live_get(c: &mut Criterion) {
 /// Net heap bytes per idle session (initialized, nothing open), over 10,000 sessions.
 fn idle_session_bytes() {
     let now = Instant::ZERO;
-    let mut ep = ServerEndpoint::new(config(), ServerPolicy::FIXED, 3);
+    let mut ep = ServerEndpoint::with_ids(config(), ServerPolicy::FIXED, IdSource::reproducible(3));
     open(&mut ep, now);
     let before = LIVE.load(Ordering::Relaxed);
     let n = 10_000;

@@ -5,8 +5,8 @@
 //! **Every mutation (`handle_*(…, now)` or a command) must be followed by a
 //! complete drain of `poll_transmit` and `poll_event` until they return `None`,
 //! then a look at `poll_timeout`.** The cores never read a clock, never draw from
-//! a global random generator, never block and never spawn: time and seeds are
-//! inputs, and where a real implementation's behaviour depends on scheduling,
+//! a global random generator, never block and never spawn: time and entropy
+//! (an [`id_source::IdSource`]) are inputs, and where a real implementation's behaviour depends on scheduling,
 //! that scheduling point is an input too.
 
 #![forbid(unsafe_code)]
@@ -14,6 +14,7 @@
 pub mod error;
 pub mod head;
 pub mod headers;
+pub mod id_source;
 pub mod ids;
 pub mod jsonrpc;
 pub mod monitor;

@@ -1,8 +1,11 @@
-//! A tiny seeded generator, so session ids are reproducible from a seed.
+//! A tiny seeded generator, for what must be reproducible from a seed: the
+//! checkers' session ids ([`crate::id_source::IdSource::reproducible`]) and the
+//! shells' seeded scheduling of preset races.
 //!
 //! SplitMix64 (Steele, Lea, Flood 2014): one `u64` of state, every output a bijective
-//! mix of a Weyl sequence. It is not a CSPRNG; a shell that faces a network seeds it
-//! from the OS once per endpoint (R20), while checkers seed it from the run's seed.
+//! mix of a Weyl sequence. It is **not** a CSPRNG: one output gives back the state
+//! (`tests/session_ids.rs` does exactly that), so it never mints a secret that faces a
+//! network; [`crate::id_source::IdSource`] defaults to ChaCha20 keyed by the OS.
 
 /// The generator state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -85,10 +85,7 @@ fn tap(m: &Shared) -> Box<dyn FnMut(&Observation) + Send> {
 }
 
 async fn start(monitor: &Shared) -> ServerHandle {
-    let mut options = ServerOptions {
-        seed: 7,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
     options.endpoint.session.retry_ms = 100;
     Server::bind(
         "127.0.0.1:0".parse().unwrap(),
@@ -346,14 +343,7 @@ async fn sessions_are_isolated_and_foreign_cursors_replay_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mounts_under_a_path_of_your_own_router() {
     use hyper::service::Service;
-    let (mcp, handle) = Server::start(
-        ServerOptions {
-            seed: 3,
-            ..ServerOptions::default()
-        },
-        TestApp::default,
-        None,
-    );
+    let (mcp, handle) = Server::start(ServerOptions::default(), TestApp::default, None);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let router = tokio::spawn(async move {
@@ -411,10 +401,7 @@ async fn mounts_under_a_path_of_your_own_router() {
 /// session's task leaves the routing table.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_limit_and_cleanup_across_session_tasks() {
-    let mut options = ServerOptions {
-        seed: 11,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
     options.endpoint.sessions_max = 1;
     let server = Server::bind(
         "127.0.0.1:0".parse().unwrap(),
@@ -448,10 +435,7 @@ async fn session_limit_and_cleanup_across_session_tasks() {
 /// parked session past its idle expiry is swept and its core ends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sessions_park_wake_and_expire() {
-    let mut options = ServerOptions {
-        seed: 13,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
     options.endpoint.session.idle_timeout_ms = Some(1_500);
     let server = Server::bind(
         "127.0.0.1:0".parse().unwrap(),

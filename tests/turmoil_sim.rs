@@ -3,6 +3,7 @@
 
 use mcp_streamable::http::client::{Client, ClientOptions};
 use mcp_streamable::http::{Connect, EverythingApp, Listen, Server, ServerOptions};
+use mcp_streamable::id_source::IdSource;
 use mcp_streamable::monitor::{Monitor, Observation};
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::server::AllowList;
@@ -133,7 +134,7 @@ fn simulate_with(
         async move {
             let listener = turmoil::net::TcpListener::bind("0.0.0.0:8080").await?;
             let mut options = ServerOptions {
-                seed,
+                ids: IdSource::reproducible(seed),
                 policy: server,
                 ..ServerOptions::default()
             };

@@ -11,6 +11,7 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use mcp_streamable::headers;
+use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, MsgKey, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{ErrorObject, Message, RawJson};
 use mcp_streamable::monitor::{Monitor, Observation};
@@ -114,7 +115,7 @@ impl Driver {
             }
         };
         Ok(Driver {
-            ep: ServerEndpoint::new(config, policy, seed),
+            ep: ServerEndpoint::with_ids(config, policy, IdSource::reproducible(seed)),
             mon: Monitor::new(),
             now: 0,
             sessions: Vec::new(),

@@ -22,6 +22,7 @@ use super::body::{ClosedTx, ResponseBody};
 use super::io::Listen;
 use crate::head::{Content, Method, RequestHead, ResponseHead};
 use crate::headers;
+use crate::id_source::IdSource;
 use crate::ids::{HttpId, SessionId};
 use crate::monitor::Observation;
 use crate::policy::ServerPolicy;
@@ -49,8 +50,10 @@ pub struct ServerOptions {
     pub endpoint: EndpointConfig,
     /// The policy (FIXED unless demonstrating a preset).
     pub policy: ServerPolicy,
-    /// Seed of session ids; a network-facing server seeds it from the OS.
-    pub seed: u64,
+    /// Where session ids and event-id namespaces come from: a CSPRNG keyed
+    /// by the OS unless a simulation passes [`IdSource::reproducible`]. Each
+    /// session's endpoint draws from its own [`IdSource::fork`].
+    pub ids: IdSource,
     /// Frames queued on one streaming response before its client counts as
     /// too slow and the connection is closed (the stream stays resumable).
     pub frames_queued_max: usize,
@@ -63,20 +66,11 @@ impl Default for ServerOptions {
         ServerOptions {
             endpoint: EndpointConfig::default(),
             policy: ServerPolicy::FIXED,
-            seed: os_seed(),
+            ids: IdSource::from_os(),
             frames_queued_max: 256,
             requests_queued_max: 1024,
         }
     }
-}
-
-/// A seed from the OS (via std's hash randomization), for session ids that
-/// must not be guessable (R20, R28).
-pub fn os_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::process::id().into());
-    h.finish()
 }
 
 /// Exchange ids of one task start at `task number * HTTP_IDS_PER_TASK`.
@@ -182,7 +176,7 @@ struct Shared<A: App> {
     options: ServerOptions,
     make_app: Box<dyn Fn() -> A + Send + Sync>,
     table: RwLock<BTreeMap<SessionId, Slot<A>>>,
-    seeds: Mutex<SeededRng>,
+    ids: Mutex<IdSource>,
     tasks: AtomicUsize,
     tap: Option<Arc<Mutex<super::Tap>>>,
     shutdown: watch::Receiver<bool>,
@@ -227,7 +221,7 @@ impl Server {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let live = Arc::new((AtomicUsize::new(0), Notify::new()));
         let shared = Arc::new(Shared {
-            seeds: Mutex::new(SeededRng::new(options.seed)),
+            ids: Mutex::new(options.ids.clone()),
             options,
             make_app: Box::new(make_app),
             table: RwLock::new(BTreeMap::new()),
@@ -397,16 +391,20 @@ fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<Arc<Inbox>>
 fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>) -> Arc<Inbox> {
     let inbox = Inbox::new(shared.options.requests_queued_max);
     let (closed_tx, closed_rx) = mpsc::unbounded_channel();
+    let mut ids = match shared.ids.lock() {
+        Ok(mut parent) => parent.fork(),
+        Err(poisoned) => poisoned.into_inner().fork(),
+    };
+    let scheduler = SeededRng::new(ids.next_u64());
     let (ep, app, start, registered) = match parked {
         Some(p) => (p.ep, p.app, p.start, Some(p.session)),
         None => {
             let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
-            let seed = shared.seeds.lock().map(|mut r| r.next_u64()).unwrap_or(n);
             let mut config = shared.options.endpoint.clone();
             config.http_id_base = n * HTTP_IDS_PER_TASK;
             let full = shared.table.read().map(|t| t.len()).unwrap_or(0) >= config.sessions_max;
             config.sessions_max = if full { 0 } else { 1 };
-            let ep = ServerEndpoint::new(config, shared.options.policy, seed);
+            let ep = ServerEndpoint::with_ids(config, shared.options.policy, ids);
             (ep, (shared.make_app)(), tokio::time::Instant::now(), None)
         }
     };
@@ -420,7 +418,7 @@ fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>
         frames_queued_max: shared.options.frames_queued_max,
         registered,
         inbox: inbox.clone(),
-        scheduler: SeededRng::new(shared.seeds.lock().map(|mut r| r.next_u64()).unwrap_or(0)),
+        scheduler,
         shared: shared.clone(),
     };
     shared.live.0.fetch_add(1, Ordering::AcqRel);

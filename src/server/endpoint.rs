@@ -1,8 +1,8 @@
 //! [`ServerEndpoint`]: every session of one MCP endpoint, and the status codes
 //! that need no session (R1–R31, R41–R43).
 //!
-//! It validates a request head and body, mints session ids from its seeded
-//! generator, and dispatches to the [`ServerSession`] named by
+//! It validates a request head and body, mints session ids from its
+//! [`IdSource`] (a CSPRNG unless a checker hands it a reproducible one), and dispatches to the [`ServerSession`] named by
 //! `Mcp-Session-Id`. Its outputs are the sessions' outputs, merged.
 
 use super::request::{self, AllowList};
@@ -12,10 +12,10 @@ use super::{Content, EndReason, ResponseHead, ServerEvent, Transmit, TransmitKin
 use crate::error::RequestError;
 use crate::head::{Method, RequestHead};
 use crate::headers;
+use crate::id_source::IdSource;
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::{self, Body, ErrorObject, Message, METHOD_NOT_FOUND};
 use crate::policy::{ServerPolicy, SessionErrorStatus};
-use crate::rng::SeededRng;
 use crate::time::Instant;
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
@@ -67,7 +67,7 @@ pub struct Dispatched {
 pub struct ServerEndpoint {
     config: EndpointConfig,
     policy: ServerPolicy,
-    rng: SeededRng,
+    ids: IdSource,
     sessions: BTreeMap<SessionId, Box<ServerSession>>,
     routes: BTreeMap<HttpId, SessionId>,
     next_http: u64,
@@ -76,13 +76,20 @@ pub struct ServerEndpoint {
 }
 
 impl ServerEndpoint {
-    /// An endpoint whose session ids all derive from `seed`.
-    pub fn new(config: EndpointConfig, policy: ServerPolicy, seed: u64) -> Self {
+    /// An endpoint whose session ids come from a CSPRNG keyed by the OS
+    /// ([`IdSource::from_os`]): what anything facing a network wants.
+    pub fn new(config: EndpointConfig, policy: ServerPolicy) -> Self {
+        Self::with_ids(config, policy, IdSource::from_os())
+    }
+
+    /// An endpoint drawing its ids from `ids`: checkers and simulations pass
+    /// [`IdSource::reproducible`] so that the same seed gives the same trace.
+    pub fn with_ids(config: EndpointConfig, policy: ServerPolicy, ids: IdSource) -> Self {
         ServerEndpoint {
             next_http: config.http_id_base + 1,
             config,
             policy,
-            rng: SeededRng::new(seed),
+            ids,
             sessions: BTreeMap::new(),
             routes: BTreeMap::new(),
             transmits: VecDeque::new(),
@@ -417,12 +424,12 @@ impl ServerEndpoint {
         };
         let version = offered.unwrap_or(ProtocolVersion::LATEST);
         let id = loop {
-            let candidate = SessionId::from_bits(self.rng.next_u128());
+            let candidate = SessionId::from_bits(self.ids.next_u128());
             if !self.sessions.contains_key(&candidate) {
                 break candidate;
             }
         };
-        let namespace = (self.rng.next_u64() >> 32) as u32;
+        let namespace = (self.ids.next_u64() >> 32) as u32;
         let session = ServerSession::new(
             id.clone(),
             namespace,

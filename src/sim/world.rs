@@ -6,6 +6,7 @@
 
 use super::net::{deliveries, Delivery, Link};
 use crate::client::{ClientConfig, ClientEvent, ClientSession, ClientTransmitKind};
+use crate::id_source::IdSource;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::jsonrpc::{self, RawJson};
 use crate::monitor::{Monitor, Observation};
@@ -27,7 +28,8 @@ pub struct PairConfig {
     pub client: ClientConfig,
     /// The client's policy.
     pub client_policy: ClientPolicy,
-    /// Seed of the server's session ids.
+    /// Seed of the server's session ids ([`IdSource::reproducible`]: a
+    /// checker wants the same seed to give the same trace).
     pub seed: u64,
     /// The server application answers every request at once.
     pub server_auto_respond: bool,
@@ -111,7 +113,11 @@ impl World {
             .collect();
         World {
             clients,
-            server: ServerEndpoint::new(config.server.clone(), config.server_policy, config.seed),
+            server: ServerEndpoint::with_ids(
+                config.server.clone(),
+                config.server_policy,
+                IdSource::reproducible(config.seed),
+            ),
             now: Instant::ZERO,
             links: BTreeMap::new(),
             by_server: BTreeMap::new(),

@@ -2,6 +2,7 @@
 //! feeds every observation to the monitor, and keeps a log per exchange.
 #![allow(dead_code)]
 
+use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
 use mcp_streamable::monitor::{Monitor, Observation, Violation};
@@ -74,7 +75,7 @@ impl Harness {
 
     pub fn with(policy: ServerPolicy, version: ProtocolVersion, config: EndpointConfig) -> Self {
         Harness {
-            ep: ServerEndpoint::new(config, policy, 0x5eed),
+            ep: ServerEndpoint::with_ids(config, policy, IdSource::reproducible(0x5eed)),
             mon: Monitor::new(),
             now: Instant::ZERO,
             version,

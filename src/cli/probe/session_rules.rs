@@ -1,5 +1,7 @@
-//! Session and header rules: the session id's alphabet (R21) and length
-//! (R20, a heuristic for "cryptographically secure"), missing and
+//! Session and header rules: the session id's alphabet (R21) and what can be
+//! measured of R20 from outside (length, alphabet, distinctness: an upper
+//! bound on the id's entropy; whether its bits are unpredictable only a test
+//! of the server's own generator can tell), missing and
 //! unknown ids (R23, R24, B6: never 401), a bad protocol version (R31), a
 //! POST that does not accept SSE (R2), a foreign Origin (R42), and DELETE
 //! then reuse (R24).
@@ -39,16 +41,24 @@ pub async fn run(p: &mut Probe) {
         ),
     );
     if let Some(s) = &sid {
-        let other = p.initialize().await.map(|(o, _, _)| o);
+        let mut others = Vec::new();
+        for _ in 0..2 {
+            if let Some((o, _, _)) = p.initialize().await {
+                others.push(o);
+            }
+        }
+        let mut all = vec![s.as_str()];
+        all.extend(others.iter().map(String::as_str));
+        let shape = IdShape::of(&all);
         p.add(
             "R20",
             false,
-            "session ids look unguessable: >= 16 chars, distinct",
-            Verdict::of(s.len() >= 16 && other.as_ref().is_some_and(|o| o != s)),
-            format!("{} chars; a second session's id {other:?}", s.len()),
+            "session ids: >= 128 bits of room, distinct (unpredictability is not measurable here)",
+            Verdict::of(others.len() == 2 && shape.holds()),
+            shape.to_string(),
         );
-        if let Some(o) = other {
-            p.delete(&o).await;
+        for o in &others {
+            p.delete(o).await;
         }
     }
     let Some(sid) = sid else {
@@ -165,5 +175,101 @@ pub async fn run(p: &mut Probe) {
             Verdict::NotApplicable,
             format!("DELETE answered {}", status(&r)),
         );
+    }
+}
+
+/// What the prober can see of session ids: their length, the alphabet they
+/// draw from, and so an upper bound on their entropy, and whether they
+/// differ. Not whether the generator can be predicted.
+struct IdShape {
+    len_min: usize,
+    alphabet: &'static str,
+    bits_max: f64,
+    distinct: bool,
+    count: usize,
+}
+
+impl IdShape {
+    fn of(ids: &[&str]) -> IdShape {
+        let chars = |f: fn(u8) -> bool| ids.iter().all(|id| id.bytes().all(f));
+        let (alphabet, symbols, ignore_dashes) = if chars(|b| b.is_ascii_hexdigit()) {
+            ("hex", 16.0, false)
+        } else if chars(|b| b.is_ascii_hexdigit() || b == b'-') {
+            ("hex with dashes", 16.0, true)
+        } else if chars(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            ("base64url", 64.0, false)
+        } else {
+            ("visible ASCII", 94.0, false)
+        };
+        let counted = |id: &&str| {
+            if ignore_dashes {
+                id.bytes().filter(|&b| b != b'-').count()
+            } else {
+                id.len()
+            }
+        };
+        let counted_min = ids.iter().map(counted).min().unwrap_or(0);
+        let mut sorted = ids.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        IdShape {
+            len_min: ids.iter().map(|id| id.len()).min().unwrap_or(0),
+            alphabet,
+            bits_max: counted_min as f64 * f64::log2(symbols),
+            distinct: sorted.len() == ids.len(),
+            count: ids.len(),
+        }
+    }
+
+    fn holds(&self) -> bool {
+        self.len_min >= 16 && self.bits_max >= 128.0 && self.distinct
+    }
+}
+
+impl std::fmt::Display for IdShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ids, {} chars at least, {}: at most {:.0} bits each; {}; \
+             whether they can be predicted is not measurable from outside",
+            self.count,
+            self.len_min,
+            self.alphabet,
+            self.bits_max,
+            if self.distinct {
+                "distinct"
+            } else {
+                "REPEATED"
+            }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IdShape;
+
+    #[test]
+    fn shapes_of_real_ids() {
+        let hex = IdShape::of(&[
+            "0123456789abcdef0123456789abcdef",
+            "f123456789abcdef0123456789abcdef",
+        ]);
+        assert_eq!(
+            (hex.alphabet, hex.bits_max as u32, hex.holds()),
+            ("hex", 128, true)
+        );
+        let uuid = IdShape::of(&[
+            "123e4567-e89b-42d3-a456-426614174000",
+            "223e4567-e89b-42d3-a456-426614174000",
+        ]);
+        assert_eq!(
+            (uuid.alphabet, uuid.bits_max as u32, uuid.holds()),
+            ("hex with dashes", 128, true)
+        );
+        let short = IdShape::of(&["0123456789abcdef", "1123456789abcdef"]);
+        assert!(!short.holds(), "64 bits of room");
+        let same = IdShape::of(&["0123456789abcdef0123456789abcdef"; 2]);
+        assert!(!same.holds(), "repeated");
     }
 }
