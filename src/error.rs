@@ -64,9 +64,37 @@ pub enum RequestError {
     /// Resuming a finished POST stream under rmcp v0.16 (500 `ChannelClosed`).
     #[error("stream closed")]
     ChannelClosed,
-    /// Too many live sessions (503), `sessions_max`.
+    /// Too many live sessions (503), `sessions_max`, and none could be
+    /// evicted (every session is initialized and busy).
     #[error("too many sessions")]
     SessionLimit,
+    /// This peer already holds `sessions_per_peer_max` sessions (429).
+    #[error("too many sessions for this client (at most {max})")]
+    PeerSessionLimit {
+        /// The quota.
+        max: usize,
+    },
+    /// Too many client requests in flight on this session (429), `in_flight_max`.
+    #[error("too many requests in flight on this session (at most {max})")]
+    InFlightLimit {
+        /// The bound.
+        max: usize,
+    },
+    /// A request head HTTP/1.1 forbids: no `Host`, or a repeated `Host` or
+    /// `Origin` (400; RFC 9112 §3.2: with two values, which one was checked?).
+    #[error("bad request head: {0}")]
+    BadHead(&'static str),
+    /// The body could not be read: malformed chunked framing, or shorter than
+    /// its `Content-Length` (400).
+    #[error("the request body could not be read")]
+    UnreadableBody,
+    /// The body did not arrive within `body_read_timeout` (408).
+    #[error("the request body did not arrive in time")]
+    BodyTimeout,
+    /// The server is over its memory budget for buffered messages (503);
+    /// nothing of this request was kept.
+    #[error("server busy: buffered bytes over budget")]
+    OverBudget,
 }
 
 impl RequestError {
@@ -86,9 +114,13 @@ impl RequestError {
             | RequestError::MissingSessionId { .. }
             | RequestError::BadInitialize
             | RequestError::DuplicateRequestId(_)
-            | RequestError::UnknownEventId(_) => 400,
+            | RequestError::UnknownEventId(_)
+            | RequestError::BadHead(_)
+            | RequestError::UnreadableBody => 400,
+            RequestError::BodyTimeout => 408,
+            RequestError::PeerSessionLimit { .. } | RequestError::InFlightLimit { .. } => 429,
             RequestError::ChannelClosed => 500,
-            RequestError::SessionLimit => 503,
+            RequestError::SessionLimit | RequestError::OverBudget => 503,
         }
     }
 

@@ -419,3 +419,39 @@ fn held_messages_are_bounded_and_expire_visibly() {
     h.finish();
     assert!(h.violations().is_empty(), "{:?}", h.violations());
 }
+
+#[test]
+fn in_flight_bound_is_429_at_one_past_the_limit_and_frees_up() {
+    let mut config = common::test_config();
+    config.session.in_flight_max = 2;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let (a, id_a) = h.call();
+    let (b, _) = h.call();
+    assert!(
+        h.log[&a].is_open() && h.log[&b].is_open(),
+        "at the bound: accepted"
+    );
+    let (c, _) = h.call();
+    assert_eq!(status(&h, c), 429, "one past the bound");
+    assert_eq!(error_code(&h, c), -32000);
+    assert!(h.log[&c].json[0].to_json().contains("in flight"));
+    h.respond(&id_a);
+    let (d, _) = h.call();
+    assert_ne!(h.log[&d].status, Some(429), "a slot freed by an answer");
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn a_later_request_reusing_the_initialize_id_is_not_stamped() {
+    let mut h = ready();
+    // The harness's initialize used id 1.
+    let http = h.post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    h.respond(&RequestId::Num(1));
+    let Some(Message::Response { result, .. }) = h.log[&http].messages().last().cloned().cloned()
+    else {
+        panic!("a response: {:?}", h.log[&http]);
+    };
+    assert_eq!(result.to_value(), serde_json::json!({}));
+}

@@ -4,7 +4,6 @@
 use mcp_streamable::http::{EverythingApp, Server, ServerOptions, Tap};
 use mcp_streamable::monitor::Monitor;
 use mcp_streamable::policy::ServerPolicy;
-use mcp_streamable::server::AllowList;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -54,7 +53,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     };
     options.endpoint.session.retry_ms = args.retry_ms;
     if args.any_host {
-        options.endpoint.allow = AllowList::any();
+        options.endpoint.allow.hosts.clear();
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads.max(1))

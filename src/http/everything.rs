@@ -446,11 +446,15 @@ impl App for EverythingApp {
             }
             "tools/list" => ok(tools()),
             "tools/call" => {
-                let name = p
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
+                let Some(name) = p.get("name").and_then(Value::as_str).map(str::to_owned) else {
+                    // Not a tool that failed: the request itself is malformed.
+                    let error = ErrorObject::new(
+                        INVALID_PARAMS,
+                        "tools/call needs params {\"name\": string, \"arguments\"?: object}",
+                    );
+                    let _ = cx.respond(&id, Err(error));
+                    return;
+                };
                 let args = p.get("arguments").cloned().unwrap_or(json!({}));
                 let meta = p.get("_meta").cloned().unwrap_or(json!({}));
                 self.call(cx, id, &name, args, meta);

@@ -14,6 +14,10 @@ pub trait Listen: Send + 'static {
     type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
     /// Waits for the next connection.
     fn accept(&mut self) -> impl Future<Output = io::Result<Self::Io>> + Send;
+    /// The peer's address, for per-client quotas (none if unknown).
+    fn peer(_io: &Self::Io) -> Option<SocketAddr> {
+        None
+    }
 }
 
 impl Listen for tokio::net::TcpListener {
@@ -22,6 +26,10 @@ impl Listen for tokio::net::TcpListener {
         let (stream, _) = tokio::net::TcpListener::accept(self).await?;
         stream.set_nodelay(true)?;
         Ok(stream)
+    }
+
+    fn peer(io: &Self::Io) -> Option<SocketAddr> {
+        io.peer_addr().ok()
     }
 }
 

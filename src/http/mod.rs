@@ -15,7 +15,7 @@ pub mod server;
 pub use app::{App, Cx, EchoApp};
 pub use everything::EverythingApp;
 pub use io::{Connect, Listen, TcpConnect};
-pub use server::{McpService, Server, ServerHandle, ServerOptions};
+pub use server::{McpService, PeerAddr, Server, ServerHandle, ServerOptions};
 
 /// An observer of everything a shell sees and writes (feeds the monitor).
 pub type Tap = Box<dyn FnMut(&crate::monitor::Observation) + Send>;

@@ -27,7 +27,9 @@ use crate::ids::{HttpId, SessionId};
 use crate::monitor::Observation;
 use crate::policy::ServerPolicy;
 use crate::rng::SeededRng;
-use crate::server::{EndpointConfig, ServerEndpoint, ServerEvent, Transmit, TransmitKind};
+use crate::server::{
+    EndpointConfig, ServerEndpoint, ServerEvent, Transmit, TransmitKind, UnreadBody,
+};
 use crate::sse;
 use crate::sync::{Mailbox, SendError};
 use crate::time::Instant;
@@ -59,16 +61,36 @@ pub struct ServerOptions {
     pub frames_queued_max: usize,
     /// Requests queued for one session's task.
     pub requests_queued_max: usize,
+    /// Open connections at once; past it the accept loop waits for one to
+    /// close (the kernel's backlog holds newcomers), so file descriptors are
+    /// never exhausted by idle sockets.
+    pub connections_max: usize,
+    /// Time a connection may take to send a request head, counted from the
+    /// moment the server waits for one: an idle keep-alive connection, or a
+    /// half-sent head, is closed past it.
+    pub header_read_timeout: std::time::Duration,
+    /// Time a request body may take to arrive whole (408 past it).
+    pub body_read_timeout: std::time::Duration,
+    /// Longest pause after a failed `accept` (EMFILE, ENFILE, …): the loop
+    /// backs off from 1 ms, doubling, instead of spinning.
+    pub accept_backoff_max: std::time::Duration,
 }
 
 impl Default for ServerOptions {
     fn default() -> Self {
+        let mut endpoint = EndpointConfig::default();
+        // HTTP/1.1: a head without Host is refused (RFC 9112 §3.2).
+        endpoint.allow.host_required = true;
         ServerOptions {
-            endpoint: EndpointConfig::default(),
+            endpoint,
             policy: ServerPolicy::FIXED,
             ids: IdSource::from_os(),
             frames_queued_max: 256,
             requests_queued_max: 1024,
+            connections_max: 1024,
+            header_read_timeout: std::time::Duration::from_secs(10),
+            body_read_timeout: std::time::Duration::from_secs(30),
+            accept_backoff_max: std::time::Duration::from_secs(1),
         }
     }
 }
@@ -148,8 +170,27 @@ impl Inbox {
 
 struct RequestForOwner {
     head: RequestHead,
-    body: Option<Bytes>,
+    body: Result<Bytes, UnreadBody>,
+    peer: Option<SocketAddr>,
     reply: oneshot::Sender<Reply>,
+}
+
+/// The whole body, within the core's bound (refused at once when
+/// `Content-Length` already says more: nothing read, no `100 Continue`) and
+/// the body read timeout.
+async fn read_body(
+    head: &RequestHead,
+    body: Incoming,
+    options: &ServerOptions,
+) -> Result<Bytes, UnreadBody> {
+    let max = crate::server::body_limit(head, options.endpoint.body_max)?;
+    let collect = http_body_util::Limited::new(body, max).collect();
+    match tokio::time::timeout(options.body_read_timeout, collect).await {
+        Err(_) => Err(UnreadBody::TimedOut),
+        Ok(Ok(b)) => Ok(b.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(UnreadBody::TooLarge),
+        Ok(Err(_)) => Err(UnreadBody::Unreadable),
+    }
 }
 
 /// A session in the routing table: its running task's handle, or its state
@@ -269,28 +310,64 @@ impl Server {
     }
 }
 
+/// The peer's address, put in each request's extensions by the accept loop
+/// (insert it yourself when you mount [`McpService`] in your own server):
+/// the core's per-client session quota counts by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
 async fn accept_loop<L: Listen, A: App>(
     mut listener: L,
     service: McpService<A>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let options = &service.shared.options;
+    let slots = Arc::new(tokio::sync::Semaphore::new(options.connections_max.max(1)));
+    let (header_timeout, backoff_max) = (options.header_read_timeout, options.accept_backoff_max);
+    let mut backoff = std::time::Duration::ZERO;
     loop {
+        // A slot first: at `connections_max` newcomers wait in the backlog.
+        let slot = tokio::select! {
+            s = slots.clone().acquire_owned() => match s {
+                Ok(s) => s,
+                Err(_) => return,
+            },
+            _ = shutdown.changed() => return,
+        };
         let io = tokio::select! {
             r = listener.accept() => match r {
-                Ok(io) => io,
+                Ok(io) => {
+                    backoff = std::time::Duration::ZERO;
+                    io
+                }
                 Err(e) => {
-                    tracing::debug!(error = %e, "accept failed");
-                    continue;
+                    // EMFILE and friends repeat at once: back off, don't spin.
+                    backoff = (backoff * 2).clamp(std::time::Duration::from_millis(1), backoff_max);
+                    tracing::debug!(error = %e, ?backoff, "accept failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => continue,
+                        _ = shutdown.changed() => return,
+                    }
                 }
             },
             _ = shutdown.changed() => return,
         };
+        let peer = L::peer(&io);
         let service = service.clone();
         let mut stop = shutdown.clone();
         tokio::spawn(async move {
+            let _slot = slot;
+            let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+                if let Some(peer) = peer {
+                    req.extensions_mut().insert(PeerAddr(peer));
+                }
+                hyper::service::Service::call(&service, req)
+            });
             let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout)
                 .keep_alive(true)
-                .serve_connection(TokioIo::new(io), service);
+                .serve_connection(TokioIo::new(io), svc);
             tokio::pin!(conn);
             tokio::select! {
                 r = conn.as_mut() => {
@@ -324,20 +401,18 @@ async fn serve_one<A: App>(
             })
             .collect(),
     };
-    // Read at most body_max + 1 bytes: enough for the core to answer 413.
-    let body_max = shared.options.endpoint.body_max;
-    let body = match http_body_util::Limited::new(req.into_body(), body_max)
-        .collect()
-        .await
-    {
-        Ok(b) => Some(b.to_bytes()),
-        Err(_) => None,
-    };
+    let peer = req.extensions().get::<PeerAddr>().map(|p| p.0);
+    let body = read_body(&head, req.into_body(), &shared.options).await;
     let (reply, rx) = oneshot::channel();
     let sid = head
         .header(headers::MCP_SESSION_ID)
         .and_then(|s| s.parse::<SessionId>().ok());
-    let mut msg = ToOwner(Box::new(RequestForOwner { head, body, reply }));
+    let mut msg = ToOwner(Box::new(RequestForOwner {
+        head,
+        body,
+        peer,
+        reply,
+    }));
     let mut delivered = false;
     // A task that has just parked closes its mailbox: look the session up again.
     for _ in 0..4 {
@@ -550,7 +625,7 @@ impl<A: App> Owner<A> {
             let sleep = super::clock::sleep_until(self.start, next);
             tokio::select! {
                 cmd = inbox.recv() => match cmd {
-                    Some(ToOwner(r)) => self.on_request(r.head, r.body, r.reply),
+                    Some(ToOwner(r)) => self.on_request(r.head, r.body, r.peer, r.reply),
                     None => break,
                 },
                 Some(http) = closed_rx.recv() => self.on_closed(http),
@@ -683,13 +758,14 @@ impl<A: App> Owner<A> {
     fn on_request(
         &mut self,
         head: RequestHead,
-        body: Option<Bytes>,
+        body: Result<Bytes, UnreadBody>,
+        _peer: Option<SocketAddr>,
         reply: oneshot::Sender<Reply>,
     ) {
         let now = self.now();
         let d = match &body {
-            Some(b) => self.ep.handle_request(&head, b, now),
-            None => self.ep.handle_oversized(&head, now),
+            Ok(b) => self.ep.handle_request(&head, b, now),
+            Err(why) => self.ep.handle_unread_body(&head, *why, now),
         };
         let bytes = body.unwrap_or_default();
         let _span = tracing::debug_span!("exchange", http = %d.http, session = ?d.session.as_ref().map(|s| s.as_str())).entered();

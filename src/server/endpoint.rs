@@ -5,7 +5,7 @@
 //! [`IdSource`] (a CSPRNG unless a checker hands it a reproducible one), and dispatches to the [`ServerSession`] named by
 //! `Mcp-Session-Id`. Its outputs are the sessions' outputs, merged.
 
-use super::request::{self, AllowList};
+use super::request::{self, AllowList, UnreadBody};
 use super::session::{ServerSession, SessionConfig, SessionTimer};
 use super::SchedulingPoint;
 use super::{Content, EndReason, ResponseHead, ServerEvent, Transmit, TransmitKind};
@@ -156,11 +156,26 @@ impl ServerEndpoint {
 
     /// A request whose body exceeded the shell's read bound: answered 413
     /// without reading further (the shell stops at `body_max + 1` bytes).
-    pub fn handle_oversized(&mut self, _head: &RequestHead, _now: Instant) -> Dispatched {
+    pub fn handle_oversized(&mut self, head: &RequestHead, now: Instant) -> Dispatched {
+        self.handle_unread_body(head, UnreadBody::TooLarge, now)
+    }
+
+    /// A request whose body the shell could not read whole (see
+    /// [`request::body_limit`]): 413, 400 or 408, with a JSON-RPC error.
+    pub fn handle_unread_body(
+        &mut self,
+        _head: &RequestHead,
+        why: UnreadBody,
+        _now: Instant,
+    ) -> Dispatched {
         let http = HttpId(self.next_http);
         self.next_http += 1;
-        let error = RequestError::PayloadTooLarge {
-            max: self.config.body_max,
+        let error = match why {
+            UnreadBody::TooLarge => RequestError::PayloadTooLarge {
+                max: self.config.body_max,
+            },
+            UnreadBody::Unreadable => RequestError::UnreadableBody,
+            UnreadBody::TimedOut => RequestError::BodyTimeout,
         };
         self.reject(http, &error);
         Dispatched {

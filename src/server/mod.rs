@@ -12,7 +12,7 @@ pub mod stream;
 
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};
 pub use endpoint::{EndpointConfig, ServerEndpoint};
-pub use request::AllowList;
+pub use request::{body_limit, AllowList, UnreadBody};
 pub use session::{ResponseMode, ServerSession, SessionConfig, SessionTimer};
 pub use shared_queue::SchedulingPoint;
 

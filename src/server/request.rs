@@ -9,9 +9,14 @@ use serde::{Deserialize, Serialize};
 
 /// Which origins and hosts may talk to the server (R41–R43).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AllowList {
     /// Allowed host names (without port); empty allows any.
     pub hosts: Vec<String>,
+    /// Refuse a head without `Host` (400). HTTP/1.1 requires one (RFC 9112
+    /// §3.2) and the HTTP/1.1 shells turn this on; off in the core's default,
+    /// since a transport may carry the authority elsewhere or not at all.
+    pub host_required: bool,
 }
 
 impl Default for AllowList {
@@ -19,6 +24,7 @@ impl Default for AllowList {
     fn default() -> Self {
         AllowList {
             hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            host_required: false,
         }
     }
 }
@@ -26,7 +32,10 @@ impl Default for AllowList {
 impl AllowList {
     /// Allows every host and origin.
     pub fn any() -> Self {
-        AllowList { hosts: Vec::new() }
+        AllowList {
+            hosts: Vec::new(),
+            host_required: false,
+        }
     }
 
     fn allows_host(&self, host: &str) -> bool {
@@ -37,8 +46,24 @@ impl AllowList {
         self.hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
     }
 
-    /// Checks `Origin` (when present) and `Host` (when present).
+    /// Checks `Origin` (when present) and `Host` (when present; required
+    /// under `host_required`). A repeated `Host` or `Origin` is refused: with
+    /// two values, a check of one lets the other through.
     pub fn check(&self, head: &RequestHead) -> Result<(), RequestError> {
+        let count = |name: &str| {
+            head.headers
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+                .count()
+        };
+        match count(headers::HOST) {
+            0 if self.host_required => return Err(RequestError::BadHead("no Host header")),
+            0 | 1 => {}
+            _ => return Err(RequestError::BadHead("more than one Host header")),
+        }
+        if count(headers::ORIGIN) > 1 {
+            return Err(RequestError::BadHead("more than one Origin header"));
+        }
         if let Some(origin) = head.header(headers::ORIGIN) {
             let host = origin
                 .split_once("://")
@@ -59,6 +84,32 @@ impl AllowList {
             }
         }
         Ok(())
+    }
+}
+
+/// Why a request body was not read whole; the shell reports it with
+/// [`ServerEndpoint::handle_unread_body`](super::ServerEndpoint::handle_unread_body).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UnreadBody {
+    /// Declared (`Content-Length`) or found to be over `body_max`: 413.
+    TooLarge,
+    /// Malformed framing, or it ended before its `Content-Length`: 400.
+    Unreadable,
+    /// It did not arrive within the shell's body read timeout: 408.
+    TimedOut,
+}
+
+/// How many body bytes a shell may read for `head` before giving up: the
+/// bound, or [`UnreadBody::TooLarge`] at once when `Content-Length` already
+/// says more (so nothing is read, and no `100 Continue` is sent).
+pub fn body_limit(head: &RequestHead, body_max: usize) -> Result<usize, UnreadBody> {
+    match head
+        .header(headers::CONTENT_LENGTH)
+        .map(|v| v.trim().parse::<u64>())
+    {
+        Some(Ok(n)) if n > body_max as u64 => Err(UnreadBody::TooLarge),
+        Some(Err(_)) => Err(UnreadBody::Unreadable),
+        _ => Ok(body_max),
     }
 }
 
@@ -160,6 +211,35 @@ mod tests {
         ));
         let v6 = RequestHead::new(Method::Get).with("Host", "[::1]:9");
         assert_eq!(allow.check(&v6), Ok(()));
+        let two_origins = RequestHead::new(Method::Post)
+            .with("Origin", "http://localhost")
+            .with("Origin", "http://evil.com");
+        assert!(matches!(
+            allow.check(&two_origins),
+            Err(RequestError::BadHead(_))
+        ));
+        let two_hosts = RequestHead::new(Method::Post)
+            .with("Host", "localhost")
+            .with("host", "evil.com");
+        assert!(matches!(
+            allow.check(&two_hosts),
+            Err(RequestError::BadHead(_))
+        ));
+        let no_host = RequestHead::new(Method::Post);
+        assert_eq!(
+            allow.check(&no_host),
+            Ok(()),
+            "optional in the core's default"
+        );
+        let strict = AllowList {
+            host_required: true,
+            ..AllowList::default()
+        };
+        assert!(matches!(
+            strict.check(&no_host),
+            Err(RequestError::BadHead(_))
+        ));
+        assert_eq!(strict.check(&v6), Ok(()));
         assert_eq!(AllowList::any().check(&evil), Ok(()));
     }
 }

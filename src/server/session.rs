@@ -305,7 +305,9 @@ impl ServerSession {
             }
         }
         if self.in_flight.len() + new_ids.len() > self.config.in_flight_max {
-            return Err(RequestError::SessionLimit);
+            return Err(RequestError::InFlightLimit {
+                max: self.config.in_flight_max,
+            });
         }
         for m in &messages {
             if !m.is_request() {
@@ -443,8 +445,12 @@ impl ServerSession {
             }
             return Err(UsageError::RequestNotActive(id.clone()));
         };
+        // Only the answer to the pending `initialize` is stamped: a later
+        // request may reuse its id.
+        let answers_initialize =
+            self.phase == Phase::New && self.initialize_id.as_ref() == Some(id);
         let message = match result {
-            Ok(result) if self.initialize_id.as_ref() == Some(id) => Message::Response {
+            Ok(result) if answers_initialize => Message::Response {
                 id: id.clone(),
                 result: self.stamp_version(result),
             },
@@ -457,7 +463,7 @@ impl ServerSession {
                 error,
             },
         };
-        if self.initialize_id.as_ref() == Some(id) && self.phase == Phase::New {
+        if answers_initialize {
             self.phase = Phase::AwaitingInitialized;
         }
         let out = self.outgoing(Cause::Request(id.clone()), message);

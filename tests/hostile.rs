@@ -1,0 +1,355 @@
+//! Hostile clients against the real shell over loopback: each attack is
+//! reproduced, gets its documented answer, and a fresh client is served
+//! during or right after it.
+
+// The shell is real: these tests read the wall clock to bound how long an
+// answer took (the cores never do).
+#![allow(clippy::disallowed_methods)]
+
+use mcp_streamable::http::{EverythingApp, Server, ServerHandle, ServerOptions};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"hostile","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn quick() -> ServerOptions {
+    ServerOptions {
+        header_read_timeout: Duration::from_millis(300),
+        body_read_timeout: Duration::from_millis(300),
+        ..ServerOptions::default()
+    }
+}
+
+async fn start(options: ServerOptions) -> ServerHandle {
+    Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        options,
+        EverythingApp::default,
+        None,
+    )
+    .await
+    .expect("bind loopback")
+}
+
+/// A raw HTTP/1.1 answer: status, lower-case headers, body (SSE bodies as text).
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC message of a JSON body, or of the last `data:` line of an SSE body.
+    fn json(&self) -> Value {
+        let text = if self
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+        {
+            self.body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .next_back()
+                .unwrap_or("null")
+                .to_owned()
+        } else {
+            self.body.clone()
+        };
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+}
+
+fn parse(raw: &str) -> Answer {
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((raw, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Sends `raw` on a fresh connection, reads until the server closes it or
+/// `wait` passes.
+fn exchange(addr: SocketAddr, raw: &[u8], wait: Duration) -> Answer {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(wait)).unwrap();
+    s.write_all(raw).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    parse(&String::from_utf8_lossy(&buf))
+}
+
+fn post(addr: SocketAddr, sid: Option<&str>, body: &str) -> Answer {
+    let sid = sid.map_or(String::new(), |s| format!("Mcp-Session-Id: {s}\r\n"));
+    let raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{sid}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    exchange(addr, raw.as_bytes(), Duration::from_secs(5))
+}
+
+/// A fresh client: `initialize`, `notifications/initialized`, `ping`; the session id.
+fn fresh_client(addr: SocketAddr) -> String {
+    let init = post(addr, None, INIT);
+    assert_eq!(init.status, 200, "initialize: {init:?}");
+    let sid = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    assert_eq!(post(addr, Some(&sid), INITIALIZED).status, 202);
+    let ping = post(
+        addr,
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    );
+    assert_eq!(ping.status, 200, "ping: {ping:?}");
+    assert_eq!(ping.json()["result"], serde_json::json!({}));
+    sid
+}
+
+/// Whether the server closed `s` within `within` (EOF or reset).
+fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut b = [0u8; 1024];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_half_sent_connections_are_closed() {
+    let server = start(quick()).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let mut silent = TcpStream::connect(addr).unwrap();
+        let mut half = TcpStream::connect(addr).unwrap();
+        half.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty")
+            .unwrap();
+        // Keep-alive after one whole exchange, then silence.
+        let mut kept = TcpStream::connect(addr).unwrap();
+        let body = INIT;
+        write!(
+            kept,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let t = Instant::now();
+        assert!(closed_within(&mut silent, Duration::from_secs(3)), "silent");
+        assert!(
+            closed_within(&mut half, Duration::from_secs(3)),
+            "half a head"
+        );
+        assert!(
+            closed_within(&mut kept, Duration::from_secs(3)),
+            "idle keep-alive"
+        );
+        assert!(t.elapsed() < Duration::from_secs(3));
+        fresh_client(addr);
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_shorter_than_its_length_gets_408() {
+    let server = start(quick()).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let raw = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                   Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"";
+        let a = exchange(addr, raw.as_bytes(), Duration::from_secs(3));
+        assert_eq!(a.status, 408, "{a:?}");
+        assert_eq!(a.json()["error"]["code"], -32000, "{a:?}");
+        fresh_client(addr);
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sockets_past_the_connection_cap_do_not_lock_out_a_new_client() {
+    let mut options = quick();
+    options.connections_max = 8;
+    let server = start(options).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let idle: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let t = Instant::now();
+        fresh_client(addr);
+        // Served once the idle ones time out: within a few header timeouts.
+        assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+        drop(idle);
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_length_over_the_bound_is_refused_before_the_body() {
+    let mut options = quick();
+    options.endpoint.body_max = 1000;
+    let server = start(options).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        for expect in ["", "Expect: 100-continue\r\n"] {
+            let raw = format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\n{expect}Content-Length: 5000000\r\n\r\n"
+            );
+            // No body is sent at all: the answer must not wait for it.
+            let t = Instant::now();
+            let a = exchange(addr, raw.as_bytes(), Duration::from_secs(2));
+            assert_eq!(a.status, 413, "{expect:?}: {a:?}");
+            assert!(t.elapsed() < Duration::from_millis(1500), "answered at once");
+            assert_eq!(a.json()["error"]["code"], -32000);
+        }
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_chunked_framing_is_400_not_413() {
+    let server = start(quick()).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let raw = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                   Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n\
+                   zz\r\n{}\r\n0\r\n\r\n";
+        let a = exchange(addr, raw.as_bytes(), Duration::from_secs(2));
+        assert_eq!(a.status, 400, "{a:?}");
+        // A body cut short by the client half-closing: 400 too.
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+              Accept: application/json, text/event-stream\r\nContent-Length: 50\r\n\r\n{\"a\"",
+        )
+        .unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut buf = String::new();
+        let _ = s.read_to_string(&mut buf);
+        let a = parse(&buf);
+        assert!(a.status == 400 || a.status == 0, "400 or closed, never 413: {a:?}");
+        fresh_client(addr);
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_host_or_origin_and_missing_host_are_400() {
+    let server = start(quick()).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let head = |extra: &str, host: bool| {
+            let host = if host { "Host: 127.0.0.1\r\n" } else { "" };
+            format!(
+                "POST /mcp HTTP/1.1\r\n{host}{extra}Content-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{INIT}",
+                INIT.len()
+            )
+        };
+        for (extra, host) in [
+            (
+                "Origin: http://localhost\r\nOrigin: http://evil.com\r\n",
+                true,
+            ),
+            ("Host: evil.com\r\n", true),
+            ("", false),
+        ] {
+            let a = exchange(addr, head(extra, host).as_bytes(), Duration::from_secs(2));
+            assert_eq!(a.status, 400, "{extra:?} host={host}: {a:?}");
+            assert!(a.header("mcp-session-id").is_none());
+        }
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_initialize_answer_is_stamped_and_tools_call_params_are_checked() {
+    let server = start(quick()).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let sid = fresh_client(addr);
+        let ping = post(
+            addr,
+            Some(&sid),
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+        );
+        assert_eq!(ping.json()["result"], serde_json::json!({}), "{ping:?}");
+        for params in [r#"[1,2]"#, r#""x""#, r#"{}"#, r#"{"name":7}"#] {
+            let call = post(
+                addr,
+                Some(&sid),
+                &format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{params}}}"#),
+            );
+            assert_eq!(call.json()["error"]["code"], -32602, "{params}: {call:?}");
+        }
+    })
+    .await;
+    server.shutdown().await;
+}
