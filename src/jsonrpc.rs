@@ -151,6 +151,31 @@ pub enum Message {
 }
 
 impl Message {
+    /// About how many bytes this message takes as JSON: its raw values, method,
+    /// id and error text plus a fixed allowance for the envelope. O(1); what
+    /// the cores' `*_bytes_max` bounds count.
+    pub fn approx_len(&self) -> usize {
+        const ENVELOPE: usize = 40;
+        let raw = |r: &Option<RawJson>| r.as_ref().map_or(0, |r| r.0.len());
+        let id = |id: &RequestId| match id {
+            RequestId::Num(_) => 20,
+            RequestId::Str(s) => s.len() + 2,
+        };
+        ENVELOPE
+            + match self {
+                Message::Request {
+                    id: i,
+                    method,
+                    params,
+                } => id(i) + method.len() + raw(params),
+                Message::Notification { method, params } => method.len() + raw(params),
+                Message::Response { id: i, result } => id(i) + result.0.len(),
+                Message::Error { id: i, error } => {
+                    i.as_ref().map_or(4, id) + error.message.len() + raw(&error.data) + 20
+                }
+            }
+    }
+
     /// A request.
     pub fn request(id: impl Into<RequestId>, method: &str, params: Option<RawJson>) -> Self {
         Message::Request {

@@ -29,6 +29,11 @@ impl Instant {
         self.0
     }
 
+    /// The instant `d` before `self`, or the epoch if that is earlier.
+    pub fn saturating_sub(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_sub(d.as_millis() as u64))
+    }
+
     /// Time from `earlier` to `self`, zero if `earlier` is later.
     pub fn saturating_duration_since(self, earlier: Instant) -> Duration {
         Duration::from_millis(self.0.saturating_sub(earlier.0))

@@ -353,3 +353,161 @@ async fn only_the_initialize_answer_is_stamped_and_tools_call_params_are_checked
     .await;
     server.shutdown().await;
 }
+
+/// One keep-alive connection sending requests back to back (answers must
+/// have a Content-Length: whole JSON or whole SSE bodies).
+struct KeepAlive {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl KeepAlive {
+    fn new(addr: SocketAddr) -> Self {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.set_nodelay(true).unwrap();
+        KeepAlive { s, buf: Vec::new() }
+    }
+
+    fn post(&mut self, body: &str) -> Answer {
+        let raw = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        self.s.write_all(raw.as_bytes()).unwrap();
+        let mut chunk = [0u8; 8192];
+        loop {
+            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&self.buf[..end]).to_string();
+                let len = head
+                    .lines()
+                    .find_map(|l| {
+                        let (n, v) = l.split_once(':')?;
+                        n.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .expect("a Content-Length");
+                while self.buf.len() < end + 4 + len {
+                    let n = self.s.read(&mut chunk).unwrap();
+                    assert!(n > 0, "closed mid-answer");
+                    self.buf.extend_from_slice(&chunk[..n]);
+                }
+                let raw: Vec<u8> = self.buf.drain(..end + 4 + len).collect();
+                return parse(&String::from_utf8_lossy(&raw));
+            }
+            let n = self.s.read(&mut chunk).unwrap();
+            assert!(n > 0, "closed");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+/// Resident memory of this process, in KiB (Linux).
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_bare_initializes_never_locks_out_a_new_client() {
+    let mut options = quick();
+    options.endpoint.sessions_max = 200;
+    let server = start(options).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let before = rss_kib();
+        let mut flood = KeepAlive::new(addr);
+        let mut refused = 0;
+        for _ in 0..10_000 {
+            let a = flood.post(INIT);
+            if a.status != 200 {
+                refused += 1;
+            }
+        }
+        assert_eq!(refused, 0, "half-open sessions make room for new ones");
+        // During the flood's aftermath: a newcomer is served, and keeps its
+        // session through another wave (it is initialized, the flood is not).
+        let sid = fresh_client(addr);
+        for _ in 0..1_000 {
+            assert_eq!(flood.post(INIT).status, 200);
+        }
+        let ping = post(
+            addr,
+            Some(&sid),
+            r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#,
+        );
+        assert_eq!(
+            ping.status, 200,
+            "the initialized newcomer survived: {ping:?}"
+        );
+        let grown = rss_kib().saturating_sub(before);
+        println!("flood of 11,000 initializes: +{grown} KiB RSS (sessions_max 200)");
+        assert!(grown < 64 * 1024, "+{grown} KiB for at most 200 sessions");
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_open_sessions_expire_after_the_init_timeout() {
+    let mut options = quick();
+    options.endpoint.session.init_timeout_ms = Some(300);
+    let server = start(options).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let half = post(addr, None, INIT);
+        let half = half.header("mcp-session-id").unwrap().to_owned();
+        let full = fresh_client(addr);
+        // The sweeper wakes parked sessions once a second.
+        std::thread::sleep(Duration::from_millis(1_600));
+        let ping = r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#;
+        assert_eq!(
+            post(addr, Some(&half), ping).status,
+            404,
+            "never initialized: gone"
+        );
+        assert_eq!(
+            post(addr, Some(&full), ping).status,
+            200,
+            "initialized: kept"
+        );
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_peer_quota_refuses_that_peer_only_with_429() {
+    let mut options = quick();
+    options.endpoint.sessions_per_peer_max = Some(3);
+    let server = start(options).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let held: Vec<String> = (0..3).map(|_| fresh_client(addr)).collect();
+        let over = post(addr, None, INIT);
+        assert_eq!(over.status, 429, "{over:?}");
+        assert_eq!(over.json()["error"]["code"], -32000);
+        assert!(over.body.contains("too many sessions for this client"));
+        // Half-open sessions of the same peer make room for its next one.
+        let del = format!(
+            "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: {}\r\nConnection: close\r\n\r\n",
+            held[0]
+        );
+        assert_eq!(exchange(addr, del.as_bytes(), Duration::from_secs(2)).status, 200);
+        std::thread::sleep(Duration::from_millis(100));
+        let a = post(addr, None, INIT);
+        assert_eq!(a.status, 200, "{a:?}");
+        let b = post(addr, None, INIT);
+        assert_eq!(b.status, 200, "evicts the same peer's half-open one: {b:?}");
+    })
+    .await;
+    server.shutdown().await;
+}

@@ -318,9 +318,22 @@ async fn sessions_are_isolated_and_foreign_cursors_replay_nothing() {
     )
     .await;
     assert_eq!(status, 403);
-    let big = "x".repeat((4 << 20) + 10);
-    let (status, _, _) = raw(addr, "POST", &ha, &big).await;
-    assert_eq!(status, 413);
+    // A body over the bound is refused on its Content-Length, before a byte
+    // of it is read (tests/hostile.rs has the rest of the body rules).
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMcp-Session-Id: {a}\r\n\
+             Content-Length: {}\r\n\r\n",
+            (4 << 20) + 10
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        let mut status = [0u8; 12];
+        s.read_exact(&mut status).await.unwrap();
+        assert_eq!(&status, b"HTTP/1.1 413");
+    }
     let (status, _, _) = raw(addr, "DELETE", &[("mcp-session-id", a.as_str())], "").await;
     assert_eq!(status, 200);
     let (status, _, _) = raw(
@@ -397,8 +410,24 @@ async fn mounts_under_a_path_of_your_own_router() {
     handle.shutdown().await;
 }
 
-/// One task per session: the session limit holds across tasks, and a deleted
-/// session's task leaves the routing table.
+/// A standalone GET held open (the session is busy while it lives).
+async fn hold_get(addr: std::net::SocketAddr, sid: &str) -> tokio::net::TcpStream {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200", "the GET stream opened");
+    s
+}
+
+/// One task per session: the session limit holds across tasks (a busy
+/// session is never evicted: 503), an idle one makes room for a newcomer
+/// (and gets 404 after), and a deleted session's task leaves the table.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_limit_and_cleanup_across_session_tasks() {
     let mut options = ServerOptions::default();
@@ -413,21 +442,38 @@ async fn session_limit_and_cleanup_across_session_tasks() {
     .unwrap();
     let addr = server.addr.unwrap();
     let first = open_session(addr).await;
+    let get = hold_get(addr, &first).await;
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
-    let (status, _, _) = raw(addr, "POST", &POST, init).await;
-    assert_eq!(status, 503, "sessions_max = 1");
+    let (status, body, _) = raw(addr, "POST", &POST, init).await;
+    assert_eq!(status, 503, "sessions_max = 1, and the one session is busy");
+    assert!(body.contains("too many sessions"), "{body}");
     let (status, _, _) = raw(addr, "DELETE", &[("mcp-session-id", first.as_str())], "").await;
     assert_eq!(status, 200);
-    let mut again = 0;
+    drop(get);
+    let mut again = None;
     for _ in 0..50 {
-        let (status, _, _) = raw(addr, "POST", &POST, init).await;
+        let (status, _, sid) = raw(addr, "POST", &POST, init).await;
         if status == 200 {
-            again = status;
+            again = sid;
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(again, 200, "the ended session's task left the table");
+    let second = again.expect("the ended session's task left the table");
+    let h = [POST[0], POST[1], ("mcp-session-id", second.as_str())];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(raw(addr, "POST", &h, initialized).await.0, 202);
+    // Idle now: a newcomer evicts it instead of being refused.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (status, _, third) = raw(addr, "POST", &POST, init).await;
+    assert_eq!(status, 200, "the idle session made room");
+    assert_ne!(third.as_deref(), Some(second.as_str()));
+    let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    assert_eq!(
+        raw(addr, "POST", &h, ping).await.0,
+        404,
+        "the evicted session is gone"
+    );
     server.shutdown().await;
 }
 

@@ -455,3 +455,100 @@ fn a_later_request_reusing_the_initialize_id_is_not_stamped() {
     };
     assert_eq!(result.to_value(), serde_json::json!({}));
 }
+
+#[test]
+fn a_session_that_never_sends_initialized_expires_at_the_init_timeout() {
+    let mut config = common::test_config();
+    config.session.init_timeout_ms = Some(1_000);
+    config.session.idle_timeout_ms = None;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    let half = h.session.clone().unwrap();
+    h.advance(999);
+    assert!(h.ep.session(&half).is_some(), "below the bound: kept");
+    h.advance(1);
+    assert!(h.ep.session(&half).is_none(), "at the bound: ended");
+    let after = h.post(PING);
+    assert_eq!(status(&h, after), 404);
+    // An initialized session is not touched by it.
+    h.initialize();
+    h.initialized();
+    let full = h.session.clone().unwrap();
+    h.advance(5_000);
+    assert!(h.ep.session(&full).is_some());
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn a_full_table_evicts_half_open_then_idle_sessions_and_refuses_only_when_all_are_busy() {
+    let mut config = common::test_config();
+    config.sessions_max = 2;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let a = h.session.clone().unwrap();
+    h.advance(10);
+    h.initialize();
+    let half = h.session.clone().unwrap();
+    h.advance(10);
+    // Full: the half-open one goes, not the initialized one.
+    h.initialize();
+    h.initialized();
+    let c = h.session.clone().unwrap();
+    assert!(
+        h.ep.session(&half).is_none(),
+        "the half-open session was evicted"
+    );
+    assert!(h.ep.session(&a).is_some() && h.ep.session(&c).is_some());
+    // Both initialized and idle: the longest idle (a) goes.
+    h.advance(10);
+    h.initialize();
+    assert!(h.ep.session(&a).is_none(), "the longest idle was evicted");
+    assert!(h.ep.session(&c).is_some());
+    let d = h.session.clone().unwrap();
+    h.initialized();
+    // Both busy (a GET each): 503, nobody evicted.
+    h.session = Some(c.clone());
+    h.get(None);
+    h.session = Some(d.clone());
+    h.get(None);
+    let body = r#"{"jsonrpc":"2.0","id":77,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+    let refused = h.request(&RequestHead::post(None, None), body.as_bytes());
+    assert_eq!(status(&h, refused), 503);
+    assert!(h.ep.session(&c).is_some() && h.ep.session(&d).is_some());
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+#[test]
+fn the_per_peer_quota_counts_by_address() {
+    let mut config = common::test_config();
+    config.sessions_per_peer_max = Some(1);
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    let p: std::net::IpAddr = "192.0.2.1".parse().unwrap();
+    let q: std::net::IpAddr = "192.0.2.2".parse().unwrap();
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+    let head = RequestHead::post(None, None);
+    let first = h.ep.handle_request_from(&head, body, Some(p), h.now);
+    assert!(first.outcome.is_ok());
+    let sid = first.session.unwrap();
+    h.ep.session_mut(&sid)
+        .unwrap()
+        .respond(
+            &RequestId::Num(1),
+            Ok(mcp_streamable::jsonrpc::RawJson::empty_object()),
+            h.now,
+        )
+        .unwrap();
+    let init = RequestHead::post(Some(&sid), Some(ProtocolVersion::V2025_11_25));
+    h.ep.handle_request_from(
+        &init,
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        Some(p),
+        h.now,
+    );
+    h.drain();
+    let second = h.ep.handle_request_from(&head, body, Some(p), h.now);
+    assert_eq!(second.outcome.as_ref().map_err(|e| e.status()), Err(429));
+    let other = h.ep.handle_request_from(&head, body, Some(q), h.now);
+    assert!(other.outcome.is_ok(), "another address is not counted");
+}

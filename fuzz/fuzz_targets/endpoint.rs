@@ -95,6 +95,11 @@ impl Driver {
                 } else {
                     None
                 },
+                init_timeout_ms: if u.arbitrary()? {
+                    Some(u.int_in_range(0..=5000)?)
+                } else {
+                    None
+                },
                 keepalive_ms: if u.arbitrary()? {
                     Some(u.int_in_range(1..=2000)?)
                 } else {

@@ -140,6 +140,7 @@ impl CheckModel {
         let st = &self.scenario.settings;
         c.server.session.retry_ms = st.retry_ms;
         c.server.session.idle_timeout_ms = None;
+        c.server.session.init_timeout_ms = None;
         c.server.session.keepalive_ms = None;
         c.server.session.events_max = st.events_max;
         c.server.session.streams_max = 4;

@@ -8,6 +8,8 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::sync::mpsc;
 
@@ -16,7 +18,9 @@ pub(crate) type ClosedTx = mpsc::UnboundedSender<HttpId>;
 
 pub(crate) enum Inner {
     Full(Option<Bytes>),
-    Stream(mpsc::Receiver<Bytes>),
+    /// Frames from the owner, and the bytes queued in them (the owner adds,
+    /// this body subtracts what hyper has taken).
+    Stream(mpsc::Receiver<Bytes>, Arc<AtomicUsize>),
 }
 
 /// A response body.
@@ -35,9 +39,14 @@ impl ResponseBody {
         }
     }
 
-    pub(crate) fn stream(http: HttpId, rx: mpsc::Receiver<Bytes>, closed: ClosedTx) -> Self {
+    pub(crate) fn stream(
+        http: HttpId,
+        rx: mpsc::Receiver<Bytes>,
+        queued: Arc<AtomicUsize>,
+        closed: ClosedTx,
+    ) -> Self {
         ResponseBody {
-            inner: Inner::Stream(rx),
+            inner: Inner::Stream(rx, queued),
             http,
             closed: Some(closed),
         }
@@ -54,7 +63,12 @@ impl Body for ResponseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match &mut self.inner {
             Inner::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            Inner::Stream(rx) => rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
+            Inner::Stream(rx, queued) => rx.poll_recv(cx).map(|b| {
+                b.map(|b| {
+                    queued.fetch_sub(b.len(), Ordering::AcqRel);
+                    Ok(Frame::data(b))
+                })
+            }),
         }
     }
 
@@ -66,7 +80,7 @@ impl Body for ResponseBody {
         match &self.inner {
             Inner::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Inner::Full(None) => SizeHint::with_exact(0),
-            Inner::Stream(_) => SizeHint::default(),
+            Inner::Stream(..) => SizeHint::default(),
         }
     }
 }

@@ -28,7 +28,7 @@ use crate::monitor::Observation;
 use crate::policy::ServerPolicy;
 use crate::rng::SeededRng;
 use crate::server::{
-    EndpointConfig, ServerEndpoint, ServerEvent, Transmit, TransmitKind, UnreadBody,
+    Admission, EndpointConfig, ServerEndpoint, ServerEvent, Transmit, TransmitKind, UnreadBody,
 };
 use crate::sse;
 use crate::sync::{Mailbox, SendError};
@@ -59,6 +59,9 @@ pub struct ServerOptions {
     /// Frames queued on one streaming response before its client counts as
     /// too slow and the connection is closed (the stream stays resumable).
     pub frames_queued_max: usize,
+    /// Bytes queued on one streaming response before its client counts as
+    /// too slow, likewise: a reader that does not read costs at most this.
+    pub frame_bytes_queued_max: usize,
     /// Requests queued for one session's task.
     pub requests_queued_max: usize,
     /// Open connections at once; past it the accept loop waits for one to
@@ -86,6 +89,7 @@ impl Default for ServerOptions {
             policy: ServerPolicy::FIXED,
             ids: IdSource::from_os(),
             frames_queued_max: 256,
+            frame_bytes_queued_max: 1 << 20,
             requests_queued_max: 1024,
             connections_max: 1024,
             header_read_timeout: std::time::Duration::from_secs(10),
@@ -128,8 +132,12 @@ pub struct Server;
 
 type Reply = (ResponseHead, ResponseBody);
 
-/// A request for a session task, boxed so the mailbox's slots stay small.
-struct ToOwner(Box<RequestForOwner>);
+/// What a session task is sent: a request (boxed so the mailbox's slots stay
+/// small), or the order to end its session, evicted to make room.
+enum ToOwner {
+    Request(Box<RequestForOwner>),
+    Evict(SessionId),
+}
 
 /// A session task's inbox: the mailbox (shared with the loom models, see
 /// [`crate::sync`]) and the task's wake-up.
@@ -217,6 +225,11 @@ struct Shared<A: App> {
     options: ServerOptions,
     make_app: Box<dyn Fn() -> A + Send + Sync>,
     table: RwLock<BTreeMap<SessionId, Slot<A>>>,
+    /// Who may open a session, for all session tasks at once (the core's
+    /// table; lock order: `table`, then `admission`).
+    admission: Mutex<Admission>,
+    /// Every core's epoch, so that times in `admission` compare across tasks.
+    epoch: tokio::time::Instant,
     ids: Mutex<IdSource>,
     tasks: AtomicUsize,
     tap: Option<Arc<Mutex<super::Tap>>>,
@@ -266,6 +279,8 @@ impl Server {
             options,
             make_app: Box::new(make_app),
             table: RwLock::new(BTreeMap::new()),
+            admission: Mutex::new(Admission::default()),
+            epoch: tokio::time::Instant::now(),
             tasks: AtomicUsize::new(0),
             tap: tap.map(|t| Arc::new(Mutex::new(t))),
             shutdown: shutdown_rx,
@@ -407,7 +422,7 @@ async fn serve_one<A: App>(
     let sid = head
         .header(headers::MCP_SESSION_ID)
         .and_then(|s| s.parse::<SessionId>().ok());
-    let mut msg = ToOwner(Box::new(RequestForOwner {
+    let mut msg = ToOwner::Request(Box::new(RequestForOwner {
         head,
         body,
         peer,
@@ -453,6 +468,9 @@ fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<Arc<Inbox>>
         }
         Slot::Parked(parked) => {
             let parked = parked.into_inner().ok()?;
+            if let Ok(mut a) = shared.admission.lock() {
+                a.handle_idle(sid, None);
+            }
             let tx = spawn_session_task(shared, Some(*parked));
             table.insert(sid.clone(), Slot::Running(tx.clone()));
             Some(tx)
@@ -477,10 +495,8 @@ fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>
             let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
             let mut config = shared.options.endpoint.clone();
             config.http_id_base = n * HTTP_IDS_PER_TASK;
-            let full = shared.table.read().map(|t| t.len()).unwrap_or(0) >= config.sessions_max;
-            config.sessions_max = if full { 0 } else { 1 };
             let ep = ServerEndpoint::with_ids(config, shared.options.policy, ids);
-            (ep, (shared.make_app)(), tokio::time::Instant::now(), None)
+            (ep, (shared.make_app)(), shared.epoch, None)
         }
     };
     let owner = Owner {
@@ -491,6 +507,9 @@ fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>
         exchanges: BTreeMap::new(),
         closed_tx,
         frames_queued_max: shared.options.frames_queued_max,
+        frame_bytes_queued_max: shared.options.frame_bytes_queued_max,
+        reported_initialized: false,
+        reported_retained: usize::MAX,
         registered,
         inbox: inbox.clone(),
         scheduler,
@@ -499,6 +518,35 @@ fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>
     shared.live.0.fetch_add(1, Ordering::AcqRel);
     tokio::spawn(owner.run(closed_rx));
     inbox
+}
+
+/// Ends session `victim`, evicted by the admission table to make room: a
+/// parked one is dropped on the spot, a running one is told by its task.
+fn evict<A: App>(shared: &Arc<Shared<A>>, victim: SessionId) {
+    let parked = {
+        let Ok(mut t) = shared.table.write() else {
+            return;
+        };
+        match t.get(&victim) {
+            Some(Slot::Running(inbox)) => {
+                // Closed: it is parking or ending; either way it is leaving
+                // (a parking task re-checks its session on the next request).
+                let _ = inbox.send(ToOwner::Evict(victim));
+                return;
+            }
+            Some(Slot::Parked(_)) => t.remove(&victim),
+            None => return,
+        }
+    };
+    if let Some(Slot::Parked(p)) = parked {
+        if let Ok(mut p) = p.into_inner() {
+            let now = super::clock::now(p.start);
+            p.ep.evict(&victim, now);
+            while p.ep.poll_transmit().is_some() {}
+            while p.ep.poll_event().is_some() {}
+            p.app.on_session_ended(&victim);
+        }
+    }
 }
 
 /// Wakes parked sessions whose idle deadline has passed, so their cores can
@@ -582,7 +630,8 @@ fn response(head: ResponseHead, body: ResponseBody) -> hyper::Response<ResponseB
 
 enum Exchange {
     AwaitingHead(oneshot::Sender<Reply>),
-    Streaming(mpsc::Sender<Bytes>),
+    /// Frames to the body, and the bytes still queued in them.
+    Streaming(mpsc::Sender<Bytes>, Arc<AtomicUsize>),
 }
 
 /// The task that owns one session's core and application.
@@ -594,8 +643,13 @@ struct Owner<A: App> {
     exchanges: BTreeMap<HttpId, Exchange>,
     closed_tx: ClosedTx,
     frames_queued_max: usize,
+    frame_bytes_queued_max: usize,
     /// The session this task registered in the routing table.
     registered: Option<SessionId>,
+    /// Whether the shared admission table knows it is initialized.
+    reported_initialized: bool,
+    /// The bytes the shared admission table knows it keeps.
+    reported_retained: usize,
     inbox: Arc<Inbox>,
     shared: Arc<Shared<A>>,
     /// Picks among the core's scheduling points, for presets that have them
@@ -625,7 +679,11 @@ impl<A: App> Owner<A> {
             let sleep = super::clock::sleep_until(self.start, next);
             tokio::select! {
                 cmd = inbox.recv() => match cmd {
-                    Some(ToOwner(r)) => self.on_request(r.head, r.body, r.peer, r.reply),
+                    Some(ToOwner::Request(r)) => self.on_request(r.head, r.body, r.peer, r.reply),
+                    Some(ToOwner::Evict(sid)) => {
+                        let now = self.now();
+                        self.ep.evict(&sid, now);
+                    }
                     None => break,
                 },
                 Some(http) = closed_rx.recv() => self.on_closed(http),
@@ -639,6 +697,7 @@ impl<A: App> Owner<A> {
             // the client may send its next request the moment it has the id.
             self.register();
             self.pump();
+            self.report_admission();
             if self.finished() {
                 break;
             }
@@ -681,8 +740,36 @@ impl<A: App> Owner<A> {
         if let Some(sid) = self.registered.take() {
             if let Ok(mut t) = self.shared.table.write() {
                 t.remove(&sid);
+                if let Ok(mut a) = self.shared.admission.lock() {
+                    a.remove(&sid);
+                }
             }
         }
+    }
+
+    /// Tells the shared admission table what changed of the session: that it
+    /// completed its handshake (so it is no longer the first to be evicted)
+    /// and the bytes it keeps (the server-wide budget).
+    fn report_admission(&mut self) {
+        let Some(sid) = &self.registered else {
+            return;
+        };
+        let Some(s) = self.ep.session(sid) else {
+            return;
+        };
+        let initialized = !self.reported_initialized && s.is_initialized();
+        let retained = s.retained_bytes();
+        if !initialized && retained == self.reported_retained {
+            return;
+        }
+        if let Ok(mut a) = self.shared.admission.lock() {
+            if initialized {
+                a.handle_initialized(sid);
+            }
+            a.handle_retained(sid, retained);
+        }
+        self.reported_initialized |= initialized;
+        self.reported_retained = retained;
     }
 
     /// Nothing to do until a request arrives or the session's idle expiry:
@@ -691,10 +778,12 @@ impl<A: App> Owner<A> {
         self.registered.is_some()
             && self.exchanges.is_empty()
             && self.timers.is_empty()
-            && self
-                .ep
-                .poll_timeout()
-                .is_none_or(|(_, t)| t == crate::server::SessionTimer::Idle)
+            && self.ep.poll_timeout().is_none_or(|(_, t)| {
+                matches!(
+                    t,
+                    crate::server::SessionTimer::Idle | crate::server::SessionTimer::Init
+                )
+            })
     }
 
     /// Parks the session in the routing table and ends the task (`None`);
@@ -719,6 +808,9 @@ impl<A: App> Owner<A> {
             return Some(self);
         };
         let deadline = self.ep.poll_timeout().map(|(t, _)| t);
+        if let Ok(mut a) = shared.admission.lock() {
+            a.handle_idle(&session, Some(self.now()));
+        }
         table.insert(
             session.clone(),
             Slot::Parked(Mutex::new(Box::new(Parked {
@@ -759,12 +851,31 @@ impl<A: App> Owner<A> {
         &mut self,
         head: RequestHead,
         body: Result<Bytes, UnreadBody>,
-        _peer: Option<SocketAddr>,
+        peer: Option<SocketAddr>,
         reply: oneshot::Sender<Reply>,
     ) {
         let now = self.now();
+        let peer = peer.map(|p| p.ip());
         let d = match &body {
-            Ok(b) => self.ep.handle_request(&head, b, now),
+            // A task without a session may open one: the shared table admits it.
+            Ok(b) if self.ep.session_ids().next().is_none() => {
+                let mut evicted = Vec::new();
+                let d = match self.shared.admission.lock() {
+                    Ok(mut a) => {
+                        let d = self
+                            .ep
+                            .handle_request_admitting(&head, b, peer, &mut a, now);
+                        evicted.extend(std::iter::from_fn(|| a.poll_evicted()));
+                        d
+                    }
+                    Err(_) => self.ep.handle_request_from(&head, b, peer, now),
+                };
+                for victim in evicted {
+                    evict(&self.shared, victim);
+                }
+                d
+            }
+            Ok(b) => self.ep.handle_request_from(&head, b, peer, now),
             Err(why) => self.ep.handle_unread_body(&head, *why, now),
         };
         let bytes = body.unwrap_or_default();
@@ -922,18 +1033,23 @@ impl<A: App> Owner<A> {
                     return;
                 }
                 let (tx, rx) = mpsc::channel(self.frames_queued_max);
+                let queued = Arc::new(AtomicUsize::new(body.len()));
                 if !body.is_empty() {
                     let _ = tx.try_send(Bytes::from(body));
                 }
                 if reply
-                    .send((head, ResponseBody::stream(http, rx, closed)))
+                    .send((head, ResponseBody::stream(http, rx, queued.clone(), closed)))
                     .is_ok()
                 {
-                    self.exchanges.insert(http, Exchange::Streaming(tx));
+                    self.exchanges.insert(http, Exchange::Streaming(tx, queued));
                 }
             }
-            Some(Exchange::Streaming(tx)) => {
-                if !body.is_empty() && tx.try_send(Bytes::from(body)).is_err() {
+            Some(Exchange::Streaming(tx, queued)) => {
+                let len = body.len();
+                // Counted before it is sent: the body subtracts what it takes.
+                let behind = len > 0
+                    && queued.fetch_add(len, Ordering::AcqRel) + len > self.frame_bytes_queued_max;
+                if len > 0 && (behind || tx.try_send(Bytes::from(body)).is_err()) {
                     // Too slow (or gone): close it; the stream stays resumable.
                     let now = self.now();
                     self.observe(&Observation::Closed { http });
@@ -944,7 +1060,7 @@ impl<A: App> Owner<A> {
                     let now = self.now();
                     self.ep.handle_http_closed(http, now);
                 } else {
-                    self.exchanges.insert(http, Exchange::Streaming(tx));
+                    self.exchanges.insert(http, Exchange::Streaming(tx, queued));
                 }
             }
             None => {}

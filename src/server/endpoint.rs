@@ -5,6 +5,7 @@
 //! [`IdSource`] (a CSPRNG unless a checker hands it a reproducible one), and dispatches to the [`ServerSession`] named by
 //! `Mcp-Session-Id`. Its outputs are the sessions' outputs, merged.
 
+use super::admission::{Admission, AdmissionLimits};
 use super::request::{self, AllowList, UnreadBody};
 use super::session::{ServerSession, SessionConfig, SessionTimer};
 use super::SchedulingPoint;
@@ -20,6 +21,7 @@ use crate::time::Instant;
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::IpAddr;
 use std::ops::Bound::{Excluded, Unbounded};
 
 /// Endpoint-wide settings.
@@ -32,11 +34,32 @@ pub struct EndpointConfig {
     pub allow: AllowList,
     /// Largest POST body accepted, in bytes (413 past it).
     pub body_max: usize,
-    /// Live sessions at once (503 past it).
+    /// Live sessions at once. A newcomer first evicts a session that never
+    /// completed its handshake, then the longest idle one; 503 only when every
+    /// session is initialized and busy (see [`Admission`]).
     pub sessions_max: usize,
+    /// Live sessions one peer address may hold (429 past it, after evicting
+    /// that peer's own half-open sessions). `None`: no quota, the default,
+    /// since behind a proxy every client has the proxy's address.
+    pub sessions_per_peer_max: Option<usize>,
+    /// Bytes all sessions together may keep (each is also bounded by its
+    /// `session_bytes_max`): past it a new session first evicts half-open
+    /// and idle ones, else is refused (503).
+    pub retained_bytes_max: usize,
     /// The first exchange id this endpoint mints is `http_id_base + 1`; shells
     /// that run one endpoint per session give each a disjoint range.
     pub http_id_base: u64,
+}
+
+impl EndpointConfig {
+    /// The bounds [`Admission`] enforces.
+    pub fn admission_limits(&self) -> AdmissionLimits {
+        AdmissionLimits {
+            sessions_max: self.sessions_max,
+            sessions_per_peer_max: self.sessions_per_peer_max,
+            retained_bytes_max: self.retained_bytes_max,
+        }
+    }
 }
 
 impl Default for EndpointConfig {
@@ -46,6 +69,8 @@ impl Default for EndpointConfig {
             allow: AllowList::default(),
             body_max: 4 << 20,
             sessions_max: 100_000,
+            sessions_per_peer_max: None,
+            retained_bytes_max: 256 << 20,
             http_id_base: 0,
         }
     }
@@ -69,6 +94,9 @@ pub struct ServerEndpoint {
     policy: ServerPolicy,
     ids: IdSource,
     sessions: BTreeMap<SessionId, Box<ServerSession>>,
+    /// Who may open a session and who is evicted for room; derived from the
+    /// sessions' own state (kept in step by `settle`).
+    admission: Admission,
     routes: BTreeMap<HttpId, SessionId>,
     next_http: u64,
     transmits: VecDeque<Transmit>,
@@ -91,6 +119,7 @@ impl ServerEndpoint {
             policy,
             ids,
             sessions: BTreeMap::new(),
+            admission: Admission::default(),
             routes: BTreeMap::new(),
             transmits: VecDeque::new(),
             dirty: BTreeSet::new(),
@@ -136,10 +165,41 @@ impl ServerEndpoint {
 
     /// One HTTP request, head and whole body (empty for GET and DELETE).
     pub fn handle_request(&mut self, head: &RequestHead, body: &[u8], now: Instant) -> Dispatched {
+        self.handle_request_from(head, body, None, now)
+    }
+
+    /// One HTTP request from `peer` (its address, for the per-peer quota).
+    pub fn handle_request_from(
+        &mut self,
+        head: &RequestHead,
+        body: &[u8],
+        peer: Option<IpAddr>,
+        now: Instant,
+    ) -> Dispatched {
+        let mut admission = std::mem::take(&mut self.admission);
+        let d = self.handle_request_admitting(head, body, peer, &mut admission, now);
+        self.admission = admission;
+        self.end_evicted(now);
+        d
+    }
+
+    /// One HTTP request, a new session admitted by `admission`, a table the
+    /// caller shares between endpoints (a shell with one endpoint per
+    /// session): the caller drains its [`Admission::poll_evicted`] and ends
+    /// those sessions wherever they live.
+    pub fn handle_request_admitting(
+        &mut self,
+        head: &RequestHead,
+        body: &[u8],
+        peer: Option<IpAddr>,
+        admission: &mut Admission,
+        now: Instant,
+    ) -> Dispatched {
         let http = HttpId(self.next_http);
         self.next_http += 1;
         let mut session = None;
-        let outcome = self.dispatch(http, head, body, now, &mut session);
+        let admit = Admit { peer, admission };
+        let outcome = self.dispatch(http, head, body, now, admit, &mut session);
         if let Err(e) = &outcome {
             self.reject(http, e);
         }
@@ -194,6 +254,24 @@ impl ServerEndpoint {
         if let Some(s) = self.sessions.get_mut(&sid) {
             s.handle_http_closed(http, now);
             self.dirty.insert(sid);
+        }
+    }
+
+    /// Ends the session `id` to make room for others (evicted by a shared
+    /// [`Admission`]); whether it lived here.
+    pub fn evict(&mut self, id: &SessionId, now: Instant) -> bool {
+        match self.session_mut(id) {
+            Some(s) => {
+                s.close(now);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn end_evicted(&mut self, now: Instant) {
+        while let Some(id) = self.admission.poll_evicted() {
+            self.evict(&id, now);
         }
     }
 
@@ -292,6 +370,16 @@ impl ServerEndpoint {
     /// Forgets a drained session's dirty mark, and the session itself once it
     /// has ended and said all it had to say.
     fn settle(&mut self, id: &SessionId) {
+        match self.sessions.get(id) {
+            Some(s) if !s.is_ended() => {
+                if s.is_initialized() {
+                    self.admission.handle_initialized(id);
+                }
+                self.admission.handle_idle(id, s.idle_since());
+                self.admission.handle_retained(id, s.retained_bytes());
+            }
+            _ => self.admission.remove(id),
+        }
         if self.sessions.get(id).is_some_and(|s| s.has_output()) {
             return;
         }
@@ -318,6 +406,7 @@ impl ServerEndpoint {
         head: &RequestHead,
         body: &[u8],
         now: Instant,
+        admit: Admit<'_>,
         session: &mut Option<SessionId>,
     ) -> Result<(), RequestError> {
         self.config.allow.check(head)?;
@@ -337,7 +426,9 @@ impl ServerEndpoint {
             ),
         };
         match head.method {
-            Method::Post => self.dispatch_post(http, head, body, header_version, sid, now, session),
+            Method::Post => {
+                self.dispatch_post(http, head, body, header_version, sid, now, admit, session)
+            }
             Method::Get => {
                 let sid = sid.ok_or(RequestError::MissingSessionId { unauthorized })?;
                 *session = Some(sid.clone());
@@ -368,6 +459,7 @@ impl ServerEndpoint {
         header_version: Option<ProtocolVersion>,
         sid: Option<SessionId>,
         now: Instant,
+        admit: Admit<'_>,
         session: &mut Option<SessionId>,
     ) -> Result<(), RequestError> {
         request::check_content_type(head)?;
@@ -395,7 +487,7 @@ impl ServerEndpoint {
                 s.handle_post(http, parsed, now)
             }
             (None, Body::Single(m)) if m.is_initialize() => {
-                let id = self.open_session(m)?;
+                let id = self.open_session(m, admit, now)?;
                 *session = Some(id.clone());
                 let s = self
                     .sessions
@@ -423,10 +515,12 @@ impl ServerEndpoint {
         }
     }
 
-    fn open_session(&mut self, initialize: &Message) -> Result<SessionId, RequestError> {
-        if self.sessions.len() >= self.config.sessions_max {
-            return Err(RequestError::SessionLimit);
-        }
+    fn open_session(
+        &mut self,
+        initialize: &Message,
+        admit: Admit<'_>,
+        now: Instant,
+    ) -> Result<SessionId, RequestError> {
         let offered = match initialize {
             Message::Request {
                 params: Some(p), ..
@@ -444,6 +538,9 @@ impl ServerEndpoint {
                 break candidate;
             }
         };
+        admit
+            .admission
+            .admit(&id, admit.peer, self.config.admission_limits(), now)?;
         let namespace = (self.ids.next_u64() >> 32) as u32;
         let session = ServerSession::new(
             id.clone(),
@@ -491,4 +588,10 @@ impl ServerEndpoint {
     fn push(&mut self, http: HttpId, kind: TransmitKind) {
         self.transmits.push_back(Transmit { http, kind });
     }
+}
+
+/// Where a new session asks to be let in.
+struct Admit<'a> {
+    peer: Option<IpAddr>,
+    admission: &'a mut Admission,
 }

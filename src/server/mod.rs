@@ -1,6 +1,7 @@
 //! The server side: [`ServerEndpoint`] (all sessions, status codes) and
 //! [`ServerSession`] (one session: streams, routing, replay).
 
+pub mod admission;
 mod attach;
 mod endpoint;
 pub mod event_ids;
@@ -11,6 +12,7 @@ mod shared_queue;
 pub mod stream;
 
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};
+pub use admission::{Admission, AdmissionLimits};
 pub use endpoint::{EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};
 pub use session::{ResponseMode, ServerSession, SessionConfig, SessionTimer};

@@ -3,7 +3,7 @@
 
 use super::event_ids::{EventIdCodec, Priming, COMMON};
 use super::session::{Listener, Phase, Role, ServerSession, SessionTimer};
-use super::stream::{Format, Origin, Stream};
+use super::stream::{Format, Origin, ReplayBound, Stream};
 use super::{
     Cause, Content, DropReason, EndReason, Outgoing, ResponseHead, ServerEvent, Transmit,
     TransmitKind,
@@ -85,23 +85,40 @@ impl ServerSession {
 
     pub(super) fn hold(&mut self, out: Arc<Outgoing>, now: Instant) {
         let deadline = now + Duration::from_millis(self.config.held_ttl_ms);
+        self.held_bytes += out.message.approx_len();
         self.held.push_back((deadline, out));
-        while self.held.len() > self.config.held_max {
-            if let Some((_, old)) = self.held.pop_front() {
-                self.events.push_back(ServerEvent::Dropped {
-                    key: old.key,
-                    reason: DropReason::NoStream,
-                });
+        while self.held.len() > self.config.held_max || self.held_bytes > self.config.held_bytes_max
+        {
+            if !self.drop_oldest_held() {
+                break;
             }
         }
+        self.enforce_session_budget();
+    }
+
+    /// Drops the oldest held message, visibly; whether there was one.
+    fn drop_oldest_held(&mut self) -> bool {
+        let Some((_, old)) = self.held.pop_front() else {
+            return false;
+        };
+        self.held_bytes -= old.message.approx_len();
+        self.events.push_back(ServerEvent::Dropped {
+            key: old.key,
+            reason: DropReason::NoStream,
+        });
+        true
+    }
+
+    fn take_held(&mut self) -> Vec<Arc<Outgoing>> {
+        self.held_bytes = 0;
+        self.held.drain(..).map(|(_, o)| o).collect()
     }
 
     pub(super) fn flush_held(&mut self, now: Instant) {
         if self.phase != Phase::Ready {
             return;
         }
-        let held: Vec<Arc<Outgoing>> = self.held.drain(..).map(|(_, o)| o).collect();
-        for out in held {
+        for out in self.take_held() {
             self.deliver_unrelated(out, now);
         }
     }
@@ -110,8 +127,7 @@ impl ServerSession {
         if self.phase != Phase::Ready {
             return;
         }
-        let held: Vec<Arc<Outgoing>> = self.held.drain(..).map(|(_, o)| o).collect();
-        for out in held {
+        for out in self.take_held() {
             self.write_to_stream(sid, out);
         }
     }
@@ -121,12 +137,55 @@ impl ServerSession {
             if *deadline > now {
                 break;
             }
-            if let Some((_, out)) = self.held.pop_front() {
-                self.events.push_back(ServerEvent::Dropped {
-                    key: out.key,
-                    reason: DropReason::NoStream,
-                });
+            self.drop_oldest_held();
+        }
+    }
+
+    /// How much one stream's replay buffer may keep.
+    pub(super) fn replay_bound(&self) -> ReplayBound {
+        ReplayBound {
+            events_max: self.config.events_max,
+            bytes_max: self.config.events_bytes_max,
+        }
+    }
+
+    /// Keeps the session's retained bytes within `session_bytes_max`: the
+    /// oldest events of detached streams go first (their clients may never
+    /// come back), then of attached ones (sent already; only replay is
+    /// lost), then held messages (dropped visibly).
+    pub(super) fn enforce_session_budget(&mut self) {
+        let max = self.config.session_bytes_max;
+        let mut retained = self.retained_bytes();
+        if retained <= max {
+            return;
+        }
+        for attached in [false, true] {
+            let ids: Vec<StreamId> = self
+                .streams
+                .values()
+                .filter(|s| s.attached.is_some() == attached)
+                .map(|s| s.id)
+                .collect();
+            for sid in ids {
+                let Some(s) = self.streams.get_mut(&sid) else {
+                    continue;
+                };
+                while retained > max {
+                    let before = s.bytes;
+                    if !s.evict_oldest() {
+                        break;
+                    }
+                    retained -= before - s.bytes;
+                }
+                if retained <= max {
+                    return;
+                }
             }
+        }
+        while retained > max && !self.held.is_empty() {
+            let before = self.held_bytes;
+            self.drop_oldest_held();
+            retained -= before - self.held_bytes;
         }
     }
 
@@ -144,11 +203,11 @@ impl ServerSession {
                 s.format = Format::Sse;
             }
         }
-        let events_max = self.config.events_max;
+        let bound = self.replay_bound();
         let Some(s) = self.streams.get_mut(&sid) else {
             return;
         };
-        let seq = s.push(Some(out.clone()), events_max);
+        let seq = s.push(Some(out.clone()), bound);
         if let Some(http) = attached {
             let unnumbered =
                 self.codec.initialize_unnumbered() && self.initialize_stream == Some(sid);
@@ -162,6 +221,7 @@ impl ServerSession {
                 },
             );
         }
+        self.enforce_session_budget();
     }
 
     pub(super) fn write_response(&mut self, sid: StreamId, id: &RequestId, out: Arc<Outgoing>) {
@@ -257,11 +317,11 @@ impl ServerSession {
             Priming::None => return,
             Priming::LiteralZero => EventIdCodec::literal_zero().to_owned(),
             Priming::NextSeq => {
-                let events_max = self.config.events_max;
+                let bound = self.replay_bound();
                 let Some(s) = self.streams.get_mut(&sid) else {
                     return;
                 };
-                let seq = s.push(None, events_max);
+                let seq = s.push(None, bound);
                 self.codec.render(EventId { stream: sid, seq })
             }
         };
@@ -330,6 +390,7 @@ impl ServerSession {
         self.exchanges.clear();
         let undelivered: Vec<MsgKey> = self.queued_keys();
         self.held.clear();
+        self.held_bytes = 0;
         self.shared.clear();
         self.next_get.clear();
         for key in undelivered {
@@ -384,6 +445,15 @@ impl ServerSession {
                 }
             }
             _ => self.timers.stop(SessionTimer::Idle),
+        }
+        match (self.phase, self.config.init_timeout_ms) {
+            (Phase::New | Phase::AwaitingInitialized, Some(ms)) => {
+                if self.timers.get(SessionTimer::Init).is_none() {
+                    self.timers
+                        .set(SessionTimer::Init, now + Duration::from_millis(ms));
+                }
+            }
+            _ => self.timers.stop(SessionTimer::Init),
         }
         match self.held.front() {
             Some((deadline, _)) => self.timers.set(SessionTimer::HeldExpiry, *deadline),

@@ -46,10 +46,19 @@ pub struct SessionConfig {
     pub retry_ms: u64,
     /// Events kept per stream for replay.
     pub events_max: usize,
+    /// Bytes of messages kept per stream for replay; the oldest go first.
+    pub events_bytes_max: usize,
     /// Streams kept for resumption once finished or detached.
     pub streams_max: usize,
     /// Unrelated messages waiting for a standalone stream.
     pub held_max: usize,
+    /// Bytes of unrelated messages waiting for a standalone stream; past it
+    /// the oldest is dropped, visibly (`ServerEvent::Dropped`).
+    pub held_bytes_max: usize,
+    /// Bytes one session keeps in all (replay buffers and held messages):
+    /// past it the oldest events of detached streams go first, then of
+    /// attached ones, then held messages.
+    pub session_bytes_max: usize,
     /// How long an unrelated message may wait for a standalone stream, in ms.
     pub held_ttl_ms: u64,
     /// Client requests in flight at once.
@@ -60,6 +69,10 @@ pub struct SessionConfig {
     pub cancelled_max: usize,
     /// Session ends after this long with no open exchange, in ms (None: never).
     pub idle_timeout_ms: Option<u64>,
+    /// Session ends this long after it opened unless `notifications/initialized`
+    /// has arrived, in ms (None: never). Half-open sessions are what a flood
+    /// is made of; a real client completes the handshake in milliseconds.
+    pub init_timeout_ms: Option<u64>,
     /// SSE keep-alive comment interval on attached streams, in ms (None: off).
     pub keepalive_ms: Option<u64>,
     /// JSON or SSE answers.
@@ -73,13 +86,17 @@ impl Default for SessionConfig {
         SessionConfig {
             retry_ms: 1000,
             events_max: 64,
+            events_bytes_max: 1 << 20,
             streams_max: 32,
             held_max: 256,
+            held_bytes_max: 1 << 20,
+            session_bytes_max: 4 << 20,
             held_ttl_ms: 60_000,
             in_flight_max: 256,
             outbound_requests_max: 64,
             cancelled_max: 64,
             idle_timeout_ms: Some(30 * 60 * 1000),
+            init_timeout_ms: Some(10_000),
             keepalive_ms: Some(15_000),
             response_mode: ResponseMode::Sse,
             shared_queue_max: 100,
@@ -96,6 +113,8 @@ pub enum SessionTimer {
     KeepAlive,
     /// End the idle session.
     Idle,
+    /// End the session that has not completed its handshake.
+    Init,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -160,6 +179,7 @@ pub struct ServerSession {
     pub(super) outbound: BTreeSet<RequestId>,
     pub(super) next_outbound: i64,
     pub(super) held: VecDeque<(Instant, Arc<Outgoing>)>,
+    pub(super) held_bytes: usize,
     pub(super) shared: VecDeque<Arc<Outgoing>>,
     pub(super) next_get: VecDeque<Arc<Outgoing>>,
     pub(super) next_key: u64,
@@ -202,6 +222,7 @@ impl ServerSession {
             outbound: BTreeSet::new(),
             next_outbound: 1,
             held: VecDeque::new(),
+            held_bytes: 0,
             shared: VecDeque::new(),
             next_get: VecDeque::new(),
             next_key: 1,
@@ -239,6 +260,25 @@ impl ServerSession {
         self.phase == Phase::Ended
     }
 
+    /// Since when the session has had no open exchange (`None`: it has one),
+    /// as far as its idle deadline tells: the key admission evicts by. When
+    /// sessions never expire, every idle session counts as idle since
+    /// [`Instant::ZERO`].
+    pub fn idle_since(&self) -> Option<Instant> {
+        if !self.exchanges.is_empty() || self.phase == Phase::Ended {
+            return None;
+        }
+        match (
+            self.timers.get(SessionTimer::Idle),
+            self.config.idle_timeout_ms,
+        ) {
+            (Some(deadline), Some(ms)) => {
+                Some(deadline.saturating_sub(std::time::Duration::from_millis(ms)))
+            }
+            _ => Some(Instant::ZERO),
+        }
+    }
+
     /// Client requests being served.
     pub fn in_flight(&self) -> impl Iterator<Item = &RequestId> {
         self.in_flight.keys()
@@ -261,6 +301,18 @@ impl ServerSession {
     /// Responses from the client that matched no outstanding server request.
     pub fn late_responses(&self) -> u64 {
         self.late_responses
+    }
+
+    /// Bytes of held messages (waiting for a standalone stream), the figure
+    /// `held_bytes_max` bounds.
+    pub fn held_bytes(&self) -> usize {
+        self.held_bytes
+    }
+
+    /// Bytes of messages this session keeps (replay buffers and held
+    /// messages), the figure `session_bytes_max` bounds.
+    pub fn retained_bytes(&self) -> usize {
+        self.held_bytes + self.streams.values().map(|s| s.bytes).sum::<usize>()
     }
 
     /// Approximate bytes held by this session's state (for the idle-session figure).
@@ -399,6 +451,11 @@ impl ServerSession {
             match timer {
                 SessionTimer::Idle => {
                     if self.exchanges.is_empty() {
+                        self.end_session(now);
+                    }
+                }
+                SessionTimer::Init => {
+                    if !self.is_initialized() {
                         self.end_session(now);
                     }
                 }

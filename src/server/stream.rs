@@ -48,6 +48,15 @@ pub struct Buffered {
     pub message: Option<Arc<Outgoing>>,
 }
 
+/// How much one stream's replay buffer may keep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReplayBound {
+    /// Events (`events_max`).
+    pub events_max: usize,
+    /// Bytes of their messages (`events_bytes_max`).
+    pub bytes_max: usize,
+}
+
 /// A stream's state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Stream {
@@ -65,6 +74,8 @@ pub struct Stream {
     pub floor: u64,
     /// Replay buffer, oldest first.
     pub buffer: VecDeque<Buffered>,
+    /// Bytes of the messages in `buffer` ([`Message::approx_len`](crate::jsonrpc::Message::approx_len)).
+    pub bytes: usize,
     /// The response has been written (POST streams): nothing more follows.
     pub finished: bool,
 }
@@ -80,6 +91,7 @@ impl Stream {
             next_seq: 1,
             floor: 0,
             buffer: VecDeque::new(),
+            bytes: 0,
             finished: false,
         }
     }
@@ -90,19 +102,31 @@ impl Stream {
     }
 
     /// Takes the next sequence number and buffers the event, evicting the
-    /// oldest past `events_max`.
-    pub fn push(&mut self, message: Option<Arc<Outgoing>>, events_max: usize) -> u64 {
+    /// oldest past `bound` (in events and in bytes). An evicted event raises
+    /// the floor: a resumption from before it gets 400 (expired), never a gap.
+    pub fn push(&mut self, message: Option<Arc<Outgoing>>, bound: ReplayBound) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        if message.is_some() {
+        if let Some(m) = &message {
+            self.bytes += m.message.approx_len();
             self.buffer.push_back(Buffered { seq, message });
-            while self.buffer.len() > events_max {
-                if let Some(old) = self.buffer.pop_front() {
-                    self.floor = old.seq;
+            while self.buffer.len() > bound.events_max || self.bytes > bound.bytes_max {
+                if !self.evict_oldest() {
+                    break;
                 }
             }
         }
         seq
+    }
+
+    /// Drops the oldest buffered event; whether there was one.
+    pub fn evict_oldest(&mut self) -> bool {
+        let Some(old) = self.buffer.pop_front() else {
+            return false;
+        };
+        self.floor = old.seq;
+        self.bytes -= old.message.as_ref().map_or(0, |m| m.message.approx_len());
+        true
     }
 
     /// Whether a cursor at `seq` can be resumed: issued by this stream and not

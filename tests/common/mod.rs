@@ -254,13 +254,18 @@ impl Harness {
 
     /// The application sends a notification.
     pub fn notify(&mut self, method: &str, cause: Cause) -> bool {
+        self.notify_with(method, None, cause)
+    }
+
+    /// The application sends a notification with `params`.
+    pub fn notify_with(&mut self, method: &str, params: Option<RawJson>, cause: Cause) -> bool {
         let Some(sid) = self.session.clone() else {
             return false;
         };
         let Some(s) = self.ep.session_mut(&sid) else {
             return false;
         };
-        let r = s.notify(method, None, cause.clone(), self.now);
+        let r = s.notify(method, params, cause.clone(), self.now);
         if let Ok(key) = r {
             self.mon.observe(&Observation::Sent {
                 session: sid.to_string(),
