@@ -376,6 +376,10 @@ impl KeepAlive {
             body.len()
         );
         self.s.write_all(raw.as_bytes()).unwrap();
+        self.read_answer()
+    }
+
+    fn read_answer(&mut self) -> Answer {
         let mut chunk = [0u8; 8192];
         loop {
             if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -507,6 +511,91 @@ async fn the_per_peer_quota_refuses_that_peer_only_with_429() {
         assert_eq!(a.status, 200, "{a:?}");
         let b = post(addr, None, INIT);
         assert_eq!(b.status, 200, "evicts the same peer's half-open one: {b:?}");
+    })
+    .await;
+    server.shutdown().await;
+}
+
+fn set_level(size: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"logging/setLevel","params":{{"level":"{}"}}}}"#,
+        "x".repeat(size)
+    )
+}
+
+/// Big messages the server must keep for a client (held for a GET that never
+/// comes, queued for a GET that never reads, kept for replay) stay within
+/// their byte bounds, and everyone else is served meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_messages_nobody_reads_stay_within_the_byte_budgets() {
+    let mut options = quick();
+    options.endpoint.session.held_bytes_max = 256 << 10;
+    options.endpoint.session.events_bytes_max = 256 << 10;
+    options.endpoint.session.session_bytes_max = 512 << 10;
+    options.frame_bytes_queued_max = 256 << 10;
+    let server = start(options).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let before = rss_kib();
+        // 1. Held: 100 log notifications of 100 KB each, no GET open (10 MB).
+        let sid = fresh_client(addr);
+        let mut c = KeepAlive::new(addr);
+        let big = set_level(100_000);
+        for _ in 0..100 {
+            let raw = format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
+                 Content-Length: {}\r\n\r\n{big}",
+                big.len()
+            );
+            c.s.write_all(raw.as_bytes()).unwrap();
+            let a = c.read_answer();
+            assert_eq!(a.status, 200, "{a:?}");
+        }
+        // A GET now gets what was held: within held_bytes_max.
+        let mut get = TcpStream::connect(addr).unwrap();
+        write!(
+            get,
+            "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\
+             Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+        )
+        .unwrap();
+        get.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 65536];
+        while let Ok(n) = get.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&chunk[..n]);
+        }
+        let held = String::from_utf8_lossy(&got)
+            .matches("Log level set to")
+            .count();
+        assert!(
+            (1..=2).contains(&held),
+            "{held} held messages of 100 KB delivered"
+        );
+        // 2. Queued and kept for replay: 100 more while that GET never reads
+        // (on a new connection: the first has idled past the header timeout).
+        let mut c = KeepAlive::new(addr);
+        for _ in 0..100 {
+            let raw = format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
+                 Content-Length: {}\r\n\r\n{big}",
+                big.len()
+            );
+            c.s.write_all(raw.as_bytes()).unwrap();
+            assert_eq!(c.read_answer().status, 200);
+        }
+        // Everyone else is served meanwhile.
+        fresh_client(addr);
+        let grown = rss_kib().saturating_sub(before);
+        println!("20 MB sent into one session nobody reads: +{grown} KiB RSS");
+        assert!(grown < 16 * 1024, "+{grown} KiB");
+        drop(get);
     })
     .await;
     server.shutdown().await;

@@ -98,6 +98,30 @@ impl Admission {
         self.retained
     }
 
+    /// Whether `id` is admitted.
+    pub fn contains(&self, id: &SessionId) -> bool {
+        self.entries.contains_key(id)
+    }
+
+    /// Whether reporting this state of `id` would change anything (so a
+    /// driver that shares the table copy-on-write copies it only then).
+    pub fn differs(
+        &self,
+        id: &SessionId,
+        initialized: bool,
+        idle: Option<Instant>,
+        retained: usize,
+    ) -> bool {
+        self.entries.get(id).is_some_and(|e| {
+            (initialized && e.uninitialized.is_some()) || e.idle != idle || e.retained != retained
+        })
+    }
+
+    /// Whether evicted sessions wait to be drained.
+    pub fn has_evicted(&self) -> bool {
+        !self.evicted.is_empty()
+    }
+
     /// Sessions `peer` holds.
     pub fn peer_sessions(&self, peer: IpAddr) -> usize {
         self.per_peer.get(&peer).map_or(0, |p| p.count)

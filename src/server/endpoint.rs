@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::IpAddr;
 use std::ops::Bound::{Excluded, Unbounded};
+use std::sync::{Arc, LazyLock};
 
 /// Endpoint-wide settings.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -94,9 +95,8 @@ pub struct ServerEndpoint {
     policy: ServerPolicy,
     ids: IdSource,
     sessions: BTreeMap<SessionId, Box<ServerSession>>,
-    /// Who may open a session and who is evicted for room; derived from the
-    /// sessions' own state (kept in step by `settle`).
-    admission: Admission,
+    /// Who may open a session and who is evicted for room.
+    admission: DerivedAdmission,
     routes: BTreeMap<HttpId, SessionId>,
     next_http: u64,
     transmits: VecDeque<Transmit>,
@@ -119,7 +119,7 @@ impl ServerEndpoint {
             policy,
             ids,
             sessions: BTreeMap::new(),
-            admission: Admission::default(),
+            admission: DerivedAdmission::default(),
             routes: BTreeMap::new(),
             transmits: VecDeque::new(),
             dirty: BTreeSet::new(),
@@ -176,9 +176,9 @@ impl ServerEndpoint {
         peer: Option<IpAddr>,
         now: Instant,
     ) -> Dispatched {
-        let mut admission = std::mem::take(&mut self.admission);
-        let d = self.handle_request_admitting(head, body, peer, &mut admission, now);
-        self.admission = admission;
+        let mut own = std::mem::replace(&mut self.admission.0, EMPTY_ADMISSION.clone());
+        let d = self.handle_request_in(head, body, peer, AdmitTo::Own(&mut own), now);
+        self.admission.0 = own;
         self.end_evicted(now);
         d
     }
@@ -195,10 +195,21 @@ impl ServerEndpoint {
         admission: &mut Admission,
         now: Instant,
     ) -> Dispatched {
+        self.handle_request_in(head, body, peer, AdmitTo::Shared(admission), now)
+    }
+
+    fn handle_request_in(
+        &mut self,
+        head: &RequestHead,
+        body: &[u8],
+        peer: Option<IpAddr>,
+        to: AdmitTo<'_>,
+        now: Instant,
+    ) -> Dispatched {
         let http = HttpId(self.next_http);
         self.next_http += 1;
         let mut session = None;
-        let admit = Admit { peer, admission };
+        let admit = Admit { peer, to };
         let outcome = self.dispatch(http, head, body, now, admit, &mut session);
         if let Err(e) = &outcome {
             self.reject(http, e);
@@ -270,7 +281,12 @@ impl ServerEndpoint {
     }
 
     fn end_evicted(&mut self, now: Instant) {
-        while let Some(id) = self.admission.poll_evicted() {
+        if !self.admission.0.has_evicted() {
+            return;
+        }
+        let evicted: Vec<SessionId> =
+            std::iter::from_fn(|| Arc::make_mut(&mut self.admission.0).poll_evicted()).collect();
+        for id in evicted {
             self.evict(&id, now);
         }
     }
@@ -372,13 +388,22 @@ impl ServerEndpoint {
     fn settle(&mut self, id: &SessionId) {
         match self.sessions.get(id) {
             Some(s) if !s.is_ended() => {
-                if s.is_initialized() {
-                    self.admission.handle_initialized(id);
+                let (initialized, idle, retained) =
+                    (s.is_initialized(), s.idle_since(), s.retained_bytes());
+                if self.admission.0.differs(id, initialized, idle, retained) {
+                    let a = Arc::make_mut(&mut self.admission.0);
+                    if initialized {
+                        a.handle_initialized(id);
+                    }
+                    a.handle_idle(id, idle);
+                    a.handle_retained(id, retained);
                 }
-                self.admission.handle_idle(id, s.idle_since());
-                self.admission.handle_retained(id, s.retained_bytes());
             }
-            _ => self.admission.remove(id),
+            _ => {
+                if self.admission.0.contains(id) {
+                    Arc::make_mut(&mut self.admission.0).remove(id);
+                }
+            }
         }
         if self.sessions.get(id).is_some_and(|s| s.has_output()) {
             return;
@@ -538,9 +563,12 @@ impl ServerEndpoint {
                 break candidate;
             }
         };
-        admit
-            .admission
-            .admit(&id, admit.peer, self.config.admission_limits(), now)?;
+        let limits = self.config.admission_limits();
+        let admission = match admit.to {
+            AdmitTo::Shared(a) => a,
+            AdmitTo::Own(a) => Arc::make_mut(a),
+        };
+        admission.admit(&id, admit.peer, limits, now)?;
         let namespace = (self.ids.next_u64() >> 32) as u32;
         let session = ServerSession::new(
             id.clone(),
@@ -593,5 +621,36 @@ impl ServerEndpoint {
 /// Where a new session asks to be let in.
 struct Admit<'a> {
     peer: Option<IpAddr>,
-    admission: &'a mut Admission,
+    to: AdmitTo<'a>,
+}
+
+/// The endpoint's own table (copied only if it must change), or one the
+/// driver shares between endpoints.
+enum AdmitTo<'a> {
+    Own(&'a mut Arc<Admission>),
+    Shared(&'a mut Admission),
+}
+
+/// An empty table to stand in while the endpoint's own is lent out.
+static EMPTY_ADMISSION: LazyLock<Arc<Admission>> = LazyLock::new(Arc::default);
+
+/// The endpoint's admission table. It follows from the sessions' own state
+/// (kept in step by `settle`; the one exception, the order in which half-open
+/// sessions opened, decides only who is evicted from a full table), so it
+/// takes no part in equality or hashing: a model checker fingerprints the
+/// sessions themselves. Clones share it until one changes it, so the worlds
+/// a checker copies by the million do not copy it.
+#[derive(Clone, Debug, Default)]
+struct DerivedAdmission(Arc<Admission>);
+
+impl PartialEq for DerivedAdmission {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for DerivedAdmission {}
+
+impl std::hash::Hash for DerivedAdmission {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
