@@ -8,7 +8,7 @@ use mcp_streamable::headers;
 use mcp_streamable::ids::RequestId;
 use mcp_streamable::jsonrpc::Message;
 use mcp_streamable::policy::ServerPolicy;
-use mcp_streamable::server::{Cause, Content, EndReason, Method, RequestHead};
+use mcp_streamable::server::{Cause, Content, EndReason, Method, RequestHead, SessionTimer};
 use mcp_streamable::version::ProtocolVersion;
 
 const PING: &str = r#"{"jsonrpc":"2.0","id":99,"method":"ping"}"#;
@@ -551,4 +551,123 @@ fn the_per_peer_quota_counts_by_address() {
     assert_eq!(second.outcome.as_ref().map_err(|e| e.status()), Err(429));
     let other = h.ep.handle_request_from(&head, body, Some(q), h.now);
     assert!(other.outcome.is_ok(), "another address is not counted");
+}
+
+/// `streams_max` detached streams stay resumable; one more and the oldest is
+/// forgotten (its cursor gets 400), the newest are kept.
+#[test]
+fn streams_max_forgets_the_oldest_detached_stream_past_the_bound() {
+    let mut config = common::test_config();
+    config.session.streams_max = 2;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let mut cursors = Vec::new();
+    for _ in 0..2 {
+        let get = h.get(None);
+        cursors.push(h.log[&get].last_id().expect("a priming id").to_owned());
+        h.client_drop(get, true);
+    }
+    // At the bound: both resumable.
+    for c in &cursors {
+        let r = h.get(Some(c));
+        assert_eq!(status(&h, r), 200, "{c}");
+        h.client_drop(r, true);
+    }
+    // One past it: the oldest goes.
+    let get = h.get(None);
+    cursors.push(h.log[&get].last_id().unwrap().to_owned());
+    h.client_drop(get, true);
+    let oldest = h.get(Some(&cursors[0]));
+    assert_eq!(status(&h, oldest), 400, "the oldest detached stream was forgotten");
+    for c in &cursors[1..] {
+        let r = h.get(Some(c));
+        assert_eq!(status(&h, r), 200, "{c} kept");
+        h.client_drop(r, true);
+    }
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// A POST stream that finished while its client was away stays replayable
+/// until `streams_max` evicts it (then 400); one that finished on a live
+/// connection had nothing left to resume and is forgotten at once (400).
+#[test]
+fn finished_request_streams_are_forgotten_past_streams_max() {
+    finished_request_streams_with(1);
+    finished_request_streams_with(2);
+}
+
+fn finished_request_streams_with(streams_max: usize) {
+    let mut config = common::test_config();
+    config.session.streams_max = streams_max;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let first = |h: &Harness, http| h.log[&http].events[0].0.clone().expect("priming id");
+    // Finished on a live connection: forgotten.
+    let (live, id) = h.call();
+    h.respond(&id);
+    let cursor_live = first(&h, live);
+    let r = h.get(Some(&cursor_live));
+    assert_eq!(status(&h, r), 400, "nothing left to resume: forgotten");
+    // Finished while detached: kept for its resumption.
+    let (a, id_a) = h.call();
+    h.client_drop(a, true);
+    h.respond(&id_a);
+    let cursor_a = first(&h, a);
+    let r = h.get(Some(&cursor_a));
+    assert_eq!(status(&h, r), 200, "within the bound: replayable");
+    assert!(h.log[&r].messages().iter().any(|m| m.is_response()));
+    let (b, id_b) = h.call();
+    h.client_drop(b, true);
+    h.respond(&id_b);
+    let gone = h.get(Some(&cursor_a));
+    if streams_max == 1 {
+        assert_eq!(status(&h, gone), 400, "past the bound: forgotten");
+    } else {
+        assert_eq!(status(&h, gone), 200, "at the bound: still kept");
+    }
+    let kept = h.get(Some(&first(&h, b)));
+    assert_eq!(status(&h, kept), 200);
+}
+
+#[test]
+fn keepalive_comments_go_out_at_the_interval_on_open_streams_only() {
+    let mut config = common::test_config();
+    config.session.keepalive_ms = Some(1_000);
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let get = h.get(None);
+    h.advance(999);
+    assert_eq!(h.log[&get].comments, 0, "not before the interval");
+    h.advance(1);
+    assert_eq!(h.log[&get].comments, 1, "at the interval");
+    h.advance(1_000);
+    assert_eq!(h.log[&get].comments, 2, "and again");
+    h.client_drop(get, true);
+    h.advance(5_000);
+    assert_eq!(h.log[&get].comments, 2, "none on a closed stream");
+    assert!(
+        h.ep.poll_timeout().is_none_or(|(_, t)| t != SessionTimer::KeepAlive),
+        "no keep-alive timer without a stream"
+    );
+}
+
+#[test]
+fn outbound_requests_max_refuses_the_application_one_past_the_bound() {
+    let mut config = common::test_config();
+    config.session.outbound_requests_max = 2;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let sid = h.session.clone().unwrap();
+    let now = h.now;
+    let s = h.ep.session_mut(&sid).unwrap();
+    assert!(s.request("roots/list", None, Cause::Unrelated, now).is_ok());
+    assert!(s.request("roots/list", None, Cause::Unrelated, now).is_ok());
+    assert_eq!(
+        s.request("roots/list", None, Cause::Unrelated, now),
+        Err(mcp_streamable::error::UsageError::TooManyRequests)
+    );
 }

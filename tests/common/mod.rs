@@ -30,6 +30,8 @@ pub struct ExchangeLog {
     pub client_closed: bool,
     /// The server has been told it is closed.
     pub server_closed: bool,
+    /// SSE keep-alive comments written.
+    pub comments: usize,
 }
 
 impl ExchangeLog {
@@ -134,7 +136,7 @@ impl Harness {
                     }
                     log.events.push((id, message.map(|o| o.message.clone())));
                 }
-                TransmitKind::Comment => {}
+                TransmitKind::Comment => log.comments += 1,
                 TransmitKind::End(r) => {
                     log.end.get_or_insert(r);
                 }
