@@ -600,3 +600,69 @@ async fn big_messages_nobody_reads_stay_within_the_byte_budgets() {
     .await;
     server.shutdown().await;
 }
+
+/// A child process killed when dropped (a failing test must not leave it).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// CPU time (user + system, in clock ticks) of process `pid`.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) are space-separated.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    num(11) + num(12)
+}
+
+/// Out of file descriptors: `serve` under `ulimit -n 48` with 80 sockets held
+/// open. The accept loop backs off instead of spinning on EMFILE, and once the
+/// header timeout closes the idle sockets a newcomer is served.
+#[test]
+fn out_of_file_descriptors_the_accept_loop_backs_off_and_recovers() {
+    use std::io::BufRead;
+    let bin = env!("CARGO_BIN_EXE_mcp-streamable");
+    let mut child = Killed(
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 48 && exec {bin} serve --addr 127.0.0.1:0 --header-timeout-ms 1500"
+            ))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr: SocketAddr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .and_then(|w| w.strip_suffix("/mcp"))
+        .expect("serving URL")
+        .parse()
+        .unwrap();
+    let held: Vec<TcpStream> = (0..80)
+        .filter_map(|_| TcpStream::connect(addr).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu_ticks(child.0.id());
+    std::thread::sleep(Duration::from_secs(1));
+    let used = cpu_ticks(child.0.id()) - before;
+    println!("out of fds, 1 s: {used} ticks of CPU (100 = a whole core)");
+    assert!(used < 30, "the accept loop spins: {used} ticks in 1 s");
+    // The idle sockets time out; their descriptors come back; a newcomer is served.
+    let t = Instant::now();
+    let sid = fresh_client(addr);
+    println!("newcomer served after {:?}", t.elapsed());
+    assert!(!sid.is_empty());
+    drop(held);
+    drop(child);
+}

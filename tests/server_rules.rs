@@ -579,7 +579,11 @@ fn streams_max_forgets_the_oldest_detached_stream_past_the_bound() {
     cursors.push(h.log[&get].last_id().unwrap().to_owned());
     h.client_drop(get, true);
     let oldest = h.get(Some(&cursors[0]));
-    assert_eq!(status(&h, oldest), 400, "the oldest detached stream was forgotten");
+    assert_eq!(
+        status(&h, oldest),
+        400,
+        "the oldest detached stream was forgotten"
+    );
     for c in &cursors[1..] {
         let r = h.get(Some(c));
         assert_eq!(status(&h, r), 200, "{c} kept");
@@ -649,7 +653,8 @@ fn keepalive_comments_go_out_at_the_interval_on_open_streams_only() {
     h.advance(5_000);
     assert_eq!(h.log[&get].comments, 2, "none on a closed stream");
     assert!(
-        h.ep.poll_timeout().is_none_or(|(_, t)| t != SessionTimer::KeepAlive),
+        h.ep.poll_timeout()
+            .is_none_or(|(_, t)| t != SessionTimer::KeepAlive),
         "no keep-alive timer without a stream"
     );
 }

@@ -37,6 +37,22 @@ pub struct ServeArgs {
     /// with `--preset MCP_GO_0_44` this reproduces race A.
     #[arg(long)]
     registration_notice: bool,
+    /// Open connections at once (newcomers wait in the backlog past it).
+    #[arg(long)]
+    connections_max: Option<usize>,
+    /// Close a connection that sends no request head within this many ms
+    /// (idle keep-alive connections included).
+    #[arg(long)]
+    header_timeout_ms: Option<u64>,
+    /// Live sessions at once (half-open, then idle ones are evicted first).
+    #[arg(long)]
+    sessions_max: Option<usize>,
+    /// Live sessions one client address may hold (429 past it).
+    #[arg(long)]
+    sessions_per_peer_max: Option<usize>,
+    /// End sessions that have not sent `notifications/initialized` after this many ms.
+    #[arg(long)]
+    init_timeout_ms: Option<u64>,
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
@@ -52,6 +68,19 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         ..ServerOptions::default()
     };
     options.endpoint.session.retry_ms = args.retry_ms;
+    if let Some(n) = args.connections_max {
+        options.connections_max = n;
+    }
+    if let Some(ms) = args.header_timeout_ms {
+        options.header_read_timeout = std::time::Duration::from_millis(ms);
+    }
+    if let Some(n) = args.sessions_max {
+        options.endpoint.sessions_max = n;
+    }
+    options.endpoint.sessions_per_peer_max = args.sessions_per_peer_max;
+    if let Some(ms) = args.init_timeout_ms {
+        options.endpoint.session.init_timeout_ms = Some(ms);
+    }
     if args.any_host {
         options.endpoint.allow.hosts.clear();
     }

@@ -357,7 +357,9 @@ async fn accept_loop<L: Listen, A: App>(
                 }
                 Err(e) => {
                     // EMFILE and friends repeat at once: back off, don't spin.
-                    backoff = (backoff * 2).clamp(std::time::Duration::from_millis(1), backoff_max);
+                    backoff = (backoff * 2)
+                        .max(std::time::Duration::from_millis(1))
+                        .min(backoff_max);
                     tracing::debug!(error = %e, ?backoff, "accept failed");
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => continue,
