@@ -172,9 +172,9 @@ struct EventRecord {
 /// Equality and hashing ignore how many observations were seen (and at which
 /// step a violation was found), so a model checker fingerprints equal
 /// situations reached by paths of different lengths as one state.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Monitor {
-    step: usize,
+    step: Uncounted,
     exchanges: BTreeMap<HttpId, Exchange>,
     lineages: Vec<Lineage>,
     /// (session, event id) → first write.
@@ -191,79 +191,51 @@ pub struct Monitor {
     client: ClientSide,
     gets_max: Option<usize>,
     faults: usize,
-    violations: Vec<Violation>,
+    violations: Found,
 }
 
-impl Monitor {
-    /// Everything but the step counter.
-    #[allow(clippy::type_complexity)]
-    fn identity(
-        &self,
-    ) -> (
-        (
-            &BTreeMap<HttpId, Exchange>,
-            &Vec<Lineage>,
-            &BTreeMap<(String, String), EventRecord>,
-            &BTreeSet<String>,
-            &BTreeSet<String>,
-            &BTreeSet<(String, RequestId)>,
-        ),
-        (
-            &BTreeMap<(String, MsgKey), Cause>,
-            &BTreeSet<(String, MsgKey)>,
-            &BTreeSet<(String, MsgKey)>,
-            &BTreeMap<(String, MsgKey), BTreeSet<usize>>,
-            &BTreeSet<String>,
-            &BTreeMap<String, usize>,
-        ),
-        (
-            &ClientSide,
-            Option<usize>,
-            usize,
-            Vec<(&'static str, Option<HttpId>, &String)>,
-        ),
-    ) {
-        (
-            (
-                &self.exchanges,
-                &self.lineages,
-                &self.event_ids,
-                &self.sessions_issued,
-                &self.sessions_deleted,
-                &self.cancelled,
-            ),
-            (
-                &self.sent,
-                &self.delivered,
-                &self.dropped,
-                &self.fresh_writes,
-                &self.sessions_ended,
-                &self.gets_per_session,
-            ),
-            (
-                &self.client,
-                self.gets_max,
-                self.faults,
-                self.violations
-                    .iter()
-                    .map(|v| (v.id, v.http, &v.detail))
-                    .collect(),
-            ),
-        )
+/// A counter that takes no part in equality or hashing: how many
+/// observations were seen says nothing about what can happen next.
+#[derive(Clone, Copy, Debug, Default)]
+struct Uncounted(usize);
+
+impl PartialEq for Uncounted {
+    fn eq(&self, _: &Self) -> bool {
+        true
     }
 }
 
-impl PartialEq for Monitor {
+impl Eq for Uncounted {}
+
+impl std::hash::Hash for Uncounted {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+/// The violations found, compared and hashed without the step each was
+/// found at (the same situation reached by a longer path is the same state).
+#[derive(Clone, Debug, Default)]
+struct Found(Vec<Violation>);
+
+impl Found {
+    fn key(&self) -> impl Iterator<Item = (&'static str, Option<HttpId>, &String)> {
+        self.0.iter().map(|v| (v.id, v.http, &v.detail))
+    }
+}
+
+impl PartialEq for Found {
     fn eq(&self, other: &Self) -> bool {
-        self.identity() == other.identity()
+        self.key().eq(other.key())
     }
 }
 
-impl Eq for Monitor {}
+impl Eq for Found {}
 
-impl std::hash::Hash for Monitor {
+impl std::hash::Hash for Found {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.identity().hash(state);
+        self.0.len().hash(state);
+        for k in self.key() {
+            k.hash(state);
+        }
     }
 }
 
@@ -284,17 +256,17 @@ impl Monitor {
 
     /// Violations found so far.
     pub fn violations(&self) -> &[Violation] {
-        &self.violations
+        &self.violations.0
     }
 
     /// The first violation, if any.
     pub fn first_violation(&self) -> Option<&Violation> {
-        self.violations.first()
+        self.violations.0.first()
     }
 
     /// Observations seen.
     pub fn steps(&self) -> usize {
-        self.step
+        self.step.0
     }
 
     /// Feeds one observation.
@@ -328,14 +300,14 @@ impl Monitor {
             Observation::ClientEvent(e) => self.on_client_event(e),
             Observation::ClientReceived { message, .. } => {
                 if let (true, Some(id)) = (message.is_response(), message.id()) {
-                    self.client.arrived.entry(id.clone()).or_insert(self.step);
+                    self.client.arrived.entry(id.clone()).or_insert(self.step.0);
                 }
             }
             Observation::ClientClosed { http } => {
                 self.client.open.remove(http);
             }
         }
-        self.step += 1;
+        self.step.0 += 1;
     }
 
     /// End-of-run checks, at quiescence. `queued` lists keys the core still
@@ -404,16 +376,16 @@ impl Monitor {
     }
 
     fn flag(&mut self, id: &'static str, http: Option<HttpId>, detail: String) {
-        self.violations.push(Violation {
+        self.violations.0.push(Violation {
             id,
-            step: self.step,
+            step: self.step.0,
             http,
             detail,
         });
     }
 
     fn flag_end(&mut self, id: &'static str, http: Option<HttpId>, detail: String) {
-        self.violations.push(Violation {
+        self.violations.0.push(Violation {
             id,
             step: usize::MAX,
             http,
