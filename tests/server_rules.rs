@@ -676,3 +676,49 @@ fn outbound_requests_max_refuses_the_application_one_past_the_bound() {
         Err(mcp_streamable::error::UsageError::TooManyRequests)
     );
 }
+
+/// An ended session leaves the admission table: a busy session deleted
+/// frees its place (a stale busy entry would refuse everyone with 503).
+#[test]
+fn an_ended_session_frees_its_place_in_a_full_table() {
+    let mut config = common::test_config();
+    config.sessions_max = 1;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    h.get(None);
+    h.delete();
+    h.initialize();
+    assert!(
+        h.ep.session(h.session.as_ref().unwrap()).is_some(),
+        "admitted"
+    );
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// The server-wide byte budget counts what sessions keep now: a session
+/// whose held messages grew while it stayed idle is evicted for a newcomer.
+#[test]
+fn the_server_wide_byte_budget_follows_what_sessions_keep() {
+    let mut config = common::test_config();
+    config.retained_bytes_max = 1_000;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let a = h.session.clone().unwrap();
+    let blob = mcp_streamable::jsonrpc::RawJson::from(serde_json::json!({"blob": "x".repeat(500)}));
+    for _ in 0..3 {
+        h.notify_with(
+            "notifications/message",
+            Some(blob.clone()),
+            Cause::Unrelated,
+        );
+    }
+    assert!(h.ep.session(&a).unwrap().retained_bytes() > 1_000);
+    h.initialize();
+    assert!(
+        h.ep.session(&a).is_none(),
+        "over the budget: the idle session made room"
+    );
+    assert!(h.ep.session(h.session.as_ref().unwrap()).is_some());
+}

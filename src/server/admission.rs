@@ -86,13 +86,6 @@ impl Admission {
         self.entries.is_empty()
     }
 
-    /// Whether `id` is admitted and has not completed the handshake.
-    pub fn is_uninitialized(&self, id: &SessionId) -> bool {
-        self.entries
-            .get(id)
-            .is_some_and(|e| e.uninitialized.is_some())
-    }
-
     /// Bytes all admitted sessions keep, as last reported.
     pub fn retained_bytes(&self) -> usize {
         self.retained
@@ -289,7 +282,9 @@ mod tests {
     #[test]
     fn below_the_bound_nobody_is_evicted() {
         let mut a = Admission::default();
+        assert!(a.is_empty());
         a.admit(&sid(1), None, TWO, at(0)).unwrap();
+        assert!(!a.is_empty() && a.contains(&sid(1)) && !a.contains(&sid(2)));
         a.admit(&sid(2), None, TWO, at(1)).unwrap();
         assert_eq!(a.len(), 2);
         assert!(drained(&mut a).is_empty());

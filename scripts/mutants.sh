@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Mutation testing of the sans-IO cores with cargo-mutants (config: .cargo/mutants.toml).
+#   bash scripts/mutants.sh                      every core file (hours on 2 cores)
+#   bash scripts/mutants.sh -f src/server/admission.rs   one file
+#   bash scripts/mutants.sh --in-diff            only what the working tree changes against HEAD
+# Results in mutants.out/ (caught.txt, missed.txt, timeout.txt, unviable.txt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked --version 27.1.0
+args=()
+if [ "${1:-}" = "--in-diff" ]; then
+    shift
+    diff="$(mktemp)"
+    git diff HEAD > "$diff"
+    args+=(--in-diff "$diff")
+fi
+# The cores, unless files were named.
+case " $* " in
+    *" -f "* | *" --file "* | *" --file="*) ;;
+    *) args+=(-f 'src/server/*.rs' -f 'src/client/*.rs' -f src/monitor.rs -f src/sse.rs -f src/jsonrpc.rs) ;;
+esac
+cargo mutants "${args[@]}" "$@"
