@@ -402,6 +402,13 @@ mod tests {
         assert_eq!((e.clone(), e.status()), (RequestError::OverBudget, 503));
         a.handle_retained(&sid(1), 0);
         a.admit(&sid(5), None, limits, at(8)).unwrap();
+        // Exactly at the budget: nobody is evicted.
+        a.handle_initialized(&sid(5));
+        a.handle_retained(&sid(5), 200);
+        assert_eq!(a.retained_bytes(), 1_000);
+        a.handle_idle(&sid(3), Some(at(9)));
+        a.admit(&sid(6), None, limits, at(10)).unwrap();
+        assert!(drained(&mut a).is_empty(), "at the bound, not past it");
     }
 
     #[test]
