@@ -24,6 +24,7 @@ pub mod server;
 pub mod sse;
 pub mod sync;
 pub mod time;
+pub mod unhashed;
 pub mod version;
 
 /// The README's examples, compiled and run as doctests.

@@ -14,6 +14,7 @@ use crate::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Purpose};
 use crate::ids::{HttpId, MsgKey, RequestId};
 use crate::jsonrpc::{Body, Message};
 use crate::server::{Cause, Content, EndReason, Method, RequestHead, Transmit, TransmitKind};
+use crate::unhashed::Unhashed;
 use crate::version::ProtocolVersion;
 use crate::{headers, jsonrpc};
 use std::collections::{BTreeMap, BTreeSet};
@@ -174,7 +175,8 @@ struct EventRecord {
 /// situations reached by paths of different lengths as one state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Monitor {
-    step: Uncounted,
+    /// Observations seen: how many says nothing about what can happen next.
+    step: Unhashed<usize>,
     exchanges: BTreeMap<HttpId, Exchange>,
     lineages: Vec<Lineage>,
     /// (session, event id) → first write.
@@ -192,23 +194,6 @@ pub struct Monitor {
     gets_max: Option<usize>,
     faults: usize,
     violations: Found,
-}
-
-/// A counter that takes no part in equality or hashing: how many
-/// observations were seen says nothing about what can happen next.
-#[derive(Clone, Copy, Debug, Default)]
-struct Uncounted(usize);
-
-impl PartialEq for Uncounted {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for Uncounted {}
-
-impl std::hash::Hash for Uncounted {
-    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 /// The violations found, compared and hashed without the step each was

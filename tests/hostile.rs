@@ -126,14 +126,19 @@ fn exchange(addr: SocketAddr, raw: &[u8], wait: Duration) -> Answer {
     parse(&String::from_utf8_lossy(&buf))
 }
 
-fn post(addr: SocketAddr, sid: Option<&str>, body: &str) -> Answer {
+/// A raw POST of `body` (its `Content-Length`), in session `sid`, with
+/// `extra` header lines (each ending in CRLF).
+fn post_raw(sid: Option<&str>, extra: &str, body: &str) -> String {
     let sid = sid.map_or(String::new(), |s| format!("Mcp-Session-Id: {s}\r\n"));
-    let raw = format!(
+    format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{sid}Content-Length: {}\r\n\
-         Connection: close\r\n\r\n{body}",
+         Accept: application/json, text/event-stream\r\n{sid}{extra}Content-Length: {}\r\n\r\n{body}",
         body.len()
-    );
+    )
+}
+
+fn post(addr: SocketAddr, sid: Option<&str>, body: &str) -> Answer {
+    let raw = post_raw(sid, "Connection: close\r\n", body);
     exchange(addr, raw.as_bytes(), Duration::from_secs(5))
 }
 
@@ -186,14 +191,7 @@ async fn idle_and_half_sent_connections_are_closed() {
             .unwrap();
         // Keep-alive after one whole exchange, then silence.
         let mut kept = TcpStream::connect(addr).unwrap();
-        let body = INIT;
-        write!(
-            kept,
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
+        kept.write_all(post_raw(None, "", INIT).as_bytes()).unwrap();
         let t = Instant::now();
         assert!(closed_within(&mut silent, Duration::from_secs(3)), "silent");
         assert!(
@@ -369,13 +367,10 @@ impl KeepAlive {
         KeepAlive { s, buf: Vec::new() }
     }
 
-    fn post(&mut self, body: &str) -> Answer {
-        let raw = format!(
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        self.s.write_all(raw.as_bytes()).unwrap();
+    fn post(&mut self, sid: Option<&str>, body: &str) -> Answer {
+        self.s
+            .write_all(post_raw(sid, "", body).as_bytes())
+            .unwrap();
         self.read_answer()
     }
 
@@ -431,7 +426,7 @@ async fn a_flood_of_bare_initializes_never_locks_out_a_new_client() {
         let mut flood = KeepAlive::new(addr);
         let mut refused = 0;
         for _ in 0..10_000 {
-            let a = flood.post(INIT);
+            let a = flood.post(None, INIT);
             if a.status != 200 {
                 refused += 1;
             }
@@ -441,7 +436,7 @@ async fn a_flood_of_bare_initializes_never_locks_out_a_new_client() {
         // session through another wave (it is initialized, the flood is not).
         let sid = fresh_client(addr);
         for _ in 0..1_000 {
-            assert_eq!(flood.post(INIT).status, 200);
+            assert_eq!(flood.post(None, INIT).status, 200);
         }
         let ping = post(
             addr,
@@ -542,14 +537,7 @@ async fn big_messages_nobody_reads_stay_within_the_byte_budgets() {
         let mut c = KeepAlive::new(addr);
         let big = set_level(100_000);
         for _ in 0..100 {
-            let raw = format!(
-                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-                 Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
-                 Content-Length: {}\r\n\r\n{big}",
-                big.len()
-            );
-            c.s.write_all(raw.as_bytes()).unwrap();
-            let a = c.read_answer();
+            let a = c.post(Some(&sid), &big);
             assert_eq!(a.status, 200, "{a:?}");
         }
         // A GET now gets what was held: within held_bytes_max.
@@ -581,14 +569,7 @@ async fn big_messages_nobody_reads_stay_within_the_byte_budgets() {
         // (on a new connection: the first has idled past the header timeout).
         let mut c = KeepAlive::new(addr);
         for _ in 0..100 {
-            let raw = format!(
-                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-                 Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
-                 Content-Length: {}\r\n\r\n{big}",
-                big.len()
-            );
-            c.s.write_all(raw.as_bytes()).unwrap();
-            assert_eq!(c.read_answer().status, 200);
+            assert_eq!(c.post(Some(&sid), &big).status, 200);
         }
         // 3. Echoed: 8 calls of test_tool_with_progress with a 1 MB progress
         // token, each answer (progress echoes the token) never read.
@@ -600,13 +581,8 @@ async fn big_messages_nobody_reads_stay_within_the_byte_budgets() {
             .map(|i| {
                 let mut s = TcpStream::connect(addr).unwrap();
                 let call = call.replace(r#""id":11"#, &format!(r#""id":{}"#, 100 + i));
-                let raw = format!(
-                    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-                     Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
-                     Content-Length: {}\r\n\r\n{call}",
-                    call.len()
-                );
-                s.write_all(raw.as_bytes()).unwrap();
+                s.write_all(post_raw(Some(&sid), "", &call).as_bytes())
+                    .unwrap();
                 s
             })
             .collect();

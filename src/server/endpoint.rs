@@ -18,6 +18,7 @@ use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::{self, Body, ErrorObject, Message, METHOD_NOT_FOUND};
 use crate::policy::{ServerPolicy, SessionErrorStatus};
 use crate::time::Instant;
+use crate::unhashed::Unhashed;
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -95,8 +96,14 @@ pub struct ServerEndpoint {
     policy: ServerPolicy,
     ids: IdSource,
     sessions: BTreeMap<SessionId, Box<ServerSession>>,
-    /// Who may open a session and who is evicted for room.
-    admission: DerivedAdmission,
+    /// Who may open a session and who is evicted for room. It follows from
+    /// the sessions' own state (kept in step by `settle`; the one exception,
+    /// the order in which half-open sessions opened, decides only who is
+    /// evicted from a full table), so it takes no part in equality or
+    /// hashing: a model checker fingerprints the sessions themselves. Clones
+    /// share it until one changes it, so the worlds a checker copies by the
+    /// million do not copy it.
+    admission: Unhashed<Arc<Admission>>,
     routes: BTreeMap<HttpId, SessionId>,
     next_http: u64,
     transmits: VecDeque<Transmit>,
@@ -119,7 +126,7 @@ impl ServerEndpoint {
             policy,
             ids,
             sessions: BTreeMap::new(),
-            admission: DerivedAdmission::default(),
+            admission: Unhashed::default(),
             routes: BTreeMap::new(),
             transmits: VecDeque::new(),
             dirty: BTreeSet::new(),
@@ -633,24 +640,3 @@ enum AdmitTo<'a> {
 
 /// An empty table to stand in while the endpoint's own is lent out.
 static EMPTY_ADMISSION: LazyLock<Arc<Admission>> = LazyLock::new(Arc::default);
-
-/// The endpoint's admission table. It follows from the sessions' own state
-/// (kept in step by `settle`; the one exception, the order in which half-open
-/// sessions opened, decides only who is evicted from a full table), so it
-/// takes no part in equality or hashing: a model checker fingerprints the
-/// sessions themselves. Clones share it until one changes it, so the worlds
-/// a checker copies by the million do not copy it.
-#[derive(Clone, Debug, Default)]
-struct DerivedAdmission(Arc<Admission>);
-
-impl PartialEq for DerivedAdmission {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for DerivedAdmission {}
-
-impl std::hash::Hash for DerivedAdmission {
-    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
-}
