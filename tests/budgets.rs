@@ -5,8 +5,7 @@
 
 mod common;
 
-use common::Harness;
-use mcp_streamable::ids::HttpId;
+use common::{pick, Harness};
 use mcp_streamable::jsonrpc::{Message, RawJson};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{Cause, EndpointConfig, ServerEvent};
@@ -58,10 +57,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn pick<T: Clone>(items: &[T], i: u8) -> Option<T> {
-    (!items.is_empty()).then(|| items[usize::from(i) % items.len()].clone())
-}
-
 fn apply(h: &mut Harness, op: &Op) {
     match op {
         Op::Initialized => {
@@ -70,11 +65,7 @@ fn apply(h: &mut Harness, op: &Op) {
         Op::Call => {
             h.call();
         }
-        Op::Respond(i) => {
-            if let Some(id) = pick(&h.pending, *i) {
-                h.respond(&id);
-            }
-        }
+        Op::Respond(i) => h.respond_pick(*i),
         Op::Progress { pick: i, size } => {
             if let Some(id) = pick(&h.pending, *i) {
                 h.notify_with(
@@ -94,27 +85,8 @@ fn apply(h: &mut Harness, op: &Op) {
         Op::Get => {
             h.get(None);
         }
-        Op::Resume(i) => {
-            let ids: Vec<String> = h
-                .log
-                .values()
-                .filter_map(|l| l.last_id().map(str::to_owned))
-                .collect();
-            if let Some(id) = pick(&ids, *i) {
-                h.get(Some(&id));
-            }
-        }
-        Op::Drop(i) => {
-            let open: Vec<HttpId> = h
-                .log
-                .iter()
-                .filter(|(_, l)| l.is_open() && l.status.is_some())
-                .map(|(k, _)| *k)
-                .collect();
-            if let Some(http) = pick(&open, *i) {
-                h.client_drop(http, true);
-            }
-        }
+        Op::Resume(i) => h.resume_pick(*i),
+        Op::Drop(i) => h.drop_pick(*i, true),
         Op::Tick(ms) => h.advance(u64::from(*ms)),
     }
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::Harness;
+use common::{pick, Harness};
 use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{Cause, RequestHead, SchedulingPoint};
@@ -50,14 +50,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn pick<T: Clone>(items: &[T], i: u8) -> Option<T> {
-    if items.is_empty() {
-        None
-    } else {
-        Some(items[i as usize % items.len()].clone())
-    }
-}
-
 fn apply(h: &mut Harness, op: &Op) {
     match op {
         Op::Initialized => {
@@ -66,11 +58,7 @@ fn apply(h: &mut Harness, op: &Op) {
         Op::Call => {
             h.call();
         }
-        Op::Respond(i) => {
-            if let Some(id) = pick(&h.pending, *i) {
-                h.respond(&id);
-            }
-        }
+        Op::Respond(i) => h.respond_pick(*i),
         Op::Progress(i) => {
             if let Some(id) = pick(&h.pending, *i) {
                 h.notify("notifications/progress", Cause::Request(id));
@@ -82,27 +70,8 @@ fn apply(h: &mut Harness, op: &Op) {
         Op::Get => {
             h.get(None);
         }
-        Op::Resume(i) => {
-            let ids: Vec<String> = h
-                .log
-                .values()
-                .filter_map(|l| l.last_id().map(str::to_owned))
-                .collect();
-            if let Some(id) = pick(&ids, *i) {
-                h.get(Some(&id));
-            }
-        }
-        Op::Drop { pick: i, notice } => {
-            let open: Vec<HttpId> = h
-                .log
-                .iter()
-                .filter(|(_, l)| l.is_open() && l.status.is_some())
-                .map(|(k, _)| *k)
-                .collect();
-            if let Some(http) = pick(&open, *i) {
-                h.client_drop(http, *notice);
-            }
-        }
+        Op::Resume(i) => h.resume_pick(*i),
+        Op::Drop { pick: i, notice } => h.drop_pick(*i, *notice),
         Op::Notice(i) => {
             let dead: Vec<HttpId> = h
                 .log

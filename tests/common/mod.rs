@@ -60,6 +60,11 @@ pub struct Harness {
     pub gets: BTreeSet<HttpId>,
 }
 
+/// The item `i` picks (modulo the length), for random operations.
+pub fn pick<T: Clone>(items: &[T], i: u8) -> Option<T> {
+    (!items.is_empty()).then(|| items[usize::from(i) % items.len()].clone())
+}
+
 pub fn test_config() -> EndpointConfig {
     EndpointConfig {
         session: SessionConfig {
@@ -231,6 +236,39 @@ impl Harness {
             .as_ref()
             .map(|s| s.to_string())
             .unwrap_or_default()
+    }
+
+    /// Answers the pending request picked by `i` (random ops), if any.
+    pub fn respond_pick(&mut self, i: u8) {
+        if let Some(id) = pick(&self.pending, i) {
+            self.respond(&id);
+        }
+    }
+
+    /// GET resuming from the last event id of the exchange picked by `i`.
+    pub fn resume_pick(&mut self, i: u8) {
+        let ids: Vec<String> = self
+            .log
+            .values()
+            .filter_map(|l| l.last_id().map(str::to_owned))
+            .collect();
+        if let Some(id) = pick(&ids, i) {
+            self.get(Some(&id));
+        }
+    }
+
+    /// The client drops the open exchange picked by `i`; `notice`: the server
+    /// learns of it at once.
+    pub fn drop_pick(&mut self, i: u8, notice: bool) {
+        let open: Vec<HttpId> = self
+            .log
+            .iter()
+            .filter(|(_, l)| l.is_open() && l.status.is_some())
+            .map(|(k, _)| *k)
+            .collect();
+        if let Some(http) = pick(&open, i) {
+            self.client_drop(http, notice);
+        }
     }
 
     /// The application answers request `id`.
