@@ -150,3 +150,69 @@ impl Stream {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::MsgKey;
+    use crate::jsonrpc::{Message, RawJson};
+    use crate::server::Cause;
+
+    fn out(size: usize) -> Arc<Outgoing> {
+        let params = RawJson::from(serde_json::json!({ "b": "x".repeat(size) }));
+        Arc::new(Outgoing {
+            key: MsgKey(1),
+            cause: Cause::Unrelated,
+            message: Message::notification("n", Some(params)),
+        })
+    }
+
+    const ROOMY: usize = usize::MAX;
+
+    #[test]
+    fn events_max_keeps_exactly_that_many() {
+        let bound = ReplayBound {
+            events_max: 3,
+            bytes_max: ROOMY,
+        };
+        let mut s = Stream::new(StreamId(1), Origin::Standalone);
+        for _ in 0..3 {
+            s.push(Some(out(1)), bound);
+        }
+        assert_eq!((s.buffer.len(), s.floor), (3, 0), "at the bound: all kept");
+        s.push(Some(out(1)), bound);
+        assert_eq!(
+            (s.buffer.len(), s.floor),
+            (3, 1),
+            "past it: the oldest goes"
+        );
+        assert!(!s.can_resume_from(0) && s.can_resume_from(1) && s.can_resume_from(4));
+        assert!(!s.can_resume_from(5), "a cursor not issued yet");
+    }
+
+    #[test]
+    fn bytes_max_keeps_exactly_that_many_bytes_and_evicts_as_many_as_needed() {
+        let one = out(10).message.approx_len();
+        let bound = ReplayBound {
+            events_max: 100,
+            bytes_max: 3 * one,
+        };
+        let mut s = Stream::new(StreamId(1), Origin::Standalone);
+        for _ in 0..3 {
+            s.push(Some(out(10)), bound);
+        }
+        assert_eq!(
+            (s.buffer.len(), s.bytes),
+            (3, 3 * one),
+            "exactly at the bound"
+        );
+        // One message as big as two and a half small ones: three must go.
+        let big = out(10 + one + one / 2);
+        let big_len = big.message.approx_len();
+        assert!(big_len > 2 * one && big_len <= 3 * one);
+        s.push(Some(big), bound);
+        assert_eq!(s.buffer.len(), 1, "every small one evicted to fit");
+        assert_eq!(s.bytes, big_len);
+        assert_eq!(s.floor, 3);
+    }
+}
