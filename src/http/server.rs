@@ -28,7 +28,8 @@ use crate::monitor::Observation;
 use crate::policy::ServerPolicy;
 use crate::rng::SeededRng;
 use crate::server::{
-    Admission, EndpointConfig, ServerEndpoint, ServerEvent, Transmit, TransmitKind, UnreadBody,
+    Admission, EndpointConfig, ServerEndpoint, ServerEvent, SessionState, Transmit, TransmitKind,
+    UnreadBody,
 };
 use crate::sse;
 use crate::sync::{Mailbox, SendError};
@@ -218,6 +219,8 @@ struct Parked<A: App> {
     session: SessionId,
     /// When the core next needs time (its idle expiry).
     deadline: Option<tokio::time::Instant>,
+    /// The scheduler's state, so a woken session goes on with its sequence.
+    scheduler: SeededRng,
 }
 
 /// What every connection and session task shares: handles and settings.
@@ -470,9 +473,6 @@ fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<Arc<Inbox>>
         }
         Slot::Parked(parked) => {
             let parked = parked.into_inner().ok()?;
-            if let Ok(mut a) = shared.admission.lock() {
-                a.handle_idle(sid, None);
-            }
             let tx = spawn_session_task(shared, Some(*parked));
             table.insert(sid.clone(), Slot::Running(tx.clone()));
             Some(tx)
@@ -486,19 +486,20 @@ fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<Arc<Inbox>>
 fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>) -> Arc<Inbox> {
     let inbox = Inbox::new(shared.options.requests_queued_max);
     let (closed_tx, closed_rx) = mpsc::unbounded_channel();
-    let mut ids = match shared.ids.lock() {
-        Ok(mut parent) => parent.fork(),
-        Err(poisoned) => poisoned.into_inner().fork(),
-    };
-    let scheduler = SeededRng::new(ids.next_u64());
-    let (ep, app, start, registered) = match parked {
-        Some(p) => (p.ep, p.app, p.start, Some(p.session)),
+    let (ep, app, start, registered, scheduler) = match parked {
+        Some(p) => (p.ep, p.app, p.start, Some(p.session), p.scheduler),
         None => {
+            // A fresh endpoint draws its ids from its own fork of the source.
+            let mut ids = match shared.ids.lock() {
+                Ok(mut parent) => parent.fork(),
+                Err(poisoned) => poisoned.into_inner().fork(),
+            };
+            let scheduler = SeededRng::new(ids.next_u64());
             let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
             let mut config = shared.options.endpoint.clone();
             config.http_id_base = n * HTTP_IDS_PER_TASK;
             let ep = ServerEndpoint::with_ids(config, shared.options.policy, ids);
-            (ep, (shared.make_app)(), shared.epoch, None)
+            (ep, (shared.make_app)(), shared.epoch, None, scheduler)
         }
     };
     let owner = Owner {
@@ -510,8 +511,7 @@ fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>
         closed_tx,
         frames_queued_max: shared.options.frames_queued_max,
         frame_bytes_queued_max: shared.options.frame_bytes_queued_max,
-        reported_initialized: false,
-        reported_retained: usize::MAX,
+        reported: None,
         registered,
         inbox: inbox.clone(),
         scheduler,
@@ -648,10 +648,8 @@ struct Owner<A: App> {
     frame_bytes_queued_max: usize,
     /// The session this task registered in the routing table.
     registered: Option<SessionId>,
-    /// Whether the shared admission table knows it is initialized.
-    reported_initialized: bool,
-    /// The bytes the shared admission table knows it keeps.
-    reported_retained: usize,
+    /// What the shared admission table last heard of the session.
+    reported: Option<SessionState>,
     inbox: Arc<Inbox>,
     shared: Arc<Shared<A>>,
     /// Picks among the core's scheduling points, for presets that have them
@@ -749,29 +747,23 @@ impl<A: App> Owner<A> {
         }
     }
 
-    /// Tells the shared admission table what changed of the session: that it
-    /// completed its handshake (so it is no longer the first to be evicted)
-    /// and the bytes it keeps (the server-wide budget).
+    /// Tells the shared admission table what changed of the session, as its
+    /// core sees it (handshake, idleness, bytes kept): the same report the
+    /// endpoint makes to its own table. Locks only when something changed.
     fn report_admission(&mut self) {
         let Some(sid) = &self.registered else {
             return;
         };
-        let Some(s) = self.ep.session(sid) else {
+        let Some(state) = self.ep.session(sid).map(|s| s.admission_state()) else {
             return;
         };
-        let initialized = !self.reported_initialized && s.is_initialized();
-        let retained = s.retained_bytes();
-        if !initialized && retained == self.reported_retained {
+        if self.reported == Some(state) {
             return;
         }
         if let Ok(mut a) = self.shared.admission.lock() {
-            if initialized {
-                a.handle_initialized(sid);
-            }
-            a.handle_retained(sid, retained);
+            a.handle_session(sid, state);
         }
-        self.reported_initialized |= initialized;
-        self.reported_retained = retained;
+        self.reported = Some(state);
     }
 
     /// Nothing to do until a request arrives or the session's idle expiry:
@@ -810,9 +802,6 @@ impl<A: App> Owner<A> {
             return Some(self);
         };
         let deadline = self.ep.poll_timeout().map(|(t, _)| t);
-        if let Ok(mut a) = shared.admission.lock() {
-            a.handle_idle(&session, Some(self.now()));
-        }
         table.insert(
             session.clone(),
             Slot::Parked(Mutex::new(Box::new(Parked {
@@ -822,6 +811,7 @@ impl<A: App> Owner<A> {
                 session,
                 deadline: deadline
                     .map(|d| self.start + std::time::Duration::from_millis(d.as_millis())),
+                scheduler: self.scheduler,
             }))),
         );
         drop(table);

@@ -45,6 +45,17 @@ pub struct AdmissionLimits {
     pub retained_bytes_max: usize,
 }
 
+/// What admission needs to know of a session, as its core sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SessionState {
+    /// It completed the handshake.
+    pub initialized: bool,
+    /// Since when it has had no open exchange (`None`: it has one).
+    pub idle_since: Option<Instant>,
+    /// Bytes it keeps (replay buffers, held messages).
+    pub retained: usize,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Entry {
     peer: Option<IpAddr>,
@@ -96,17 +107,13 @@ impl Admission {
         self.entries.contains_key(id)
     }
 
-    /// Whether reporting this state of `id` would change anything (so a
-    /// driver that shares the table copy-on-write copies it only then).
-    pub fn differs(
-        &self,
-        id: &SessionId,
-        initialized: bool,
-        idle: Option<Instant>,
-        retained: usize,
-    ) -> bool {
+    /// Whether reporting `state` of `id` would change anything (so a driver
+    /// that shares the table copy-on-write copies it only then).
+    pub fn differs(&self, id: &SessionId, state: SessionState) -> bool {
         self.entries.get(id).is_some_and(|e| {
-            (initialized && e.uninitialized.is_some()) || e.idle != idle || e.retained != retained
+            (state.initialized && e.uninitialized.is_some())
+                || e.idle != state.idle_since
+                || e.retained != state.retained
         })
     }
 
@@ -169,6 +176,16 @@ impl Admission {
             ps.uninitialized.insert((now, id.clone()));
         }
         Ok(())
+    }
+
+    /// What `id` is now ([`ServerSession::admission_state`](super::ServerSession::admission_state)):
+    /// the one report every driver makes after each change.
+    pub fn handle_session(&mut self, id: &SessionId, state: SessionState) {
+        if state.initialized {
+            self.handle_initialized(id);
+        }
+        self.handle_idle(id, state.idle_since);
+        self.handle_retained(id, state.retained);
     }
 
     /// `id` completed the handshake (`notifications/initialized`).

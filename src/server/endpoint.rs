@@ -232,12 +232,6 @@ impl ServerEndpoint {
         }
     }
 
-    /// A request whose body exceeded the shell's read bound: answered 413
-    /// without reading further (the shell stops at `body_max + 1` bytes).
-    pub fn handle_oversized(&mut self, head: &RequestHead, now: Instant) -> Dispatched {
-        self.handle_unread_body(head, UnreadBody::TooLarge, now)
-    }
-
     /// A request whose body the shell could not read whole (see
     /// [`request::body_limit`]): 413, 400 or 408, with a JSON-RPC error.
     pub fn handle_unread_body(
@@ -395,15 +389,9 @@ impl ServerEndpoint {
     fn settle(&mut self, id: &SessionId) {
         match self.sessions.get(id) {
             Some(s) if !s.is_ended() => {
-                let (initialized, idle, retained) =
-                    (s.is_initialized(), s.idle_since(), s.retained_bytes());
-                if self.admission.0.differs(id, initialized, idle, retained) {
-                    let a = Arc::make_mut(&mut self.admission.0);
-                    if initialized {
-                        a.handle_initialized(id);
-                    }
-                    a.handle_idle(id, idle);
-                    a.handle_retained(id, retained);
+                let state = s.admission_state();
+                if self.admission.0.differs(id, state) {
+                    Arc::make_mut(&mut self.admission.0).handle_session(id, state);
                 }
             }
             _ => {

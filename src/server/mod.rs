@@ -12,7 +12,7 @@ mod shared_queue;
 pub mod stream;
 
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};
-pub use admission::{Admission, AdmissionLimits};
+pub use admission::{Admission, AdmissionLimits, SessionState};
 pub use endpoint::{EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};
 pub use session::{ResponseMode, ServerSession, SessionConfig, SessionTimer};

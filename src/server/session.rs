@@ -13,6 +13,7 @@
 //! another stream. Every SSE event carries a stream-scoped id and is buffered
 //! (bounded) so a `Last-Event-ID` resumption replays strictly after it.
 
+use super::admission::SessionState;
 use super::event_ids::{EventIdCodec, COMMON};
 use super::stream::{Format, Origin, Stream};
 use super::{Cause, Content, DropReason, EndReason, Outgoing, ServerEvent, Transmit, TransmitKind};
@@ -276,6 +277,16 @@ impl ServerSession {
                 Some(deadline.saturating_sub(std::time::Duration::from_millis(ms)))
             }
             _ => Some(Instant::ZERO),
+        }
+    }
+
+    /// What admission needs to know of this session, reported by every
+    /// driver after each change ([`Admission::handle_session`](super::Admission::handle_session)).
+    pub fn admission_state(&self) -> SessionState {
+        SessionState {
+            initialized: self.is_initialized(),
+            idle_since: self.idle_since(),
+            retained: self.retained_bytes(),
         }
     }
 
