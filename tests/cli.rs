@@ -95,3 +95,28 @@ fn a_malformed_model_names_file_field_and_expectation() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_budget_stops_a_check_as_bounded_with_its_own_exit_code() {
+    let out = bin()
+        .args([
+            "check",
+            "--model",
+            "lifecycle",
+            "--threads",
+            "1",
+            "--max-states",
+            "500",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("bounded"), "{stdout}");
+    assert!(!stdout.contains("holds"), "never holds: {stdout}");
+    assert!(
+        stdout.contains("bounded: no violation in 500 states to depth"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("0 not, 1 bounded"), "{stdout}");
+}

@@ -36,7 +36,7 @@ struct Driver {
 impl Driver {
     fn drain(&mut self) {
         while let Some(t) = self.client.poll_transmit() {
-            self.mon.observe(&Observation::ClientTransmit(t.clone()));
+            self.mon.observe(&Observation::ClientTransmit { client: 0, transmit: t.clone() });
             match t.kind {
                 ClientTransmitKind::Send { .. } => {
                     self.open.insert(t.http, SseDecoder::with_limits(256, 1024));
@@ -47,7 +47,7 @@ impl Driver {
             }
         }
         while let Some(e) = self.client.poll_event() {
-            self.mon.observe(&Observation::ClientEvent(e.clone()));
+            self.mon.observe(&Observation::ClientEvent { client: 0, event: e.clone() });
             if let ClientEvent::ServerRequest { id, .. } = &e {
                 if self.server_requests.len() < 16 {
                     self.server_requests.push(id.clone());
@@ -141,7 +141,7 @@ impl Driver {
                     for item in items {
                         if let mcp_streamable::sse::SseItem::Message { data, .. } = &item {
                             if let Ok(m) = mcp_streamable::jsonrpc::parse_message(data) {
-                                self.mon.observe(&Observation::ClientReceived { http: h, message: m });
+                                self.mon.observe(&Observation::ClientReceived { client: 0, http: h, message: m });
                             }
                         }
                         self.client.handle_sse_event(h, item, now);
@@ -151,7 +151,7 @@ impl Driver {
             9 => {
                 if let Some(h) = self.pick_open(u)? {
                     self.open.remove(&h);
-                    self.mon.observe(&Observation::ClientClosed { http: h });
+                    self.mon.observe(&Observation::ClientClosed { client: 0, http: h });
                     self.client.handle_http_closed(h, now);
                 }
             }

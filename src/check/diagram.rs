@@ -166,8 +166,11 @@ impl Diagram {
     ) -> Option<Row> {
         let ex = |server: HttpId| to_client.get(&server).copied().map(Lane::Exchange);
         let (from, to, label) = match o {
-            Observation::ClientTransmit(t) => {
-                let c = Lane::Client(World::owner(t.http));
+            Observation::ClientTransmit {
+                client,
+                transmit: t,
+            } => {
+                let c = Lane::Client(*client);
                 match &t.kind {
                     ClientTransmitKind::Send { head, body } => {
                         let label = match head.method {
@@ -215,17 +218,19 @@ impl Diagram {
                 };
                 (Lane::Server, ex(t.http)?, label)
             }
-            Observation::ClientReceived { http, message } => (
+            Observation::ClientReceived {
+                client,
+                http,
+                message,
+            } => (
                 Lane::Exchange(*http),
-                Lane::Client(World::owner(*http)),
+                Lane::Client(*client),
                 summary(message),
             ),
-            Observation::ClientClosed { http } => (
-                Lane::Exchange(*http),
-                Lane::Client(World::owner(*http)),
-                "ends".into(),
-            ),
-            Observation::ClientEvent(e) => {
+            Observation::ClientClosed { client, http } => {
+                (Lane::Exchange(*http), Lane::Client(*client), "ends".into())
+            }
+            Observation::ClientEvent { client, event: e } => {
                 let label = match e {
                     ClientEvent::Initialized { .. } => "app: initialized".to_owned(),
                     ClientEvent::Response { id, .. } => format!("app gets response({id})"),
@@ -235,12 +240,12 @@ impl Diagram {
                     ClientEvent::SessionLost => "app: session lost".into(),
                     ClientEvent::BackgroundDisabled => "app: no background GET".into(),
                 };
-                return None.or(Some(Row {
+                return Some(Row {
                     step,
-                    from: Lane::Client(0),
-                    to: Lane::Client(0),
+                    from: Lane::Client(*client),
+                    to: Lane::Client(*client),
                     label,
-                }));
+                });
             }
             Observation::Sent { key, cause, .. } => {
                 let why = match cause {

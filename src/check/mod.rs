@@ -2,13 +2,16 @@
 //! `models/`, counterexample traces, and their pictures.
 
 pub mod diagram;
+pub mod engine;
+pub mod memory;
 mod model;
 mod run;
 pub mod scenario;
 pub mod trace;
 
 pub use diagram::Diagram;
+pub use engine::{Limit, Limits, Order, Progress};
 pub use model::{Action, CheckModel, State};
-pub use run::{run, run_search, run_with_progress, Counterexample, Outcome, Search};
+pub use run::{run, run_search, Counterexample, Outcome, Search};
 pub use scenario::{ClientStep, Expectation, Scenario, ScenarioError, ServerStep, Verdict};
 pub use trace::{replay, Replay, Trace, TraceError};

@@ -193,15 +193,27 @@ impl CheckModel {
             return false;
         };
         let w = &s.world;
-        let session = w.server_session().is_some();
-        let initialize_pending = w.server_pending.iter().any(|(_, _, m)| m == "initialize");
         match step {
-            ServerStep::Notify => session,
-            ServerStep::HookNotify => session && !initialize_pending,
+            ServerStep::Notify => w.server_session().is_some(),
+            ServerStep::HookNotify => !Self::registered_sessions(w).is_empty(),
             ServerStep::Progress | ServerStep::AskClient | ServerStep::CloseConnection => {
                 self.oldest_call(w).is_some()
             }
         }
+    }
+
+    /// Sessions whose `initialize` the application has answered (where a
+    /// registration hook has run), in id order.
+    fn registered_sessions(w: &World) -> Vec<SessionId> {
+        w.server
+            .session_ids()
+            .filter(|sid| {
+                !w.server_pending
+                    .iter()
+                    .any(|(s, _, m)| s == *sid && m == "initialize")
+            })
+            .cloned()
+            .collect()
     }
 
     /// Every action enabled in `s`, in a fixed order.
@@ -301,24 +313,40 @@ impl CheckModel {
                     return None;
                 }
                 let call = self.oldest_call(w);
+                // `notify` is a broadcast (a list changed for everyone);
+                // `hook_notify` runs in every session whose `initialize` was
+                // answered; the others act in the oldest call's own session.
                 match self.scenario.server[usize::from(s.server_pc)] {
                     ServerStep::Notify => {
-                        w.server_notify("notifications/tools/list_changed", Cause::Unrelated);
+                        let sessions: Vec<SessionId> = w.server.session_ids().cloned().collect();
+                        for sid in &sessions {
+                            w.server_notify_in(
+                                sid,
+                                "notifications/tools/list_changed",
+                                Cause::Unrelated,
+                            );
+                        }
                     }
                     ServerStep::HookNotify => {
-                        w.server_notify("notifications/resources/list_changed", Cause::Unrelated);
+                        for sid in &Self::registered_sessions(w) {
+                            w.server_notify_in(
+                                sid,
+                                "notifications/resources/list_changed",
+                                Cause::Unrelated,
+                            );
+                        }
                     }
                     ServerStep::Progress => {
-                        let (_, id) = call?;
-                        w.server_notify("notifications/progress", Cause::Request(id));
+                        let (sid, id) = call?;
+                        w.server_notify_in(&sid, "notifications/progress", Cause::Request(id));
                     }
                     ServerStep::AskClient => {
-                        let (_, id) = call?;
-                        w.server_request("roots/list", Cause::Request(id));
+                        let (sid, id) = call?;
+                        w.server_request_in(&sid, "roots/list", Cause::Request(id));
                     }
                     ServerStep::CloseConnection => {
-                        let (_, id) = call?;
-                        w.server_close_connection(&id);
+                        let (sid, id) = call?;
+                        w.server_close_connection_in(&sid, &id);
                     }
                 }
                 n.server_pc += 1;
@@ -380,6 +408,18 @@ impl CheckModel {
             }
         }
         Some(n)
+    }
+
+    /// The state's 64-bit fingerprint: equal states, equal fingerprints
+    /// (fixed keys, so runs are reproducible).
+    pub fn fingerprint(&self, s: &State) -> u64 {
+        ahash::RandomState::with_seeds(
+            0x6d63_702d_7374_7265,
+            0x616d_6162_6c65_2d63,
+            0x6865_636b_6572_2d66,
+            0x696e_6765_7270_7269,
+        )
+        .hash_one(s)
     }
 
     fn judged(&self, id: &str) -> bool {

@@ -1,6 +1,8 @@
-//! Runs one model under stateright's breadth-first checker (shortest
-//! counterexamples) and reports the verdict.
+//! Runs one model (our explorer, or stateright's checkers) and reports the
+//! outcome.
 
+use super::engine::{self, Limit, Limits, Order, Progress};
+use super::memory;
 use super::model::{Action, CheckModel};
 use crate::monitor::Violation;
 use stateright::{Checker, Model};
@@ -25,19 +27,37 @@ pub struct Outcome {
     pub depth: usize,
     /// Wall time.
     pub elapsed: Duration,
-    /// The shortest counterexample, if any.
+    /// The counterexample, if any (shortest under [`Order::Bfs`]).
     pub counterexample: Option<Counterexample>,
+    /// The budget the run reached before exhausting its bounds: then no
+    /// counterexample means "bounded", never "holds".
+    pub limit: Option<Limit>,
+    /// How the space was searched.
+    pub order: Order,
+    /// The largest resident size seen, when known.
+    pub rss_peak: Option<u64>,
+}
+
+impl Outcome {
+    /// Whether the exploration covered everything within the model's bounds.
+    pub fn exhaustive(&self) -> bool {
+        self.limit.is_none()
+    }
 }
 
 /// How the state space is searched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Search {
-    /// Breadth first: exhaustive within the depth bound, shortest counterexamples.
+    /// Breadth first (our explorer): shortest counterexamples; gives way to
+    /// depth first when the frontier outgrows half the memory budget.
     Bfs,
-    /// Depth first: exhaustive within the depth bound, less memory, longer counterexamples.
+    /// Depth first (our explorer): least memory, longer counterexamples.
     Dfs,
-    /// Random walks from the initial state (seeded), for bounds too big to
-    /// exhaust; stops at the time limit. Finds bugs, proves nothing.
+    /// stateright's own breadth-first checker (no budget): a cross-check of
+    /// our explorer, which must agree with it on every bundled model.
+    StaterightBfs,
+    /// Random walks from the initial state (seeded, stateright), for bounds
+    /// too big to exhaust; stops at the time limit. Finds bugs, proves nothing.
     Simulation {
         /// Seed of the walks.
         seed: u64,
@@ -46,52 +66,53 @@ pub enum Search {
     },
 }
 
-/// Explores `model` breadth-first with `threads` threads up to its depth bound.
+/// Explores `model` breadth-first with `threads` threads up to its depth
+/// bound, within the default memory budget.
 pub fn run(model: &CheckModel, threads: usize) -> Outcome {
-    run_with_progress(model, threads, |_, _| {})
+    run_search(model, Limits::new(threads), Search::Bfs, |_| {})
 }
 
-/// [`run`] with a chosen search strategy.
+/// [`run`] with a chosen budget and search, calling `progress` about every
+/// quarter second while it works.
 pub fn run_search(
     model: &CheckModel,
-    threads: usize,
+    limits: Limits,
     search: Search,
-    progress: impl FnMut(usize, Duration),
+    progress: impl FnMut(&Progress),
 ) -> Outcome {
-    run_inner(model, threads, search, progress)
+    match search {
+        Search::Bfs | Search::Dfs => {
+            let limits = Limits {
+                depth_first: search == Search::Dfs,
+                ..limits
+            };
+            engine::explore(model, limits, progress)
+        }
+        Search::StaterightBfs => {
+            let builder = stateright_builder(model, limits.threads);
+            finish(model, builder.spawn_bfs(), Order::Bfs, progress)
+        }
+        Search::Simulation { seed, limit } => {
+            let builder = stateright_builder(model, limits.threads).timeout(limit);
+            finish(
+                model,
+                builder.spawn_simulation(seed, stateright::UniformChooser),
+                Order::Dfs,
+                progress,
+            )
+        }
+    }
 }
 
-/// [`run`], calling `progress(states, elapsed)` about every half second while it works.
-pub fn run_with_progress(
+fn stateright_builder(
     model: &CheckModel,
     threads: usize,
-    progress: impl FnMut(usize, Duration),
-) -> Outcome {
-    run_inner(model, threads, Search::Bfs, progress)
-}
-
-fn run_inner(
-    model: &CheckModel,
-    threads: usize,
-    search: Search,
-    progress: impl FnMut(usize, Duration),
-) -> Outcome {
-    let builder = model
+) -> stateright::CheckerBuilder<CheckModel> {
+    model
         .clone()
         .checker()
         .threads(threads.max(1))
-        .target_max_depth(model.scenario.bounds.depth);
-    match search {
-        Search::Bfs => finish(model, builder.spawn_bfs(), progress),
-        Search::Dfs => finish(model, builder.spawn_dfs(), progress),
-        Search::Simulation { seed, limit } => finish(
-            model,
-            builder
-                .timeout(limit)
-                .spawn_simulation(seed, stateright::UniformChooser),
-            progress,
-        ),
-    }
+        .target_max_depth(model.scenario.bounds.depth)
 }
 
 // The checker's runner, not a core: the wall time it reads is a report
@@ -100,7 +121,8 @@ fn run_inner(
 fn finish(
     model: &CheckModel,
     checker: impl Checker<CheckModel>,
-    mut progress: impl FnMut(usize, Duration),
+    order: Order,
+    mut progress: impl FnMut(&Progress),
 ) -> Outcome {
     let start = Instant::now();
     let mut nap = Duration::from_millis(1);
@@ -108,7 +130,13 @@ fn finish(
         std::thread::sleep(nap);
         nap = (nap * 2).min(Duration::from_millis(250));
         if start.elapsed() > Duration::from_millis(500) {
-            progress(checker.unique_state_count(), start.elapsed());
+            progress(&Progress {
+                states: checker.unique_state_count(),
+                depth: checker.max_depth(),
+                rss: memory::rss_bytes(),
+                elapsed: start.elapsed(),
+                order,
+            });
         }
     }
     let checker = checker.join();
@@ -128,5 +156,8 @@ fn finish(
         depth: checker.max_depth(),
         elapsed,
         counterexample,
+        limit: None,
+        order,
+        rss_peak: memory::rss_bytes(),
     }
 }

@@ -2,9 +2,10 @@
 //! matrix, and for each counterexample a JSON trace, an SVG and Mermaid text.
 
 use mcp_streamable::check::{
-    replay, run_search, CheckModel, Diagram, Expectation, Scenario, Search, Trace, Verdict,
+    memory, replay, run_search, CheckModel, Diagram, Expectation, Limit, Limits, Order, Scenario,
+    Search, Trace, Verdict,
 };
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -29,10 +30,20 @@ pub struct CheckArgs {
     /// Where counterexample traces and pictures go.
     #[arg(long, default_value = "target/check")]
     out: PathBuf,
-    /// Search: `bfs` (exhaustive, shortest counterexamples), `dfs` (exhaustive,
-    /// less memory) or `simulation` (seeded random walks for big bounds).
+    /// Search: `bfs` (exhaustive, shortest counterexamples; turns depth first
+    /// by itself when the frontier outgrows half the memory budget), `dfs`
+    /// (exhaustive, least memory), `stateright` (stateright's own BFS, no
+    /// budget: a cross-check) or `simulation` (seeded random walks).
     #[arg(long, default_value = "bfs")]
     search: String,
+    /// Stop a check after this many distinct states; its verdict is then
+    /// "bounded" (exit code 3 when nothing else is wrong).
+    #[arg(long)]
+    max_states: Option<usize>,
+    /// Stop a check when the process holds this much memory (e.g. `8G`);
+    /// default: 60% of the memory available at start. Verdict "bounded".
+    #[arg(long)]
+    max_memory: Option<String>,
     /// Seed of `--search simulation`.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -49,7 +60,12 @@ struct Line {
     depth: usize,
     millis: u128,
     ok: Option<bool>,
+    bounded: bool,
 }
+
+/// Exit code when every verdict is as expected but some run stopped at its
+/// budget ("bounded"): nothing wrong was found, nothing was proven either.
+const EXIT_BOUNDED: u8 = 3;
 
 #[allow(clippy::disallowed_methods)] // the CLI reports wall time; the cores never read it
 pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
@@ -61,16 +77,22 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     let search = match args.search.as_str() {
         "bfs" => Search::Bfs,
         "dfs" => Search::Dfs,
+        "stateright" => Search::StaterightBfs,
         "simulation" => Search::Simulation {
             seed: args.seed,
             limit: std::time::Duration::from_secs(args.seconds),
         },
         other => {
             return Err(format!(
-                "--search {other:?}: expected bfs, dfs or simulation"
+                "--search {other:?}: expected bfs, dfs, stateright or simulation"
             ))
         }
     };
+    let mut limits = Limits::new(threads);
+    limits.states_max = args.max_states;
+    if let Some(m) = &args.max_memory {
+        limits.memory_max = Some(memory::parse_size(m).map_err(|e| format!("--max-memory {e}"))?);
+    }
     let models = Scenario::load_dir(&args.models).map_err(|e| e.to_string())?;
     let models: Vec<(PathBuf, Scenario)> = models
         .into_iter()
@@ -83,8 +105,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
         return Err(format!("no model matches in {}", args.models.display()));
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
-    let mut lines = Vec::new();
-    let total_start = std::time::Instant::now();
+    let mut jobs = Vec::new();
     for (_, scenario) in &models {
         for e in pairs(scenario, &args) {
             let Some(model) = CheckModel::for_expectation(scenario, &e) else {
@@ -93,74 +114,137 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                     scenario.name, e.server, e.client
                 ));
             };
-            let label = format!("{} {} x {}", scenario.name, e.server, e.client);
-            let tty = std::io::stderr().is_terminal();
-            let mut shown = false;
-            let out = run_search(&model, threads, search, |states, t| {
-                if tty {
-                    eprint!(
-                        "\r  checking {label}: {states} states, {:.1}s ",
-                        t.as_secs_f64()
-                    );
-                    let _ = std::io::stderr().flush();
-                    shown = true;
-                }
-            });
-            if shown {
-                eprint!("\r{:width$}\r", "", width = label.len() + 48);
-            }
-            let (verdict, ok) = match (&out.counterexample, &e.verdict) {
-                // Only an exhaustive search can confirm "holds".
-                (None, Verdict::Holds) if matches!(search, Search::Simulation { .. }) => {
-                    ("none found".to_owned(), None)
-                }
-                (None, Verdict::Holds) => (
-                    "holds".to_owned(),
-                    Some(out.states >= e.min_states.unwrap_or(1)),
-                ),
-                (None, Verdict::Violates(_)) => ("holds".to_owned(), Some(false)),
-                (Some(c), expected) => {
-                    let trace = Trace::new(&model, c);
-                    write_artifacts(&args.out, &trace)?;
-                    let ok = match expected {
-                        Verdict::Violates(ids) => ids.iter().any(|i| i == c.violation.id),
-                        Verdict::Holds => false,
-                    };
-                    (
-                        format!("{} ({} steps)", c.violation.id, c.steps.len()),
-                        Some(ok),
-                    )
-                }
-            };
-            let listed = scenario
-                .expect
-                .iter()
-                .any(|x| x.server == e.server && x.client == e.client);
-            lines.push(Line {
-                model: scenario.name.clone(),
-                pair: format!("{} x {}", e.server, e.client),
-                verdict,
-                states: out.states,
-                depth: out.depth,
-                millis: out.elapsed.as_millis(),
-                ok: if listed { ok } else { None },
-            });
+            jobs.push((scenario, e, model));
         }
     }
-    print_matrix(&lines);
+    let widths = Widths {
+        model: jobs
+            .iter()
+            .map(|j| j.0.name.len())
+            .max()
+            .unwrap_or(5)
+            .max(5),
+        pair: jobs
+            .iter()
+            .map(|j| j.1.server.len() + j.1.client.len() + 3)
+            .max()
+            .unwrap_or(4)
+            .max(4),
+    };
+    print_header(&widths);
+    let mut lines = Vec::new();
+    let mut notes = Vec::new();
+    let total_start = std::time::Instant::now();
+    for (scenario, e, model) in jobs {
+        let label = format!("{} {} x {}", scenario.name, e.server, e.client);
+        let bar = progress_bar();
+        let out = run_search(&model, limits, search, |p| {
+            bar.set_message(format!(
+                "{label}: {} states ({:.0}/s), depth {}{}{}",
+                p.states,
+                p.states as f64 / p.elapsed.as_secs_f64().max(0.001),
+                p.depth,
+                p.rss
+                    .map(|r| format!(", {} MiB", r >> 20))
+                    .unwrap_or_default(),
+                match p.order {
+                    Order::BfsThenDfs { .. } => ", depth first",
+                    _ => "",
+                }
+            ));
+            bar.tick();
+        });
+        bar.finish_and_clear();
+        let (verdict, ok) = match (&out.counterexample, &e.verdict) {
+            // Only an exhaustive search can confirm "holds".
+            (None, _) if matches!(search, Search::Simulation { .. }) => {
+                ("none found".to_owned(), None)
+            }
+            (None, _) if !out.exhaustive() => ("bounded".to_owned(), None),
+            (None, Verdict::Holds) => (
+                "holds".to_owned(),
+                Some(out.states >= e.min_states.unwrap_or(1)),
+            ),
+            (None, Verdict::Violates(_)) => ("holds".to_owned(), Some(false)),
+            (Some(c), expected) => {
+                let trace = Trace::new(&model, c);
+                write_artifacts(&args.out, &trace)?;
+                let ok = match expected {
+                    Verdict::Violates(ids) => ids.iter().any(|i| i == c.violation.id),
+                    Verdict::Holds => false,
+                };
+                (
+                    format!("{} ({} steps)", c.violation.id, c.steps.len()),
+                    Some(ok),
+                )
+            }
+        };
+        if let Some(limit) = out.limit {
+            let what = match limit {
+                Limit::States(n) => format!("the state budget ({n}, --max-states)"),
+                Limit::Memory(b) => format!("the memory budget ({} MiB, --max-memory)", b >> 20),
+                Limit::DepthFirstCut { depth } => format!(
+                    "the depth bound ({depth}): depth first met it with actions enabled, so states within it may be unexplored"
+                ),
+            };
+            notes.push(format!(
+                "{label}: bounded: no violation in {} states to depth {}; stopped at {what}",
+                out.states, out.depth
+            ));
+        }
+        if let Order::BfsThenDfs { depth } = out.order {
+            notes.push(format!(
+                "{label}: breadth first up to depth {depth}, then depth first (the frontier outgrew half the memory budget){}",
+                if out.counterexample.is_some() { "; the counterexample may not be the shortest" } else { "" }
+            ));
+        }
+        let listed = scenario
+            .expect
+            .iter()
+            .any(|x| x.server == e.server && x.client == e.client);
+        let line = Line {
+            model: scenario.name.clone(),
+            pair: format!("{} x {}", e.server, e.client),
+            verdict,
+            states: out.states,
+            depth: out.depth,
+            millis: out.elapsed.as_millis(),
+            ok: if listed { ok } else { None },
+            bounded: !out.exhaustive(),
+        };
+        print_line(&widths, &line);
+        lines.push(line);
+    }
+    for n in &notes {
+        println!("note: {n}");
+    }
     let bad = lines.iter().filter(|l| l.ok == Some(false)).count();
+    let bounded = lines.iter().filter(|l| l.bounded).count();
     println!(
-        "\n{} checks in {:.1}s with {threads} thread(s); {} as expected, {bad} not; traces and pictures in {}",
+        "\n{} checks in {:.1}s with {threads} thread(s); {} as expected, {bad} not, {bounded} bounded; traces and pictures in {}",
         lines.len(),
         total_start.elapsed().as_secs_f64(),
         lines.iter().filter(|l| l.ok == Some(true)).count(),
         args.out.display()
     );
-    Ok(if bad == 0 {
-        ExitCode::SUCCESS
-    } else {
+    Ok(if bad > 0 {
         ExitCode::from(1)
+    } else if bounded > 0 {
+        ExitCode::from(EXIT_BOUNDED)
+    } else {
+        ExitCode::SUCCESS
     })
+}
+
+/// A live line on a terminal (hidden when stderr is not one).
+fn progress_bar() -> indicatif::ProgressBar {
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("  {spinner} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar
 }
 
 /// The preset pairs to run: the model's expectations, filtered; or the one
@@ -206,27 +290,42 @@ fn write_artifacts(dir: &Path, trace: &Trace) -> Result<(), String> {
     Ok(())
 }
 
-fn print_matrix(lines: &[Line]) {
-    let w_model = lines
-        .iter()
-        .map(|l| l.model.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let w_pair = lines.iter().map(|l| l.pair.len()).max().unwrap_or(4).max(4);
+struct Widths {
+    model: usize,
+    pair: usize,
+}
+
+fn print_header(w: &Widths) {
     println!(
-        "{:<w_model$}  {:<w_pair$}  {:<14}  {:>9}  {:>5}  {:>8}  expected",
-        "model", "server x client", "verdict", "states", "depth", "time"
+        "{:<wm$}  {:<wp$}  {:<14}  {:>9}  {:>5}  {:>8}  expected",
+        "model",
+        "server x client",
+        "verdict",
+        "states",
+        "depth",
+        "time",
+        wm = w.model,
+        wp = w.pair
     );
-    for l in lines {
-        let expected = match l.ok {
-            Some(true) => "ok",
-            Some(false) => "MISMATCH",
-            None => "-",
-        };
-        println!(
-            "{:<w_model$}  {:<w_pair$}  {:<14}  {:>9}  {:>5}  {:>6}ms  {expected}",
-            l.model, l.pair, l.verdict, l.states, l.depth, l.millis
-        );
-    }
+}
+
+/// One verdict line, printed (and flushed) as soon as its check ends.
+fn print_line(w: &Widths, l: &Line) {
+    let expected = match l.ok {
+        Some(true) => "ok",
+        Some(false) => "MISMATCH",
+        None => "-",
+    };
+    println!(
+        "{:<wm$}  {:<wp$}  {:<14}  {:>9}  {:>5}  {:>6}ms  {expected}",
+        l.model,
+        l.pair,
+        l.verdict,
+        l.states,
+        l.depth,
+        l.millis,
+        wm = w.model,
+        wp = w.pair
+    );
+    let _ = std::io::stdout().flush();
 }

@@ -356,6 +356,7 @@ impl<C: Connect> Owner<C> {
                 {
                     for m in body.into_messages() {
                         self.observe(Observation::ClientReceived {
+                            client: 0,
                             http: h,
                             message: m,
                         });
@@ -367,6 +368,7 @@ impl<C: Connect> Owner<C> {
                 if let SseItem::Message { data, .. } = &item {
                     if let Ok(m) = crate::jsonrpc::parse_message(data) {
                         self.observe(Observation::ClientReceived {
+                            client: 0,
                             http: h,
                             message: m,
                         });
@@ -376,7 +378,7 @@ impl<C: Connect> Owner<C> {
             }
             Input::Closed(h) => {
                 self.tasks.remove(&h);
-                self.observe(Observation::ClientClosed { http: h });
+                self.observe(Observation::ClientClosed { client: 0, http: h });
                 self.core.handle_http_closed(h, now);
             }
         }
@@ -387,7 +389,10 @@ impl<C: Connect> Owner<C> {
             let mut progressed = false;
             while let Some(t) = self.core.poll_transmit() {
                 progressed = true;
-                self.observe(Observation::ClientTransmit(t.clone()));
+                self.observe(Observation::ClientTransmit {
+                    client: 0,
+                    transmit: t.clone(),
+                });
                 match t.kind {
                     ClientTransmitKind::Send { head, body } => {
                         let task = tokio::spawn(exchange(
@@ -410,7 +415,10 @@ impl<C: Connect> Owner<C> {
             }
             while let Some(e) = self.core.poll_event() {
                 progressed = true;
-                self.observe(Observation::ClientEvent(e.clone()));
+                self.observe(Observation::ClientEvent {
+                    client: 0,
+                    event: e.clone(),
+                });
                 self.on_event(e);
             }
             if !progressed {

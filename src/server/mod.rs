@@ -18,7 +18,7 @@ pub use request::{body_limit, AllowList, UnreadBody};
 pub use session::{ResponseMode, ServerSession, SessionConfig, SessionTimer};
 pub use shared_queue::SchedulingPoint;
 
-use crate::ids::{HttpId, MsgKey, RequestId};
+use crate::ids::{HttpId, MsgKey, RequestId, SessionId};
 use crate::jsonrpc::{ErrorObject, Message, RawJson};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -37,6 +37,8 @@ pub enum Cause {
 /// A message the application emitted, with its serial number and cause.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Outgoing {
+    /// The session the message belongs to (what isolation, I1, is judged by).
+    pub session: SessionId,
     /// Serial number of the message in its session.
     pub key: MsgKey,
     /// Why it was emitted.

@@ -345,6 +345,7 @@ impl ServerSession {
     pub(super) fn outgoing(&mut self, cause: Cause, message: Message) -> Arc<Outgoing> {
         let key = self.mint_key();
         Arc::new(Outgoing {
+            session: self.id.clone(),
             key,
             cause,
             message,

@@ -161,6 +161,7 @@ mod tests {
     fn out(size: usize) -> Arc<Outgoing> {
         let params = RawJson::from(serde_json::json!({ "b": "x".repeat(size) }));
         Arc::new(Outgoing {
+            session: crate::ids::SessionId::from_bits(1),
             key: MsgKey(1),
             cause: Cause::Unrelated,
             message: Message::notification("n", Some(params)),

@@ -267,11 +267,17 @@ impl World {
         self.pump();
     }
 
-    /// The server application sends a notification.
+    /// The server application sends a notification in the first session.
     pub fn server_notify(&mut self, method: &str, cause: Cause) -> bool {
         let Some(sid) = self.server_session() else {
             return false;
         };
+        self.server_notify_in(&sid, method, cause)
+    }
+
+    /// The server application sends a notification in session `sid`.
+    pub fn server_notify_in(&mut self, sid: &SessionId, method: &str, cause: Cause) -> bool {
+        let sid = sid.clone();
         let now = self.now;
         let Some(s) = self.server.session_mut(&sid) else {
             return false;
@@ -288,9 +294,20 @@ impl World {
         r.is_ok()
     }
 
-    /// The server application sends a request to the client.
+    /// The server application sends a request to the client of the first session.
     pub fn server_request(&mut self, method: &str, cause: Cause) -> Option<RequestId> {
         let sid = self.server_session()?;
+        self.server_request_in(&sid, method, cause)
+    }
+
+    /// The server application sends a request to the client of session `sid`.
+    pub fn server_request_in(
+        &mut self,
+        sid: &SessionId,
+        method: &str,
+        cause: Cause,
+    ) -> Option<RequestId> {
+        let sid = sid.clone();
         let now = self.now;
         let r = self
             .server
@@ -306,13 +323,18 @@ impl World {
         Some(id)
     }
 
-    /// The server closes request `id`'s connection for polling.
+    /// The server closes request `id`'s connection for polling (first session).
     pub fn server_close_connection(&mut self, id: &RequestId) {
         let Some(sid) = self.server_session() else {
             return;
         };
+        self.server_close_connection_in(&sid, id);
+    }
+
+    /// The server closes request `id`'s connection in session `sid` for polling.
+    pub fn server_close_connection_in(&mut self, sid: &SessionId, id: &RequestId) {
         let now = self.now;
-        if let Some(s) = self.server.session_mut(&sid) {
+        if let Some(s) = self.server.session_mut(sid) {
             let _ = s.close_connection(id, now);
         }
         self.pump();
@@ -369,7 +391,10 @@ impl World {
             for c in 0..self.clients.len() {
                 while let Some(t) = self.clients[c].poll_transmit() {
                     progressed = true;
-                    self.observe(&Observation::ClientTransmit(t.clone()));
+                    self.observe(&Observation::ClientTransmit {
+                        client: c,
+                        transmit: t.clone(),
+                    });
                     match t.kind {
                         ClientTransmitKind::Send { head, body } => {
                             self.links.insert(t.http, Link::new(head, body));
@@ -379,7 +404,10 @@ impl World {
                 }
                 while let Some(e) = self.clients[c].poll_event() {
                     progressed = true;
-                    self.observe(&Observation::ClientEvent(e.clone()));
+                    self.observe(&Observation::ClientEvent {
+                        client: c,
+                        event: e.clone(),
+                    });
                     match &e {
                         ClientEvent::ServerRequest { id, .. }
                             if self.config.client_auto_respond =>
@@ -481,6 +509,7 @@ impl World {
                 if let Ok(body) = jsonrpc::parse_body(&b, ProtocolVersion::V2025_03_26) {
                     for m in body.messages() {
                         self.observe(&Observation::ClientReceived {
+                            client: c,
                             http: ch,
                             message: m.clone(),
                         });
@@ -492,6 +521,7 @@ impl World {
                 if let crate::sse::SseItem::Message { data, .. } = &item {
                     if let Ok(m) = jsonrpc::parse_message(data) {
                         self.observe(&Observation::ClientReceived {
+                            client: c,
                             http: ch,
                             message: m,
                         });
@@ -500,7 +530,10 @@ impl World {
                 self.clients[c].handle_sse_event(ch, item, now);
             }
             Delivery::End => {
-                self.observe(&Observation::ClientClosed { http: ch });
+                self.observe(&Observation::ClientClosed {
+                    client: c,
+                    http: ch,
+                });
                 self.clients[c].handle_http_closed(ch, now);
                 self.client_abandons(ch, true);
             }
@@ -519,7 +552,10 @@ impl World {
             return;
         }
         self.observe(&Observation::Fault);
-        self.observe(&Observation::ClientClosed { http: ch });
+        self.observe(&Observation::ClientClosed {
+            client: Self::owner(ch),
+            http: ch,
+        });
         let now = self.now;
         if let Some(c) = self.clients.get_mut(Self::owner(ch)) {
             c.handle_http_closed(ch, now);

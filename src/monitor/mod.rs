@@ -7,16 +7,20 @@
 //! judges our cores, the presets of real SDKs, and (later) black-box peers.
 //!
 //! Properties (see `docs/properties.md`): A1–A5 (stale notifications),
-//! B1–B6 (competing GET streams), C1 (responses on foreign streams), and the
-//! spec rules R13, R21 and R32 that a server's output shows.
+//! B1–B6 (competing GET streams), C1 (responses on foreign streams), C2–C5
+//! (per client, [`client`]), I1 (isolation between sessions), and the spec
+//! rules R13, R21 and R32 that a server's output shows.
 
-use crate::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Purpose};
+mod client;
+
+use crate::client::{ClientEvent, ClientTransmit};
 use crate::ids::{HttpId, MsgKey, RequestId};
 use crate::jsonrpc::{Body, Message};
 use crate::server::{Cause, Content, EndReason, Method, RequestHead, Transmit, TransmitKind};
 use crate::unhashed::Unhashed;
 use crate::version::ProtocolVersion;
 use crate::{headers, jsonrpc};
+use client::ClientSide;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One thing a harness saw.
@@ -55,19 +59,33 @@ pub enum Observation {
     /// The network failed (a dropped connection, a partition): B5 only bounds
     /// GETs in runs without faults.
     Fault,
-    /// The client core started or aborted an exchange (client-side ids).
-    ClientTransmit(ClientTransmit),
-    /// The client core told its application something.
-    ClientEvent(ClientEvent),
-    /// The client read this message on exchange `http` (before dispatching it).
+    /// Client `client`'s core started or aborted an exchange (client-side ids).
+    ClientTransmit {
+        /// Which client (0 in a harness with one).
+        client: usize,
+        /// What it started or aborted.
+        transmit: ClientTransmit,
+    },
+    /// Client `client`'s core told its application something.
+    ClientEvent {
+        /// Which client.
+        client: usize,
+        /// What it was told.
+        event: ClientEvent,
+    },
+    /// Client `client` read this message on exchange `http` (before dispatching it).
     ClientReceived {
+        /// Which client.
+        client: usize,
         /// The client's exchange.
         http: HttpId,
         /// The message.
         message: Message,
     },
-    /// The client's exchange `http` is over (its response ended or the connection failed).
+    /// Client `client`'s exchange `http` is over (its response ended or the connection failed).
     ClientClosed {
+        /// Which client.
+        client: usize,
         /// The client's exchange.
         http: HttpId,
     },
@@ -102,7 +120,7 @@ impl Observation {
 /// A broken property.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Violation {
-    /// Property id: `A1`…`A5`, `B1`…`B6`, `C1`…`C5`, or a spec rule `R13`, `R21`, `R32`.
+    /// Property id: `A1`…`A5`, `B1`…`B6`, `C1`…`C5`, `I1`, or a spec rule `R13`, `R21`, `R32`.
     pub id: &'static str,
     /// Index of the observation that revealed it (0-based); `usize::MAX` for end-of-run checks.
     pub step: usize,
@@ -190,7 +208,8 @@ pub struct Monitor {
     fresh_writes: BTreeMap<(String, MsgKey), BTreeSet<usize>>,
     sessions_ended: BTreeSet<String>,
     gets_per_session: BTreeMap<String, usize>,
-    client: ClientSide,
+    /// Each client's side, by client index.
+    clients: BTreeMap<usize, ClientSide>,
     gets_max: Option<usize>,
     faults: usize,
     violations: Found,
@@ -281,15 +300,25 @@ impl Monitor {
             Observation::Dropped { session, key } => {
                 self.dropped.insert((session.clone(), *key));
             }
-            Observation::ClientTransmit(t) => self.on_client_transmit(t),
-            Observation::ClientEvent(e) => self.on_client_event(e),
-            Observation::ClientReceived { message, .. } => {
-                if let (true, Some(id)) = (message.is_response(), message.id()) {
-                    self.client.arrived.entry(id.clone()).or_insert(self.step.0);
-                }
+            Observation::ClientTransmit { client, transmit } => {
+                let mut flags = Vec::new();
+                self.client_side(*client).on_transmit(transmit, &mut flags);
+                self.raise(flags);
             }
-            Observation::ClientClosed { http } => {
-                self.client.open.remove(http);
+            Observation::ClientEvent { client, event } => self.on_client_event(*client, event),
+            Observation::ClientReceived {
+                client,
+                http,
+                message,
+            } => {
+                let mut flags = Vec::new();
+                let step = self.step.0;
+                self.client_side(*client)
+                    .on_received(*http, message, step, &mut flags);
+                self.raise(flags);
+            }
+            Observation::ClientClosed { client, http } => {
+                self.client_side(*client).on_closed(*http)
             }
         }
         self.step.0 += 1;
@@ -300,16 +329,23 @@ impl Monitor {
     /// delivered, dropped by policy, nor queued was lost (A5). An unrelated key
     /// still queued while a standalone GET is open breaks B4.
     pub fn finish(&mut self, queued: &[(String, MsgKey)]) {
-        let open_standalone = self.exchanges.values().any(|e| {
-            matches!(e.kind, Kind::GetPlain | Kind::GetResume(_))
-                && !e.ended
-                && !e.closed
-                && e.status == Some(200)
-                && self
-                    .lineages
-                    .get(e.lineage)
-                    .is_some_and(|l| l.requests.is_empty())
-        });
+        // Sessions with a standalone GET open (B4 is judged per session).
+        let open_standalone: BTreeSet<&String> = self
+            .exchanges
+            .values()
+            .filter(|e| {
+                matches!(e.kind, Kind::GetPlain | Kind::GetResume(_))
+                    && !e.ended
+                    && !e.closed
+                    && e.status == Some(200)
+                    && self
+                        .lineages
+                        .get(e.lineage)
+                        .is_some_and(|l| l.requests.is_empty())
+            })
+            .filter_map(|e| e.session.as_ref())
+            .collect();
+        let open_standalone: BTreeSet<String> = open_standalone.into_iter().cloned().collect();
         self.finish_client();
         let sent: Vec<((String, MsgKey), Cause)> = self
             .sent
@@ -327,7 +363,7 @@ impl Monitor {
             }
             let (_, k) = &key;
             if queued.contains(&key) {
-                if open_standalone {
+                if open_standalone.contains(&key.0) {
                     self.flag_end(
                         "B4",
                         None,
@@ -357,6 +393,50 @@ impl Monitor {
                     format!("{k} was written on a stream the client resumed, yet never delivered"),
                 );
             }
+        }
+    }
+
+    fn client_side(&mut self, client: usize) -> &mut ClientSide {
+        self.clients.entry(client).or_default()
+    }
+
+    fn on_client_event(&mut self, client: usize, event: &ClientEvent) {
+        let mut flags = Vec::new();
+        self.client_side(client).on_event(event, &mut flags);
+        if let ClientEvent::Initialized {
+            session_id: Some(sid),
+            ..
+        } = event
+        {
+            let sid = sid.to_string();
+            if let Some(other) = self
+                .clients
+                .iter()
+                .find(|(c, side)| **c != client && side.session() == Some(sid.as_str()))
+            {
+                flags.push(Flag::new(
+                    "I1",
+                    None,
+                    format!("clients {} and {client} were given one session", other.0),
+                ));
+            }
+        }
+        self.raise(flags);
+    }
+
+    fn finish_client(&mut self) {
+        let mut flags = Vec::new();
+        for side in self.clients.values() {
+            side.finish(&mut flags);
+        }
+        for f in flags {
+            self.flag_end(f.id, f.http, f.detail);
+        }
+    }
+
+    fn raise(&mut self, flags: Vec<Flag>) {
+        for f in flags {
+            self.flag(f.id, f.http, f.detail);
         }
     }
 
@@ -508,6 +588,19 @@ impl Monitor {
                     Some(o) => (Some(o.key), Some(&o.message), Some(&o.cause)),
                     None => (None, None, None),
                 };
+                if let (Some(o), Some(s)) = (message, &ex.session) {
+                    if o.session.as_str() != s {
+                        self.flag(
+                            "I1",
+                            Some(http),
+                            format!(
+                                "{} of another session written on this session's stream",
+                                describe(&o.message)
+                            ),
+                        );
+                        return;
+                    }
+                }
                 self.on_event(http, &ex, id.as_deref(), key, msg, cause);
             }
             TransmitKind::Comment => {
@@ -555,8 +648,15 @@ impl Monitor {
                     format!("session id {sid:?} is not visible ASCII"),
                 );
             }
-            if matches!(ex.kind, Kind::Initialize(_)) && (200..300).contains(&status) {
-                self.sessions_issued.insert(sid.to_owned());
+            if matches!(ex.kind, Kind::Initialize(_))
+                && (200..300).contains(&status)
+                && !self.sessions_issued.insert(sid.to_owned())
+            {
+                self.flag(
+                    "I1",
+                    Some(http),
+                    format!("session id {sid:?} issued to a second initialize"),
+                );
             }
         }
         let accepted = (200..300).contains(&status);
@@ -867,110 +967,6 @@ impl Monitor {
     }
 }
 
-/// What the monitor remembers of the client side (C2–C5).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-struct ClientSide {
-    /// Request → step at which its response first reached the client.
-    arrived: BTreeMap<RequestId, usize>,
-    /// Requests whose result the application got.
-    returned: BTreeSet<RequestId>,
-    /// Requests that failed for the application.
-    failed: BTreeSet<RequestId>,
-    /// Client exchanges still open, with the request they work for.
-    open: BTreeMap<HttpId, Option<RequestId>>,
-    /// The session id `initialize` returned, once the application has it.
-    initialized: Option<Option<String>>,
-}
-
-impl Monitor {
-    fn on_client_transmit(&mut self, t: &ClientTransmit) {
-        match &t.kind {
-            ClientTransmitKind::Send { head, .. } => {
-                let request = t.purpose.request().cloned();
-                if let Some(r) = &request {
-                    if self.client.returned.contains(r) {
-                        self.flag(
-                            "C3",
-                            Some(t.http),
-                            format!("new exchange for {r} after the caller had its result"),
-                        );
-                    }
-                }
-                if let Some(Some(_)) = &self.client.initialized {
-                    let carries = head.header(headers::MCP_SESSION_ID).is_some();
-                    if !carries && !matches!(t.purpose, Purpose::Initialize(_)) {
-                        self.flag(
-                            "C5",
-                            Some(t.http),
-                            "request sent without Mcp-Session-Id after initialize returned".into(),
-                        );
-                    }
-                }
-                self.client.open.insert(t.http, request);
-            }
-            ClientTransmitKind::Abort => {
-                self.client.open.remove(&t.http);
-            }
-        }
-    }
-
-    fn on_client_event(&mut self, e: &ClientEvent) {
-        match e {
-            ClientEvent::Initialized { id, session_id, .. } => {
-                self.client.initialized = Some(session_id.as_ref().map(|s| s.to_string()));
-                if !self.client.returned.insert(id.clone()) {
-                    self.flag("C4", None, format!("{id} completed twice"));
-                }
-            }
-            ClientEvent::Response { id, .. } if !self.client.returned.insert(id.clone()) => {
-                self.flag("C4", None, format!("{id} completed twice"));
-            }
-            ClientEvent::Failed { id, .. } => {
-                if self.client.arrived.contains_key(id) && !self.client.returned.contains(id) {
-                    self.flag(
-                        "C2",
-                        None,
-                        format!("{id} failed although its response had arrived"),
-                    );
-                }
-                self.client.failed.insert(id.clone());
-            }
-            ClientEvent::SessionLost => {
-                self.client.initialized = None;
-            }
-            _ => {}
-        }
-    }
-
-    fn finish_client(&mut self) {
-        let arrived: Vec<RequestId> = self.client.arrived.keys().cloned().collect();
-        for id in arrived {
-            if !self.client.returned.contains(&id) && !self.client.failed.contains(&id) {
-                self.flag_end(
-                    "C2",
-                    None,
-                    format!("{id}: the response arrived but the caller never got it"),
-                );
-            }
-        }
-        let open: Vec<(HttpId, RequestId)> = self
-            .client
-            .open
-            .iter()
-            .filter_map(|(h, r)| r.clone().map(|r| (*h, r)))
-            .collect();
-        for (http, id) in open {
-            if self.client.returned.contains(&id) || self.client.failed.contains(&id) {
-                self.flag_end(
-                    "C3",
-                    Some(http),
-                    format!("exchange for {id} still running after it finished"),
-                );
-            }
-        }
-    }
-}
-
 fn kind_name(k: &TransmitKind) -> &'static str {
     match k {
         TransmitKind::Head(_) => "head",
@@ -985,5 +981,19 @@ fn describe(m: &Message) -> String {
     match m.method() {
         Some(method) => method.to_owned(),
         None => "response".to_owned(),
+    }
+}
+
+/// A violation a part of the monitor found, before the monitor stamps its step.
+#[derive(Debug)]
+struct Flag {
+    id: &'static str,
+    http: Option<HttpId>,
+    detail: String,
+}
+
+impl Flag {
+    fn new(id: &'static str, http: Option<HttpId>, detail: String) -> Self {
+        Flag { id, http, detail }
     }
 }

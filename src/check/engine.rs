@@ -1,0 +1,464 @@
+//! Our own explorer of a [`CheckModel`], built for models at real size.
+//!
+//! stateright's breadth-first checker keeps every frontier state together
+//! with the whole path of action indices that reached it, and it cannot be
+//! stopped from outside: a big model grows until the kernel's OOM killer ends
+//! the process without a word. This explorer keeps, per visited state, only a
+//! 64-bit fingerprint and where it came from (parent fingerprint, action
+//! index: 16 bytes), and checks its budget all the time:
+//!
+//! - **Breadth first** while the frontier fits, level by level, `threads`
+//!   workers sharing one sharded visited set: counterexamples are shortest.
+//! - **Depth first from there on** once the resident size passes half the
+//!   memory budget: the states of the frontier are explored one by one, each
+//!   depth first, against the same visited set. The outcome says so. Depth
+//!   first visits a state once, at whatever depth it first meets it: if the
+//!   depth bound then cuts any path, states within the bound may be missed,
+//!   and the run is reported bounded ([`Limit::DepthFirstCut`]), not exhaustive.
+//! - **Bounded** when the state or memory budget is reached: the run stops
+//!   cleanly and the outcome names the limit; it is never a "holds".
+//!
+//! A counterexample is rebuilt from the fingerprints: from the initial state,
+//! replay the recorded action index of each step, checking each fingerprint.
+//! Every generated state is judged, also at the depth bound.
+
+use super::memory;
+use super::model::{Action, CheckModel, State};
+use super::run::{Counterexample, Outcome};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The budget of one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Worker threads.
+    pub threads: usize,
+    /// Stop (bounded) after this many distinct states.
+    pub states_max: Option<usize>,
+    /// Stop (bounded) when the process's resident size passes this many
+    /// bytes; breadth first gives way to depth first at half of it.
+    pub memory_max: Option<u64>,
+    /// Breadth first gives way to depth first when the resident size passes
+    /// this many bytes; `None`: half of `memory_max`.
+    pub bfs_memory_max: Option<u64>,
+    /// Depth first from the start (least memory; counterexamples not shortest).
+    pub depth_first: bool,
+}
+
+impl Limits {
+    /// `threads` workers, no state budget, the default memory budget
+    /// ([`memory::default_budget_bytes`]).
+    pub fn new(threads: usize) -> Self {
+        Limits {
+            threads: threads.max(1),
+            states_max: None,
+            memory_max: memory::default_budget_bytes(),
+            bfs_memory_max: None,
+            depth_first: false,
+        }
+    }
+}
+
+/// The budget a run reached before it could exhaust its bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// `states_max` distinct states.
+    States(usize),
+    /// The memory budget, in bytes.
+    Memory(u64),
+    /// Depth first met the model's depth bound with actions still enabled:
+    /// a state it reached deep may be reachable within the bound by a shorter
+    /// path, whose continuations it did not explore.
+    DepthFirstCut {
+        /// The depth bound.
+        depth: usize,
+    },
+}
+
+/// How the state space was searched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Breadth first throughout: a counterexample is a shortest one.
+    Bfs,
+    /// Depth first throughout (asked for).
+    Dfs,
+    /// Breadth first up to this depth, then depth first (the frontier no
+    /// longer fit in half the memory budget): a counterexample may be longer
+    /// than the shortest.
+    BfsThenDfs {
+        /// The depth at which the search changed.
+        depth: usize,
+    },
+}
+
+/// A snapshot for a progress line.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Distinct states so far.
+    pub states: usize,
+    /// Deepest state so far (the initial state is depth 1).
+    pub depth: usize,
+    /// Resident size, when known.
+    pub rss: Option<u64>,
+    /// Wall time so far.
+    pub elapsed: Duration,
+    /// The search order so far.
+    pub order: Order,
+}
+
+/// Where a visited state came from.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    parent: u64,
+    action: u32,
+}
+
+const ROOT_ACTION: u32 = u32::MAX;
+const SHARDS: usize = 64;
+
+/// Fingerprints are already hashes: use them as they are.
+#[derive(Default)]
+struct Identity(u64);
+
+impl Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Shard = HashMap<u64, Entry, BuildHasherDefault<Identity>>;
+
+/// The visited set, sharded by fingerprint so workers rarely contend.
+struct Seen {
+    shards: Vec<Mutex<Shard>>,
+}
+
+impl Seen {
+    fn new() -> Self {
+        Seen {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+        }
+    }
+
+    fn shard(&self, fp: u64) -> std::sync::MutexGuard<'_, Shard> {
+        let i = (fp >> 58) as usize % SHARDS;
+        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records `fp`; true when it is new.
+    fn visit(&self, fp: u64, entry: Entry) -> bool {
+        let mut shard = self.shard(fp);
+        match shard.entry(fp) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(entry);
+                true
+            }
+            std::collections::hash_map::Entry::Occupied(_) => false,
+        }
+    }
+
+    fn get(&self, fp: u64) -> Option<Entry> {
+        self.shard(fp).get(&fp).copied()
+    }
+}
+
+const RUNNING: u8 = 0;
+const FOUND: u8 = 1;
+const STATES: u8 = 2;
+const MEMORY: u8 = 3;
+
+/// What every worker shares.
+struct Shared<'m> {
+    model: &'m CheckModel,
+    seen: Seen,
+    states: AtomicUsize,
+    max_depth: AtomicUsize,
+    /// `RUNNING` until a violation or a budget stops the run.
+    stop: AtomicU8,
+    /// Breadth first gave way to depth first.
+    dfs: AtomicBool,
+    /// Depth first met the depth bound with actions enabled.
+    dfs_cut: AtomicBool,
+    found: Mutex<Option<(u64, u32)>>,
+    depth_bound: u32,
+    states_max: usize,
+}
+
+impl Shared<'_> {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) != RUNNING
+    }
+
+    /// The successors of `(fp, s)` at depth `d` that are new, judged; each
+    /// goes to `sink`. Returns false once the run stops.
+    fn expand(&self, fp: u64, s: &State, d: u32, mut sink: impl FnMut(u64, State, u32)) -> bool {
+        let mut actions: Vec<Action> = Vec::new();
+        if d + 1 >= self.depth_bound {
+            // stateright's convention: depth D is generated, not expanded.
+            if self.dfs.load(Ordering::Relaxed) && !self.dfs_cut.load(Ordering::Relaxed) {
+                self.model.enabled(s, &mut actions);
+                if !actions.is_empty() {
+                    self.dfs_cut.store(true, Ordering::Relaxed);
+                }
+            }
+            return !self.stopped();
+        }
+        self.model.enabled(s, &mut actions);
+        for (i, a) in actions.iter().enumerate() {
+            if self.stopped() {
+                return false;
+            }
+            let Some(n) = self.model.step(s, a) else {
+                continue;
+            };
+            let nfp = self.model.fingerprint(&n);
+            let entry = Entry {
+                parent: fp,
+                action: i as u32,
+            };
+            if !self.seen.visit(nfp, entry) {
+                continue;
+            }
+            let count = self.states.fetch_add(1, Ordering::Relaxed) + 1;
+            self.max_depth.fetch_max(d as usize + 2, Ordering::Relaxed);
+            if self.model.violation(&n).is_some() {
+                let mut found = self.found.lock().unwrap_or_else(|p| p.into_inner());
+                if found.is_none() {
+                    *found = Some((nfp, d + 1));
+                }
+                self.stop.store(FOUND, Ordering::Relaxed);
+                return false;
+            }
+            if count >= self.states_max {
+                let _ = self.stop.compare_exchange(
+                    RUNNING,
+                    STATES,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                return false;
+            }
+            sink(nfp, n, d + 1);
+        }
+        true
+    }
+
+    /// Depth first from `(fp, s)` at depth `d`, against the shared visited set.
+    fn dfs(&self, fp: u64, s: State, d: u32) {
+        let mut stack = vec![(fp, s, d)];
+        while let Some((fp, s, d)) = stack.pop() {
+            if !self.expand(fp, &s, d, |nfp, n, nd| stack.push((nfp, n, nd))) {
+                return;
+            }
+        }
+    }
+}
+
+/// Explores `model` within its bounds and `limits`, calling `progress` about
+/// every quarter second from the calling thread (which only watches).
+#[allow(clippy::disallowed_methods)] // wall time and RSS are report figures, never model inputs
+pub fn explore(model: &CheckModel, limits: Limits, mut progress: impl FnMut(&Progress)) -> Outcome {
+    let start = Instant::now();
+    let init = model.initial();
+    let init_fp = model.fingerprint(&init);
+    let shared = Shared {
+        model,
+        seen: Seen::new(),
+        states: AtomicUsize::new(1),
+        max_depth: AtomicUsize::new(1),
+        stop: AtomicU8::new(RUNNING),
+        dfs: AtomicBool::new(limits.depth_first),
+        dfs_cut: AtomicBool::new(false),
+        found: Mutex::new(None),
+        depth_bound: model.scenario.bounds.depth.min(u32::MAX as usize) as u32,
+        states_max: limits.states_max.unwrap_or(usize::MAX),
+    };
+    shared.seen.visit(
+        init_fp,
+        Entry {
+            parent: init_fp,
+            action: ROOT_ACTION,
+        },
+    );
+    let mut rss_peak = memory::rss_bytes();
+    let mut switched_at = limits.depth_first.then_some(0);
+    if model.violation(&init).is_some() {
+        *shared.found.lock().unwrap_or_else(|p| p.into_inner()) = Some((init_fp, 0));
+        shared.stop.store(FOUND, Ordering::Relaxed);
+    }
+    let bfs_max = limits.bfs_memory_max.or(limits.memory_max.map(|m| m / 2));
+    let mut level: Vec<(u64, State)> = vec![(init_fp, init)];
+    let mut depth = 0u32;
+    while !level.is_empty() && !shared.stopped() {
+        let work = Mutex::new(level);
+        let next = Mutex::new(Vec::new());
+        let done = AtomicUsize::new(0);
+        let threads = limits.threads;
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    worker(&shared, &work, &next, depth);
+                    done.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            // The calling thread watches: progress, memory, the switch to DFS.
+            let mut nap = Duration::from_millis(2);
+            while done.load(Ordering::Relaxed) < threads {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(250));
+                let rss = memory::rss_bytes();
+                rss_peak = rss_peak.max(rss);
+                if let (Some(rss), Some(max)) = (rss, limits.memory_max) {
+                    if rss >= max {
+                        let _ = shared.stop.compare_exchange(
+                            RUNNING,
+                            MEMORY,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        );
+                    }
+                }
+                if let (Some(rss), Some(max)) = (rss, bfs_max) {
+                    if rss >= max && !shared.dfs.swap(true, Ordering::Relaxed) {
+                        switched_at = Some(depth as usize + 1);
+                    }
+                }
+                if start.elapsed() > Duration::from_millis(500) {
+                    progress(&Progress {
+                        states: shared.states.load(Ordering::Relaxed),
+                        depth: shared.max_depth.load(Ordering::Relaxed),
+                        rss,
+                        elapsed: start.elapsed(),
+                        order: order_of(switched_at),
+                    });
+                }
+            }
+        });
+        level = next.into_inner().unwrap_or_else(|p| p.into_inner());
+        depth += 1;
+    }
+    let limit = match shared.stop.load(Ordering::Relaxed) {
+        STATES => Some(Limit::States(shared.states_max)),
+        MEMORY => limits.memory_max.map(Limit::Memory),
+        _ if shared.dfs_cut.load(Ordering::Relaxed) => Some(Limit::DepthFirstCut {
+            depth: shared.depth_bound as usize,
+        }),
+        _ => None,
+    };
+    let found = *shared.found.lock().unwrap_or_else(|p| p.into_inner());
+    let counterexample = found.map(|(fp, _)| {
+        // The path is replayed on the cores: failing here means two states
+        // shared a fingerprint (or a core is not deterministic), and a
+        // silent "holds" would be worse than stopping.
+        rebuild(model, &shared.seen, fp).unwrap_or_else(|| {
+            panic!("checker: the path to a violating state does not replay (fingerprint collision or nondeterminism)")
+        })
+    });
+    Outcome {
+        states: shared.states.load(Ordering::Relaxed),
+        depth: shared.max_depth.load(Ordering::Relaxed),
+        elapsed: start.elapsed(),
+        counterexample,
+        limit,
+        order: order_of(switched_at),
+        rss_peak: rss_peak.max(memory::rss_bytes()),
+    }
+}
+
+fn order_of(switched_at: Option<usize>) -> Order {
+    match switched_at {
+        Some(0) => Order::Dfs,
+        Some(depth) => Order::BfsThenDfs { depth },
+        None => Order::Bfs,
+    }
+}
+
+/// One worker of a level: takes chunks of the level; breadth first it puts
+/// new states into `next`; once the search switched, it explores each of its
+/// states depth first instead, and then what `next` holds.
+fn worker(
+    shared: &Shared<'_>,
+    work: &Mutex<Vec<(u64, State)>>,
+    next: &Mutex<Vec<(u64, State)>>,
+    depth: u32,
+) {
+    const CHUNK: usize = 64;
+    let mut local = Vec::new();
+    loop {
+        let chunk: Vec<(u64, State)> = {
+            let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
+            let at = w.len().saturating_sub(CHUNK);
+            w.split_off(at)
+        };
+        if chunk.is_empty() {
+            break;
+        }
+        for (fp, s) in chunk {
+            if shared.stopped() {
+                return;
+            }
+            if shared.dfs.load(Ordering::Relaxed) {
+                shared.dfs(fp, s, depth);
+            } else {
+                shared.expand(fp, &s, depth, |nfp, n, _| local.push((nfp, n)));
+            }
+        }
+        if !local.is_empty() {
+            next.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .append(&mut local);
+        }
+    }
+    if shared.dfs.load(Ordering::Relaxed) {
+        // What breadth first left for the next level: depth first now.
+        loop {
+            let item = next.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let Some((fp, s)) = item else { break };
+            if shared.stopped() {
+                return;
+            }
+            shared.dfs(fp, s, depth + 1);
+        }
+    }
+}
+
+/// The path from the initial state to `target`, replayed on the model.
+fn rebuild(model: &CheckModel, seen: &Seen, target: u64) -> Option<Counterexample> {
+    let mut indices = Vec::new();
+    let mut fp = target;
+    loop {
+        let e = seen.get(fp)?;
+        if e.action == ROOT_ACTION {
+            break;
+        }
+        indices.push(e.action as usize);
+        fp = e.parent;
+        if indices.len() > 1 << 20 {
+            return None; // a cycle of parents: a fingerprint collision
+        }
+    }
+    indices.reverse();
+    let mut s = model.initial();
+    let mut steps = Vec::with_capacity(indices.len());
+    for i in indices {
+        let mut actions = Vec::new();
+        model.enabled(&s, &mut actions);
+        let a = actions.get(i)?.clone();
+        let n = model.step(&s, &a)?;
+        steps.push((s.world.now.as_millis(), a));
+        s = n;
+    }
+    let violation = model.violation(&s)?;
+    Some(Counterexample { steps, violation })
+}

@@ -1,0 +1,147 @@
+//! What the monitor remembers of one client (C2–C5, and the client's half of
+//! I1). Each client of a run has its own: request ids are per client, so two
+//! clients that both send request `1` are two different requests.
+
+use super::Flag;
+use crate::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Purpose};
+use crate::headers;
+use crate::ids::{HttpId, RequestId};
+use crate::jsonrpc::Message;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One client's side of the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(super) struct ClientSide {
+    /// Requests this client sent (`initialize` included).
+    sent: BTreeSet<RequestId>,
+    /// Request → step at which its response first reached the client.
+    arrived: BTreeMap<RequestId, usize>,
+    /// Requests whose result the application got.
+    returned: BTreeSet<RequestId>,
+    /// Requests that failed for the application.
+    failed: BTreeSet<RequestId>,
+    /// Client exchanges still open, with the request they work for.
+    open: BTreeMap<HttpId, Option<RequestId>>,
+    /// The session id `initialize` returned, once the application has it.
+    initialized: Option<Option<String>>,
+}
+
+impl ClientSide {
+    /// The session this client's application holds, if any.
+    pub(super) fn session(&self) -> Option<&str> {
+        self.initialized.as_ref()?.as_deref()
+    }
+
+    /// The client core started or aborted an exchange.
+    pub(super) fn on_transmit(&mut self, t: &ClientTransmit, flags: &mut Vec<Flag>) {
+        match &t.kind {
+            ClientTransmitKind::Send { head, .. } => {
+                let request = t.purpose.request().cloned();
+                if let Some(r) = &request {
+                    self.sent.insert(r.clone());
+                    if self.returned.contains(r) {
+                        flags.push(Flag::new(
+                            "C3",
+                            Some(t.http),
+                            format!("new exchange for {r} after the caller had its result"),
+                        ));
+                    }
+                }
+                if let Some(Some(_)) = &self.initialized {
+                    let carries = head.header(headers::MCP_SESSION_ID).is_some();
+                    if !carries && !matches!(t.purpose, Purpose::Initialize(_)) {
+                        flags.push(Flag::new(
+                            "C5",
+                            Some(t.http),
+                            "request sent without Mcp-Session-Id after initialize returned".into(),
+                        ));
+                    }
+                }
+                self.open.insert(t.http, request);
+            }
+            ClientTransmitKind::Abort => {
+                self.open.remove(&t.http);
+            }
+        }
+    }
+
+    /// The client read `message` on exchange `http`; `step` is the monitor's.
+    pub(super) fn on_received(
+        &mut self,
+        http: HttpId,
+        message: &Message,
+        step: usize,
+        flags: &mut Vec<Flag>,
+    ) {
+        let (true, Some(id)) = (message.is_response(), message.id()) else {
+            return;
+        };
+        if !self.sent.contains(id) {
+            flags.push(Flag::new(
+                "I1",
+                Some(http),
+                format!("response to {id}, which this client never sent"),
+            ));
+            return;
+        }
+        self.arrived.entry(id.clone()).or_insert(step);
+    }
+
+    /// The client's exchange `http` is over.
+    pub(super) fn on_closed(&mut self, http: HttpId) {
+        self.open.remove(&http);
+    }
+
+    /// The client core told its application something.
+    pub(super) fn on_event(&mut self, e: &ClientEvent, flags: &mut Vec<Flag>) {
+        match e {
+            ClientEvent::Initialized { id, session_id, .. } => {
+                self.initialized = Some(session_id.as_ref().map(|s| s.to_string()));
+                if !self.returned.insert(id.clone()) {
+                    flags.push(Flag::new("C4", None, format!("{id} completed twice")));
+                }
+            }
+            ClientEvent::Response { id, .. } if !self.returned.insert(id.clone()) => {
+                flags.push(Flag::new("C4", None, format!("{id} completed twice")));
+            }
+            ClientEvent::Failed { id, .. } => {
+                if self.arrived.contains_key(id) && !self.returned.contains(id) {
+                    flags.push(Flag::new(
+                        "C2",
+                        None,
+                        format!("{id} failed although its response had arrived"),
+                    ));
+                }
+                self.failed.insert(id.clone());
+            }
+            ClientEvent::SessionLost => {
+                self.initialized = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// End-of-run checks: C2 (arrived, never returned) and C3 (exchanges of
+    /// finished requests still open).
+    pub(super) fn finish(&self, flags: &mut Vec<Flag>) {
+        for id in self.arrived.keys() {
+            if !self.returned.contains(id) && !self.failed.contains(id) {
+                flags.push(Flag::new(
+                    "C2",
+                    None,
+                    format!("{id}: the response arrived but the caller never got it"),
+                ));
+            }
+        }
+        for (http, id) in &self.open {
+            let Some(id) = id else { continue };
+            if self.returned.contains(id) || self.failed.contains(id) {
+                flags.push(Flag::new(
+                    "C3",
+                    Some(*http),
+                    format!("exchange for {id} still running after it finished"),
+                ));
+            }
+        }
+    }
+}

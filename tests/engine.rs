@@ -1,0 +1,179 @@
+//! Our explorer against stateright's checker, and its budgets: the same
+//! verdicts and state counts on the bundled models, depth first as well as
+//! breadth first, and "bounded" (never "holds") when a budget stops a run.
+
+/// The allocator of the `mcp-streamable` binary: the checker clones and frees
+/// millions of states across threads (see docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use mcp_streamable::check::{
+    memory, run_search, CheckModel, Limit, Limits, Order, Scenario, Search, Verdict,
+};
+use std::path::Path;
+
+fn model(name: &str, server: &str, client: &str) -> CheckModel {
+    let models = Scenario::load_dir(Path::new("models")).expect("models load");
+    let (_, s) = models
+        .into_iter()
+        .find(|(_, s)| s.name == name)
+        .expect("bundled model");
+    let e = s
+        .expect
+        .iter()
+        .find(|e| e.server == server && e.client == client)
+        .expect("listed pair")
+        .clone();
+    CheckModel::for_expectation(&s, &e).expect("presets")
+}
+
+/// Every pair of every bundled model but the two biggest.
+fn small_pairs() -> Vec<(String, CheckModel, Verdict)> {
+    let mut out = Vec::new();
+    for (_, s) in Scenario::load_dir(Path::new("models")).expect("models load") {
+        if s.name == "lifecycle" || s.name == "two_clients" {
+            continue;
+        }
+        for e in &s.expect {
+            let label = format!("{} {} x {}", s.name, e.server, e.client);
+            let m = CheckModel::for_expectation(&s, e).expect("presets");
+            out.push((label, m, e.verdict.clone()));
+        }
+    }
+    out
+}
+
+#[test]
+fn our_explorer_agrees_with_staterights_checker() {
+    let mut holds = 0;
+    for (label, m, expected) in small_pairs() {
+        let ours = run_search(&m, Limits::new(2), Search::Bfs, |_| {});
+        let theirs = run_search(&m, Limits::new(2), Search::StaterightBfs, |_| {});
+        assert_eq!(ours.order, Order::Bfs, "{label}");
+        assert!(ours.exhaustive(), "{label}");
+        match (&ours.counterexample, &theirs.counterexample) {
+            (None, None) => {
+                assert_eq!(ours.states, theirs.states, "{label}: the same states");
+                assert_eq!(expected, Verdict::Holds, "{label}");
+                holds += 1;
+            }
+            (Some(o), Some(t)) => {
+                // stateright judges a state when it pops it, we when we
+                // generate it: ours can only be as short or shorter.
+                assert!(
+                    o.steps.len() <= t.steps.len(),
+                    "{label}: {} vs {}",
+                    o.steps.len(),
+                    t.steps.len()
+                );
+                let Verdict::Violates(ids) = &expected else {
+                    panic!("{label}: expected holds, found {}", o.violation.id)
+                };
+                assert!(
+                    ids.iter().any(|i| i == o.violation.id),
+                    "{label}: {}",
+                    o.violation.id
+                );
+            }
+            (o, t) => panic!(
+                "{label}: ours {:?}, stateright {:?}",
+                o.as_ref().map(|c| c.violation.id),
+                t.as_ref().map(|c| c.violation.id)
+            ),
+        }
+    }
+    assert!(holds >= 8, "{holds} holding pairs compared");
+}
+
+#[test]
+fn depth_first_finds_the_same_states_and_verdicts() {
+    let mut checked = 0;
+    for (label, m, _) in small_pairs() {
+        let bfs = run_search(&m, Limits::new(2), Search::Bfs, |_| {});
+        let dfs = run_search(&m, Limits::new(2), Search::Dfs, |_| {});
+        assert_eq!(dfs.order, Order::Dfs);
+        let verdict =
+            |o: &mcp_streamable::check::Outcome| o.counterexample.as_ref().map(|c| c.violation.id);
+        assert_eq!(verdict(&bfs).is_some(), verdict(&dfs).is_some(), "{label}");
+        match (&bfs.counterexample, &dfs.counterexample) {
+            (None, _) => {
+                assert!(
+                    dfs.exhaustive(),
+                    "{label}: depth first was cut: {:?}",
+                    dfs.limit
+                );
+                assert_eq!(
+                    bfs.states, dfs.states,
+                    "{label}: the same space, searched otherwise"
+                );
+                checked += 1;
+            }
+            (Some(b), Some(d)) => {
+                assert!(b.steps.len() <= d.steps.len(), "{label}: BFS is shortest");
+            }
+            (Some(_), None) => unreachable!("compared above"),
+        }
+    }
+    assert!(checked >= 8, "{checked} holding pairs compared");
+}
+
+#[test]
+fn a_state_budget_gives_bounded_never_holds() {
+    let m = model("lifecycle", "FIXED", "FIXED");
+    let mut limits = Limits::new(2);
+    limits.states_max = Some(2_000);
+    let out = run_search(&m, limits, Search::Bfs, |_| {});
+    assert_eq!(out.limit, Some(Limit::States(2_000)));
+    assert!(!out.exhaustive());
+    assert!(out.counterexample.is_none());
+    assert!(
+        (2_000..2_100).contains(&out.states),
+        "stops at the budget: {}",
+        out.states
+    );
+    // The same model without the budget is far bigger.
+    assert!(out.depth < 26, "{}", out.depth);
+}
+
+#[test]
+fn a_memory_budget_stops_cleanly() {
+    let m = model("competing_get_streams_3", "FIXED", "EVENTSOURCE_RECONNECT");
+    let mut limits = Limits::new(2);
+    limits.memory_max = Some(1 << 20); // less than the process already holds
+    let out = run_search(&m, limits, Search::Bfs, |_| {});
+    assert_eq!(out.limit, Some(Limit::Memory(1 << 20)));
+    assert!(out.counterexample.is_none());
+    assert!(out.states < 202_845, "{}", out.states);
+}
+
+#[test]
+fn breadth_first_turns_depth_first_when_the_frontier_outgrows_half_the_budget() {
+    let m = model("competing_get_streams_3", "FIXED", "EVENTSOURCE_RECONNECT");
+    let whole = run_search(&m, Limits::new(2), Search::Bfs, |_| {});
+    assert_eq!(whole.order, Order::Bfs);
+    // The process already holds more than breadth first may use.
+    let rss = memory::rss_bytes().expect("linux");
+    let mut limits = Limits::new(2);
+    limits.bfs_memory_max = Some(rss / 2);
+    let out = run_search(&m, limits, Search::Bfs, |_| {});
+    assert!(
+        matches!(out.order, Order::BfsThenDfs { .. }),
+        "{:?} (rss {rss})",
+        out.order
+    );
+    assert!(out.exhaustive());
+    assert!(out.counterexample.is_none());
+    assert_eq!(
+        out.states, whole.states,
+        "the same space, searched otherwise"
+    );
+
+    // And a buggy preset is still caught after the switch.
+    let bad = model(
+        "resume_finished_request_stream",
+        "RMCP_3_9",
+        "EVENTSOURCE_RECONNECT",
+    );
+    let out = run_search(&bad, limits, Search::Bfs, |_| {});
+    assert_eq!(out.counterexample.map(|c| c.violation.id), Some("B5"));
+}
