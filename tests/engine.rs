@@ -177,3 +177,20 @@ fn breadth_first_turns_depth_first_when_the_frontier_outgrows_half_the_budget() 
     let out = run_search(&bad, limits, Search::Bfs, |_| {});
     assert_eq!(out.counterexample.map(|c| c.violation.id), Some("B5"));
 }
+
+#[test]
+fn random_walks_are_never_exhaustive() {
+    let m = model("competing_get_streams_2", "FIXED", "FIXED");
+    let out = run_search(
+        &m,
+        Limits::new(1),
+        Search::Simulation {
+            seed: 7,
+            limit: std::time::Duration::from_millis(300),
+        },
+        |_| {},
+    );
+    assert!(out.counterexample.is_none());
+    assert_eq!(out.limit, Some(Limit::Walks));
+    assert!(!out.exhaustive(), "random walks prove nothing");
+}

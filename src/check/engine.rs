@@ -76,6 +76,9 @@ pub enum Limit {
         /// The depth bound.
         depth: usize,
     },
+    /// Random walks (`Search::Simulation`) ran out their time: they find
+    /// bugs and prove nothing.
+    Walks,
 }
 
 /// How the state space was searched.

@@ -94,12 +94,16 @@ pub fn run_search(
         }
         Search::Simulation { seed, limit } => {
             let builder = stateright_builder(model, limits.threads).timeout(limit);
-            finish(
+            let out = finish(
                 model,
                 builder.spawn_simulation(seed, stateright::UniformChooser),
                 Order::Dfs,
                 progress,
-            )
+            );
+            Outcome {
+                limit: Some(Limit::Walks),
+                ..out
+            }
         }
     }
 }

@@ -183,6 +183,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             let what = match limit {
                 Limit::States(n) => format!("the state budget ({n}, --max-states)"),
                 Limit::Memory(b) => format!("the memory budget ({} MiB, --max-memory)", b >> 20),
+                Limit::Walks => "the time of --search simulation (random walks prove nothing)".into(),
                 Limit::DepthFirstCut { depth } => format!(
                     "the depth bound ({depth}): depth first met it with actions enabled, so states within it may be unexplored"
                 ),

@@ -330,7 +330,7 @@ impl Monitor {
     /// still queued while a standalone GET is open breaks B4.
     pub fn finish(&mut self, queued: &[(String, MsgKey)]) {
         // Sessions with a standalone GET open (B4 is judged per session).
-        let open_standalone: BTreeSet<&String> = self
+        let open_standalone: BTreeSet<String> = self
             .exchanges
             .values()
             .filter(|e| {
@@ -343,9 +343,8 @@ impl Monitor {
                         .get(e.lineage)
                         .is_some_and(|l| l.requests.is_empty())
             })
-            .filter_map(|e| e.session.as_ref())
+            .filter_map(|e| e.session.clone())
             .collect();
-        let open_standalone: BTreeSet<String> = open_standalone.into_iter().cloned().collect();
         self.finish_client();
         let sent: Vec<((String, MsgKey), Cause)> = self
             .sent
