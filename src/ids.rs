@@ -95,10 +95,11 @@ impl From<&str> for RequestId {
 }
 
 /// A session id: 1 to [`SessionId::LEN_MAX`] visible ASCII characters
-/// (0x21–0x7E, R21).
+/// (0x21–0x7E, R21). Shared text: every event, stream and record of a
+/// session names it, and a clone is a reference count, not a copy.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct SessionId(String);
+pub struct SessionId(std::sync::Arc<str>);
 
 /// A session id that is empty, too long or not visible ASCII.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -114,7 +115,7 @@ impl SessionId {
 
     /// Builds the id minted from 128 random bits: 32 lower-case hex digits.
     pub fn from_bits(bits: u128) -> Self {
-        SessionId(format!("{bits:032x}"))
+        SessionId(format!("{bits:032x}").into())
     }
 
     /// The id as sent in `Mcp-Session-Id`.
@@ -139,7 +140,7 @@ impl FromStr for SessionId {
                 reason: "not visible ASCII (0x21-0x7E)",
             });
         }
-        Ok(SessionId(s.to_owned()))
+        Ok(SessionId(s.into()))
     }
 }
 
@@ -152,7 +153,7 @@ impl TryFrom<String> for SessionId {
 
 impl From<SessionId> for String {
     fn from(id: SessionId) -> String {
-        id.0
+        id.0.to_string()
     }
 }
 

@@ -25,30 +25,36 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// Generic transport-level error (server-defined range), used with an HTTP error status.
 pub const TRANSPORT_ERROR: i64 = -32000;
 
-/// A compact JSON value kept as text.
+/// A compact JSON value kept as text, shared: a message replayed from an
+/// event log, held for a late stream or copied by a checker shares its
+/// parameters and results rather than copying them.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RawJson(String);
+pub struct RawJson(std::sync::Arc<str>);
 
 impl RawJson {
     /// Wraps text that the caller guarantees is one valid JSON value.
     fn from_trusted(text: String) -> Self {
-        RawJson(text)
+        RawJson(text.into())
     }
 
     /// Serializes any value.
     pub fn new<T: Serialize>(value: &T) -> Self {
-        RawJson(serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned()))
+        RawJson(
+            serde_json::to_string(value)
+                .unwrap_or_else(|_| "null".to_owned())
+                .into(),
+        )
     }
 
     /// Parses text, checking it is one JSON value.
     pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
         let raw: Box<RawValue> = serde_json::from_str(text)?;
-        Ok(RawJson(raw.get().to_owned()))
+        Ok(RawJson(raw.get().into()))
     }
 
     /// `{}`.
     pub fn empty_object() -> Self {
-        RawJson("{}".to_owned())
+        RawJson("{}".into())
     }
 
     /// The JSON text.
@@ -70,7 +76,7 @@ impl fmt::Debug for RawJson {
 
 impl From<serde_json::Value> for RawJson {
     fn from(v: serde_json::Value) -> Self {
-        RawJson(v.to_string())
+        RawJson(v.to_string().into())
     }
 }
 

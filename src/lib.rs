@@ -21,6 +21,7 @@ pub mod monitor;
 pub mod policy;
 pub mod rng;
 pub mod server;
+pub mod shared;
 pub mod sse;
 pub mod sync;
 pub mod time;

@@ -171,6 +171,7 @@ impl Diagram {
                 transmit: t,
             } => {
                 let c = Lane::Client(*client);
+                let h = World::world_http(*client, t.http);
                 match &t.kind {
                     ClientTransmitKind::Send { head, body } => {
                         let label = match head.method {
@@ -188,10 +189,10 @@ impl Diagram {
                             Method::Delete => "DELETE".into(),
                             Method::Other(ref m) => m.clone(),
                         };
-                        labels.entry(t.http).or_insert_with(|| label.clone());
-                        (c, Lane::Exchange(t.http), label)
+                        labels.entry(h).or_insert_with(|| label.clone());
+                        (c, Lane::Exchange(h), label)
                     }
-                    ClientTransmitKind::Abort => (c, Lane::Exchange(t.http), "abort".into()),
+                    ClientTransmitKind::Abort => (c, Lane::Exchange(h), "abort".into()),
                 }
             }
             Observation::Request { http, .. } => (ex(*http)?, Lane::Server, "arrives".into()),
@@ -223,13 +224,15 @@ impl Diagram {
                 http,
                 message,
             } => (
-                Lane::Exchange(*http),
+                Lane::Exchange(World::world_http(*client, *http)),
                 Lane::Client(*client),
                 summary(message),
             ),
-            Observation::ClientClosed { client, http } => {
-                (Lane::Exchange(*http), Lane::Client(*client), "ends".into())
-            }
+            Observation::ClientClosed { client, http } => (
+                Lane::Exchange(World::world_http(*client, *http)),
+                Lane::Client(*client),
+                "ends".into(),
+            ),
             Observation::ClientEvent { client, event: e } => {
                 let label = match e {
                     ClientEvent::Initialized { .. } => "app: initialized".to_owned(),

@@ -437,28 +437,43 @@ fn worker(
 }
 
 /// The path from the initial state to `target`, replayed on the model.
+///
+/// Each step first tries the recorded action index. With the symmetry
+/// reduction, the state replayed may be a swap of the one that was expanded
+/// (they share a fingerprint), so the index can name another client's
+/// action; then the step takes the enabled action whose successor has the
+/// recorded fingerprint (one does, by the symmetry).
 fn rebuild(model: &CheckModel, seen: &Seen, target: u64) -> Option<Counterexample> {
-    let mut indices = Vec::new();
+    let mut path = Vec::new();
     let mut fp = target;
     loop {
         let e = seen.get(fp)?;
         if e.action == ROOT_ACTION {
             break;
         }
-        indices.push(e.action as usize);
+        path.push((e.action as usize, fp));
         fp = e.parent;
-        if indices.len() > 1 << 20 {
+        if path.len() > 1 << 20 {
             return None; // a cycle of parents: a fingerprint collision
         }
     }
-    indices.reverse();
+    path.reverse();
     let mut s = model.initial();
-    let mut steps = Vec::with_capacity(indices.len());
-    for i in indices {
+    let mut steps = Vec::with_capacity(path.len());
+    for (i, want) in path {
         let mut actions = Vec::new();
         model.enabled(&s, &mut actions);
-        let a = actions.get(i)?.clone();
-        let n = model.step(&s, &a)?;
+        let recorded = actions.get(i).and_then(|a| {
+            let n = model.step(&s, a)?;
+            (model.fingerprint(&n) == want).then(|| (a.clone(), n))
+        });
+        let (a, n) = match recorded {
+            Some(found) => found,
+            None => actions.iter().find_map(|a| {
+                let n = model.step(&s, a)?;
+                (model.fingerprint(&n) == want).then(|| (a.clone(), n))
+            })?,
+        };
         steps.push((s.world.now.as_millis(), a));
         s = n;
     }

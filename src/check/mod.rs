@@ -7,6 +7,7 @@ pub mod memory;
 mod model;
 mod run;
 pub mod scenario;
+mod symmetry;
 pub mod trace;
 
 pub use diagram::Diagram;
@@ -14,4 +15,5 @@ pub use engine::{Limit, Limits, Order, Progress};
 pub use model::{Action, CheckModel, State};
 pub use run::{run, run_search, Counterexample, Outcome, Search};
 pub use scenario::{ClientStep, Expectation, Scenario, ScenarioError, ServerStep, Verdict};
+pub use symmetry::Symmetry;
 pub use trace::{replay, Replay, Trace, TraceError};

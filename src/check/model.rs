@@ -4,6 +4,7 @@
 //! as choices. Invariants come from the shared monitor.
 
 use super::scenario::{Bounds, ClientStep, Scenario, ServerStep};
+use super::symmetry::Symmetry;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::monitor::Violation;
 use crate::policy::{BackgroundGet, ClientPolicy, ServerPolicy};
@@ -98,6 +99,8 @@ pub struct CheckModel {
     pub client: ClientPolicy,
     /// Invariant ids judged (empty: all).
     pub judge: Vec<String>,
+    /// Interchangeable clients, and whether the fingerprint uses them.
+    pub symmetry: Symmetry,
 }
 
 impl CheckModel {
@@ -109,6 +112,7 @@ impl CheckModel {
             server_name: server.to_owned(),
             client_name: client.to_owned(),
             judge: scenario.invariants.clone(),
+            symmetry: Symmetry::of(&scenario.clients),
             scenario,
         })
     }
@@ -410,16 +414,17 @@ impl CheckModel {
         Some(n)
     }
 
-    /// The state's 64-bit fingerprint: equal states, equal fingerprints
-    /// (fixed keys, so runs are reproducible).
+    /// The same model with the symmetry reduction on or off.
+    pub fn with_symmetry(mut self, on: bool) -> Self {
+        self.symmetry = self.symmetry.enabled(on);
+        self
+    }
+
+    /// The state's 64-bit fingerprint: equal states (and, with the symmetry
+    /// reduction, states that differ by a swap of interchangeable clients)
+    /// get equal fingerprints; fixed keys, so runs are reproducible.
     pub fn fingerprint(&self, s: &State) -> u64 {
-        ahash::RandomState::with_seeds(
-            0x6d63_702d_7374_7265,
-            0x616d_6162_6c65_2d63,
-            0x6865_636b_6572_2d66,
-            0x696e_6765_7270_7269,
-        )
-        .hash_one(s)
+        self.symmetry.fingerprint(s)
     }
 
     fn judged(&self, id: &str) -> bool {

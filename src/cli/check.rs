@@ -44,6 +44,10 @@ pub struct CheckArgs {
     /// default: 60% of the memory available at start. Verdict "bounded".
     #[arg(long)]
     max_memory: Option<String>,
+    /// Turn the symmetry reduction off: clients that run the same script are
+    /// then told apart (more states, the same verdicts; for cross-checks).
+    #[arg(long)]
+    no_symmetry: bool,
     /// Seed of `--search simulation`.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -114,7 +118,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                     scenario.name, e.server, e.client
                 ));
             };
-            jobs.push((scenario, e, model));
+            jobs.push((scenario, e, model.with_symmetry(!args.no_symmetry)));
         }
     }
     let widths = Widths {

@@ -417,6 +417,13 @@ impl ClientSession {
         self.transmits.pop_front()
     }
 
+    /// Whether [`poll_transmit`](Self::poll_transmit) or
+    /// [`poll_event`](Self::poll_event) has something: a driver can skip a
+    /// client with nothing to say without touching it mutably.
+    pub fn has_output(&self) -> bool {
+        !self.transmits.is_empty() || !self.events.is_empty()
+    }
+
     /// The next thing the application must handle.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<ClientEvent> {

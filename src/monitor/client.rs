@@ -14,8 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(super) struct ClientSide {
     /// Requests this client sent (`initialize` included).
     sent: BTreeSet<RequestId>,
-    /// Request → step at which its response first reached the client.
-    arrived: BTreeMap<RequestId, usize>,
+    /// Requests whose response reached the client (not when: the step a
+    /// path took to get there decides nothing, and would split states).
+    arrived: BTreeSet<RequestId>,
     /// Requests whose result the application got.
     returned: BTreeSet<RequestId>,
     /// Requests that failed for the application.
@@ -65,14 +66,8 @@ impl ClientSide {
         }
     }
 
-    /// The client read `message` on exchange `http`; `step` is the monitor's.
-    pub(super) fn on_received(
-        &mut self,
-        http: HttpId,
-        message: &Message,
-        step: usize,
-        flags: &mut Vec<Flag>,
-    ) {
+    /// The client read `message` on exchange `http`.
+    pub(super) fn on_received(&mut self, http: HttpId, message: &Message, flags: &mut Vec<Flag>) {
         let (true, Some(id)) = (message.is_response(), message.id()) else {
             return;
         };
@@ -84,7 +79,7 @@ impl ClientSide {
             ));
             return;
         }
-        self.arrived.entry(id.clone()).or_insert(step);
+        self.arrived.insert(id.clone());
     }
 
     /// The client's exchange `http` is over.
@@ -105,7 +100,7 @@ impl ClientSide {
                 flags.push(Flag::new("C4", None, format!("{id} completed twice")));
             }
             ClientEvent::Failed { id, .. } => {
-                if self.arrived.contains_key(id) && !self.returned.contains(id) {
+                if self.arrived.contains(id) && !self.returned.contains(id) {
                     flags.push(Flag::new(
                         "C2",
                         None,
@@ -124,7 +119,7 @@ impl ClientSide {
     /// End-of-run checks: C2 (arrived, never returned) and C3 (exchanges of
     /// finished requests still open).
     pub(super) fn finish(&self, flags: &mut Vec<Flag>) {
-        for id in self.arrived.keys() {
+        for id in &self.arrived {
             if !self.returned.contains(id) && !self.failed.contains(id) {
                 flags.push(Flag::new(
                     "C2",

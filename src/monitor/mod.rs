@@ -17,11 +17,18 @@ use crate::client::{ClientEvent, ClientTransmit};
 use crate::ids::{HttpId, MsgKey, RequestId};
 use crate::jsonrpc::{Body, Message};
 use crate::server::{Cause, Content, EndReason, Method, RequestHead, Transmit, TransmitKind};
+use crate::shared::Shared;
 use crate::unhashed::Unhashed;
 use crate::version::ProtocolVersion;
 use crate::{headers, jsonrpc};
 use client::ClientSide;
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// Text the monitor keeps (session ids, event ids): shared, as every state a
+/// checker copies holds the same few.
+type Text = Arc<str>;
 
 /// One thing a harness saw.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -153,7 +160,7 @@ enum Kind {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Exchange {
     kind: Kind,
-    session: Option<String>,
+    session: Option<Text>,
     status: Option<u16>,
     content: Option<Content>,
     json_bodies: u32,
@@ -171,7 +178,7 @@ struct Lineage {
     /// Requests of `requests` answered so far.
     answered: BTreeSet<RequestId>,
     /// Event ids first written on this lineage, in order.
-    ids: Vec<String>,
+    ids: Vec<Text>,
     /// Exchanges that carried this lineage, oldest first.
     connections: Vec<HttpId>,
     /// A resumption (GET with a `Last-Event-ID` of this lineage) was answered 2xx.
@@ -195,21 +202,23 @@ struct EventRecord {
 pub struct Monitor {
     /// Observations seen: how many says nothing about what can happen next.
     step: Unhashed<usize>,
-    exchanges: BTreeMap<HttpId, Exchange>,
-    lineages: Vec<Lineage>,
+    exchanges: Shared<BTreeMap<HttpId, Exchange>>,
+    lineages: Shared<Vec<Lineage>>,
     /// (session, event id) → first write.
-    event_ids: BTreeMap<(String, String), EventRecord>,
-    sessions_issued: BTreeSet<String>,
-    sessions_deleted: BTreeSet<String>,
-    cancelled: BTreeSet<(String, RequestId)>,
-    sent: BTreeMap<(String, MsgKey), Cause>,
-    delivered: BTreeSet<(String, MsgKey)>,
-    dropped: BTreeSet<(String, MsgKey)>,
-    fresh_writes: BTreeMap<(String, MsgKey), BTreeSet<usize>>,
-    sessions_ended: BTreeSet<String>,
-    gets_per_session: BTreeMap<String, usize>,
-    /// Each client's side, by client index.
-    clients: BTreeMap<usize, ClientSide>,
+    event_ids: Shared<BTreeMap<(Text, Text), EventRecord>>,
+    sessions_issued: BTreeSet<Text>,
+    sessions_deleted: BTreeSet<Text>,
+    cancelled: BTreeSet<(Text, RequestId)>,
+    sent: Shared<BTreeMap<(Text, MsgKey), Cause>>,
+    delivered: Shared<BTreeSet<(Text, MsgKey)>>,
+    dropped: BTreeSet<(Text, MsgKey)>,
+    fresh_writes: Shared<BTreeMap<(Text, MsgKey), BTreeSet<usize>>>,
+    sessions_ended: BTreeSet<Text>,
+    gets_per_session: BTreeMap<Text, usize>,
+    /// Each client's side, by client index. The big records above and each
+    /// client side are [`Shared`]: one observation changes one or two of
+    /// them, and a checker's copy of the monitor shares the rest.
+    clients: BTreeMap<usize, Shared<ClientSide>>,
     gets_max: Option<usize>,
     faults: usize,
     violations: Found,
@@ -273,6 +282,52 @@ impl Monitor {
         self.step.0
     }
 
+    /// Hashes all but the client sides, which [`Monitor::hash_client`]
+    /// hashes one by one: the checker's symmetry reduction combines those
+    /// as a multiset. Every field is named, so a new one cannot be
+    /// forgotten here.
+    pub fn hash_shared<H: Hasher>(&self, h: &mut H) {
+        let Monitor {
+            step: _,
+            exchanges,
+            lineages,
+            event_ids,
+            sessions_issued,
+            sessions_deleted,
+            cancelled,
+            sent,
+            delivered,
+            dropped,
+            fresh_writes,
+            sessions_ended,
+            gets_per_session,
+            clients: _,
+            gets_max,
+            faults,
+            violations,
+        } = self;
+        exchanges.hash(h);
+        lineages.hash(h);
+        event_ids.hash(h);
+        sessions_issued.hash(h);
+        sessions_deleted.hash(h);
+        cancelled.hash(h);
+        sent.hash(h);
+        delivered.hash(h);
+        dropped.hash(h);
+        fresh_writes.hash(h);
+        sessions_ended.hash(h);
+        gets_per_session.hash(h);
+        gets_max.hash(h);
+        faults.hash(h);
+        violations.hash(h);
+    }
+
+    /// Hashes client `client`'s side (see [`Monitor::hash_shared`]).
+    pub fn hash_client<H: Hasher>(&self, client: usize, h: &mut H) {
+        self.clients.get(&client).hash(h);
+    }
+
     /// Feeds one observation.
     pub fn observe(&mut self, obs: &Observation) {
         match obs {
@@ -295,10 +350,11 @@ impl Monitor {
                 key,
                 cause,
             } => {
-                self.sent.insert((session.clone(), *key), cause.clone());
+                self.sent
+                    .insert((session.as_str().into(), *key), cause.clone());
             }
             Observation::Dropped { session, key } => {
-                self.dropped.insert((session.clone(), *key));
+                self.dropped.insert((session.as_str().into(), *key));
             }
             Observation::ClientTransmit { client, transmit } => {
                 let mut flags = Vec::new();
@@ -312,9 +368,8 @@ impl Monitor {
                 message,
             } => {
                 let mut flags = Vec::new();
-                let step = self.step.0;
                 self.client_side(*client)
-                    .on_received(*http, message, step, &mut flags);
+                    .on_received(*http, message, &mut flags);
                 self.raise(flags);
             }
             Observation::ClientClosed { client, http } => {
@@ -330,7 +385,7 @@ impl Monitor {
     /// still queued while a standalone GET is open breaks B4.
     pub fn finish(&mut self, queued: &[(String, MsgKey)]) {
         // Sessions with a standalone GET open (B4 is judged per session).
-        let open_standalone: BTreeSet<String> = self
+        let open_standalone: BTreeSet<Text> = self
             .exchanges
             .values()
             .filter(|e| {
@@ -346,7 +401,7 @@ impl Monitor {
             .filter_map(|e| e.session.clone())
             .collect();
         self.finish_client();
-        let sent: Vec<((String, MsgKey), Cause)> = self
+        let sent: Vec<((Text, MsgKey), Cause)> = self
             .sent
             .iter()
             .map(|(k, c)| (k.clone(), c.clone()))
@@ -361,7 +416,7 @@ impl Monitor {
                 continue;
             }
             let (_, k) = &key;
-            if queued.contains(&key) {
+            if queued.iter().any(|(s, q)| **s == *key.0 && *q == key.1) {
                 if open_standalone.contains(&key.0) {
                     self.flag_end(
                         "B4",
@@ -473,6 +528,7 @@ impl Monitor {
         last_event_id: &Option<String>,
         messages: &[Message],
     ) {
+        let session: &Option<Text> = &session.as_deref().map(Text::from);
         let kind = match method {
             Method::Post => {
                 let requests: Vec<RequestId> = messages
@@ -533,7 +589,7 @@ impl Monitor {
             Kind::GetResume(l) => {
                 let known = session
                     .as_ref()
-                    .and_then(|s| self.event_ids.get(&(s.clone(), l.clone())))
+                    .and_then(|s| self.event_ids.get(&(s.clone(), l.as_str().into())))
                     .map(|r| r.lineage);
                 match known {
                     Some(lin) => lin,
@@ -588,7 +644,7 @@ impl Monitor {
                     None => (None, None, None),
                 };
                 if let (Some(o), Some(s)) = (message, &ex.session) {
-                    if o.session.as_str() != s {
+                    if o.session.as_str() != &**s {
                         self.flag(
                             "I1",
                             Some(http),
@@ -636,7 +692,7 @@ impl Monitor {
             e.status = Some(status);
             e.content = Some(content);
             if e.session.is_none() && matches!(e.kind, Kind::Initialize(_)) {
-                e.session = session_id.map(str::to_owned);
+                e.session = session_id.map(Text::from);
             }
         }
         if let Some(sid) = session_id {
@@ -649,7 +705,7 @@ impl Monitor {
             }
             if matches!(ex.kind, Kind::Initialize(_))
                 && (200..300).contains(&status)
-                && !self.sessions_issued.insert(sid.to_owned())
+                && !self.sessions_issued.insert(sid.into())
             {
                 self.flag(
                     "I1",
@@ -811,10 +867,10 @@ impl Monitor {
         let (Some(id), Some(session)) = (id, ex.session.clone()) else {
             return false;
         };
-        let map_key = (session.clone(), id.to_owned());
+        let map_key = (session.clone(), Text::from(id));
         let Some(first) = self.event_ids.get(&map_key).cloned() else {
             let lineage = &mut self.lineages[ex.lineage];
-            lineage.ids.push(id.to_owned());
+            lineage.ids.push(id.into());
             let position = lineage.ids.len() - 1;
             self.event_ids.insert(
                 map_key,
@@ -842,7 +898,10 @@ impl Monitor {
             );
             return false;
         };
-        let from = self.event_ids.get(&(session, last.clone())).cloned();
+        let from = self
+            .event_ids
+            .get(&(session, last.as_str().into()))
+            .cloned();
         match from {
             Some(from) if from.lineage != first.lineage => {
                 self.flag(

@@ -17,6 +17,7 @@ use crate::id_source::IdSource;
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::{self, Body, ErrorObject, Message, METHOD_NOT_FOUND};
 use crate::policy::{ServerPolicy, SessionErrorStatus};
+use crate::shared::Shared;
 use crate::time::Instant;
 use crate::unhashed::Unhashed;
 use crate::version::ProtocolVersion;
@@ -95,7 +96,9 @@ pub struct ServerEndpoint {
     config: EndpointConfig,
     policy: ServerPolicy,
     ids: IdSource,
-    sessions: BTreeMap<SessionId, Box<ServerSession>>,
+    /// Each session shared between clones until changed: a model checker's
+    /// step touches one session of a world.
+    sessions: BTreeMap<SessionId, Shared<ServerSession>>,
     /// Who may open a session and who is evicted for room. It follows from
     /// the sessions' own state (kept in step by `settle`; the one exception,
     /// the order in which half-open sessions opened, decides only who is
@@ -572,7 +575,7 @@ impl ServerEndpoint {
             self.config.session,
             self.policy,
         );
-        self.sessions.insert(id.clone(), Box::new(session));
+        self.sessions.insert(id.clone(), Shared::new(session));
         Ok(id)
     }
 

@@ -5,6 +5,7 @@
 //! Nothing here does I/O or reads a clock: tests, property tests and the model
 //! checker choose every delivery, drop and tick.
 
+mod canonical;
 mod net;
 mod world;
 

@@ -6,14 +6,15 @@ use crate::ids::HttpId;
 use crate::server::{Transmit, TransmitKind};
 use crate::sse::SseItem;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// A response item on its way to the client.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Delivery {
     /// The response head.
     Head(ResponseHead),
-    /// A whole JSON body.
-    Body(Vec<u8>),
+    /// A whole JSON body (shared: a checker copies worlds by the million).
+    Body(Arc<[u8]>),
     /// One SSE item, as the client's decoder would produce it.
     Sse(SseItem),
     /// The response ended.
@@ -24,7 +25,7 @@ pub enum Delivery {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Link {
     /// The request, until delivered to the server.
-    pub request: Option<(RequestHead, Vec<u8>)>,
+    pub request: Option<(RequestHead, Arc<[u8]>)>,
     /// The server's id for it, once delivered.
     pub server_http: Option<HttpId>,
     /// Response items in flight, in order (one TCP stream).
@@ -40,6 +41,7 @@ pub struct Link {
 impl Link {
     /// A link carrying a request not yet delivered.
     pub fn new(head: RequestHead, body: Vec<u8>) -> Self {
+        let body = body.into();
         let resume = head.header(crate::headers::LAST_EVENT_ID).is_some();
         Link {
             resume,
@@ -56,7 +58,7 @@ impl Link {
 pub fn deliveries(t: &Transmit) -> Vec<Delivery> {
     match &t.kind {
         TransmitKind::Head(h) => vec![Delivery::Head(h.clone())],
-        TransmitKind::Json(m) => vec![Delivery::Body(m.to_json().into_bytes())],
+        TransmitKind::Json(m) => vec![Delivery::Body(m.to_json().into_bytes().into())],
         TransmitKind::Event {
             id,
             retry_ms,

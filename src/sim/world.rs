@@ -12,6 +12,7 @@ use crate::jsonrpc::{self, RawJson};
 use crate::monitor::{Monitor, Observation};
 use crate::policy::{ClientPolicy, ServerPolicy};
 use crate::server::{Cause, EndpointConfig, ServerEndpoint, ServerEvent};
+use crate::shared::Shared;
 use crate::time::Instant;
 use crate::version::ProtocolVersion;
 use std::collections::BTreeMap;
@@ -42,7 +43,10 @@ pub struct PairConfig {
     pub record_events: bool,
 }
 
-/// Each client's exchange ids start at `client index * HTTP_ID_STRIDE`.
+/// The world names client `c`'s exchange `h` (as that client's core minted
+/// it) `c * HTTP_ID_STRIDE + h`. Every client core mints from 1, so a core's
+/// state never says which client it is: clients with the same script are
+/// interchangeable, which the checker's symmetry reduction relies on.
 pub const HTTP_ID_STRIDE: u64 = 1_000_000;
 
 impl Default for PairConfig {
@@ -67,13 +71,13 @@ impl Default for PairConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World {
     /// The client cores.
-    pub clients: Vec<ClientSession>,
+    pub clients: Vec<Shared<ClientSession>>,
     /// The server endpoint.
     pub server: ServerEndpoint,
     /// The current time.
     pub now: Instant,
     /// Exchanges by the client's id (unique across clients).
-    pub links: BTreeMap<HttpId, Link>,
+    pub links: BTreeMap<HttpId, Shared<Link>>,
     /// Server exchange id → client exchange id.
     pub by_server: BTreeMap<HttpId, HttpId>,
     /// Everything the client applications were told, in order (when recorded).
@@ -86,7 +90,7 @@ pub struct World {
     pub monitor: Monitor,
     /// Every observation, when recording (replays and pictures; off while checking).
     pub log: Option<Vec<Observation>>,
-    config: PairConfig,
+    pub(super) config: PairConfig,
 }
 
 /// One client and the server.
@@ -105,11 +109,7 @@ impl World {
     /// A world from a full configuration.
     pub fn with(config: PairConfig) -> Self {
         let clients = (0..config.clients.max(1))
-            .map(|c| {
-                let mut cc = config.client;
-                cc.http_id_base = c as u64 * HTTP_ID_STRIDE;
-                ClientSession::new(cc, config.client_policy)
-            })
+            .map(|_| Shared::new(ClientSession::new(config.client, config.client_policy)))
             .collect();
         World {
             clients,
@@ -148,9 +148,19 @@ impl World {
         &mut self.clients[0]
     }
 
-    /// The client that owns exchange `ch`.
+    /// The client that owns exchange `ch` (a world id).
     pub fn owner(ch: HttpId) -> usize {
         (ch.0 / HTTP_ID_STRIDE) as usize
+    }
+
+    /// Exchange `ch` (a world id) as its client's core names it.
+    pub fn local(ch: HttpId) -> HttpId {
+        HttpId(ch.0 % HTTP_ID_STRIDE)
+    }
+
+    /// The world id of client `client`'s exchange `local`.
+    pub fn world_http(client: usize, local: HttpId) -> HttpId {
+        HttpId(client as u64 * HTTP_ID_STRIDE + local.0)
     }
 
     /// The session id the server minted, if any.
@@ -364,7 +374,7 @@ impl World {
         let fired = self
             .clients
             .get_mut(Self::owner(ch))
-            .is_some_and(|c| c.handle_foreground_step(ch, now));
+            .is_some_and(|c| c.handle_foreground_step(Self::local(ch), now));
         self.pump();
         fired
     }
@@ -373,7 +383,13 @@ impl World {
     pub fn client_scheduling_points(&self) -> Vec<HttpId> {
         self.clients
             .iter()
-            .flat_map(|c| c.scheduling_points())
+            .enumerate()
+            .flat_map(|(c, client)| {
+                client
+                    .scheduling_points()
+                    .into_iter()
+                    .map(move |h| Self::world_http(c, h))
+            })
             .collect()
     }
 
@@ -389,17 +405,21 @@ impl World {
         loop {
             let mut progressed = false;
             for c in 0..self.clients.len() {
+                if !self.clients[c].has_output() {
+                    continue; // untouched: it stays shared with the states it came from
+                }
                 while let Some(t) = self.clients[c].poll_transmit() {
                     progressed = true;
                     self.observe(&Observation::ClientTransmit {
                         client: c,
                         transmit: t.clone(),
                     });
+                    let ch = Self::world_http(c, t.http);
                     match t.kind {
                         ClientTransmitKind::Send { head, body } => {
-                            self.links.insert(t.http, Link::new(head, body));
+                            self.links.insert(ch, Shared::new(Link::new(head, body)));
                         }
-                        ClientTransmitKind::Abort => self.client_abandons(t.http, true),
+                        ClientTransmitKind::Abort => self.client_abandons(ch, true),
                     }
                 }
                 while let Some(e) = self.clients[c].poll_event() {
@@ -502,39 +522,36 @@ impl World {
             return false;
         };
         let now = self.now;
-        let c = Self::owner(ch);
+        let (c, h) = (Self::owner(ch), Self::local(ch));
         match item {
-            Delivery::Head(h) => self.clients[c].handle_response_head(ch, h, now),
+            Delivery::Head(head) => self.clients[c].handle_response_head(h, head, now),
             Delivery::Body(b) => {
                 if let Ok(body) = jsonrpc::parse_body(&b, ProtocolVersion::V2025_03_26) {
                     for m in body.messages() {
                         self.observe(&Observation::ClientReceived {
                             client: c,
-                            http: ch,
+                            http: h,
                             message: m.clone(),
                         });
                     }
                 }
-                self.clients[c].handle_body(ch, &b, now);
+                self.clients[c].handle_body(h, &b, now);
             }
             Delivery::Sse(item) => {
                 if let crate::sse::SseItem::Message { data, .. } = &item {
                     if let Ok(m) = jsonrpc::parse_message(data) {
                         self.observe(&Observation::ClientReceived {
                             client: c,
-                            http: ch,
+                            http: h,
                             message: m,
                         });
                     }
                 }
-                self.clients[c].handle_sse_event(ch, item, now);
+                self.clients[c].handle_sse_event(h, item, now);
             }
             Delivery::End => {
-                self.observe(&Observation::ClientClosed {
-                    client: c,
-                    http: ch,
-                });
-                self.clients[c].handle_http_closed(ch, now);
+                self.observe(&Observation::ClientClosed { client: c, http: h });
+                self.clients[c].handle_http_closed(h, now);
                 self.client_abandons(ch, true);
             }
         }
@@ -554,11 +571,11 @@ impl World {
         self.observe(&Observation::Fault);
         self.observe(&Observation::ClientClosed {
             client: Self::owner(ch),
-            http: ch,
+            http: Self::local(ch),
         });
         let now = self.now;
         if let Some(c) = self.clients.get_mut(Self::owner(ch)) {
-            c.handle_http_closed(ch, now);
+            c.handle_http_closed(Self::local(ch), now);
         }
         self.client_abandons(ch, notice);
         self.pump();
@@ -648,7 +665,9 @@ impl World {
         self.now = self.now + Duration::from_millis(ms);
         let now = self.now;
         for c in &mut self.clients {
-            c.handle_timeout(now);
+            if c.poll_timeout().is_some_and(|(at, _)| at <= now) {
+                c.handle_timeout(now);
+            }
         }
         self.server.handle_timeout(now);
         self.pump();

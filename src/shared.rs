@@ -1,0 +1,140 @@
+//! [`Shared`]: a value that clones share until one of them changes it, with
+//! its hash computed once.
+//!
+//! The model checker copies whole worlds for every step it tries, and one
+//! step changes one or two parts of a world (a client, a session, an
+//! exchange). Parts kept in a `Shared` are copied only when changed
+//! (`Arc::make_mut` on mutable access), freed only when the last state that
+//! holds them goes, and hashed only once: hashing a `Shared` feeds its value's
+//! cached 64-bit hash. Equal values have equal cached hashes (fixed keys), so
+//! equality and fingerprints mean what they meant for the bare value. Outside
+//! the checker the cost is a reference count and, on mutable access, a check
+//! that no one else holds the value.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, OnceLock};
+
+#[derive(Clone)]
+struct Inner<T> {
+    value: T,
+    hash: OnceLock<u64>,
+}
+
+/// A copy-on-write value with a cached hash (see the module docs).
+pub struct Shared<T>(Arc<Inner<T>>);
+
+impl<T> Shared<T> {
+    /// Wraps a value.
+    pub fn new(value: T) -> Self {
+        Shared(Arc::new(Inner {
+            value,
+            hash: OnceLock::new(),
+        }))
+    }
+}
+
+impl<T: Hash> Shared<T> {
+    /// The value's hash (fixed keys), computed on first use.
+    fn cached_hash(&self) -> u64 {
+        *self.0.hash.get_or_init(|| {
+            ahash::RandomState::with_seeds(
+                0x7368_6172_6564_2d76,
+                0x616c_7565_2d68_6173,
+                0x682d_6361_6368_6564,
+                0x2d6f_6e63_652d_2d2d,
+            )
+            .hash_one(&self.0.value)
+        })
+    }
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0.value
+    }
+}
+
+impl<T: Clone> DerefMut for Shared<T> {
+    /// Copies the value first if another clone still holds it; the cached
+    /// hash is forgotten, as the caller may change the value.
+    fn deref_mut(&mut self) -> &mut T {
+        let inner = Arc::make_mut(&mut self.0);
+        inner.hash = OnceLock::new();
+        &mut inner.value
+    }
+}
+
+impl<T: PartialEq> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.value == other.0.value
+    }
+}
+
+impl<T: Eq> Eq for Shared<T> {}
+
+impl<T: Hash> Hash for Shared<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.cached_hash());
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Shared<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl<T: Default> Default for Shared<T> {
+    fn default() -> Self {
+        Shared::new(T::default())
+    }
+}
+
+impl<T> From<T> for Shared<T> {
+    fn from(value: T) -> Self {
+        Shared::new(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shared;
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+
+    fn h<T: std::hash::Hash>(v: &T) -> u64 {
+        BuildHasherDefault::<DefaultHasher>::default().hash_one(v)
+    }
+
+    #[test]
+    fn clones_share_until_changed() {
+        let a = Shared::new(vec![1, 2]);
+        let mut b = a.clone();
+        assert!(std::ptr::eq(&*a, &*b));
+        b.push(3);
+        assert!(!std::ptr::eq(&*a, &*b));
+        assert_eq!(*a, vec![1, 2]);
+        assert_eq!(*b, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn equal_values_hash_alike_and_a_change_rehashes() {
+        let a = Shared::new(vec![1, 2]);
+        let mut b = Shared::new(vec![1]);
+        assert_ne!(h(&a), h(&b));
+        assert_ne!(a, b);
+        let before = h(&b);
+        b.push(2);
+        assert_ne!(h(&b), before, "the cached hash was forgotten");
+        assert_eq!(h(&a), h(&b));
+        assert_eq!(a, b);
+    }
+}

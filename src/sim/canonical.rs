@@ -1,0 +1,69 @@
+//! The world hashed in parts: what the clients share (the server, time, the
+//! monitor's server side), and each client's own part (its core, its
+//! exchanges named as its core names them, its outcomes, its monitor side).
+//! A client's part never says which client it is, so the checker's symmetry
+//! reduction can sort the parts of clients that run the same script: two
+//! worlds that differ only by which of those clients is which then share a
+//! fingerprint. Every field is named in the destructuring patterns below, so
+//! a new field cannot silently go unhashed.
+
+use super::world::World;
+use crate::ids::HttpId;
+use std::hash::{Hash, Hasher};
+
+impl World {
+    /// Hashes everything that is not one client's own.
+    pub fn hash_shared<H: Hasher>(&self, h: &mut H) {
+        let World {
+            clients,
+            server,
+            now,
+            links: _,
+            by_server: _,
+            client_events,
+            outcomes: _,
+            server_pending,
+            monitor,
+            log,
+            config: _, // fixed for a whole run
+        } = self;
+        clients.len().hash(h);
+        server.hash(h);
+        now.hash(h);
+        client_events.hash(h);
+        server_pending.hash(h);
+        monitor.hash_shared(h);
+        log.hash(h);
+    }
+
+    /// Hashes client `c`'s own part, with nothing in it that names `c`.
+    pub fn hash_client<H: Hasher>(&self, c: usize, h: &mut H) {
+        self.clients[c].hash(h);
+        let (lo, hi) = (
+            Self::world_http(c, HttpId(0)),
+            Self::world_http(c + 1, HttpId(0)),
+        );
+        let links = self.links.range(lo..hi);
+        links.clone().count().hash(h);
+        for (ch, link) in links {
+            Self::local(*ch).hash(h);
+            link.hash(h);
+        }
+        let carried = self
+            .by_server
+            .iter()
+            .filter(|(_, ch)| Self::owner(**ch) == c);
+        carried.clone().count().hash(h);
+        for (sh, ch) in carried {
+            sh.hash(h);
+            Self::local(*ch).hash(h);
+        }
+        let outcomes = self.outcomes.iter().filter(|((oc, _), _)| *oc == c);
+        outcomes.clone().count().hash(h);
+        for ((_, id), done) in outcomes {
+            id.hash(h);
+            done.hash(h);
+        }
+        self.monitor.hash_client(c, h);
+    }
+}
