@@ -93,7 +93,9 @@ pub struct Dispatched {
 /// All sessions of one endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ServerEndpoint {
-    config: EndpointConfig,
+    /// Fixed for the endpoint's life; shared, so copies of the endpoint
+    /// (a checker's states) neither copy nor rehash it.
+    config: Shared<EndpointConfig>,
     policy: ServerPolicy,
     ids: IdSource,
     /// Each session shared between clones until changed: a model checker's
@@ -125,7 +127,7 @@ impl ServerEndpoint {
     pub fn with_ids(config: EndpointConfig, policy: ServerPolicy, ids: IdSource) -> Self {
         ServerEndpoint {
             next_http: config.http_id_base + 1,
-            config,
+            config: Shared::new(config),
             policy,
             ids,
             sessions: BTreeMap::new(),

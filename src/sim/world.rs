@@ -90,7 +90,7 @@ pub struct World {
     pub monitor: Monitor,
     /// Every observation, when recording (replays and pictures; off while checking).
     pub log: Option<Vec<Observation>>,
-    pub(super) config: PairConfig,
+    pub(super) config: Shared<PairConfig>,
 }
 
 /// One client and the server.
@@ -126,7 +126,7 @@ impl World {
             server_pending: Vec::new(),
             monitor: Monitor::new(),
             log: None,
-            config,
+            config: Shared::new(config),
         }
     }
 
