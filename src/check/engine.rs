@@ -10,8 +10,9 @@
 //! - **Breadth first** while the frontier fits, level by level, `threads`
 //!   workers sharing one sharded visited set: counterexamples are shortest.
 //! - **Depth first from there on** once the resident size passes half the
-//!   memory budget: the states of the frontier are explored one by one, each
-//!   depth first, against the same visited set. The outcome says so. Depth
+//!   memory budget (or from the start, `depth_first`): each worker explores
+//!   its own stack and gives the shallow half of it to a worker that has run
+//!   dry ([`pool`]), against the same visited set. The outcome says so. Depth
 //!   first visits a state once, at whatever depth it first meets it: if the
 //!   depth bound then cuts any path, states within the bound may be missed,
 //!   and the run is reported bounded ([`Limit::DepthFirstCut`]), not exhaustive.
@@ -22,9 +23,12 @@
 //! replay the recorded action index of each step, checking each fingerprint.
 //! Every generated state is judged, also at the depth bound.
 
+mod pool;
+
 use super::memory;
 use super::model::{Action, CheckModel, State};
 use super::run::{Counterexample, Outcome};
+use pool::{Item, Pool};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
@@ -257,12 +261,20 @@ impl Shared<'_> {
         true
     }
 
-    /// Depth first from `(fp, s)` at depth `d`, against the shared visited set.
-    fn dfs(&self, fp: u64, s: State, d: u32) {
-        let mut stack = vec![(fp, s, d)];
-        while let Some((fp, s, d)) = stack.pop() {
-            if !self.expand(fp, &s, d, |nfp, n, nd| stack.push((nfp, n, nd))) {
+    /// One depth-first worker: its own stack, fed from and shared with
+    /// `pool`, against the shared visited set.
+    fn dfs_worker(&self, pool: &Pool) {
+        let mut stack: Vec<Item> = Vec::new();
+        loop {
+            let Some((fp, s, d)) = stack.pop().or_else(|| pool.take(|| self.stopped())) else {
                 return;
+            };
+            if !self.expand(fp, &s, d, |nfp, n, nd| stack.push((nfp, n, nd))) {
+                pool.finish();
+                return;
+            }
+            if stack.len() > 1 && pool.hungry() {
+                pool.share(&mut stack);
             }
         }
     }
@@ -301,55 +313,78 @@ pub fn explore(model: &CheckModel, limits: Limits, mut progress: impl FnMut(&Pro
         shared.stop.store(FOUND, Ordering::Relaxed);
     }
     let bfs_max = limits.bfs_memory_max.or(limits.memory_max.map(|m| m / 2));
-    let mut level: Vec<(u64, State)> = vec![(init_fp, init)];
+    let threads = limits.threads.max(1);
+    // The calling thread watches while `threads` workers run: progress,
+    // memory, the switch to depth first.
+    let mut watch = |done: &AtomicUsize, depth: u32| {
+        let mut nap = Duration::from_millis(2);
+        while done.load(Ordering::Relaxed) < threads {
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(250));
+            let rss = memory::rss_bytes();
+            rss_peak = rss_peak.max(rss);
+            if let (Some(rss), Some(max)) = (rss, limits.memory_max) {
+                if rss >= max {
+                    let _ = shared.stop.compare_exchange(
+                        RUNNING,
+                        MEMORY,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                }
+            }
+            if let (Some(rss), Some(max)) = (rss, bfs_max) {
+                if rss >= max && !shared.dfs.swap(true, Ordering::Relaxed) {
+                    switched_at = Some(depth as usize + 1);
+                }
+            }
+            if start.elapsed() > Duration::from_millis(500) {
+                progress(&Progress {
+                    states: shared.states.load(Ordering::Relaxed),
+                    depth: shared.max_depth.load(Ordering::Relaxed),
+                    rss,
+                    elapsed: start.elapsed(),
+                    order: order_of(switched_at),
+                });
+            }
+        }
+    };
+    // Breadth first, level by level, until done or switched.
+    let mut level: Vec<Item> = vec![(init_fp, init, 0)];
+    let mut left: Vec<Item> = Vec::new();
     let mut depth = 0u32;
-    while !level.is_empty() && !shared.stopped() {
+    while !level.is_empty() && !shared.stopped() && !shared.dfs.load(Ordering::Relaxed) {
         let work = Mutex::new(level);
         let next = Mutex::new(Vec::new());
+        let unexpanded = Mutex::new(Vec::new());
         let done = AtomicUsize::new(0);
-        let threads = limits.threads;
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
-                    worker(&shared, &work, &next, depth);
+                    worker(&shared, &work, &next, &unexpanded);
                     done.fetch_add(1, Ordering::Relaxed);
                 });
             }
-            // The calling thread watches: progress, memory, the switch to DFS.
-            let mut nap = Duration::from_millis(2);
-            while done.load(Ordering::Relaxed) < threads {
-                std::thread::sleep(nap);
-                nap = (nap * 2).min(Duration::from_millis(250));
-                let rss = memory::rss_bytes();
-                rss_peak = rss_peak.max(rss);
-                if let (Some(rss), Some(max)) = (rss, limits.memory_max) {
-                    if rss >= max {
-                        let _ = shared.stop.compare_exchange(
-                            RUNNING,
-                            MEMORY,
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        );
-                    }
-                }
-                if let (Some(rss), Some(max)) = (rss, bfs_max) {
-                    if rss >= max && !shared.dfs.swap(true, Ordering::Relaxed) {
-                        switched_at = Some(depth as usize + 1);
-                    }
-                }
-                if start.elapsed() > Duration::from_millis(500) {
-                    progress(&Progress {
-                        states: shared.states.load(Ordering::Relaxed),
-                        depth: shared.max_depth.load(Ordering::Relaxed),
-                        rss,
-                        elapsed: start.elapsed(),
-                        order: order_of(switched_at),
-                    });
-                }
-            }
+            watch(&done, depth);
         });
+        left.extend(unexpanded.into_inner().unwrap_or_else(|p| p.into_inner()));
         level = next.into_inner().unwrap_or_else(|p| p.into_inner());
         depth += 1;
+    }
+    // Depth first from whatever breadth first left, all workers sharing it.
+    if shared.dfs.load(Ordering::Relaxed) && !shared.stopped() {
+        left.append(&mut level);
+        let pool = Pool::new(left, threads);
+        let done = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    shared.dfs_worker(&pool);
+                    done.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            watch(&done, depth);
+        });
     }
     let limit = match shared.stop.load(Ordering::Relaxed) {
         STATES => Some(Limit::States(shared.states_max)),
@@ -387,19 +422,20 @@ fn order_of(switched_at: Option<usize>) -> Order {
     }
 }
 
-/// One worker of a level: takes chunks of the level; breadth first it puts
-/// new states into `next`; once the search switched, it explores each of its
-/// states depth first instead, and then what `next` holds.
+/// One worker of a breadth-first level: takes chunks of the level and puts
+/// new states into `next`; once the search has turned depth first, it puts
+/// what it has not expanded into `unexpanded` instead (the depth-first
+/// workers take it from there).
 fn worker(
     shared: &Shared<'_>,
-    work: &Mutex<Vec<(u64, State)>>,
-    next: &Mutex<Vec<(u64, State)>>,
-    depth: u32,
+    work: &Mutex<Vec<Item>>,
+    next: &Mutex<Vec<Item>>,
+    unexpanded: &Mutex<Vec<Item>>,
 ) {
     const CHUNK: usize = 64;
     let mut local = Vec::new();
     loop {
-        let chunk: Vec<(u64, State)> = {
+        let mut chunk: Vec<Item> = {
             let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
             let at = w.len().saturating_sub(CHUNK);
             w.split_off(at)
@@ -407,31 +443,22 @@ fn worker(
         if chunk.is_empty() {
             break;
         }
-        for (fp, s) in chunk {
+        while let Some((fp, s, d)) = chunk.pop() {
             if shared.stopped() {
                 return;
             }
             if shared.dfs.load(Ordering::Relaxed) {
-                shared.dfs(fp, s, depth);
-            } else {
-                shared.expand(fp, &s, depth, |nfp, n, _| local.push((nfp, n)));
+                let mut u = unexpanded.lock().unwrap_or_else(|p| p.into_inner());
+                u.push((fp, s, d));
+                u.append(&mut chunk);
+                break;
             }
+            shared.expand(fp, &s, d, |nfp, n, nd| local.push((nfp, n, nd)));
         }
         if !local.is_empty() {
             next.lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .append(&mut local);
-        }
-    }
-    if shared.dfs.load(Ordering::Relaxed) {
-        // What breadth first left for the next level: depth first now.
-        loop {
-            let item = next.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let Some((fp, s)) = item else { break };
-            if shared.stopped() {
-                return;
-            }
-            shared.dfs(fp, s, depth + 1);
         }
     }
 }
