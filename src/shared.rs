@@ -126,6 +126,11 @@ mod tests {
     }
 
     #[test]
+    fn prints_as_its_value() {
+        assert_eq!(format!("{:?}", Shared::new(vec![1, 2])), "[1, 2]");
+    }
+
+    #[test]
     fn equal_values_hash_alike_and_a_change_rehashes() {
         let a = Shared::new(vec![1, 2]);
         let mut b = Shared::new(vec![1]);
