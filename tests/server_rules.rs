@@ -420,6 +420,53 @@ fn held_messages_are_bounded_and_expire_visibly() {
     assert!(h.violations().is_empty(), "{:?}", h.violations());
 }
 
+/// `held_ttl_ms` at its boundary: a held message goes exactly at its own
+/// deadline, not a millisecond before, and a later one stays until its own.
+#[test]
+fn each_held_message_expires_exactly_at_its_own_deadline() {
+    let mut config = common::test_config();
+    config.session.held_ttl_ms = 500;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    h.notify("notifications/first", Cause::Unrelated);
+    h.advance(300);
+    h.notify("notifications/second", Cause::Unrelated);
+    h.advance(199);
+    assert!(h.dropped.is_empty(), "both within held_ttl_ms");
+    h.advance(1);
+    assert_eq!(
+        h.dropped.len(),
+        1,
+        "the first at its deadline, the second kept"
+    );
+    h.advance(299);
+    assert_eq!(h.dropped.len(), 1, "the second within its own");
+    h.advance(1);
+    assert_eq!(h.dropped.len(), 2, "the second at its deadline");
+}
+
+/// `held_bytes_max` at its boundary: held messages that add up to exactly
+/// the bound are all kept; one byte more and the oldest goes.
+#[test]
+fn held_bytes_max_keeps_exactly_the_bound() {
+    let one = mcp_streamable::jsonrpc::Message::Notification {
+        method: "notifications/a".into(),
+        params: None,
+    }
+    .approx_len();
+    let mut config = common::test_config();
+    config.session.held_bytes_max = 2 * one;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    h.notify("notifications/a", Cause::Unrelated);
+    h.notify("notifications/b", Cause::Unrelated);
+    assert!(h.dropped.is_empty(), "two messages of exactly the bound");
+    h.notify("notifications/c", Cause::Unrelated);
+    assert_eq!(h.dropped.len(), 1, "past the bound the oldest goes");
+}
+
 #[test]
 fn in_flight_bound_is_429_at_one_past_the_limit_and_frees_up() {
     let mut config = common::test_config();
