@@ -35,18 +35,24 @@ impl<T> Shared<T> {
     }
 }
 
+/// The hasher of every hash that must be the same from run to run: cached
+/// hashes here, the model checker's fingerprints.
+pub fn fixed_keys() -> ahash::RandomState {
+    ahash::RandomState::with_seeds(
+        0x6d63_702d_7374_7265,
+        0x616d_6162_6c65_2d63,
+        0x6865_636b_6572_2d66,
+        0x696e_6765_7270_7269,
+    )
+}
+
 impl<T: Hash> Shared<T> {
-    /// The value's hash (fixed keys), computed on first use.
+    /// The value's hash ([`fixed_keys`]), computed on first use.
     fn cached_hash(&self) -> u64 {
-        *self.0.hash.get_or_init(|| {
-            ahash::RandomState::with_seeds(
-                0x7368_6172_6564_2d76,
-                0x616c_7565_2d68_6173,
-                0x682d_6361_6368_6564,
-                0x2d6f_6e63_652d_2d2d,
-            )
-            .hash_one(&self.0.value)
-        })
+        *self
+            .0
+            .hash
+            .get_or_init(|| fixed_keys().hash_one(&self.0.value))
     }
 }
 

@@ -20,6 +20,14 @@ fn ready() -> Harness {
     h
 }
 
+/// A FIXED 2025-11-25 session under `config`, initialized.
+fn ready_with(config: mcp_streamable::server::EndpointConfig) -> Harness {
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    h
+}
+
 fn status(h: &Harness, http: mcp_streamable::ids::HttpId) -> u16 {
     h.log[&http].status.expect("a head")
 }
@@ -227,9 +235,7 @@ fn no_priming_before_2025_11_25() {
 fn json_mode_commits_once() {
     let mut config = common::test_config();
     config.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     let (plain, id) = h.call();
     h.respond(&id);
     assert_eq!(h.log[&plain].content, Some(Content::Json));
@@ -392,9 +398,7 @@ fn cancelled_request_gets_no_response() {
 fn idle_session_expires_then_404() {
     let mut config = common::test_config();
     config.session.idle_timeout_ms = Some(1_000);
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     h.advance(999);
     assert!(h.ep.session(h.session.as_ref().unwrap()).is_some());
     h.advance(2);
@@ -407,9 +411,7 @@ fn held_messages_are_bounded_and_expire_visibly() {
     let mut config = common::test_config();
     config.session.held_max = 2;
     config.session.held_ttl_ms = 500;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     for i in 0..3 {
         h.notify(&format!("notifications/{i}"), Cause::Unrelated);
     }
@@ -426,9 +428,7 @@ fn held_messages_are_bounded_and_expire_visibly() {
 fn each_held_message_expires_exactly_at_its_own_deadline() {
     let mut config = common::test_config();
     config.session.held_ttl_ms = 500;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     h.notify("notifications/first", Cause::Unrelated);
     h.advance(300);
     h.notify("notifications/second", Cause::Unrelated);
@@ -457,9 +457,7 @@ fn held_bytes_max_keeps_exactly_the_bound() {
     .approx_len();
     let mut config = common::test_config();
     config.session.held_bytes_max = 2 * one;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     h.notify("notifications/a", Cause::Unrelated);
     h.notify("notifications/b", Cause::Unrelated);
     assert!(h.dropped.is_empty(), "two messages of exactly the bound");
@@ -471,9 +469,7 @@ fn held_bytes_max_keeps_exactly_the_bound() {
 fn in_flight_bound_is_429_at_one_past_the_limit_and_frees_up() {
     let mut config = common::test_config();
     config.session.in_flight_max = 2;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     let (a, id_a) = h.call();
     let (b, _) = h.call();
     assert!(
@@ -530,9 +526,7 @@ fn a_session_that_never_sends_initialized_expires_at_the_init_timeout() {
 fn a_full_table_evicts_half_open_then_idle_sessions_and_refuses_only_when_all_are_busy() {
     let mut config = common::test_config();
     config.sessions_max = 2;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     let a = h.session.clone().unwrap();
     h.advance(10);
     h.initialize();
@@ -606,9 +600,7 @@ fn the_per_peer_quota_counts_by_address() {
 fn streams_max_forgets_the_oldest_detached_stream_past_the_bound() {
     let mut config = common::test_config();
     config.session.streams_max = 2;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     let mut cursors = Vec::new();
     for _ in 0..2 {
         let get = h.get(None);
@@ -651,9 +643,7 @@ fn finished_request_streams_are_forgotten_past_streams_max() {
 fn finished_request_streams_with(streams_max: usize) {
     let mut config = common::test_config();
     config.session.streams_max = streams_max;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     let first = |h: &Harness, http| h.log[&http].events[0].0.clone().expect("priming id");
     // Finished on a live connection: forgotten.
     let (live, id) = h.call();
@@ -686,9 +676,7 @@ fn finished_request_streams_with(streams_max: usize) {
 fn keepalive_comments_go_out_at_the_interval_on_open_streams_only() {
     let mut config = common::test_config();
     config.session.keepalive_ms = Some(1_000);
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     let get = h.get(None);
     h.advance(999);
     assert_eq!(h.log[&get].comments, 0, "not before the interval");
@@ -710,9 +698,7 @@ fn keepalive_comments_go_out_at_the_interval_on_open_streams_only() {
 fn outbound_requests_max_refuses_the_application_one_past_the_bound() {
     let mut config = common::test_config();
     config.session.outbound_requests_max = 2;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     let sid = h.session.clone().unwrap();
     let now = h.now;
     let s = h.ep.session_mut(&sid).unwrap();
@@ -730,9 +716,7 @@ fn outbound_requests_max_refuses_the_application_one_past_the_bound() {
 fn an_ended_session_frees_its_place_in_a_full_table() {
     let mut config = common::test_config();
     config.sessions_max = 1;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     h.get(None);
     h.delete();
     h.initialize();
@@ -749,9 +733,7 @@ fn an_ended_session_frees_its_place_in_a_full_table() {
 fn the_server_wide_byte_budget_follows_what_sessions_keep() {
     let mut config = common::test_config();
     config.retained_bytes_max = 1_000;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
-    h.initialize();
-    h.initialized();
+    let mut h = ready_with(config);
     let a = h.session.clone().unwrap();
     let blob = mcp_streamable::jsonrpc::RawJson::from(serde_json::json!({"blob": "x".repeat(500)}));
     for _ in 0..3 {

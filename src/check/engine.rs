@@ -185,8 +185,8 @@ const FOUND: u8 = 1;
 const STATES: u8 = 2;
 const MEMORY: u8 = 3;
 
-/// What every worker shares.
-struct Shared<'m> {
+/// What every worker of one run shares.
+struct Explorer<'m> {
     model: &'m CheckModel,
     seen: Seen,
     states: AtomicUsize,
@@ -202,7 +202,7 @@ struct Shared<'m> {
     states_max: usize,
 }
 
-impl Shared<'_> {
+impl Explorer<'_> {
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed) != RUNNING
     }
@@ -287,7 +287,7 @@ pub fn explore(model: &CheckModel, limits: Limits, mut progress: impl FnMut(&Pro
     let start = Instant::now();
     let init = model.initial();
     let init_fp = model.fingerprint(&init);
-    let shared = Shared {
+    let shared = Explorer {
         model,
         seen: Seen::new(),
         states: AtomicUsize::new(1),
@@ -427,7 +427,7 @@ fn order_of(switched_at: Option<usize>) -> Order {
 /// what it has not expanded into `unexpanded` instead (the depth-first
 /// workers take it from there).
 fn worker(
-    shared: &Shared<'_>,
+    shared: &Explorer<'_>,
     work: &Mutex<Vec<Item>>,
     next: &Mutex<Vec<Item>>,
     unexpanded: &Mutex<Vec<Item>>,

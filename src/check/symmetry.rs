@@ -14,17 +14,8 @@
 //! [`World::hash_client`]: crate::sim::World::hash_client
 
 use super::model::State;
+use crate::shared::fixed_keys;
 use std::hash::{BuildHasher, Hash, Hasher};
-
-/// Fixed keys: runs are reproducible.
-fn hasher() -> ahash::RandomState {
-    ahash::RandomState::with_seeds(
-        0x6d63_702d_7374_7265,
-        0x616d_6162_6c65_2d63,
-        0x6865_636b_6572_2d66,
-        0x696e_6765_7270_7269,
-    )
-}
 
 /// Which clients are interchangeable.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,7 +59,7 @@ impl Symmetry {
     /// The state's 64-bit fingerprint: equal (or, with symmetry on, swapped)
     /// states get equal fingerprints.
     pub fn fingerprint(&self, s: &State) -> u64 {
-        let build = hasher();
+        let build = fixed_keys();
         let mut h = build.build_hasher();
         if !self.on {
             s.hash(&mut h);

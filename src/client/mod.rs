@@ -38,9 +38,6 @@ pub struct ClientConfig {
     pub finished_max: usize,
     /// Reconnections of one EventSource-style reader (`ReconnectStreams::EveryEnd`).
     pub reader_reconnects_max: u32,
-    /// The first exchange id this client mints is `http_id_base + 1`; several
-    /// clients in one simulation get disjoint ranges.
-    pub http_id_base: u64,
 }
 
 impl Default for ClientConfig {
@@ -55,7 +52,6 @@ impl Default for ClientConfig {
             pending_max: 1024,
             finished_max: 256,
             reader_reconnects_max: 1000,
-            http_id_base: 0,
         }
     }
 }

@@ -135,7 +135,7 @@ impl ClientSession {
             session_id: None,
             version: None,
             staged: None,
-            next_http: config.http_id_base + 1,
+            next_http: 1,
             next_id: 1,
             next_reader: 1,
             exchanges: BTreeMap::new(),

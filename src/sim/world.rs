@@ -287,9 +287,8 @@ impl World {
 
     /// The server application sends a notification in session `sid`.
     pub fn server_notify_in(&mut self, sid: &SessionId, method: &str, cause: Cause) -> bool {
-        let sid = sid.clone();
         let now = self.now;
-        let Some(s) = self.server.session_mut(&sid) else {
+        let Some(s) = self.server.session_mut(sid) else {
             return false;
         };
         let r = s.notify(method, None, cause.clone(), now);
@@ -317,11 +316,10 @@ impl World {
         method: &str,
         cause: Cause,
     ) -> Option<RequestId> {
-        let sid = sid.clone();
         let now = self.now;
         let r = self
             .server
-            .session_mut(&sid)?
+            .session_mut(sid)?
             .request(method, None, cause.clone(), now);
         let (id, key) = r.ok()?;
         self.observe(&Observation::Sent {
