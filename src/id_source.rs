@@ -3,8 +3,10 @@
 //!
 //! A session id is a bearer token: whoever knows it can read the session's
 //! notifications, resume its streams and post into it (R20, R28). So the
-//! default source is a CSPRNG, ChaCha20 keyed with 256 bits from the OS:
-//! seeing any number of its outputs tells nothing about the others.
+//! default source is a CSPRNG, ChaCha20 ([`crate::chacha`]) keyed with 256
+//! bits from the OS: seeing any number of its outputs tells nothing about the
+//! others. Without the `os-rng` feature the driver brings the key
+//! ([`IdSource::from_key`]).
 //!
 //! The cores stay deterministic because the source is an *input*: the driver
 //! hands it to the endpoint, and the core only draws from it. Checkers,
@@ -13,9 +15,8 @@
 //! same trace). That one is predictable by design: one observed id gives
 //! back the generator, so it must never face a network.
 
+use crate::chacha::ChaCha20;
 use crate::rng::SeededRng;
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha20Rng;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
@@ -34,13 +35,14 @@ enum Kind {
 /// state is secret, and a fingerprint never needs it: checkers use the
 /// reproducible source).
 #[derive(Clone, PartialEq, Eq)]
-struct Secure(Box<ChaCha20Rng>);
+struct Secure(Box<ChaCha20>);
 
 impl Hash for Secure {
     fn hash<H: Hasher>(&self, _: &mut H) {}
 }
 
 /// The OS could not provide entropy.
+#[cfg(feature = "os-rng")]
 #[derive(Debug, thiserror::Error)]
 #[error("the OS random source failed: {0}")]
 pub struct EntropyError(String);
@@ -51,11 +53,13 @@ impl IdSource {
     ///
     /// # Panics
     /// If the OS has no working random source (see [`IdSource::try_from_os`]).
+    #[cfg(feature = "os-rng")]
     pub fn from_os() -> Self {
         Self::try_from_os().expect("the OS random source is needed for session ids")
     }
 
     /// A CSPRNG keyed with 256 bits from the OS, or why the OS could not help.
+    #[cfg(feature = "os-rng")]
     pub fn try_from_os() -> Result<Self, EntropyError> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).map_err(|e| EntropyError(e.to_string()))?;
@@ -65,7 +69,7 @@ impl IdSource {
     /// A CSPRNG keyed by the driver, for embeddings that bring their own
     /// entropy (an HSM, a platform API). The key must be secret and random.
     pub fn from_key(key: [u8; 32]) -> Self {
-        IdSource(Kind::Secure(Secure(Box::new(ChaCha20Rng::from_seed(key)))))
+        IdSource(Kind::Secure(Secure(Box::new(ChaCha20::new(key)))))
     }
 
     /// A seeded, predictable source for checkers, simulations and tests:
@@ -103,7 +107,7 @@ impl IdSource {
         match &mut self.0 {
             Kind::Secure(Secure(r)) => {
                 let mut key = [0u8; 32];
-                r.fill_bytes(&mut key);
+                r.fill(&mut key);
                 Self::from_key(key)
             }
             Kind::Reproducible(r) => Self::reproducible(r.next_u64()),
@@ -111,6 +115,7 @@ impl IdSource {
     }
 }
 
+#[cfg(feature = "os-rng")]
 impl Default for IdSource {
     /// [`IdSource::from_os`].
     fn default() -> Self {
@@ -133,6 +138,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "os-rng")]
     fn reproducible_is_reproducible_and_secure_is_not() {
         let a: Vec<u128> = {
             let mut s = IdSource::reproducible(9);

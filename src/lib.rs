@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod chacha;
 pub mod error;
 pub mod head;
 pub mod headers;
@@ -32,8 +33,10 @@ pub mod version;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+#[cfg(feature = "check")]
 pub mod check;
 pub mod client;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "check")]
 pub mod sim;

@@ -171,7 +171,6 @@ impl ServerPolicy {
     }
 }
 
-#[cfg(feature = "presets")]
 impl ServerPolicy {
     /// mcp-go v0.44.1 (mark3labs/mcp-go 6bea1d45, `server/streamable_http.go`,
     /// `server/session.go`) as pinned by toolhive before PR #4075: one session
@@ -245,27 +244,22 @@ impl ServerPolicy {
                 name: "FIXED",
                 policy: ServerPolicy::FIXED,
             },
-            #[cfg(feature = "presets")]
             NamedServerPolicy {
                 name: "MCP_GO_0_44",
                 policy: ServerPolicy::MCP_GO_0_44,
             },
-            #[cfg(feature = "presets")]
             NamedServerPolicy {
                 name: "TOOLHIVE_4075",
                 policy: ServerPolicy::TOOLHIVE_4075,
             },
-            #[cfg(feature = "presets")]
             NamedServerPolicy {
                 name: "RMCP_0_16",
                 policy: ServerPolicy::RMCP_0_16,
             },
-            #[cfg(feature = "presets")]
             NamedServerPolicy {
                 name: "RMCP_3_9",
                 policy: ServerPolicy::RMCP_3_9,
             },
-            #[cfg(feature = "presets")]
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",
                 policy: ServerPolicy::CONFORMANCE_SSE_RETRY,
@@ -414,7 +408,6 @@ impl ClientPolicy {
     }
 }
 
-#[cfg(feature = "presets")]
 impl ClientPolicy {
     /// csharp-sdk at c57f917d (`McpSessionHandler.cs`,
     /// `StreamableHttpClientSessionTransport.cs`): the caller completes only
@@ -462,17 +455,14 @@ impl ClientPolicy {
                 name: "FIXED",
                 policy: ClientPolicy::FIXED,
             },
-            #[cfg(feature = "presets")]
             NamedClientPolicy {
                 name: "CSHARP_BASELINE",
                 policy: ClientPolicy::CSHARP_BASELINE,
             },
-            #[cfg(feature = "presets")]
             NamedClientPolicy {
                 name: "CSHARP_PR1381",
                 policy: ClientPolicy::CSHARP_PR1381,
             },
-            #[cfg(feature = "presets")]
             NamedClientPolicy {
                 name: "EVENTSOURCE_RECONNECT",
                 policy: ClientPolicy::EVENTSOURCE_RECONNECT,

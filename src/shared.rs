@@ -36,7 +36,10 @@ impl<T> Shared<T> {
 }
 
 /// The hasher of every hash that must be the same from run to run: cached
-/// hashes here, the model checker's fingerprints.
+/// hashes here, the model checker's fingerprints. aHash where the checker is
+/// built (it hashes millions of states); std's SipHash with zero keys in the
+/// cores alone, where a cached hash is rarely asked for.
+#[cfg(feature = "check")]
 pub fn fixed_keys() -> ahash::RandomState {
     ahash::RandomState::with_seeds(
         0x6d63_702d_7374_7265,
@@ -46,13 +49,19 @@ pub fn fixed_keys() -> ahash::RandomState {
     )
 }
 
+/// See the `check` version.
+#[cfg(not(feature = "check"))]
+pub fn fixed_keys() -> std::hash::BuildHasherDefault<std::hash::DefaultHasher> {
+    std::hash::BuildHasherDefault::default()
+}
+
 impl<T: Hash> Shared<T> {
     /// The value's hash ([`fixed_keys`]), computed on first use.
     fn cached_hash(&self) -> u64 {
         *self
             .0
             .hash
-            .get_or_init(|| fixed_keys().hash_one(&self.0.value))
+            .get_or_init(|| std::hash::BuildHasher::hash_one(&fixed_keys(), &self.0.value))
     }
 }
 

@@ -1,5 +1,7 @@
 //! Every file of `models/` is checked: each expectation's verdict must come out.
 
+#![cfg(feature = "check")]
+
 /// The allocator of the `mcp-streamable` binary: the checker clones and frees
 /// millions of states across threads (see docs/performance.md).
 #[global_allocator]

@@ -2,6 +2,8 @@
 //! verdicts and state counts on the bundled models, depth first as well as
 //! breadth first, and "bounded" (never "holds") when a budget stops a run.
 
+#![cfg(feature = "check")]
+
 /// The allocator of the `mcp-streamable` binary: the checker clones and frees
 /// millions of states across threads (see docs/performance.md).
 #[global_allocator]

@@ -2,6 +2,7 @@
 //! reproduced, gets its documented answer, and a fresh client is served
 //! during or right after it.
 
+#![cfg(feature = "http")]
 // The shell is real: these tests read the wall clock to bound how long an
 // answer took (the cores never do).
 #![allow(clippy::disallowed_methods)]

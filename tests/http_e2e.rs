@@ -1,6 +1,8 @@
 //! Our client shell against our server shell over real loopback HTTP, every
 //! observation of both sides judged by one monitor.
 
+#![cfg(feature = "http")]
+
 use mcp_streamable::client::ClientEvent;
 use mcp_streamable::http::client::{split_url, Client, ClientOptions};
 use mcp_streamable::http::{App, Cx, Server, ServerHandle, ServerOptions, TcpConnect};

@@ -1,6 +1,8 @@
 //! Several clients in one world: each is judged on its own (C2–C5 per
 //! client), and nothing of one session reaches another (I1).
 
+#![cfg(feature = "check")]
+
 use mcp_streamable::client::ClientEvent;
 use mcp_streamable::ids::{HttpId, MsgKey};
 use mcp_streamable::jsonrpc::{Message, RawJson};

@@ -15,6 +15,8 @@
 //! every choice within an actor too, loom only the orders between actors
 //! (docs/testing.md compares the two).
 
+#![cfg(feature = "check")]
+
 mod loom_support;
 
 use loom::sync::{Arc, Condvar, Mutex};

@@ -1,6 +1,8 @@
 //! End-to-end flows of the client core against the server core over the
 //! in-memory network, each judged by the monitor.
 
+#![cfg(feature = "check")]
+
 use mcp_streamable::client::{ClientError, ClientEvent};
 use mcp_streamable::head::Content;
 use mcp_streamable::ids::RequestId;

@@ -5,6 +5,8 @@
 //! client preset is caught against the server that exposes it, with the shrunk
 //! case printed.
 
+#![cfg(feature = "check")]
+
 use mcp_streamable::client::ClientEvent;
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::monitor::Monitor;

@@ -2,6 +2,8 @@
 //! caught by the monitor with the right invariant id; FIXED x FIXED is clean
 //! under the same schedule.
 
+#![cfg(feature = "check")]
+
 use mcp_streamable::client::{ClientEvent, Purpose};
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::monitor::Monitor;

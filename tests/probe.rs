@@ -1,6 +1,8 @@
 //! `mcp-streamable probe` against `serve`: FIXED shows no violation, and each
 //! buggy preset shows its own race, found black box over real HTTP.
 
+#![cfg(feature = "cli")]
+
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};

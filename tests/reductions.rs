@@ -3,6 +3,8 @@
 //! with it on and off; never more states with it on; and, where clients are
 //! interchangeable, far fewer.
 
+#![cfg(feature = "check")]
+
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,6 +1,8 @@
 //! The real hyper shells over turmoil's simulated TCP: one server host, client
 //! hosts, seeded latency; the monitor judges every observation of both sides.
 
+#![cfg(feature = "http")]
+
 use mcp_streamable::http::client::{Client, ClientOptions};
 use mcp_streamable::http::{Connect, EverythingApp, Listen, Server, ServerOptions};
 use mcp_streamable::id_source::IdSource;

@@ -118,6 +118,7 @@ pub struct ServerEndpoint {
 impl ServerEndpoint {
     /// An endpoint whose session ids come from a CSPRNG keyed by the OS
     /// ([`IdSource::from_os`]): what anything facing a network wants.
+    #[cfg(feature = "os-rng")]
     pub fn new(config: EndpointConfig, policy: ServerPolicy) -> Self {
         Self::with_ids(config, policy, IdSource::from_os())
     }
