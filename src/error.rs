@@ -95,6 +95,10 @@ pub enum RequestError {
     /// nothing of this request was kept.
     #[error("server busy: buffered bytes over budget")]
     OverBudget,
+    /// The driver's queue of requests waiting for this session is full (503);
+    /// the request was not read by any endpoint (`requests_queued_max`).
+    #[error("server busy: too many requests queued")]
+    Overloaded,
 }
 
 impl RequestError {
@@ -120,7 +124,7 @@ impl RequestError {
             RequestError::BodyTimeout => 408,
             RequestError::PeerSessionLimit { .. } | RequestError::InFlightLimit { .. } => 429,
             RequestError::ChannelClosed => 500,
-            RequestError::SessionLimit | RequestError::OverBudget => 503,
+            RequestError::SessionLimit | RequestError::OverBudget | RequestError::Overloaded => 503,
         }
     }
 

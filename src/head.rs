@@ -122,6 +122,34 @@ pub struct ResponseHead {
 }
 
 impl ResponseHead {
+    /// The head as a client core reads it off the wire: the status, and of the
+    /// headers (names in any case) the content type (parameters such as
+    /// `charset` ignored; anything else has no body the core reads), the
+    /// session id (an invalid one is no session id) and `allow`.
+    pub fn from_wire<'a>(
+        status: u16,
+        headers: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let mut head = ResponseHead::new(status, Content::None);
+        for (name, value) in headers {
+            if name.eq_ignore_ascii_case(headers::CONTENT_TYPE) {
+                let media = value.split(';').next().unwrap_or("").trim();
+                head.content = if media.eq_ignore_ascii_case(headers::MIME_SSE) {
+                    Content::Sse
+                } else if media.eq_ignore_ascii_case(headers::MIME_JSON) {
+                    Content::Json
+                } else {
+                    Content::None
+                };
+            } else if name.eq_ignore_ascii_case(headers::MCP_SESSION_ID) {
+                head.session_id = value.parse().ok();
+            } else if name.eq_ignore_ascii_case(headers::ALLOW) {
+                head.allow = true;
+            }
+        }
+        head
+    }
+
     /// A head with no session id.
     pub fn new(status: u16, content: Content) -> Self {
         ResponseHead {
@@ -130,5 +158,37 @@ impl ResponseHead {
             session_id: None,
             allow: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_wire_reads_content_type_session_and_allow_in_any_case() {
+        let h = ResponseHead::from_wire(
+            200,
+            [
+                ("Content-Type", "Text/Event-Stream; charset=utf-8"),
+                ("MCP-Session-Id", "abc123"),
+            ],
+        );
+        assert_eq!(h.content, Content::Sse);
+        assert_eq!(h.session_id.as_ref().map(|s| s.as_str()), Some("abc123"));
+        assert!(!h.allow);
+        let h = ResponseHead::from_wire(
+            405,
+            [("content-type", "application/json"), ("allow", "GET")],
+        );
+        assert_eq!((h.status, h.content, h.allow), (405, Content::Json, true));
+        let h = ResponseHead::from_wire(
+            200,
+            [
+                ("content-type", "text/html"),
+                ("mcp-session-id", "bad id\u{7f}"),
+            ],
+        );
+        assert_eq!((h.content, h.session_id), (Content::None, None));
     }
 }

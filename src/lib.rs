@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod app;
 pub mod chacha;
 pub mod error;
 pub mod head;

@@ -3,9 +3,11 @@
 
 #![cfg(feature = "check")]
 
-use mcp_streamable::client::{ClientError, ClientEvent};
+use mcp_streamable::client::{ClientError, ClientEvent, ServerRequests};
 use mcp_streamable::head::Content;
 use mcp_streamable::ids::RequestId;
+use mcp_streamable::jsonrpc::{Message, METHOD_NOT_FOUND};
+use mcp_streamable::monitor::Observation;
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::server::{Cause, ResponseMode};
 use mcp_streamable::sim::{Pair, PairConfig};
@@ -139,6 +141,36 @@ fn server_request_answered_by_the_client() {
         0,
         "the answer matched"
     );
+    clean(&mut p);
+}
+
+#[test]
+fn server_request_declined_by_the_core_when_nobody_answers_them() {
+    let mut p = manual(|c| c.client.server_requests = ServerRequests::Decline);
+    p.log = Some(Vec::new());
+    let id = p.call("sample");
+    p.drive();
+    let server_id = p.server_pending[0].1.clone();
+    let asked = p
+        .server_request("elicitation/create", Cause::Request(server_id.clone()))
+        .expect("sent");
+    p.drive();
+    assert!(
+        !p.client_events
+            .iter()
+            .any(|e| matches!(e, ClientEvent::ServerRequest { .. })),
+        "declined by the core: the application never sees it"
+    );
+    let answered = p.log.as_ref().unwrap().iter().any(|o| {
+        matches!(o, Observation::Request { messages, .. } if messages.iter().any(|m| matches!(
+            m,
+            Message::Error { id: Some(i), error } if *i == asked && error.code == METHOD_NOT_FOUND
+        )))
+    });
+    assert!(answered, "the server got -32601 for its request");
+    p.server_respond(&server_id);
+    p.drive();
+    assert!(response_ok(&p, &id));
     clean(&mut p);
 }
 

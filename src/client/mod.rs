@@ -38,6 +38,21 @@ pub struct ClientConfig {
     pub finished_max: usize,
     /// Reconnections of one EventSource-style reader (`ReconnectStreams::EveryEnd`).
     pub reader_reconnects_max: u32,
+    /// Who answers the server's requests (sampling, elicitation, roots).
+    pub server_requests: ServerRequests,
+}
+
+/// Who answers the server's requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerRequests {
+    /// The application: each arrives as [`ClientEvent::ServerRequest`] and is
+    /// answered with `ClientSession::respond`.
+    #[default]
+    Application,
+    /// Nobody here implements them: the core answers each at once with
+    /// -32601 (method not found), as JSON-RPC asks of a peer without the method.
+    Decline,
 }
 
 impl Default for ClientConfig {
@@ -52,6 +67,7 @@ impl Default for ClientConfig {
             pending_max: 1024,
             finished_max: 256,
             reader_reconnects_max: 1000,
+            server_requests: ServerRequests::Application,
         }
     }
 }

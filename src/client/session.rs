@@ -9,7 +9,7 @@
 
 use super::{
     ClientConfig, ClientError, ClientEvent, ClientTimer, ClientTransmit, ClientTransmitKind,
-    ClientUsageError, Purpose,
+    ClientUsageError, Purpose, ServerRequests,
 };
 use crate::head::{Content, RequestHead, ResponseHead};
 use crate::ids::{HttpId, RequestId, SessionId};
@@ -534,6 +534,21 @@ impl ClientSession {
                 error,
             } => self.complete(http, id, Err(error), now),
             Message::Error { id: None, .. } => self.strangers += 1,
+            Message::Request { id, method, .. }
+                if self.config.server_requests == ServerRequests::Decline =>
+            {
+                let error = ErrorObject::new(
+                    jsonrpc::METHOD_NOT_FOUND,
+                    format!("method not found: {method}"),
+                );
+                if self.check_ready().is_ok() {
+                    let answer = Message::Error {
+                        id: Some(id),
+                        error,
+                    };
+                    self.send_post(Role::Notify, &answer);
+                }
+            }
             Message::Request { id, method, params } => self
                 .events
                 .push_back(ClientEvent::ServerRequest { id, method, params }),

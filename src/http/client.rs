@@ -6,9 +6,10 @@
 //! aborts that task. The application talks to the owner through [`Client`].
 
 use super::io::Connect;
-use crate::client::{ClientConfig, ClientError, ClientEvent, ClientSession, ClientTransmitKind};
+use crate::client::{
+    ClientConfig, ClientError, ClientEvent, ClientSession, ClientTransmitKind, ServerRequests,
+};
 use crate::head::{Content, RequestHead, ResponseHead};
-use crate::headers;
 use crate::ids::{HttpId, RequestId};
 use crate::jsonrpc::{ErrorObject, RawJson};
 use crate::monitor::Observation;
@@ -51,7 +52,8 @@ pub struct ClientOptions {
     pub policy: ClientPolicy,
     /// `initialize` parameters besides `protocolVersion` (capabilities, clientInfo).
     pub initialize: RawJson,
-    /// Answers server requests; by default every request gets `{}`.
+    /// Answers server requests; without one, the core answers each -32601
+    /// (method not found).
     pub handler: Option<RequestHandler>,
     /// Sees every observation (for the monitor).
     pub tap: Option<super::Tap>,
@@ -131,7 +133,17 @@ impl Client {
         let (inputs_tx, inputs_rx) = mpsc::unbounded_channel();
         let (events, _) = broadcast::channel(1024);
         let owner = Owner {
-            core: ClientSession::new(options.config, options.policy),
+            core: ClientSession::new(
+                ClientConfig {
+                    server_requests: if options.handler.is_some() {
+                        ServerRequests::Application
+                    } else {
+                        ServerRequests::Decline
+                    },
+                    ..options.config
+                },
+                options.policy,
+            ),
             connector,
             authority: authority.to_owned(),
             path: path.to_owned(),
@@ -448,11 +460,11 @@ impl<C: Connect> Owner<C> {
                 }
             }
             ClientEvent::ServerRequest { id, method, params } => {
-                let answer = match &mut self.handler {
-                    Some(h) => h(method, params.clone()),
-                    None => Ok(RawJson::empty_object()),
-                };
-                let _ = self.core.respond(id.clone(), answer, now);
+                // Without a handler the core declines them itself (-32601).
+                if let Some(h) = &mut self.handler {
+                    let answer = h(method, params.clone());
+                    let _ = self.core.respond(id.clone(), answer, now);
+                }
             }
             _ => {}
         }
@@ -500,26 +512,14 @@ async fn run_exchange<C: Connect>(
     }
     let request = builder.body(http_body_util::Full::new(Bytes::from(body)))?;
     let response = sender.send_request(request).await?;
-    let content_type = response
-        .headers()
-        .get(hyper::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let content = if content_type.starts_with(headers::MIME_SSE) {
-        Content::Sse
-    } else if content_type.starts_with(headers::MIME_JSON) {
-        Content::Json
-    } else {
-        Content::None
-    };
-    let mut rh = ResponseHead::new(response.status().as_u16(), content);
-    rh.session_id = response
-        .headers()
-        .get(headers::MCP_SESSION_ID)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|s| s.parse().ok());
-    rh.allow = response.headers().contains_key(hyper::header::ALLOW);
+    let rh = ResponseHead::from_wire(
+        response.status().as_u16(),
+        response
+            .headers()
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?))),
+    );
+    let content = rh.content;
     inputs.send(Input::Head(http, rh))?;
     let mut body = response.into_body();
     match content {

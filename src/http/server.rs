@@ -12,26 +12,26 @@
 //!  write head, then body ◀── whole body, or a bounded stream of SSE frames ──┘
 //!  body dropped (ended or client gone) ──closed──▶ endpoint.handle_http_closed
 //! ```
-//! Each task owns its core and its application instance: no shared mutable
-//! state beyond the table of channel handles. Every decision (statuses,
-//! routing, ids, replay) stays in the core; the shell encodes bytes. A task
-//! ends when its session has ended and its exchanges are closed.
+//! Each task owns its core and its application instance in a
+//! [`ServerDriver`]: no shared mutable state beyond the table of channel
+//! handles and the admission table. Every decision (statuses, routing, ids,
+//! replay, headers, bytes, whole body or stream) is the core's; the shell
+//! moves the driver's [`Write`]s to hyper and time to the driver. A task ends
+//! when its session has ended and its exchanges are closed.
 
-use super::app::{App, Cx};
 use super::body::{ClosedTx, ResponseBody};
 use super::io::Listen;
-use crate::head::{Content, Method, RequestHead, ResponseHead};
+use crate::app::App;
+use crate::error::RequestError;
+use crate::head::{Method, RequestHead};
 use crate::headers;
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, SessionId};
-use crate::monitor::Observation;
 use crate::policy::ServerPolicy;
-use crate::rng::SeededRng;
+use crate::server::wire::{WireHead, Write};
 use crate::server::{
-    Admission, EndpointConfig, ServerEndpoint, ServerEvent, SessionState, Transmit, TransmitKind,
-    UnreadBody,
+    Admission, EndpointConfig, ServerDriver, ServerEndpoint, SessionState, UnreadBody,
 };
-use crate::sse;
 use crate::sync::{Mailbox, SendError};
 use crate::time::Instant;
 use bytes::Bytes;
@@ -131,7 +131,7 @@ impl ServerHandle {
 /// Starts servers.
 pub struct Server;
 
-type Reply = (ResponseHead, ResponseBody);
+type Reply = (WireHead, ResponseBody);
 
 /// What a session task is sent: a request (boxed so the mailbox's slots stay
 /// small), or the order to end its session, evicted to make room.
@@ -213,14 +213,13 @@ enum Slot<A: App> {
 
 /// What a session task leaves behind when it parks.
 struct Parked<A: App> {
-    ep: ServerEndpoint,
-    app: A,
+    /// The endpoint, the application and the scheduler's state (so a woken
+    /// session goes on with its sequence).
+    driver: ServerDriver<A>,
     start: tokio::time::Instant,
     session: SessionId,
     /// When the core next needs time (its idle expiry).
     deadline: Option<tokio::time::Instant>,
-    /// The scheduler's state, so a woken session goes on with its sequence.
-    scheduler: SeededRng,
 }
 
 /// What every connection and session task shares: handles and settings.
@@ -486,27 +485,27 @@ fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<Arc<Inbox>>
 fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>) -> Arc<Inbox> {
     let inbox = Inbox::new(shared.options.requests_queued_max);
     let (closed_tx, closed_rx) = mpsc::unbounded_channel();
-    let (ep, app, start, registered, scheduler) = match parked {
-        Some(p) => (p.ep, p.app, p.start, Some(p.session), p.scheduler),
+    let (driver, start, registered) = match parked {
+        Some(p) => (p.driver, p.start, Some(p.session)),
         None => {
             // A fresh endpoint draws its ids from its own fork of the source.
             let mut ids = match shared.ids.lock() {
                 Ok(mut parent) => parent.fork(),
                 Err(poisoned) => poisoned.into_inner().fork(),
             };
-            let scheduler = SeededRng::new(ids.next_u64());
+            let seed = ids.next_u64();
             let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
             let mut config = shared.options.endpoint.clone();
             config.http_id_base = n * HTTP_IDS_PER_TASK;
             let ep = ServerEndpoint::with_ids(config, shared.options.policy, ids);
-            (ep, (shared.make_app)(), shared.epoch, None, scheduler)
+            let driver =
+                ServerDriver::new(ep, (shared.make_app)(), seed).with_tap(shared.tap.clone());
+            (driver, shared.epoch, None)
         }
     };
     let owner = Owner {
-        ep,
-        app,
+        driver,
         start,
-        timers: Vec::new(),
         exchanges: BTreeMap::new(),
         closed_tx,
         frames_queued_max: shared.options.frames_queued_max,
@@ -514,7 +513,6 @@ fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>
         reported: None,
         registered,
         inbox: inbox.clone(),
-        scheduler,
         shared: shared.clone(),
     };
     shared.live.0.fetch_add(1, Ordering::AcqRel);
@@ -543,10 +541,8 @@ fn evict<A: App>(shared: &Arc<Shared<A>>, victim: SessionId) {
     if let Some(Slot::Parked(p)) = parked {
         if let Ok(mut p) = p.into_inner() {
             let now = super::clock::now(p.start);
-            p.ep.evict(&victim, now);
-            while p.ep.poll_transmit().is_some() {}
-            while p.ep.poll_event().is_some() {}
-            p.app.on_session_ended(&victim);
+            // A parked session has no open exchange: nothing to write.
+            p.driver.evict(&victim, now);
         }
     }
 }
@@ -581,51 +577,26 @@ async fn sweep<A: App>(shared: Arc<Shared<A>>, period: std::time::Duration) {
     }
 }
 
+/// The shell's own refusal when a session's queue of requests is full: the
+/// core's answer for [`RequestError::Overloaded`].
 fn unavailable() -> hyper::Response<ResponseBody> {
     let (tx, _) = mpsc::unbounded_channel();
-    let mut r = hyper::Response::new(ResponseBody::full(HttpId(0), Bytes::new(), tx));
-    *r.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
-    r
+    let Write::Whole { head, body } = Write::refusal(&RequestError::Overloaded) else {
+        unreachable!("a refusal is a whole response")
+    };
+    response(head, ResponseBody::full(HttpId(0), Bytes::from(body), tx))
 }
 
-fn response(head: ResponseHead, body: ResponseBody) -> hyper::Response<ResponseBody> {
+/// The hyper response for a head the core wrote.
+fn response(head: WireHead, body: ResponseBody) -> hyper::Response<ResponseBody> {
     let mut r = hyper::Response::new(body);
     *r.status_mut() = hyper::StatusCode::from_u16(head.status)
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();
-    match head.content {
-        Content::Json => {
-            h.insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static(headers::MIME_JSON),
-            );
+    for (name, value) in head.headers {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
+            h.insert(hyper::header::HeaderName::from_static(name), v);
         }
-        Content::Sse => {
-            h.insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static(headers::MIME_SSE),
-            );
-            h.insert(
-                hyper::header::CACHE_CONTROL,
-                hyper::header::HeaderValue::from_static("no-cache"),
-            );
-            h.insert(
-                headers::X_ACCEL_BUFFERING,
-                hyper::header::HeaderValue::from_static("no"),
-            );
-        }
-        Content::None => {}
-    }
-    if let Some(sid) = head.session_id {
-        if let Ok(v) = hyper::header::HeaderValue::from_str(sid.as_str()) {
-            h.insert(headers::MCP_SESSION_ID, v);
-        }
-    }
-    if head.allow {
-        h.insert(
-            hyper::header::ALLOW,
-            hyper::header::HeaderValue::from_static("GET, POST, DELETE"),
-        );
     }
     r
 }
@@ -638,10 +609,8 @@ enum Exchange {
 
 /// The task that owns one session's core and application.
 struct Owner<A: App> {
-    ep: ServerEndpoint,
-    app: A,
+    driver: ServerDriver<A>,
     start: tokio::time::Instant,
-    timers: Vec<(Instant, SessionId, u64)>,
     exchanges: BTreeMap<HttpId, Exchange>,
     closed_tx: ClosedTx,
     frames_queued_max: usize,
@@ -652,22 +621,11 @@ struct Owner<A: App> {
     reported: Option<SessionState>,
     inbox: Arc<Inbox>,
     shared: Arc<Shared<A>>,
-    /// Picks among the core's scheduling points, for presets that have them
-    /// (mcp-go's competing listeners): seeded, so a run can be repeated.
-    scheduler: SeededRng,
 }
 
 impl<A: App> Owner<A> {
     fn now(&self) -> Instant {
         super::clock::now(self.start)
-    }
-
-    fn observe(&mut self, o: &Observation) {
-        if let Some(tap) = &self.shared.tap {
-            if let Ok(mut tap) = tap.lock() {
-                tap(o);
-            }
-        }
     }
 
     async fn run(mut self, mut closed_rx: mpsc::UnboundedReceiver<HttpId>) {
@@ -682,7 +640,7 @@ impl<A: App> Owner<A> {
                     Some(ToOwner::Request(r)) => self.on_request(r.head, r.body, r.peer, r.reply),
                     Some(ToOwner::Evict(sid)) => {
                         let now = self.now();
-                        self.ep.evict(&sid, now);
+                        self.driver.evict(&sid, now);
                     }
                     None => break,
                 },
@@ -696,7 +654,7 @@ impl<A: App> Owner<A> {
             // Register a new session before its initialize answer goes out:
             // the client may send its next request the moment it has the id.
             self.register();
-            self.pump();
+            self.flush();
             self.report_admission();
             if self.finished() {
                 break;
@@ -727,7 +685,7 @@ impl<A: App> Owner<A> {
         if self.registered.is_some() {
             return;
         }
-        let Some(sid) = self.ep.session_ids().next().cloned() else {
+        let Some(sid) = self.driver.endpoint().session_ids().next().cloned() else {
             return;
         };
         if let Ok(mut t) = self.shared.table.write() {
@@ -754,7 +712,12 @@ impl<A: App> Owner<A> {
         let Some(sid) = &self.registered else {
             return;
         };
-        let Some(state) = self.ep.session(sid).map(|s| s.admission_state()) else {
+        let Some(state) = self
+            .driver
+            .endpoint()
+            .session(sid)
+            .map(|s| s.admission_state())
+        else {
             return;
         };
         if self.reported == Some(state) {
@@ -771,8 +734,8 @@ impl<A: App> Owner<A> {
     fn idle(&self) -> bool {
         self.registered.is_some()
             && self.exchanges.is_empty()
-            && self.timers.is_empty()
-            && self.ep.poll_timeout().is_none_or(|(_, t)| {
+            && !self.driver.has_app_timers()
+            && self.driver.endpoint().poll_timeout().is_none_or(|(_, t)| {
                 matches!(
                     t,
                     crate::server::SessionTimer::Idle | crate::server::SessionTimer::Init
@@ -801,17 +764,15 @@ impl<A: App> Owner<A> {
         let Some(session) = self.registered.take() else {
             return Some(self);
         };
-        let deadline = self.ep.poll_timeout().map(|(t, _)| t);
+        let deadline = self.driver.endpoint().poll_timeout().map(|(t, _)| t);
         table.insert(
             session.clone(),
             Slot::Parked(Mutex::new(Box::new(Parked {
-                ep: self.ep,
-                app: self.app,
+                driver: self.driver,
                 start: self.start,
                 session,
                 deadline: deadline
                     .map(|d| self.start + std::time::Duration::from_millis(d.as_millis())),
-                scheduler: self.scheduler,
             }))),
         );
         drop(table);
@@ -823,7 +784,7 @@ impl<A: App> Owner<A> {
 
     /// No session (never started, or ended) and nothing left to write.
     fn finished(&mut self) -> bool {
-        let no_session = self.ep.session_ids().next().is_none();
+        let no_session = self.driver.endpoint().session_ids().next().is_none();
         if no_session {
             self.unregister();
         }
@@ -831,12 +792,7 @@ impl<A: App> Owner<A> {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        let core = self.ep.poll_timeout().map(|(t, _)| t);
-        let app = self.timers.iter().map(|(t, _, _)| *t).min();
-        match (core, app) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.driver.poll_timeout()
     }
 
     fn on_request(
@@ -848,182 +804,60 @@ impl<A: App> Owner<A> {
     ) {
         let now = self.now();
         let peer = peer.map(|p| p.ip());
-        let d = match &body {
+        let _span = tracing::debug_span!("request", method = ?head.method).entered();
+        let http = match &body {
             // A task without a session may open one: the shared table admits it.
-            Ok(b) if self.ep.session_ids().next().is_none() => {
+            Ok(b) if self.driver.endpoint().session_ids().next().is_none() => {
                 let mut evicted = Vec::new();
-                let d = match self.shared.admission.lock() {
+                let http = match self.shared.admission.lock() {
                     Ok(mut a) => {
-                        let d = self
-                            .ep
+                        let http = self
+                            .driver
                             .handle_request_admitting(&head, b, peer, &mut a, now);
                         evicted.extend(std::iter::from_fn(|| a.poll_evicted()));
-                        d
+                        http
                     }
-                    Err(_) => self.ep.handle_request_from(&head, b, peer, now),
+                    Err(_) => self.driver.handle_request(&head, Ok(b), peer, now),
                 };
                 for victim in evicted {
                     evict(&self.shared, victim);
                 }
-                d
+                http
             }
-            Ok(b) => self.ep.handle_request_from(&head, b, peer, now),
-            Err(why) => self.ep.handle_unread_body(&head, *why, now),
+            Ok(b) => self.driver.handle_request(&head, Ok(b), peer, now),
+            Err(why) => self.driver.handle_request(&head, Err(*why), peer, now),
         };
-        let bytes = body.unwrap_or_default();
-        let _span = tracing::debug_span!("exchange", http = %d.http, session = ?d.session.as_ref().map(|s| s.as_str())).entered();
-        tracing::debug!(method = ?head.method, outcome = ?d.outcome.as_ref().err(), "request");
-        self.observe(&Observation::request(d.http, &head, &bytes));
-        self.exchanges.insert(d.http, Exchange::AwaitingHead(reply));
+        tracing::debug!(%http, "request handled");
+        self.exchanges.insert(http, Exchange::AwaitingHead(reply));
     }
 
     fn on_closed(&mut self, http: HttpId) {
-        // Still known here: the client went away before the response ended.
-        if self.exchanges.remove(&http).is_some() {
-            self.observe(&Observation::Closed { http });
-        }
+        self.exchanges.remove(&http);
         let now = self.now();
-        self.ep.handle_http_closed(http, now);
+        self.driver.handle_http_closed(http, now);
     }
 
     fn on_timeout(&mut self) {
         let now = self.now();
-        self.ep.handle_timeout(now);
-        let (due, rest): (Vec<_>, Vec<_>) = self.timers.drain(..).partition(|(t, _, _)| *t <= now);
-        self.timers = rest;
-        for (_, session, token) in due {
-            self.with_app(session, now, |app, cx| app.on_timer(cx, token));
+        self.driver.handle_timeout(now);
+    }
+
+    /// Moves every write the driver has ready to its exchange.
+    fn flush(&mut self) {
+        while let Some((http, write)) = self.driver.poll_write() {
+            self.write(http, write);
         }
     }
 
-    /// Runs `f` with the application and a [`Cx`] for `session`.
-    fn with_app(&mut self, session: SessionId, now: Instant, f: impl FnOnce(&mut A, &mut Cx<'_>)) {
-        let mut cx = Cx {
-            ep: &mut self.ep,
-            session,
-            now,
-            timers: &mut self.timers,
-            tap: self.shared.tap.clone(),
-        };
-        f(&mut self.app, &mut cx);
-    }
-
-    /// Runs the application on every event, then writes every transmit, until
-    /// the core is quiet; then lets the scheduler fire one scheduling point and
-    /// starts over, until none fires.
-    fn pump(&mut self) {
-        loop {
-            self.drain();
-            if !self.schedule_one() {
-                return;
-            }
-        }
-    }
-
-    /// Under a preset with scheduling points (mcp-go's competing goroutines),
-    /// plays the Go scheduler: fires enabled points in a seeded random order
-    /// until one changes something. Under FIXED there are none.
-    fn schedule_one(&mut self) -> bool {
-        if !self.ep.policy().has_scheduling_points() {
-            return false;
-        }
-        let mut points = self.ep.scheduling_points();
-        let now = self.now();
-        while !points.is_empty() {
-            let i = (self.scheduler.next_u64() % points.len() as u64) as usize;
-            let (http, point) = points.swap_remove(i);
-            if self.ep.handle_scheduling_point(http, point, now) {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Events first: an answer given at once lands in the same round as its
-    /// head, and goes out as one whole body.
-    fn drain(&mut self) {
-        loop {
-            let mut progressed = false;
-            while let Some((session, event)) = self.ep.poll_event() {
-                progressed = true;
-                self.dispatch(session, event);
-            }
-            let mut round: Vec<Transmit> = Vec::new();
-            while let Some(t) = self.ep.poll_transmit() {
-                self.observe(&Observation::Transmit(t.clone()));
-                round.push(t);
-            }
-            if !round.is_empty() {
-                progressed = true;
-                self.flush(round);
-            }
-            if !progressed {
-                return;
-            }
-        }
-    }
-
-    fn dispatch(&mut self, session: SessionId, event: ServerEvent) {
-        let now = self.now();
-        let _span = tracing::debug_span!("session", id = %session).entered();
-        if let ServerEvent::Dropped { key, .. } = &event {
-            self.observe(&Observation::Dropped {
-                session: session.to_string(),
-                key: *key,
-            });
-            return;
-        }
-        if let ServerEvent::SessionEnded = event {
-            self.app.on_session_ended(&session);
-            self.timers.retain(|(_, s, _)| *s != session);
-            return;
-        }
-        self.with_app(session, now, |app, cx| match event {
-            ServerEvent::Request { id, method, params } => app.on_request(cx, id, &method, params),
-            ServerEvent::Notification { method, params } => {
-                app.on_notification(cx, &method, params)
-            }
-            ServerEvent::Response { id, result } => app.on_response(cx, id, result),
-            ServerEvent::Dropped { .. } | ServerEvent::SessionEnded => {}
-        });
-    }
-
-    fn flush(&mut self, round: Vec<Transmit>) {
-        // Group by exchange, keeping order within each.
-        let mut by_http: BTreeMap<HttpId, Vec<TransmitKind>> = BTreeMap::new();
-        for t in round {
-            by_http.entry(t.http).or_default().push(t.kind);
-        }
-        for (http, items) in by_http {
-            self.write(http, items);
-        }
-    }
-
-    fn write(&mut self, http: HttpId, items: Vec<TransmitKind>) {
-        let mut head = None;
-        let mut body: Vec<u8> = Vec::new();
-        let mut ended = false;
-        for item in items {
-            match item {
-                TransmitKind::Head(h) => head = Some(h),
-                TransmitKind::End(_) => ended = true,
-                other => encode(&other, &mut body),
-            }
-        }
-        match self.exchanges.remove(&http) {
-            Some(Exchange::AwaitingHead(reply)) => {
-                let Some(head) = head else {
-                    self.exchanges.insert(http, Exchange::AwaitingHead(reply));
-                    return;
-                };
+    fn write(&mut self, http: HttpId, write: Write) {
+        let ends = write.ends();
+        match (self.exchanges.remove(&http), write) {
+            (Some(Exchange::AwaitingHead(reply)), Write::Whole { head, body }) => {
                 let closed = self.closed_tx.clone();
-                if ended {
-                    let _ = reply.send((head, ResponseBody::full(http, Bytes::from(body), closed)));
-                    // The server ended it: the exchange is done for the core now.
-                    let now = self.now();
-                    self.ep.handle_http_closed(http, now);
-                    return;
-                }
+                let _ = reply.send((head, ResponseBody::full(http, Bytes::from(body), closed)));
+            }
+            (Some(Exchange::AwaitingHead(reply)), Write::Open { head, body }) => {
+                let closed = self.closed_tx.clone();
                 let (tx, rx) = mpsc::channel(self.frames_queued_max);
                 let queued = Arc::new(AtomicUsize::new(body.len()));
                 if !body.is_empty() {
@@ -1036,7 +870,7 @@ impl<A: App> Owner<A> {
                     self.exchanges.insert(http, Exchange::Streaming(tx, queued));
                 }
             }
-            Some(Exchange::Streaming(tx, queued)) => {
+            (Some(Exchange::Streaming(tx, queued)), Write::More(body) | Write::Last(body)) => {
                 let len = body.len();
                 // Counted before it is sent: the body subtracts what it takes.
                 let behind = len > 0
@@ -1044,35 +878,18 @@ impl<A: App> Owner<A> {
                 if len > 0 && (behind || tx.try_send(Bytes::from(body)).is_err()) {
                     // Too slow (or gone): close it; the stream stays resumable.
                     let now = self.now();
-                    self.observe(&Observation::Closed { http });
-                    self.ep.handle_http_closed(http, now);
+                    self.driver.handle_http_closed(http, now);
                     return;
                 }
-                if ended {
-                    let now = self.now();
-                    self.ep.handle_http_closed(http, now);
-                } else {
+                if !ends {
                     self.exchanges.insert(http, Exchange::Streaming(tx, queued));
                 }
             }
-            None => {}
+            // The core writes a head first and once: nothing else can come.
+            (Some(exchange), _) => {
+                self.exchanges.insert(http, exchange);
+            }
+            (None, _) => {}
         }
-    }
-}
-
-/// Encodes one body item: a JSON body, an SSE event, or a keep-alive comment.
-fn encode(item: &TransmitKind, out: &mut Vec<u8>) {
-    match item {
-        TransmitKind::Json(m) => out.extend_from_slice(m.to_json().as_bytes()),
-        TransmitKind::Event {
-            id,
-            retry_ms,
-            message,
-        } => {
-            let data = message.as_ref().map(|o| o.message.to_json());
-            sse::encode_event(out, id.as_deref(), *retry_ms, data.as_deref());
-        }
-        TransmitKind::Comment => sse::encode_comment(out, " keep-alive"),
-        TransmitKind::Head(_) | TransmitKind::End(_) => {}
     }
 }

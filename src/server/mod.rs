@@ -3,6 +3,7 @@
 
 pub mod admission;
 mod attach;
+mod driver;
 mod endpoint;
 pub mod event_ids;
 pub mod request;
@@ -10,9 +11,11 @@ mod routing;
 mod session;
 mod shared_queue;
 pub mod stream;
+pub mod wire;
 
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};
 pub use admission::{Admission, AdmissionLimits, SessionState};
+pub use driver::{AppTimer, ServerDriver};
 pub use endpoint::{EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};
 pub use session::{ResponseMode, ServerSession, SessionConfig, SessionTimer};

@@ -5,8 +5,8 @@
 //! Server-to-client requests (sampling, elicitation) are sent as caused by
 //! the tool call, so they travel on its own POST stream (R7).
 
-use super::app::{App, Cx};
-use crate::ids::RequestId;
+use super::{App, Cx};
+use crate::ids::{RequestId, SessionId};
 use crate::jsonrpc::{ErrorObject, RawJson, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::server::Cause;
 use serde_json::{json, Value};
@@ -43,7 +43,9 @@ enum Pending {
 #[derive(Debug, Default)]
 pub struct EverythingApp {
     timers: BTreeMap<u64, Pending>,
-    asked: BTreeMap<RequestId, Pending>,
+    /// Server requests awaiting the client's answer, by session: one
+    /// application may serve many sessions (a driver over a whole endpoint).
+    asked: BTreeMap<(SessionId, RequestId), Pending>,
     next_token: u64,
     registration_notice: bool,
 }
@@ -217,7 +219,7 @@ impl EverythingApp {
             Cause::Request(id.clone()),
         ) {
             Some(asked) => {
-                self.asked.insert(asked, p);
+                self.asked.insert((cx.session().clone(), asked), p);
             }
             None => {
                 cx.respond(&id, tool_result(vec![text("Could not ask the client")]));
@@ -499,7 +501,7 @@ impl App for EverythingApp {
         id: RequestId,
         result: Result<RawJson, ErrorObject>,
     ) {
-        let Some(p) = self.asked.remove(&id) else {
+        let Some(p) = self.asked.remove(&(cx.session().clone(), id)) else {
             return;
         };
         match p {

@@ -1,13 +1,21 @@
-//! The application side of the server shell: a synchronous [`App`] called by
-//! the session owner with a [`Cx`] to answer, notify, ask the client, close a
-//! connection for polling, or set a timer. No async and no locks in
-//! application code: it runs inside the owner, between core steps.
+//! The application side of a server: a synchronous [`App`] called by the
+//! [`ServerDriver`](crate::server::ServerDriver) with a [`Cx`] to answer,
+//! notify, ask the client, close a connection for polling, or set a timer. No
+//! async and no locks in application code: it runs inside the driver, between
+//! core steps, in any transport (the hyper shell, axum, a blocking server).
 
 use crate::ids::{RequestId, SessionId};
 use crate::jsonrpc::{ErrorObject, RawJson, METHOD_NOT_FOUND};
 use crate::monitor::Observation;
 use crate::server::{Cause, ServerEndpoint};
 use crate::time::Instant;
+
+pub mod everything;
+
+pub use everything::EverythingApp;
+
+/// An observer of everything a driver sees and writes (feeds the monitor).
+pub type Tap = Box<dyn FnMut(&Observation) + Send>;
 
 /// An MCP server application.
 pub trait App: Send + 'static {
@@ -35,7 +43,7 @@ pub struct Cx<'a> {
     pub(crate) session: SessionId,
     pub(crate) now: Instant,
     pub(crate) timers: &'a mut Vec<(Instant, SessionId, u64)>,
-    pub(crate) tap: Option<std::sync::Arc<std::sync::Mutex<super::Tap>>>,
+    pub(crate) tap: Option<std::sync::Arc<std::sync::Mutex<Tap>>>,
 }
 
 impl Cx<'_> {

@@ -1,0 +1,317 @@
+//! [`ServerDriver`]: the loop every server embedding runs, written once.
+//!
+//! A transport holds one driver per endpoint and gives it what happens:
+//! a request (head and body bytes), an exchange the peer closed, the time.
+//! After each input the driver runs the loop the core's contract asks for
+//! (events to the application, transmits out, scheduling points for the
+//! presets that have them, until the core is quiet), shows everything to
+//! the observer (the monitor, when one watches), and queues [`Write`]s: bytes
+//! ready for the wire, each saying whether the exchange is over. The driver
+//! itself tells the core that an exchange it ended is over. A transport
+//! only moves those bytes and time:
+//!
+//! ```text
+//!   handle_request / handle_http_closed / handle_timeout / evict   (input, now)
+//!        │
+//!        ▼   events → App (Cx: respond, notify, request, after)
+//!   ServerEndpoint ──transmits──► observer ──► Wire ──► poll_write()
+//!        ▲                                               │
+//!        └────────── an exchange the driver ended ◄──────┘
+//! ```
+
+use super::wire::{Wire, Write};
+use super::{RequestHead, ServerEndpoint, ServerEvent, UnreadBody};
+use crate::app::{App, Cx, Tap};
+use crate::ids::{HttpId, SessionId};
+use crate::monitor::Observation;
+use crate::rng::SeededRng;
+use crate::server::Admission;
+use crate::time::Instant;
+use std::collections::{BTreeSet, VecDeque};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+/// An application timer: when, for which session, and the token to hand back.
+pub type AppTimer = (Instant, SessionId, u64);
+
+/// An endpoint, its application, and what is ready to write (see the module docs).
+pub struct ServerDriver<A: App> {
+    ep: ServerEndpoint,
+    app: A,
+    timers: Vec<AppTimer>,
+    /// Exchanges a request opened and no write has ended yet.
+    open: BTreeSet<HttpId>,
+    wire: Wire,
+    writes: VecDeque<(HttpId, Write)>,
+    /// Picks among the core's scheduling points, for presets that have them
+    /// (mcp-go's competing listeners): seeded, so a run can be repeated.
+    scheduler: SeededRng,
+    tap: Option<Arc<Mutex<Tap>>>,
+}
+
+impl<A: App> ServerDriver<A> {
+    /// Drives `ep` for `app`; `seed` seeds the choice among scheduling
+    /// points (presets only; FIXED has none).
+    pub fn new(ep: ServerEndpoint, app: A, seed: u64) -> Self {
+        ServerDriver {
+            ep,
+            app,
+            timers: Vec::new(),
+            open: BTreeSet::new(),
+            wire: Wire::new(),
+            writes: VecDeque::new(),
+            scheduler: SeededRng::new(seed),
+            tap: None,
+        }
+    }
+
+    /// Shows every request, transmit, drop, close and send to `tap`.
+    pub fn with_tap(mut self, tap: Option<Arc<Mutex<Tap>>>) -> Self {
+        self.tap = tap;
+        self
+    }
+
+    // ----- getters -----
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &ServerEndpoint {
+        &self.ep
+    }
+
+    /// The application.
+    pub fn app(&self) -> &A {
+        &self.app
+    }
+
+    /// Whether exchange `http` is still being answered.
+    pub fn is_open(&self, http: HttpId) -> bool {
+        self.open.contains(&http)
+    }
+
+    /// Whether any exchange is still being answered.
+    pub fn has_open_exchanges(&self) -> bool {
+        !self.open.is_empty()
+    }
+
+    /// Whether the application has a timer set.
+    pub fn has_app_timers(&self) -> bool {
+        !self.timers.is_empty()
+    }
+
+    // ----- handle_* -----
+
+    /// A request arrived: its head, and its body or why it could not be read.
+    /// Returns the exchange its answer will be written on.
+    pub fn handle_request(
+        &mut self,
+        head: &RequestHead,
+        body: Result<&[u8], UnreadBody>,
+        peer: Option<IpAddr>,
+        now: Instant,
+    ) -> HttpId {
+        let d = match body {
+            Ok(b) => self.ep.handle_request_from(head, b, peer, now),
+            Err(why) => self.ep.handle_unread_body(head, why, now),
+        };
+        self.opened(d.http, head, body.unwrap_or_default(), now)
+    }
+
+    /// A request that may open a session, admitted by a table shared with
+    /// other endpoints (a shell with one endpoint per session); the sessions
+    /// it evicts to make room are in [`Admission::poll_evicted`].
+    pub fn handle_request_admitting(
+        &mut self,
+        head: &RequestHead,
+        body: &[u8],
+        peer: Option<IpAddr>,
+        admission: &mut Admission,
+        now: Instant,
+    ) -> HttpId {
+        let d = self
+            .ep
+            .handle_request_admitting(head, body, peer, admission, now);
+        self.opened(d.http, head, body, now)
+    }
+
+    fn opened(&mut self, http: HttpId, head: &RequestHead, body: &[u8], now: Instant) -> HttpId {
+        self.observe(&Observation::request(http, head, body));
+        self.open.insert(http);
+        self.pump(now);
+        http
+    }
+
+    /// The peer closed exchange `http` (or the transport gave up on it: a
+    /// slow reader); its stream stays resumable where the policy says so.
+    pub fn handle_http_closed(&mut self, http: HttpId, now: Instant) {
+        if self.open.remove(&http) {
+            self.observe(&Observation::Closed { http });
+        }
+        self.ep.handle_http_closed(http, now);
+        self.pump(now);
+    }
+
+    /// Time passed: the core's timers and the application's.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.ep.handle_timeout(now);
+        let (due, rest): (Vec<_>, Vec<_>) = self.timers.drain(..).partition(|(t, _, _)| *t <= now);
+        self.timers = rest;
+        for (_, session, token) in due {
+            self.run_app(session, now, |app, cx| app.on_timer(cx, token));
+        }
+        self.pump(now);
+    }
+
+    // ----- commands -----
+
+    /// Ends `session`, evicted by an admission table to make room.
+    pub fn evict(&mut self, session: &SessionId, now: Instant) {
+        self.ep.evict(session, now);
+        self.pump(now);
+    }
+
+    /// Runs `f` with the application and a [`Cx`] for `session` (to notify
+    /// from outside a callback), then the loop.
+    pub fn with_app(
+        &mut self,
+        session: SessionId,
+        now: Instant,
+        f: impl FnOnce(&mut A, &mut Cx<'_>),
+    ) {
+        self.run_app(session, now, f);
+        self.pump(now);
+    }
+
+    fn run_app(&mut self, session: SessionId, now: Instant, f: impl FnOnce(&mut A, &mut Cx<'_>)) {
+        let mut cx = Cx {
+            ep: &mut self.ep,
+            session,
+            now,
+            timers: &mut self.timers,
+            tap: self.tap.clone(),
+        };
+        f(&mut self.app, &mut cx);
+    }
+
+    // ----- poll_* -----
+
+    /// The next write, in order (exchanges never interleave within one write).
+    pub fn poll_write(&mut self) -> Option<(HttpId, Write)> {
+        self.writes.pop_front()
+    }
+
+    /// When the driver next needs [`handle_timeout`](Self::handle_timeout).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let core = self.ep.poll_timeout().map(|(t, _)| t);
+        let app = self.timers.iter().map(|(t, _, _)| *t).min();
+        match (core, app) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The endpoint and application, for a transport that parks an idle
+    /// session and wakes it later in a fresh driver.
+    pub fn into_parts(self) -> (ServerEndpoint, A, SeededRng) {
+        (self.ep, self.app, self.scheduler)
+    }
+
+    /// A driver from [`into_parts`](Self::into_parts).
+    pub fn from_parts(ep: ServerEndpoint, app: A, scheduler: SeededRng) -> Self {
+        ServerDriver {
+            scheduler,
+            ..ServerDriver::new(ep, app, 0)
+        }
+    }
+
+    // ----- the loop -----
+
+    /// Drains until the core is quiet, then fires one scheduling point and
+    /// starts over, until none fires.
+    fn pump(&mut self, now: Instant) {
+        loop {
+            self.drain(now);
+            if !self.schedule_one(now) {
+                return;
+            }
+        }
+    }
+
+    /// Under a preset with scheduling points (mcp-go's competing goroutines),
+    /// plays the Go scheduler: fires enabled points in a seeded random order
+    /// until one changes something. Under FIXED there are none.
+    fn schedule_one(&mut self, now: Instant) -> bool {
+        if !self.ep.policy().has_scheduling_points() {
+            return false;
+        }
+        let mut points = self.ep.scheduling_points();
+        while !points.is_empty() {
+            let i = (self.scheduler.next_u64() % points.len() as u64) as usize;
+            let (http, point) = points.swap_remove(i);
+            if self.ep.handle_scheduling_point(http, point, now) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Events first: an answer given at once lands in the same drain as its
+    /// head, and goes out as one whole body.
+    fn drain(&mut self, now: Instant) {
+        loop {
+            let mut progressed = false;
+            while let Some((session, event)) = self.ep.poll_event() {
+                progressed = true;
+                self.dispatch(session, event, now);
+            }
+            while let Some(t) = self.ep.poll_transmit() {
+                progressed = true;
+                self.observe(&Observation::Transmit(t.clone()));
+                self.wire.push(&t);
+            }
+            while let Some((http, write)) = self.wire.poll_write() {
+                if !self.open.contains(&http) {
+                    continue;
+                }
+                if write.ends() {
+                    // Over for the core too, now: it may free the stream.
+                    self.open.remove(&http);
+                    self.ep.handle_http_closed(http, now);
+                }
+                self.writes.push_back((http, write));
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn dispatch(&mut self, session: SessionId, event: ServerEvent, now: Instant) {
+        match event {
+            ServerEvent::Dropped { key, .. } => self.observe(&Observation::Dropped {
+                session: session.to_string(),
+                key,
+            }),
+            ServerEvent::SessionEnded => {
+                self.app.on_session_ended(&session);
+                self.timers.retain(|(_, s, _)| *s != session);
+            }
+            ServerEvent::Request { id, method, params } => self.run_app(session, now, |app, cx| {
+                app.on_request(cx, id, &method, params)
+            }),
+            ServerEvent::Notification { method, params } => {
+                self.run_app(session, now, |app, cx| {
+                    app.on_notification(cx, &method, params)
+                })
+            }
+            ServerEvent::Response { id, result } => {
+                self.run_app(session, now, |app, cx| app.on_response(cx, id, result))
+            }
+        }
+    }
+
+    fn observe(&self, o: &Observation) {
+        if let Some(mut tap) = self.tap.as_ref().and_then(|t| t.lock().ok()) {
+            tap(o);
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! [`ServerDriver`] on its own, as a transport sees it: requests in, `Write`s
+//! out (whole or streamed, each saying when its exchange is over), time in,
+//! closed exchanges in; the monitor judging every observation.
+
+use mcp_streamable::app::{EverythingApp, Tap};
+use mcp_streamable::head::RequestHead;
+use mcp_streamable::id_source::IdSource;
+use mcp_streamable::ids::{HttpId, SessionId};
+use mcp_streamable::monitor::{Monitor, Observation};
+use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::server::wire::Write;
+use mcp_streamable::server::{EndpointConfig, ServerDriver, ServerEndpoint, UnreadBody};
+use mcp_streamable::sse::{SseDecoder, SseItem};
+use mcp_streamable::time::Instant;
+use mcp_streamable::version::ProtocolVersion;
+use std::sync::{Arc, Mutex};
+
+struct Harness {
+    driver: ServerDriver<EverythingApp>,
+    monitor: Arc<Mutex<Monitor>>,
+    now: u64,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let monitor = Arc::new(Mutex::new(Monitor::new()));
+        let m = monitor.clone();
+        let tap: Tap = Box::new(move |o: &Observation| m.lock().unwrap().observe(o));
+        let ep = ServerEndpoint::with_ids(
+            EndpointConfig::default(),
+            ServerPolicy::FIXED,
+            IdSource::reproducible(7),
+        );
+        let driver = ServerDriver::new(ep, EverythingApp::default(), 1)
+            .with_tap(Some(Arc::new(Mutex::new(tap))));
+        Harness {
+            driver,
+            monitor,
+            now: 0,
+        }
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_millis(self.now)
+    }
+
+    fn post(&mut self, session: Option<&SessionId>, body: &str) -> HttpId {
+        let head = RequestHead::post(session, session.map(|_| ProtocolVersion::LATEST));
+        let now = self.now();
+        self.driver
+            .handle_request(&head, Ok(body.as_bytes()), None, now)
+    }
+
+    fn writes(&mut self) -> Vec<(HttpId, Write)> {
+        std::iter::from_fn(|| self.driver.poll_write()).collect()
+    }
+
+    fn initialize(&mut self) -> SessionId {
+        let http = self.post(
+            None,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        );
+        let writes = self.writes();
+        assert_eq!(writes.len(), 1, "one write: {writes:?}");
+        let (h, w) = &writes[0];
+        assert_eq!(*h, http);
+        let Write::Whole { head, body } = w else {
+            panic!("an answer given at once is a whole body: {w:?}")
+        };
+        assert_eq!(head.status, 200);
+        assert!(String::from_utf8_lossy(body).contains(r#""id":1,"result""#));
+        assert!(!self.driver.is_open(http), "a whole body ends the exchange");
+        let sid: SessionId = head.header("mcp-session-id").unwrap().parse().unwrap();
+        let http = self.post(
+            Some(&sid),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        let writes = self.writes();
+        assert!(
+            matches!(&writes[..], [(h, Write::Whole { head, body })] if *h == http && head.status == 202 && body.is_empty())
+        );
+        sid
+    }
+
+    fn clean(&self) {
+        let m = self.monitor.lock().unwrap();
+        assert!(m.violations().is_empty(), "{:?}", m.violations());
+        assert!(m.steps() > 0);
+    }
+}
+
+fn data(bytes: &[u8]) -> Vec<String> {
+    let mut decoder = SseDecoder::new();
+    let mut items = Vec::new();
+    let _ = decoder.feed(bytes, &mut items);
+    items
+        .into_iter()
+        .filter_map(|i| match i {
+            SseItem::Message { data, .. } => Some(data),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn answers_at_once_are_whole_bodies_and_late_ones_stream_with_app_timers() {
+    let mut h = Harness::new();
+    let sid = h.initialize();
+    // Progress comes on timers of the application: the head goes first, alone.
+    let call = h.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p"}}}"#,
+    );
+    let writes = h.writes();
+    let [(http, Write::Open { head, body })] = &writes[..] else {
+        panic!("a stream opens: {writes:?}")
+    };
+    assert_eq!(
+        (*http, head.header("content-type")),
+        (call, Some("text/event-stream"))
+    );
+    let mut events = data(body);
+    assert!(h.driver.is_open(call));
+    let mut ended = false;
+    for _ in 0..20 {
+        let Some(at) = h.driver.poll_timeout() else {
+            break;
+        };
+        h.now = at.as_millis();
+        let now = h.now();
+        h.driver.handle_timeout(now);
+        for (http, w) in h.writes() {
+            assert_eq!(http, call);
+            assert!(matches!(w, Write::More(_) | Write::Last(_)));
+            events.extend(data(w.body()));
+            ended |= w.ends();
+        }
+        if ended {
+            break;
+        }
+    }
+    assert!(ended, "the stream ended with the answer");
+    assert!(!h.driver.is_open(call));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.contains("notifications/progress"))
+            .count(),
+        3
+    );
+    assert!(events.last().unwrap().contains(r#""id":2,"result""#));
+    h.clean();
+}
+
+#[test]
+fn a_closed_stream_gets_no_more_writes_and_a_get_stream_carries_notifications() {
+    let mut h = Harness::new();
+    let sid = h.initialize();
+    let now = h.now();
+    let get = h.driver.handle_request(
+        &RequestHead::get(&sid, ProtocolVersion::LATEST, None),
+        Ok(b""),
+        None,
+        now,
+    );
+    let writes = h.writes();
+    assert!(matches!(&writes[..], [(g, Write::Open { .. })] if *g == get));
+    // The `notify` tool: an unrelated notification, on the GET stream.
+    let call = h.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notify","arguments":{}}}"#,
+    );
+    let writes = h.writes();
+    assert!(writes.iter().any(|(http, w)| *http == call && w.ends()));
+    let on_get: Vec<String> = writes
+        .iter()
+        .filter(|(http, _)| *http == get)
+        .flat_map(|(_, w)| data(w.body()))
+        .collect();
+    assert!(
+        on_get
+            .iter()
+            .any(|d| d.contains("notifications/tools/list_changed")),
+        "{writes:?}"
+    );
+    // The peer hangs up: nothing more is written there.
+    h.driver.handle_http_closed(get, now);
+    assert!(!h.driver.is_open(get));
+    h.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"notify","arguments":{}}}"#,
+    );
+    assert!(h.writes().iter().all(|(http, _)| *http != get));
+    h.clean();
+}
+
+#[test]
+fn refusals_are_whole_json_rpc_errors_and_an_unread_body_is_answered() {
+    let mut h = Harness::new();
+    let now = h.now();
+    let http = h.post(None, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let writes = h.writes();
+    let [(x, Write::Whole { head, body })] = &writes[..] else {
+        panic!("{writes:?}")
+    };
+    assert_eq!((*x, head.status), (http, 400));
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    assert!(v["error"]["code"].is_i64());
+    let big = h.driver.handle_request(
+        &RequestHead::post(None, None),
+        Err(UnreadBody::TooLarge),
+        None,
+        now,
+    );
+    let writes = h.writes();
+    assert!(
+        matches!(&writes[..], [(x, Write::Whole { head, .. })] if *x == big && head.status == 413)
+    );
+    assert!(!h.driver.has_open_exchanges());
+    h.clean();
+}
