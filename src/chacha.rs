@@ -161,6 +161,15 @@ mod tests {
     }
 
     #[test]
+    fn the_counter_carries_into_its_high_word() {
+        let mut s = ChaCha20::new([3; 32]);
+        s.counter = 1 << 32;
+        let first = s.next_u32();
+        assert_eq!(first, block(&s.key, [0, 1, 0, 0])[0]);
+        assert_ne!(first, block(&s.key, [0, 0, 0, 0])[0]);
+    }
+
+    #[test]
     fn blocks_follow_on_and_streams_differ_by_key() {
         let mut a = ChaCha20::new([1; 32]);
         let first: Vec<u32> = (0..16).map(|_| a.next_u32()).collect();

@@ -594,8 +594,9 @@ fn response(head: WireHead, body: ResponseBody) -> hyper::Response<ResponseBody>
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();
     for (name, value) in head.headers {
-        if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
-            h.insert(hyper::header::HeaderName::from_static(name), v);
+        let name = hyper::header::HeaderName::from_bytes(name.as_bytes());
+        if let (Ok(n), Ok(v)) = (name, hyper::header::HeaderValue::from_str(&value)) {
+            h.insert(n, v);
         }
     }
     r
