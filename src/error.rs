@@ -4,8 +4,11 @@
 //! carries the HTTP status and, where the spec allows one, a JSON-RPC error body.
 //! [`UsageError`]: the local application called a command it should not have.
 
+use crate::head::{Content, ResponseHead};
 use crate::ids::RequestId;
-use crate::jsonrpc::{ErrorObject, ParseError, INVALID_REQUEST, METHOD_NOT_FOUND, TRANSPORT_ERROR};
+use crate::jsonrpc::{
+    ErrorObject, Message, ParseError, INVALID_REQUEST, METHOD_NOT_FOUND, TRANSPORT_ERROR,
+};
 use crate::version::UnsupportedVersion;
 
 /// A request the server refuses, with its HTTP status.
@@ -138,6 +141,23 @@ impl RequestError {
             _ => TRANSPORT_ERROR,
         };
         ErrorObject::new(code, self.to_string())
+    }
+
+    /// The response head of the refusal: the status, a JSON body, and
+    /// `Allow` on a 405.
+    pub fn response_head(&self) -> ResponseHead {
+        let mut head = ResponseHead::new(self.status(), Content::Json);
+        head.allow = matches!(self, RequestError::MethodNotAllowed);
+        head
+    }
+
+    /// The body of the refusal: the JSON-RPC error, with the request's id
+    /// when known.
+    pub fn message(&self) -> Message {
+        Message::Error {
+            id: self.request_id().cloned(),
+            error: self.error_object(),
+        }
     }
 
     /// The request id the error answers, when known.

@@ -118,16 +118,23 @@ fn progress_before_the_response() {
     clean(&mut p);
 }
 
-#[test]
-fn server_request_answered_by_the_client() {
-    let mut p = manual(|_| {});
+/// A client call whose server application asks the client `method` while
+/// serving it: (the call's id, its id at the server, the server request's id).
+fn ask_during_a_call(p: &mut Pair, method: &str) -> (RequestId, RequestId, RequestId) {
     let id = p.call("sample");
     p.drive();
     let server_id = p.server_pending[0].1.clone();
     let asked = p
-        .server_request("sampling/createMessage", Cause::Request(server_id.clone()))
+        .server_request(method, Cause::Request(server_id.clone()))
         .expect("sent");
     p.drive();
+    (id, server_id, asked)
+}
+
+#[test]
+fn server_request_answered_by_the_client() {
+    let mut p = manual(|_| {});
+    let (id, server_id, asked) = ask_during_a_call(&mut p, "sampling/createMessage");
     assert!(p
         .client_events
         .iter()
@@ -148,13 +155,7 @@ fn server_request_answered_by_the_client() {
 fn server_request_declined_by_the_core_when_nobody_answers_them() {
     let mut p = manual(|c| c.client.server_requests = ServerRequests::Decline);
     p.log = Some(Vec::new());
-    let id = p.call("sample");
-    p.drive();
-    let server_id = p.server_pending[0].1.clone();
-    let asked = p
-        .server_request("elicitation/create", Cause::Request(server_id.clone()))
-        .expect("sent");
-    p.drive();
+    let (id, server_id, asked) = ask_during_a_call(&mut p, "elicitation/create");
     assert!(
         !p.client_events
             .iter()

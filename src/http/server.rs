@@ -634,7 +634,7 @@ impl<A: App> Owner<A> {
         let inbox = self.inbox.clone();
         let mut stopping = false;
         loop {
-            let next = self.next_deadline();
+            let next = self.driver.poll_timeout();
             let sleep = super::clock::sleep_until(self.start, next);
             tokio::select! {
                 cmd = inbox.recv() => match cmd {
@@ -790,10 +790,6 @@ impl<A: App> Owner<A> {
             self.unregister();
         }
         no_session && self.exchanges.is_empty()
-    }
-
-    fn next_deadline(&self) -> Option<Instant> {
-        self.driver.poll_timeout()
     }
 
     fn on_request(

@@ -209,20 +209,6 @@ impl<A: App> ServerDriver<A> {
         }
     }
 
-    /// The endpoint and application, for a transport that parks an idle
-    /// session and wakes it later in a fresh driver.
-    pub fn into_parts(self) -> (ServerEndpoint, A, SeededRng) {
-        (self.ep, self.app, self.scheduler)
-    }
-
-    /// A driver from [`into_parts`](Self::into_parts).
-    pub fn from_parts(ep: ServerEndpoint, app: A, scheduler: SeededRng) -> Self {
-        ServerDriver {
-            scheduler,
-            ..ServerDriver::new(ep, app, 0)
-        }
-    }
-
     // ----- the loop -----
 
     /// Drains until the core is quiet, then fires one scheduling point and

@@ -583,19 +583,8 @@ impl ServerEndpoint {
     }
 
     fn reject(&mut self, http: HttpId, error: &RequestError) {
-        let id = error.request_id().cloned();
-        let status = error.status();
-        let allow = matches!(error, RequestError::MethodNotAllowed);
-        let mut head = ResponseHead::new(status, Content::Json);
-        head.allow = allow;
-        self.push(http, TransmitKind::Head(head));
-        self.push(
-            http,
-            TransmitKind::Json(Message::Error {
-                id,
-                error: error.error_object(),
-            }),
-        );
+        self.push(http, TransmitKind::Head(error.response_head()));
+        self.push(http, TransmitKind::Json(error.message()));
         self.push(http, TransmitKind::End(EndReason::Complete));
     }
 

@@ -23,7 +23,6 @@ use crate::error::RequestError;
 use crate::head::{Content, ResponseHead};
 use crate::headers;
 use crate::ids::HttpId;
-use crate::jsonrpc::Message;
 use crate::sse;
 use std::collections::BTreeMap;
 
@@ -126,14 +125,9 @@ impl Write {
     /// sees it (`RequestError::Overloaded`: its queue of requests is full):
     /// the same status and JSON-RPC error body as the endpoint's own refusals.
     pub fn refusal(error: &RequestError) -> Write {
-        let head = ResponseHead::new(error.status(), Content::Json);
-        let message = Message::Error {
-            id: error.request_id().cloned(),
-            error: error.error_object(),
-        };
         Write::Whole {
-            head: WireHead::of(&head),
-            body: message.to_json().into_bytes(),
+            head: WireHead::of(&error.response_head()),
+            body: error.message().to_json().into_bytes(),
         }
     }
 }
@@ -211,7 +205,7 @@ impl Wire {
 mod tests {
     use super::*;
     use crate::ids::SessionId;
-    use crate::jsonrpc::RawJson;
+    use crate::jsonrpc::{Message, RawJson};
     use crate::server::EndReason;
 
     fn t(http: u64, kind: TransmitKind) -> Transmit {
