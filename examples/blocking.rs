@@ -18,10 +18,9 @@
 // A transport is where the clock is read (the cores never do).
 #![allow(clippy::disallowed_methods)]
 
-use mcp_streamable::app::{EverythingApp, Tap};
+use mcp_streamable::app::{self, EverythingApp, Tap};
 use mcp_streamable::head::{Method, RequestHead};
 use mcp_streamable::ids::HttpId;
-use mcp_streamable::monitor::{Monitor, Observation};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::wire::{WireHead, Write};
 use mcp_streamable::server::{EndpointConfig, ServerDriver, ServerEndpoint, UnreadBody};
@@ -125,16 +124,9 @@ fn exit(why: &str) -> ! {
 
 /// A monitor judging every observation; each violation printed when found.
 fn watch() -> Arc<Mutex<Tap>> {
-    let mut monitor = Monitor::new();
-    let mut reported = 0;
-    let tap: Tap = Box::new(move |o: &Observation| {
-        monitor.observe(o);
-        for v in &monitor.violations()[reported..] {
-            println!("monitor violation {} {:?}: {}", v.id, v.http, v.detail);
-        }
-        reported = monitor.violations().len();
-    });
-    Arc::new(Mutex::new(tap))
+    Arc::new(Mutex::new(app::watching(|v| {
+        println!("monitor violation {} {:?}: {}", v.id, v.http, v.detail)
+    })))
 }
 
 /// Hands the driver time whenever it asked for it.

@@ -3,8 +3,9 @@
 #   the conformance server suite (all scenarios, pending included) against `serve`,
 #   the conformance client scenarios initialize, tools_call, sse-retry with `call`,
 #   our client and `probe` against the TS and Python SDK servers, `probe` against rmcp 3.9.0;
-#   and against examples/blocking.rs (the core on std::net alone): the conformance server suite,
-#   the TS and Python clients and `probe`, with the monitor watching.
+#   and against examples/blocking.rs (the core on std::net alone) and examples/axum.rs (mounted
+#   in an axum Router): the conformance server suite, the TS and Python clients and `probe`,
+#   with the monitor watching.
 # Installs the peers first (scripts/install-peers.sh). Exits non-zero on any
 # failure, warning or monitor violation.
 set -euo pipefail
@@ -116,34 +117,42 @@ echo "violations: $got"
 [ "$got" = "B2,B4,R18,R42" ] || { echo "expected B2,B4,R18,R42; rmcp server log:"; tail -20 "$LOG/rmcp-server.log"; status=1; }
 kill $RMCP_SERVER 2>/dev/null || true
 
-# The same core in a transport of std::net alone (examples/blocking.rs): the same
-# results as `serve`, the monitor printing any violation the moment it is found.
-echo "== examples/blocking.rs: conformance server suite (all), TS and Python clients, probe"
-cargo build --release -q --example blocking || status=1
-"$PWD/target/release/examples/blocking" --addr "127.0.0.1:$((PORT + 4))" --monitor > "$LOG/blocking.log" 2>&1 &
-BLOCKING=$!
-trap 'kill $SERVE $TS_SERVER $PY_SERVER $RMCP_SERVER $BLOCKING 2>/dev/null || true' EXIT
-for _ in $(seq 50); do answers $((PORT + 4)) && break; sleep 0.1; done
-if ! timeout 300 "$NODE" "$CONF" server --url "http://localhost:$((PORT + 4))/mcp" --suite all > "$LOG/blocking-server.log" 2>&1; then
-    status=1
-fi
-grep -E "^Total" "$LOG/blocking-server.log" | sed 's/\x1b\[[0-9;]*m//g'
-grep -E "^✗" "$LOG/blocking-server.log" && status=1
-grep -q "WARNING" "$LOG/blocking-server.log" && { echo "warnings in the server suite"; status=1; }
-(cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "http://localhost:$((PORT + 4))/mcp") || status=1
-for mode in legacy auto; do
-    timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$((PORT + 4))/mcp" "$mode" || status=1
-done
-timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$((PORT + 4))/mcp" > "$LOG/probe-blocking.json" || true
-got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-blocking.json" 2>/dev/null || echo "unreadable")
-echo "probe violations: $got"
-[ "$got" = "-" ] || status=1
-kill $BLOCKING 2>/dev/null || true
-if grep -q "^monitor violation" "$LOG/blocking.log"; then
-    echo "monitor found violations:"; grep "^monitor violation" "$LOG/blocking.log"; status=1
-else
-    echo "monitor: no violations"
-fi
+# The same core in the two example transports (examples/blocking.rs on std::net
+# alone, examples/axum.rs mounted in an axum Router): the same results as
+# `serve`, the monitor printing any violation the moment it is found.
+EXAMPLE=""
+trap 'kill $SERVE $TS_SERVER $PY_SERVER $RMCP_SERVER $EXAMPLE 2>/dev/null || true' EXIT
+against_example() {
+    local name=$1 port=$2
+    echo "== examples/$name.rs: conformance server suite (all), TS and Python clients, probe"
+    cargo build --release -q --example "$name" || { status=1; return; }
+    "$PWD/target/release/examples/$name" --addr "127.0.0.1:$port" --monitor > "$LOG/$name.log" 2>&1 &
+    EXAMPLE=$!
+    for _ in $(seq 50); do answers "$port" && break; sleep 0.1; done
+    if ! timeout 300 "$NODE" "$CONF" server --url "http://localhost:$port/mcp" --suite all > "$LOG/$name-server.log" 2>&1; then
+        status=1
+    fi
+    grep -E "^Total" "$LOG/$name-server.log" | sed 's/\x1b\[[0-9;]*m//g'
+    grep -E "^✗" "$LOG/$name-server.log" && status=1
+    grep -q "WARNING" "$LOG/$name-server.log" && { echo "warnings in the server suite"; status=1; }
+    (cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "http://localhost:$port/mcp") || status=1
+    for mode in legacy auto; do
+        timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$port/mcp" "$mode" || status=1
+    done
+    timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$port/mcp" > "$LOG/probe-$name.json" || true
+    local got
+    got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-$name.json" 2>/dev/null || echo "unreadable")
+    echo "probe violations: $got"
+    [ "$got" = "-" ] || status=1
+    kill "$EXAMPLE" 2>/dev/null || true
+    if grep -q "^monitor violation" "$LOG/$name.log"; then
+        echo "monitor found violations:"; grep "^monitor violation" "$LOG/$name.log"; status=1
+    else
+        echo "monitor: no violations"
+    fi
+}
+against_example blocking $((PORT + 4))
+against_example axum $((PORT + 5))
 
 [ "$status" = 0 ] && echo "interop: all passed" || echo "interop: FAILED (logs in $LOG)"
 exit "$status"

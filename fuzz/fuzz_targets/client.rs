@@ -8,7 +8,9 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use mcp_streamable::client::{ClientConfig, ClientEvent, ClientSession, ClientTransmitKind};
+use mcp_streamable::client::{
+    ClientConfig, ClientEvent, ClientOutput, ClientSession, ClientTransmitKind,
+};
 use mcp_streamable::head::{Content, ResponseHead};
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::jsonrpc::RawJson;
@@ -35,25 +37,29 @@ struct Driver {
 
 impl Driver {
     fn drain(&mut self) {
-        while let Some(t) = self.client.poll_transmit() {
-            self.mon.observe(&Observation::ClientTransmit { client: 0, transmit: t.clone() });
-            match t.kind {
+        let Driver {
+            client,
+            mon,
+            open,
+            server_requests,
+            ..
+        } = self;
+        client.drain_observed(0, &mut |o| mon.observe(o), |_, out, _| match out {
+            ClientOutput::Transmit(t) => match t.kind {
                 ClientTransmitKind::Send { .. } => {
-                    self.open.insert(t.http, SseDecoder::with_limits(256, 1024));
+                    open.insert(t.http, SseDecoder::with_limits(256, 1024));
                 }
                 ClientTransmitKind::Abort => {
-                    self.open.remove(&t.http);
+                    open.remove(&t.http);
+                }
+            },
+            ClientOutput::Event(ClientEvent::ServerRequest { id, .. }) => {
+                if server_requests.len() < 16 {
+                    server_requests.push(id);
                 }
             }
-        }
-        while let Some(e) = self.client.poll_event() {
-            self.mon.observe(&Observation::ClientEvent { client: 0, event: e.clone() });
-            if let ClientEvent::ServerRequest { id, .. } = &e {
-                if self.server_requests.len() < 16 {
-                    self.server_requests.push(id.clone());
-                }
-            }
-        }
+            ClientOutput::Event(_) => {}
+        });
         assert!(self.client.poll_transmit().is_none());
         assert!(self.client.poll_event().is_none());
     }
@@ -141,7 +147,11 @@ impl Driver {
                     for item in items {
                         if let mcp_streamable::sse::SseItem::Message { data, .. } = &item {
                             if let Ok(m) = mcp_streamable::jsonrpc::parse_message(data) {
-                                self.mon.observe(&Observation::ClientReceived { client: 0, http: h, message: m });
+                                self.mon.observe(&Observation::ClientReceived {
+                                    client: 0,
+                                    http: h,
+                                    message: m,
+                                });
                             }
                         }
                         self.client.handle_sse_event(h, item, now);
@@ -151,7 +161,8 @@ impl Driver {
             9 => {
                 if let Some(h) = self.pick_open(u)? {
                     self.open.remove(&h);
-                    self.mon.observe(&Observation::ClientClosed { client: 0, http: h });
+                    self.mon
+                        .observe(&Observation::ClientClosed { client: 0, http: h });
                     self.client.handle_http_closed(h, now);
                 }
             }
@@ -187,7 +198,8 @@ impl Driver {
         } else {
             u.int_in_range(-2i64..=40)?
         };
-        let version = ["2025-03-26", "2025-06-18", "2025-11-25", "1999-01-01"][u.choose_index(4)?];
+        let version =
+            ["2025-03-26", "2025-06-18", "2025-11-25", "1999-01-01"][u.choose_index(4)?];
         Ok(match u.int_in_range(0u8..=4)? {
             0 => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"{version}"}}}}"#),
             1 => format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32000,"message":"x"}}}}"#),
@@ -205,8 +217,16 @@ impl Driver {
         }
         let mut out = Vec::new();
         let id = format!("{}", u.int_in_range(0u16..=20)?);
-        let retry = if u.arbitrary::<bool>()? { Some(u64::from(u.int_in_range(0u16..=3000)?)) } else { None };
-        let data = if u.arbitrary::<bool>()? { Some(self.message(u)?) } else { None };
+        let retry = if u.arbitrary::<bool>()? {
+            Some(u64::from(u.int_in_range(0u16..=3000)?))
+        } else {
+            None
+        };
+        let data = if u.arbitrary::<bool>()? {
+            Some(self.message(u)?)
+        } else {
+            None
+        };
         mcp_streamable::sse::encode_event(&mut out, Some(&id), retry, data.as_deref());
         Ok(out)
     }
@@ -215,7 +235,9 @@ impl Driver {
 fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let presets = ClientPolicy::presets();
-    let Ok(i) = u.choose_index(presets.len()) else { return };
+    let Ok(i) = u.choose_index(presets.len()) else {
+        return;
+    };
     let config = ClientConfig {
         resume_attempts_max: u.int_in_range(0u32..=4).unwrap_or(3),
         pending_max: u.int_in_range(0usize..=8).unwrap_or(8),

@@ -18,7 +18,7 @@ use mcp_streamable::monitor::{Monitor, Observation};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{
     Cause, EndpointConfig, Method, RequestHead, ResponseMode, SchedulingPoint, ServerEndpoint,
-    ServerEvent, SessionConfig, TransmitKind,
+    ServerEvent, ServerOutput, SessionConfig, TransmitKind,
 };
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;
@@ -84,6 +84,9 @@ impl Driver {
             let session = SessionConfig {
                 retry_ms: u.int_in_range(0..=5000)?,
                 events_max: u.int_in_range(0..=4)?,
+                events_bytes_max: u.int_in_range(0..=4096)?,
+                held_bytes_max: u.int_in_range(0..=4096)?,
+                session_bytes_max: u.int_in_range(0..=8192)?,
                 streams_max: u.int_in_range(0..=4)?,
                 held_max: u.int_in_range(0..=4)?,
                 held_ttl_ms: u.int_in_range(0..=2000)?,
@@ -193,49 +196,51 @@ impl Driver {
     /// `auto_close`, tells the server about the exchanges it ended.
     fn drain(&mut self) {
         loop {
-            while let Some(t) = self.ep.poll_transmit() {
-                self.mon.observe(&Observation::Transmit(t.clone()));
-                match &t.kind {
+            let Driver {
+                ep,
+                mon,
+                sessions,
+                ended,
+                closed,
+                pending,
+                outbound,
+                seen_ids,
+                ..
+            } = self;
+            ep.drain_observed(&mut |o| mon.observe(o), |_, out, _| match out {
+                ServerOutput::Transmit(t) => match &t.kind {
                     TransmitKind::Head(h) => {
                         if let Some(sid) = &h.session_id {
-                            if !self.sessions.contains(sid) {
-                                self.sessions.push(sid.clone());
+                            if !sessions.contains(sid) {
+                                sessions.push(sid.clone());
                             }
                         }
                     }
                     TransmitKind::Event { id: Some(id), .. } => {
-                        if self.seen_ids.len() >= SEEN_IDS_MAX {
-                            self.seen_ids.remove(0);
+                        if seen_ids.len() >= SEEN_IDS_MAX {
+                            seen_ids.remove(0);
                         }
-                        self.seen_ids.push(id.clone());
+                        seen_ids.push(id.clone());
                     }
                     TransmitKind::End(_) => {
-                        if !self.closed.contains(&t.http) {
-                            self.ended.insert(t.http);
+                        if !closed.contains(&t.http) {
+                            ended.insert(t.http);
                         }
                     }
                     _ => {}
-                }
-            }
-            while let Some((sid, e)) = self.ep.poll_event() {
-                match e {
-                    ServerEvent::Request { id, .. } => self.pending.push((sid, id)),
-                    ServerEvent::Dropped { key, .. } => {
-                        self.mon.observe(&Observation::Dropped {
-                            session: sid.to_string(),
-                            key,
-                        });
-                    }
+                },
+                ServerOutput::Event(sid, e) => match e {
+                    ServerEvent::Request { id, .. } => pending.push((sid, id)),
                     ServerEvent::Response { id, .. } => {
-                        self.outbound.retain(|(s, i)| !(s == &sid && i == &id));
+                        outbound.retain(|(s, i)| !(s == &sid && i == &id));
                     }
                     ServerEvent::SessionEnded => {
-                        self.pending.retain(|(s, _)| s != &sid);
-                        self.outbound.retain(|(s, _)| s != &sid);
+                        pending.retain(|(s, _)| s != &sid);
+                        outbound.retain(|(s, _)| s != &sid);
                     }
-                    ServerEvent::Notification { .. } => {}
-                }
-            }
+                    ServerEvent::Dropped { .. } | ServerEvent::Notification { .. } => {}
+                },
+            });
             if !self.auto_close || self.ended.is_empty() {
                 break;
             }

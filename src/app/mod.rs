@@ -6,7 +6,7 @@
 
 use crate::ids::{RequestId, SessionId};
 use crate::jsonrpc::{ErrorObject, RawJson, METHOD_NOT_FOUND};
-use crate::monitor::Observation;
+use crate::monitor::{Monitor, Observation, Violation};
 use crate::server::{Cause, ServerEndpoint};
 use crate::time::Instant;
 
@@ -16,6 +16,21 @@ pub use everything::EverythingApp;
 
 /// An observer of everything a driver sees and writes (feeds the monitor).
 pub type Tap = Box<dyn FnMut(&Observation) + Send>;
+
+/// A tap that judges every observation with a fresh [`Monitor`] and hands
+/// each violation to `report` the moment it is found (a long-running server
+/// never reaches the monitor's end-of-run checks, so these are all it gets).
+pub fn watching(mut report: impl FnMut(&Violation) + Send + 'static) -> Tap {
+    let mut monitor = Monitor::new();
+    let mut reported = 0;
+    Box::new(move |o: &Observation| {
+        monitor.observe(o);
+        for v in &monitor.violations()[reported..] {
+            report(v);
+        }
+        reported = monitor.violations().len();
+    })
+}
 
 /// An MCP server application.
 pub trait App: Send + 'static {

@@ -5,9 +5,11 @@
 //! exchange still working for that request is aborted and no retry for it is
 //! scheduled.
 
+mod drain;
 mod session;
 mod streams;
 
+pub use drain::ClientOutput;
 pub use session::ClientSession;
 
 use crate::head::RequestHead;

@@ -7,7 +7,8 @@
 
 use super::io::Connect;
 use crate::client::{
-    ClientConfig, ClientError, ClientEvent, ClientSession, ClientTransmitKind, ServerRequests,
+    ClientConfig, ClientError, ClientEvent, ClientOutput, ClientSession, ClientTransmitKind,
+    ServerRequests,
 };
 use crate::head::{Content, RequestHead, ResponseHead};
 use crate::ids::{HttpId, RequestId};
@@ -396,79 +397,81 @@ impl<C: Connect> Owner<C> {
         }
     }
 
+    /// The client core's observed drain ([`ClientSession::drain_observed`]):
+    /// requests onto connections of their own, aborts to their tasks,
+    /// events to whoever waits for them.
     fn pump(&mut self) {
-        loop {
-            let mut progressed = false;
-            while let Some(t) = self.core.poll_transmit() {
-                progressed = true;
-                self.observe(Observation::ClientTransmit {
-                    client: 0,
-                    transmit: t.clone(),
-                });
-                match t.kind {
-                    ClientTransmitKind::Send { head, body } => {
-                        let task = tokio::spawn(exchange(
-                            self.connector.clone(),
-                            self.authority.clone(),
-                            self.path.clone(),
-                            t.http,
-                            head,
-                            body,
-                            self.inputs_tx.clone(),
-                        ));
-                        self.tasks.insert(t.http, task);
+        let now = self.now();
+        let Owner {
+            core,
+            connector,
+            authority,
+            path,
+            tasks,
+            waiters,
+            init,
+            handler,
+            tap,
+            inputs_tx,
+            events,
+            ..
+        } = self;
+        let mut observe = |o: &Observation| {
+            if let Some(tap) = tap {
+                tap(o);
+            }
+        };
+        core.drain_observed(0, &mut observe, |core, out, _| match out {
+            ClientOutput::Transmit(t) => match t.kind {
+                ClientTransmitKind::Send { head, body } => {
+                    let task = tokio::spawn(exchange(
+                        connector.clone(),
+                        authority.clone(),
+                        path.clone(),
+                        t.http,
+                        head,
+                        body,
+                        inputs_tx.clone(),
+                    ));
+                    tasks.insert(t.http, task);
+                }
+                ClientTransmitKind::Abort => {
+                    if let Some(task) = tasks.remove(&t.http) {
+                        task.abort();
                     }
-                    ClientTransmitKind::Abort => {
-                        if let Some(task) = self.tasks.remove(&t.http) {
-                            task.abort();
+                }
+            },
+            ClientOutput::Event(e) => {
+                match &e {
+                    ClientEvent::Initialized { result, .. } => {
+                        if let Some(reply) = init.take() {
+                            let _ = reply.send(Ok(result.clone()));
                         }
                     }
+                    ClientEvent::Response { id, result } => {
+                        if let Some(w) = waiters.remove(id) {
+                            let _ = w.send(Ok(result.clone()));
+                        }
+                    }
+                    ClientEvent::Failed { id, error } => {
+                        if let Some(w) = waiters.remove(id) {
+                            let _ = w.send(Err(error.clone()));
+                        } else if let Some(reply) = init.take() {
+                            let _ = reply.send(Err(ShellError::Client(error.clone())));
+                        }
+                    }
+                    ClientEvent::ServerRequest { id, method, params } => {
+                        // Without a handler the core declines them itself (-32601).
+                        if let Some(h) = handler {
+                            let answer = h(method, params.clone());
+                            let _ = core.respond(id.clone(), answer, now);
+                        }
+                    }
+                    _ => {}
                 }
+                let _ = events.send(e);
             }
-            while let Some(e) = self.core.poll_event() {
-                progressed = true;
-                self.observe(Observation::ClientEvent {
-                    client: 0,
-                    event: e.clone(),
-                });
-                self.on_event(e);
-            }
-            if !progressed {
-                return;
-            }
-        }
-    }
-
-    fn on_event(&mut self, e: ClientEvent) {
-        let now = self.now();
-        match &e {
-            ClientEvent::Initialized { result, .. } => {
-                if let Some(reply) = self.init.take() {
-                    let _ = reply.send(Ok(result.clone()));
-                }
-            }
-            ClientEvent::Response { id, result } => {
-                if let Some(w) = self.waiters.remove(id) {
-                    let _ = w.send(Ok(result.clone()));
-                }
-            }
-            ClientEvent::Failed { id, error } => {
-                if let Some(w) = self.waiters.remove(id) {
-                    let _ = w.send(Err(error.clone()));
-                } else if let Some(reply) = self.init.take() {
-                    let _ = reply.send(Err(ShellError::Client(error.clone())));
-                }
-            }
-            ClientEvent::ServerRequest { id, method, params } => {
-                // Without a handler the core declines them itself (-32601).
-                if let Some(h) = &mut self.handler {
-                    let answer = h(method, params.clone());
-                    let _ = self.core.respond(id.clone(), answer, now);
-                }
-            }
-            _ => {}
-        }
-        let _ = self.events.send(e);
+        });
     }
 }
 

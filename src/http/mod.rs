@@ -12,4 +12,6 @@ pub mod server;
 
 pub use crate::app::{everything, App, Cx, EchoApp, EverythingApp, Tap};
 pub use io::{Connect, Listen, TcpConnect};
-pub use server::{McpService, PeerAddr, Server, ServerHandle, ServerOptions};
+pub use server::{
+    McpFuture, McpService, PeerAddr, RequestBody, Server, ServerHandle, ServerOptions,
+};

@@ -187,9 +187,9 @@ struct RequestForOwner {
 /// The whole body, within the core's bound (refused at once when
 /// `Content-Length` already says more: nothing read, no `100 Continue`) and
 /// the body read timeout.
-async fn read_body(
+async fn read_body<B: RequestBody>(
     head: &RequestHead,
-    body: Incoming,
+    body: B,
     options: &ServerOptions,
 ) -> Result<Bytes, UnreadBody> {
     let max = crate::server::body_limit(head, options.endpoint.body_max)?;
@@ -239,8 +239,27 @@ struct Shared<A: App> {
     live: Arc<(AtomicUsize, Notify)>,
 }
 
-/// The MCP endpoint as a hyper service, for mounting under a path of your own
-/// router (Router-style).
+/// A request body the shell can read: hyper's `Incoming`, axum's `Body`,
+/// any [`http_body::Body`](hyper::body::Body) of bytes.
+pub trait RequestBody:
+    hyper::body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+    + Send
+    + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: hyper::body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + 'static
+{
+}
+
+/// The MCP endpoint as a service, for mounting under a path of your own
+/// router: a [`tower_service::Service`] (axum's `Router::route_service`,
+/// any tower stack) and a hyper [`Service`](hyper::service::Service), over
+/// any [`RequestBody`]. Put a [`PeerAddr`] in the request's extensions for
+/// the per-client session quota.
 pub struct McpService<A: App> {
     shared: Arc<Shared<A>>,
 }
@@ -253,14 +272,36 @@ impl<A: App> Clone for McpService<A> {
     }
 }
 
-impl<A: App> hyper::service::Service<hyper::Request<Incoming>> for McpService<A> {
+/// What the service's `call` returns.
+pub type McpFuture = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<hyper::Response<ResponseBody>, Infallible>> + Send>,
+>;
+
+impl<A: App, B: RequestBody> hyper::service::Service<hyper::Request<B>> for McpService<A> {
     type Response = hyper::Response<ResponseBody>;
     type Error = Infallible;
-    type Future = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<Self::Response, Infallible>> + Send>,
-    >;
+    type Future = McpFuture;
 
-    fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
+    fn call(&self, req: hyper::Request<B>) -> McpFuture {
+        Box::pin(serve_one(req, self.shared.clone()))
+    }
+}
+
+/// Always ready: back-pressure is per session (its bounded mailbox answers
+/// 503 when full), never the whole service's.
+impl<A: App, B: RequestBody> tower_service::Service<hyper::Request<B>> for McpService<A> {
+    type Response = hyper::Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = McpFuture;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: hyper::Request<B>) -> McpFuture {
         Box::pin(serve_one(req, self.shared.clone()))
     }
 }
@@ -403,8 +444,8 @@ async fn accept_loop<L: Listen, A: App>(
     }
 }
 
-async fn serve_one<A: App>(
-    req: hyper::Request<Incoming>,
+async fn serve_one<A: App, B: RequestBody>(
+    req: hyper::Request<B>,
     shared: Arc<Shared<A>>,
 ) -> Result<hyper::Response<ResponseBody>, Infallible> {
     let head = RequestHead {

@@ -20,7 +20,7 @@
 //! ```
 
 use super::wire::{Wire, Write};
-use super::{RequestHead, ServerEndpoint, ServerEvent, UnreadBody};
+use super::{RequestHead, ServerEndpoint, ServerEvent, ServerOutput, UnreadBody};
 use crate::app::{App, Cx, Tap};
 use crate::ids::{HttpId, SessionId};
 use crate::monitor::Observation;
@@ -182,14 +182,15 @@ impl<A: App> ServerDriver<A> {
     }
 
     fn run_app(&mut self, session: SessionId, now: Instant, f: impl FnOnce(&mut A, &mut Cx<'_>)) {
-        let mut cx = Cx {
-            ep: &mut self.ep,
+        run_app(
+            &mut self.ep,
+            &mut self.app,
+            &mut self.timers,
+            &self.tap,
             session,
             now,
-            timers: &mut self.timers,
-            tap: self.tap.clone(),
-        };
-        f(&mut self.app, &mut cx);
+            f,
+        );
     }
 
     // ----- poll_* -----
@@ -240,64 +241,108 @@ impl<A: App> ServerDriver<A> {
         false
     }
 
-    /// Events first: an answer given at once lands in the same drain as its
-    /// head, and goes out as one whole body.
+    /// The observed drain ([`ServerEndpoint::drain_observed`]): events to
+    /// the application, transmits to the wire; then the writes it made, and
+    /// the exchanges they ended told to the core (which may free a stream
+    /// and say more), until nothing is left.
     fn drain(&mut self, now: Instant) {
+        let ServerDriver {
+            ep,
+            app,
+            timers,
+            open,
+            wire,
+            writes,
+            tap,
+            ..
+        } = self;
         loop {
-            let mut progressed = false;
-            while let Some((session, event)) = self.ep.poll_event() {
-                progressed = true;
-                self.dispatch(session, event, now);
-            }
-            while let Some(t) = self.ep.poll_transmit() {
-                progressed = true;
-                self.observe(&Observation::Transmit(t.clone()));
-                self.wire.push(&t);
-            }
-            while let Some((http, write)) = self.wire.poll_write() {
-                if !self.open.contains(&http) {
+            ep.drain_observed(&mut |o| observe(tap, o), |ep, out, _| match out {
+                ServerOutput::Event(session, event) => {
+                    dispatch(ep, app, timers, tap, session, event, now)
+                }
+                ServerOutput::Transmit(t) => wire.push(&t),
+            });
+            let mut ended = false;
+            while let Some((http, write)) = wire.poll_write() {
+                if !open.contains(&http) {
                     continue;
                 }
                 if write.ends() {
                     // Over for the core too, now: it may free the stream.
-                    self.open.remove(&http);
-                    self.ep.handle_http_closed(http, now);
+                    open.remove(&http);
+                    ep.handle_http_closed(http, now);
+                    ended = true;
                 }
-                self.writes.push_back((http, write));
+                writes.push_back((http, write));
             }
-            if !progressed {
+            if !ended {
                 return;
             }
         }
     }
 
-    fn dispatch(&mut self, session: SessionId, event: ServerEvent, now: Instant) {
-        match event {
-            ServerEvent::Dropped { key, .. } => self.observe(&Observation::Dropped {
-                session: session.to_string(),
-                key,
-            }),
-            ServerEvent::SessionEnded => {
-                self.app.on_session_ended(&session);
-                self.timers.retain(|(_, s, _)| *s != session);
-            }
-            ServerEvent::Request { id, method, params } => self.run_app(session, now, |app, cx| {
+    fn observe(&self, o: &Observation) {
+        observe(&self.tap, o);
+    }
+}
+
+/// The application's turn: `f` with a [`Cx`] for `session`.
+fn run_app<A: App>(
+    ep: &mut ServerEndpoint,
+    app: &mut A,
+    timers: &mut Vec<AppTimer>,
+    tap: &Option<Arc<Mutex<Tap>>>,
+    session: SessionId,
+    now: Instant,
+    f: impl FnOnce(&mut A, &mut Cx<'_>),
+) {
+    let mut cx = Cx {
+        ep,
+        session,
+        now,
+        timers,
+        tap: tap.clone(),
+    };
+    f(app, &mut cx);
+}
+
+/// An event for the application (dropped messages were already observed).
+fn dispatch<A: App>(
+    ep: &mut ServerEndpoint,
+    app: &mut A,
+    timers: &mut Vec<AppTimer>,
+    tap: &Option<Arc<Mutex<Tap>>>,
+    session: SessionId,
+    event: ServerEvent,
+    now: Instant,
+) {
+    match event {
+        ServerEvent::Dropped { .. } => {}
+        ServerEvent::SessionEnded => {
+            app.on_session_ended(&session);
+            timers.retain(|(_, s, _)| *s != session);
+        }
+        ServerEvent::Request { id, method, params } => {
+            run_app(ep, app, timers, tap, session, now, |app, cx| {
                 app.on_request(cx, id, &method, params)
-            }),
-            ServerEvent::Notification { method, params } => {
-                self.run_app(session, now, |app, cx| {
-                    app.on_notification(cx, &method, params)
-                })
-            }
-            ServerEvent::Response { id, result } => {
-                self.run_app(session, now, |app, cx| app.on_response(cx, id, result))
-            }
+            })
+        }
+        ServerEvent::Notification { method, params } => {
+            run_app(ep, app, timers, tap, session, now, |app, cx| {
+                app.on_notification(cx, &method, params)
+            })
+        }
+        ServerEvent::Response { id, result } => {
+            run_app(ep, app, timers, tap, session, now, |app, cx| {
+                app.on_response(cx, id, result)
+            })
         }
     }
+}
 
-    fn observe(&self, o: &Observation) {
-        if let Some(mut tap) = self.tap.as_ref().and_then(|t| t.lock().ok()) {
-            tap(o);
-        }
+fn observe(tap: &Option<Arc<Mutex<Tap>>>, o: &Observation) {
+    if let Some(mut tap) = tap.as_ref().and_then(|t| t.lock().ok()) {
+        tap(o);
     }
 }

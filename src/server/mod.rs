@@ -3,6 +3,7 @@
 
 pub mod admission;
 mod attach;
+mod drain;
 mod driver;
 mod endpoint;
 pub mod event_ids;
@@ -15,6 +16,7 @@ pub mod wire;
 
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};
 pub use admission::{Admission, AdmissionLimits, SessionState};
+pub use drain::ServerOutput;
 pub use driver::{AppTimer, ServerDriver};
 pub use endpoint::{EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};

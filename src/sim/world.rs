@@ -5,13 +5,13 @@
 //! explores worlds with several.
 
 use super::net::{deliveries, Delivery, Link};
-use crate::client::{ClientConfig, ClientEvent, ClientSession, ClientTransmitKind};
+use crate::client::{ClientConfig, ClientEvent, ClientOutput, ClientSession, ClientTransmitKind};
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::jsonrpc::{self, RawJson};
 use crate::monitor::{Monitor, Observation};
 use crate::policy::{ClientPolicy, ServerPolicy};
-use crate::server::{Cause, EndpointConfig, ServerEndpoint, ServerEvent};
+use crate::server::{Cause, EndpointConfig, ServerEndpoint, ServerEvent, ServerOutput};
 use crate::shared::Shared;
 use crate::time::Instant;
 use crate::version::ProtocolVersion;
@@ -132,10 +132,7 @@ impl World {
 
     /// Feeds the monitor (and the log, when recording).
     pub fn observe(&mut self, o: &Observation) {
-        if let Some(log) = &mut self.log {
-            log.push(o.clone());
-        }
-        self.monitor.observe(o);
+        record(&mut self.log, &mut self.monitor, o);
     }
 
     /// Client 0.
@@ -401,84 +398,7 @@ impl World {
     /// Moves every output of both cores onto the network and to the applications.
     pub fn pump(&mut self) {
         loop {
-            let mut progressed = false;
-            for c in 0..self.clients.len() {
-                if !self.clients[c].has_output() {
-                    continue; // untouched: it stays shared with the states it came from
-                }
-                while let Some(t) = self.clients[c].poll_transmit() {
-                    progressed = true;
-                    self.observe(&Observation::ClientTransmit {
-                        client: c,
-                        transmit: t.clone(),
-                    });
-                    let ch = Self::world_http(c, t.http);
-                    match t.kind {
-                        ClientTransmitKind::Send { head, body } => {
-                            self.links.insert(ch, Shared::new(Link::new(head, body)));
-                        }
-                        ClientTransmitKind::Abort => self.client_abandons(ch, true),
-                    }
-                }
-                while let Some(e) = self.clients[c].poll_event() {
-                    progressed = true;
-                    self.observe(&Observation::ClientEvent {
-                        client: c,
-                        event: e.clone(),
-                    });
-                    match &e {
-                        ClientEvent::ServerRequest { id, .. }
-                            if self.config.client_auto_respond =>
-                        {
-                            let now = self.now;
-                            let _ = self.clients[c].respond(
-                                id.clone(),
-                                Ok(RawJson::empty_object()),
-                                now,
-                            );
-                        }
-                        ClientEvent::Response { id, .. }
-                        | ClientEvent::Failed { id, .. }
-                        | ClientEvent::Initialized { id, .. } => {
-                            self.outcomes.insert((c, id.clone()), true);
-                        }
-                        _ => {}
-                    }
-                    if self.config.record_events {
-                        self.client_events.push(e);
-                    }
-                }
-            }
-            while let Some(t) = self.server.poll_transmit() {
-                progressed = true;
-                self.observe(&Observation::Transmit(t.clone()));
-                let Some(ch) = self.by_server.get(&t.http).copied() else {
-                    continue;
-                };
-                let ended = matches!(t.kind, crate::server::TransmitKind::End(_));
-                if let Some(link) = self.links.get_mut(&ch) {
-                    if !link.client_gone {
-                        link.to_client.extend(deliveries(&t));
-                    }
-                    if ended && link.client_gone && !link.server_told {
-                        link.server_told = true;
-                        self.server.handle_http_closed(t.http, self.now);
-                    }
-                }
-            }
-            while let Some((sid, e)) = self.server.poll_event() {
-                progressed = true;
-                match e {
-                    ServerEvent::Request { id, method, .. } => {
-                        self.server_pending.push((sid, id, method));
-                    }
-                    ServerEvent::Dropped { key, .. } => self.observe(&Observation::Dropped {
-                        session: sid.to_string(),
-                        key,
-                    }),
-                    _ => {}
-                }
-            }
+            let mut progressed = self.drain_all();
             if self.config.server_auto_respond && !self.server_pending.is_empty() {
                 self.server_respond_all();
                 progressed = true;
@@ -487,6 +407,86 @@ impl World {
                 return;
             }
         }
+    }
+
+    /// Every core's observed drain, once each: client transmits onto the
+    /// network, client events to the client applications, server events to
+    /// the pending list, server transmits to the links.
+    fn drain_all(&mut self) -> bool {
+        let World {
+            clients,
+            server,
+            now,
+            links,
+            by_server,
+            client_events,
+            outcomes,
+            server_pending,
+            monitor,
+            log,
+            config,
+        } = self;
+        let now = *now;
+        let mut observe = |o: &Observation| record(log, monitor, o);
+        let mut progressed = false;
+        for (c, client) in clients.iter_mut().enumerate() {
+            if !client.has_output() {
+                continue; // untouched: it stays shared with the states it came from
+            }
+            progressed |=
+                client.drain_observed(c, &mut observe, |client, out, observe| match out {
+                    ClientOutput::Transmit(t) => {
+                        let ch = Self::world_http(c, t.http);
+                        match t.kind {
+                            ClientTransmitKind::Send { head, body } => {
+                                links.insert(ch, Shared::new(Link::new(head, body)));
+                            }
+                            ClientTransmitKind::Abort => {
+                                abandon(links, server, observe, now, ch, true)
+                            }
+                        }
+                    }
+                    ClientOutput::Event(e) => {
+                        match &e {
+                            ClientEvent::ServerRequest { id, .. } if config.client_auto_respond => {
+                                let _ =
+                                    client.respond(id.clone(), Ok(RawJson::empty_object()), now);
+                            }
+                            ClientEvent::Response { id, .. }
+                            | ClientEvent::Failed { id, .. }
+                            | ClientEvent::Initialized { id, .. } => {
+                                outcomes.insert((c, id.clone()), true);
+                            }
+                            _ => {}
+                        }
+                        if config.record_events {
+                            client_events.push(e);
+                        }
+                    }
+                });
+        }
+        progressed |= server.drain_observed(&mut observe, |server, out, _| match out {
+            ServerOutput::Event(sid, ServerEvent::Request { id, method, .. }) => {
+                server_pending.push((sid, id, method));
+            }
+            ServerOutput::Event(..) => {}
+            ServerOutput::Transmit(t) => {
+                let Some(ch) = by_server.get(&t.http).copied() else {
+                    return;
+                };
+                let ended = matches!(t.kind, crate::server::TransmitKind::End(_));
+                if let Some(link) = links.get_mut(&ch) {
+                    if !link.client_gone {
+                        link.to_client.extend(deliveries(&t));
+                    }
+                    if ended && link.client_gone && !link.server_told {
+                        link.server_told = true;
+                        server.handle_http_closed(t.http, now);
+                    }
+                }
+            }
+        });
+        progressed
     }
 
     /// Delivers exchange `ch`'s request to the server.
@@ -595,26 +595,22 @@ impl World {
     }
 
     fn client_abandons(&mut self, ch: HttpId, notice: bool) {
-        let now = self.now;
-        let Some(link) = self.links.get_mut(&ch) else {
-            return;
-        };
-        if link.client_gone {
-            return;
-        }
-        link.client_gone = true;
-        link.request = None;
-        link.to_client.clear();
-        let Some(sh) = link.server_http else {
-            return;
-        };
-        if notice {
-            link.server_told = true;
-        }
-        self.observe(&Observation::Closed { http: sh });
-        if notice {
-            self.server.handle_http_closed(sh, now);
-        }
+        let World {
+            server,
+            now,
+            links,
+            monitor,
+            log,
+            ..
+        } = self;
+        abandon(
+            links,
+            server,
+            &mut |o| record(log, monitor, o),
+            *now,
+            ch,
+            notice,
+        );
     }
 
     /// Exchanges with something to deliver, in id order: requests first, then responses.
@@ -706,5 +702,44 @@ impl World {
             })
             .collect();
         self.monitor.finish(&queued);
+    }
+}
+
+/// An observation to the log (when recording) and the monitor.
+fn record(log: &mut Option<Vec<Observation>>, monitor: &mut Monitor, o: &Observation) {
+    if let Some(log) = log {
+        log.push(o.clone());
+    }
+    monitor.observe(o);
+}
+
+/// The client (or its network) abandons exchange `ch`; the server hears of
+/// it at once when `notice`.
+fn abandon(
+    links: &mut BTreeMap<HttpId, Shared<Link>>,
+    server: &mut ServerEndpoint,
+    observe: &mut dyn FnMut(&Observation),
+    now: Instant,
+    ch: HttpId,
+    notice: bool,
+) {
+    let Some(link) = links.get_mut(&ch) else {
+        return;
+    };
+    if link.client_gone {
+        return;
+    }
+    link.client_gone = true;
+    link.request = None;
+    link.to_client.clear();
+    let Some(sh) = link.server_http else {
+        return;
+    };
+    if notice {
+        link.server_told = true;
+    }
+    observe(&Observation::Closed { http: sh });
+    if notice {
+        server.handle_http_closed(sh, now);
     }
 }

@@ -9,7 +9,7 @@ use mcp_streamable::monitor::{Monitor, Observation, Violation};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{
     Cause, Content, EndReason, EndpointConfig, RequestHead, SchedulingPoint, ServerEndpoint,
-    ServerEvent, SessionConfig, TransmitKind,
+    ServerEvent, ServerOutput, SessionConfig, TransmitKind,
 };
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;
@@ -116,50 +116,20 @@ impl Harness {
     }
 
     pub fn drain(&mut self) {
-        while let Some(t) = self.ep.poll_transmit() {
-            self.mon.observe(&Observation::Transmit(t.clone()));
-            let log = self.log.entry(t.http).or_default();
-            if log.client_closed {
-                continue; // written into a dead connection: the client sees nothing
-            }
-            match t.kind {
-                TransmitKind::Head(h) => {
-                    log.status.get_or_insert(h.status);
-                    log.content.get_or_insert(h.content);
-                    if log.session_id.is_none() {
-                        log.session_id = h.session_id;
-                    }
-                }
-                TransmitKind::Json(m) => log.json.push(m),
-                TransmitKind::Event {
-                    id,
-                    retry_ms,
-                    message,
-                } => {
-                    if retry_ms.is_some() {
-                        log.retry_ms = retry_ms;
-                    }
-                    log.events.push((id, message.map(|o| o.message.clone())));
-                }
-                TransmitKind::Comment => log.comments += 1,
-                TransmitKind::End(r) => {
-                    log.end.get_or_insert(r);
-                }
-            }
-        }
-        while let Some((sid, e)) = self.ep.poll_event() {
-            match e {
-                ServerEvent::Request { id, .. } => self.pending.push(id),
-                ServerEvent::Dropped { key, .. } => {
-                    self.dropped.push(key);
-                    self.mon.observe(&Observation::Dropped {
-                        session: sid.to_string(),
-                        key,
-                    });
-                }
-                _ => {}
-            }
-        }
+        let Harness {
+            ep,
+            mon,
+            log,
+            pending,
+            dropped,
+            ..
+        } = self;
+        ep.drain_observed(&mut |o| mon.observe(o), |_, out, _| match out {
+            ServerOutput::Transmit(t) => record(log.entry(t.http).or_default(), t.kind),
+            ServerOutput::Event(_, ServerEvent::Request { id, .. }) => pending.push(id),
+            ServerOutput::Event(_, ServerEvent::Dropped { key, .. }) => dropped.push(key),
+            ServerOutput::Event(..) => {}
+        });
         // The server learns of an exchange's end right after it ends it.
         let ended: Vec<HttpId> = self
             .log
@@ -473,5 +443,36 @@ impl Harness {
             None => Vec::new(),
         };
         self.mon.finish(&queued);
+    }
+}
+
+/// What the client sees of one transmit on exchange `log`.
+fn record(log: &mut ExchangeLog, kind: TransmitKind) {
+    if log.client_closed {
+        return; // written into a dead connection: the client sees nothing
+    }
+    match kind {
+        TransmitKind::Head(h) => {
+            log.status.get_or_insert(h.status);
+            log.content.get_or_insert(h.content);
+            if log.session_id.is_none() {
+                log.session_id = h.session_id;
+            }
+        }
+        TransmitKind::Json(m) => log.json.push(m),
+        TransmitKind::Event {
+            id,
+            retry_ms,
+            message,
+        } => {
+            if retry_ms.is_some() {
+                log.retry_ms = retry_ms;
+            }
+            log.events.push((id, message.map(|o| o.message.clone())));
+        }
+        TransmitKind::Comment => log.comments += 1,
+        TransmitKind::End(r) => {
+            log.end.get_or_insert(r);
+        }
     }
 }

@@ -1,0 +1,66 @@
+//! The observed drain, written once: what every loop around a
+//! [`ServerEndpoint`] does after each input (the [`ServerDriver`], the test
+//! harness, the fuzz targets, the checker's world, the benchmarks).
+//!
+//! The core's contract is "after any input, poll until `None`". Doing that by
+//! hand in each loop is how loops drift apart: one forgets to show a dropped
+//! message to the monitor, another stops before an application's immediate
+//! answer came out. Here the order is fixed (events, then transmits, again
+//! until neither has anything), every transmit and every dropped message is
+//! shown to the observer before anyone acts on it, and whoever handles an
+//! output (given the observer too) may feed the core again: the loop goes on until it is quiet.
+//!
+//! [`ServerDriver`]: super::ServerDriver
+
+use super::{ServerEndpoint, ServerEvent, Transmit};
+use crate::ids::SessionId;
+use crate::monitor::Observation;
+
+/// One output of the server core.
+#[derive(Debug)]
+pub enum ServerOutput {
+    /// Something for the application of `session`.
+    Event(SessionId, ServerEvent),
+    /// Something for the wire.
+    Transmit(Transmit),
+}
+
+impl ServerEndpoint {
+    /// Drains the core until it is quiet: events first (so an application
+    /// answering at once has its answer out in the same drain as the head
+    /// it belongs to), then transmits, each shown to `observe` before
+    /// `handle` gets it (with the observer, for what it observes itself). Returns whether anything came out.
+    pub fn drain_observed(
+        &mut self,
+        observe: &mut dyn FnMut(&Observation),
+        mut handle: impl FnMut(&mut ServerEndpoint, ServerOutput, &mut dyn FnMut(&Observation)),
+    ) -> bool {
+        let mut any = false;
+        loop {
+            let mut progressed = false;
+            while let Some((session, event)) = self.poll_event() {
+                progressed = true;
+                if let ServerEvent::Dropped { key, .. } = &event {
+                    observe(&Observation::Dropped {
+                        session: session.to_string(),
+                        key: *key,
+                    });
+                }
+                handle(self, ServerOutput::Event(session, event), observe);
+            }
+            while let Some(t) = self.poll_transmit() {
+                progressed = true;
+                // Observed by reference, then moved on: no copy of the body.
+                let o = Observation::Transmit(t);
+                observe(&o);
+                if let Observation::Transmit(t) = o {
+                    handle(self, ServerOutput::Transmit(t), observe);
+                }
+            }
+            if !progressed {
+                return any;
+            }
+            any = true;
+        }
+    }
+}
