@@ -508,3 +508,73 @@ async fn idle_sessions_park_wake_and_expire() {
     assert_eq!(status, 404, "the core expired the parked session");
     server.shutdown().await;
 }
+
+/// A server that answers `initialize` with a JSON body of `len` bytes (a
+/// valid answer padded with spaces) and anything else with 202.
+async fn padded_server(len: usize) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The head, then as much body as Content-Length says.
+                loop {
+                    let Ok(n) = s.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&got).to_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let want = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if got.len() >= end + 4 + want {
+                            break;
+                        }
+                    }
+                }
+                let reply = if String::from_utf8_lossy(&got).contains("\"initialize\"") {
+                    let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"padded","version":"1"}}}"#;
+                    let body = format!("{answer}{}", " ".repeat(len.saturating_sub(answer.len())));
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s1\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    )
+                } else {
+                    "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_string()
+                };
+                let _ = s.write_all(reply.as_bytes()).await;
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_answer_past_body_max_is_cut_off_not_buffered() {
+    let connect = |addr: std::net::SocketAddr, body_max: usize| async move {
+        let mut options = ClientOptions::default();
+        options.config.body_max = body_max;
+        let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            Client::connect(TcpConnect(addr), &authority, &path, options),
+        )
+        .await
+        .expect("an outcome, not a hang")
+    };
+    let addr = padded_server(64 * 1024).await;
+    // The control: within the bound the same answer initializes.
+    assert!(connect(addr, 128 * 1024).await.is_ok());
+    // Past it the transport stops reading; the core fails the request.
+    assert!(connect(addr, 16 * 1024).await.is_err());
+}

@@ -42,6 +42,11 @@ pub struct ClientConfig {
     pub reader_reconnects_max: u32,
     /// Who answers the server's requests (sampling, elicitation, roots).
     pub server_requests: ServerRequests,
+    /// Longest whole (JSON) response body a transport reads, in bytes; past
+    /// it the transport stops reading and closes the exchange, which the
+    /// core then treats as cut off (a hostile server cannot make the client
+    /// buffer without bound).
+    pub body_max: usize,
 }
 
 /// Who answers the server's requests.
@@ -70,6 +75,7 @@ impl Default for ClientConfig {
             finished_max: 256,
             reader_reconnects_max: 1000,
             server_requests: ServerRequests::Application,
+            body_max: 4 << 20,
         }
     }
 }

@@ -417,6 +417,11 @@ impl ClientSession {
         self.transmits.pop_front()
     }
 
+    /// The settings.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
     /// Whether [`poll_transmit`](Self::poll_transmit) or
     /// [`poll_event`](Self::poll_event) has something: a driver can skip a
     /// client with nothing to say without touching it mutably.

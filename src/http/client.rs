@@ -19,6 +19,7 @@ use crate::sse::{SseDecoder, SseItem};
 use crate::time::Instant;
 use bytes::Bytes;
 use http_body_util::BodyExt;
+use http_body_util::Limited;
 use hyper_util::rt::TokioIo;
 use std::collections::BTreeMap;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -421,6 +422,7 @@ impl<C: Connect> Owner<C> {
                 tap(o);
             }
         };
+        let body_max = core.config().body_max;
         core.drain_observed(0, &mut observe, |core, out, _| match out {
             ClientOutput::Transmit(t) => match t.kind {
                 ClientTransmitKind::Send { head, body } => {
@@ -428,9 +430,12 @@ impl<C: Connect> Owner<C> {
                         connector.clone(),
                         authority.clone(),
                         path.clone(),
-                        t.http,
-                        head,
-                        body,
+                        Outgoing {
+                            http: t.http,
+                            head,
+                            body,
+                            body_max,
+                        },
                         inputs_tx.clone(),
                     ));
                     tasks.insert(t.http, task);
@@ -475,17 +480,24 @@ impl<C: Connect> Owner<C> {
     }
 }
 
+/// One request the core asked to send, and how much of a whole answer to read.
+struct Outgoing {
+    http: HttpId,
+    head: RequestHead,
+    body: Vec<u8>,
+    body_max: usize,
+}
+
 /// Runs one HTTP exchange on its own connection and reports what comes back.
 async fn exchange<C: Connect>(
     connector: C,
     authority: String,
     path: String,
-    http: HttpId,
-    head: RequestHead,
-    body: Vec<u8>,
+    out: Outgoing,
     inputs: mpsc::UnboundedSender<Input>,
 ) {
-    let _ = run_exchange(connector, authority, path, http, head, body, &inputs).await;
+    let http = out.http;
+    let _ = run_exchange(connector, authority, path, out, &inputs).await;
     let _ = inputs.send(Input::Closed(http));
 }
 
@@ -493,11 +505,15 @@ async fn run_exchange<C: Connect>(
     connector: C,
     authority: String,
     path: String,
-    http: HttpId,
-    head: RequestHead,
-    body: Vec<u8>,
+    out: Outgoing,
     inputs: &mpsc::UnboundedSender<Input>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let Outgoing {
+        http,
+        head,
+        body,
+        body_max,
+    } = out;
     let io = connector.connect().await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
     let driver = tokio::spawn(conn);
@@ -539,12 +555,13 @@ async fn run_exchange<C: Connect>(
                 }
             }
         }
+        // Past `body_max` the read fails and the exchange just closes.
         Content::Json => {
-            let bytes = body.collect().await?.to_bytes();
+            let bytes = Limited::new(body, body_max).collect().await?.to_bytes();
             inputs.send(Input::Body(http, bytes))?;
         }
         Content::None => {
-            let bytes = body.collect().await?.to_bytes();
+            let bytes = Limited::new(body, body_max).collect().await?.to_bytes();
             if !bytes.is_empty() {
                 inputs.send(Input::Body(http, bytes))?;
             }
