@@ -46,9 +46,12 @@ done
 
 echo "== TypeScript SDK client against serve"
 cp scripts/peers/ts-client.mjs "$PEERS/ts/" && (cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "http://localhost:$PORT/mcp") || status=1
-for mode in legacy auto; do
+# Each mode and the era it must negotiate with a dual-era server.
+PY_MODES="legacy:2025-11-25 auto:2026-07-28 2026-07-28:2026-07-28"
+for m in $PY_MODES; do
+    mode=${m%%:*}
     echo "== Python SDK client (mode=$mode) against serve"
-    timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$PORT/mcp" "$mode" || status=1
+    timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$PORT/mcp" "$mode" "${m#*:}" || status=1
 done
 
 kill -INT "$SERVE"
@@ -136,8 +139,8 @@ against_example() {
     grep -E "^✗" "$LOG/$name-server.log" && status=1
     grep -q "WARNING" "$LOG/$name-server.log" && { echo "warnings in the server suite"; status=1; }
     (cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "http://localhost:$port/mcp") || status=1
-    for mode in legacy auto; do
-        timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$port/mcp" "$mode" || status=1
+    for m in $PY_MODES; do
+        timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$port/mcp" "${m%%:*}" "${m#*:}" || status=1
     done
     timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$port/mcp" > "$LOG/probe-$name.json" || true
     local got

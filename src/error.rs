@@ -7,9 +7,10 @@
 use crate::head::{Content, ResponseHead};
 use crate::ids::RequestId;
 use crate::jsonrpc::{
-    ErrorObject, Message, ParseError, INVALID_REQUEST, METHOD_NOT_FOUND, TRANSPORT_ERROR,
+    ErrorObject, Message, ParseError, RawJson, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST,
+    METHOD_NOT_FOUND, TRANSPORT_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::version::UnsupportedVersion;
+use crate::version::{ProtocolVersion, UnsupportedVersion};
 
 /// A request the server refuses, with its HTTP status.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -36,9 +37,37 @@ pub enum RequestError {
         /// The bound, `body_max`.
         max: usize,
     },
-    /// `MCP-Protocol-Version` invalid or unsupported (400, R31).
+    /// `MCP-Protocol-Version` invalid or unsupported (400, R31), answered
+    /// as 2026-07-28 asks of every server: -32022 with the versions it
+    /// supports and the one requested (a 2025 client reads the 400).
     #[error(transparent)]
     BadProtocolVersion(#[from] UnsupportedVersion),
+    /// 2026-07-28: a standard header missing, malformed, or disagreeing
+    /// with the body (400, -32020 `HeaderMismatch`).
+    #[error("header mismatch: {what}")]
+    HeaderMismatch {
+        /// What disagrees with what.
+        what: String,
+        /// The request's id.
+        id: Option<RequestId>,
+    },
+    /// 2026-07-28: a required per-request `_meta` field is missing (400,
+    /// -32602).
+    #[error("missing required _meta field {field}")]
+    MissingMeta {
+        /// The field's key.
+        field: &'static str,
+        /// The request's id.
+        id: Option<RequestId>,
+    },
+    /// 2026-07-28: a method this era does not have (404, -32601).
+    #[error("method not found: {method}")]
+    UnknownMethod {
+        /// The method.
+        method: String,
+        /// The request's id.
+        id: Option<RequestId>,
+    },
     /// Body is not a JSON-RPC message this version accepts (400).
     #[error(transparent)]
     Parse(#[from] ParseError),
@@ -115,8 +144,10 @@ impl RequestError {
             RequestError::PayloadTooLarge { .. } => 413,
             RequestError::MissingSessionId { unauthorized: true }
             | RequestError::UnknownSession { unauthorized: true } => 401,
-            RequestError::UnknownSession { .. } => 404,
+            RequestError::UnknownSession { .. } | RequestError::UnknownMethod { .. } => 404,
             RequestError::BadProtocolVersion(_)
+            | RequestError::HeaderMismatch { .. }
+            | RequestError::MissingMeta { .. }
             | RequestError::Parse(_)
             | RequestError::MissingSessionId { .. }
             | RequestError::BadInitialize
@@ -137,10 +168,21 @@ impl RequestError {
         let code = match self {
             RequestError::Parse(p) => p.code(),
             RequestError::BadInitialize | RequestError::DuplicateRequestId(_) => INVALID_REQUEST,
-            RequestError::MethodNotAllowed => METHOD_NOT_FOUND,
+            RequestError::MethodNotAllowed | RequestError::UnknownMethod { .. } => METHOD_NOT_FOUND,
+            RequestError::BadProtocolVersion(_) => UNSUPPORTED_PROTOCOL_VERSION,
+            RequestError::HeaderMismatch { .. } => HEADER_MISMATCH,
+            RequestError::MissingMeta { .. } => INVALID_PARAMS,
             _ => TRANSPORT_ERROR,
         };
-        ErrorObject::new(code, self.to_string())
+        let mut error = ErrorObject::new(code, self.to_string());
+        if let RequestError::BadProtocolVersion(UnsupportedVersion(requested)) = self {
+            let supported: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
+            error.data = Some(RawJson::from(serde_json::json!({
+                "supported": supported,
+                "requested": requested,
+            })));
+        }
+        error
     }
 
     /// The response head of the refusal: the status, a JSON body, and
@@ -164,6 +206,9 @@ impl RequestError {
     pub fn request_id(&self) -> Option<&RequestId> {
         match self {
             RequestError::DuplicateRequestId(id) => Some(id),
+            RequestError::HeaderMismatch { id, .. }
+            | RequestError::MissingMeta { id, .. }
+            | RequestError::UnknownMethod { id, .. } => id.as_ref(),
             _ => None,
         }
     }
@@ -186,4 +231,7 @@ pub enum UsageError {
     /// No such HTTP exchange.
     #[error("unknown http exchange")]
     UnknownExchange,
+    /// Not in the modern era (2026-07-28), and why.
+    #[error("not in the 2026-07-28 era: {0}")]
+    ModernEra(&'static str),
 }

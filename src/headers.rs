@@ -7,6 +7,11 @@ pub const MCP_SESSION_ID: &str = "mcp-session-id";
 pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// The SSE resumption cursor (R34).
 pub const LAST_EVENT_ID: &str = "last-event-id";
+/// The request's JSON-RPC method (2026-07-28: every request).
+pub const MCP_METHOD: &str = "mcp-method";
+/// The tool or prompt name, or the resource URI (2026-07-28: `tools/call`,
+/// `prompts/get`, `resources/read`).
+pub const MCP_NAME: &str = "mcp-name";
 /// Media types the client accepts (R2, R12).
 pub const ACCEPT: &str = "accept";
 /// Media type of a body.

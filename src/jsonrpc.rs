@@ -24,6 +24,12 @@ pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// Generic transport-level error (server-defined range), used with an HTTP error status.
 pub const TRANSPORT_ERROR: i64 = -32000;
+/// 2026-07-28: a standard header missing or disagreeing with the body.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// 2026-07-28: the request needs a client capability it did not declare.
+pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+/// 2026-07-28: the protocol version is not supported (data: `supported`, `requested`).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// A compact JSON value kept as text, shared: a message replayed from an
 /// event log, held for a late stream or copied by a checker shares its

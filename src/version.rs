@@ -19,18 +19,35 @@ pub enum ProtocolVersion {
     #[default]
     #[serde(rename = "2025-11-25")]
     V2025_11_25,
+    /// The modern era: no sessions, no `initialize`, no GET stream, no
+    /// resumption; every request carries its version in a header and in
+    /// `_meta`; `server/discover`, `subscriptions/listen`, MRTR.
+    #[serde(rename = "2026-07-28")]
+    V2026_07_28,
 }
 
 impl ProtocolVersion {
     /// Every version, oldest first.
-    pub const ALL: [ProtocolVersion; 3] = [
+    pub const ALL: [ProtocolVersion; 4] = [
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2025_06_18,
+        ProtocolVersion::V2025_11_25,
+        ProtocolVersion::V2026_07_28,
+    ];
+
+    /// The versions of the session era (`initialize`, `Mcp-Session-Id`).
+    pub const LEGACY: [ProtocolVersion; 3] = [
         ProtocolVersion::V2025_03_26,
         ProtocolVersion::V2025_06_18,
         ProtocolVersion::V2025_11_25,
     ];
 
-    /// The newest version: what a client offers and a server falls back to.
+    /// The newest session-era version: what `initialize` offers and a
+    /// server falls back to.
     pub const LATEST: ProtocolVersion = ProtocolVersion::V2025_11_25;
+
+    /// The newest modern (sessionless) version.
+    pub const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
 
     /// The version assumed when the header is absent (R30).
     pub const ASSUMED_WITHOUT_HEADER: ProtocolVersion = ProtocolVersion::V2025_03_26;
@@ -41,7 +58,14 @@ impl ProtocolVersion {
             ProtocolVersion::V2025_03_26 => "2025-03-26",
             ProtocolVersion::V2025_06_18 => "2025-06-18",
             ProtocolVersion::V2025_11_25 => "2025-11-25",
+            ProtocolVersion::V2026_07_28 => "2026-07-28",
         }
+    }
+
+    /// Whether this version is of the modern era (no sessions: each request
+    /// stands alone).
+    pub const fn is_modern(self) -> bool {
+        matches!(self, ProtocolVersion::V2026_07_28)
     }
 
     /// JSON-RPC batches are accepted (R48: only 2025-03-26).
@@ -86,7 +110,7 @@ mod tests {
         for v in ProtocolVersion::ALL {
             assert_eq!(v.as_str().parse::<ProtocolVersion>(), Ok(v));
         }
-        assert!("2026-07-28".parse::<ProtocolVersion>().is_err());
+        assert!("2027-01-01".parse::<ProtocolVersion>().is_err());
         assert!("".parse::<ProtocolVersion>().is_err());
     }
 

@@ -1,11 +1,13 @@
-# The official Python SDK client against an MCP server: initialize (mode legacy,
-# or auto which probes server/discover first), a tool call with progress, a
-# resumption after the server closes the stream, and the session end on exit.
+# The official Python SDK client against an MCP server: initialize (mode legacy),
+# auto (probes server/discover first, falls back to initialize), or 2026-07-28
+# (the modern era only); a tool call with progress, the reconnection tool (a
+# resumption after the server closes the stream; in the modern era the server
+# answers on the same stream), and the session end on exit.
 import sys
 import anyio
 from mcp import Client
 
-async def main(url: str, mode: str) -> None:
+async def main(url: str, mode: str, expect: str | None) -> None:
     progress = []
 
     async def on_progress(value, total=None, message=None):
@@ -20,6 +22,10 @@ async def main(url: str, mode: str) -> None:
             text = r.content[0].text if r.content else ""
             if "Reconnection" not in text:
                 raise SystemExit(f"py-client {mode}: reconnection result {r!r}")
-    print(f"py-client {mode} ok: progress={len(progress)} reconnection=ok")
+            version = client.protocol_version
+            if expect and version != expect:
+                raise SystemExit(f"py-client {mode}: negotiated {version}, expected {expect}")
+    print(f"py-client {mode} ok: version={version} progress={len(progress)} reconnection=ok")
 
-anyio.run(main, sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "auto")
+anyio.run(main, sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "auto",
+          sys.argv[3] if len(sys.argv) > 3 else None)

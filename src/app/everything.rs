@@ -424,14 +424,14 @@ impl App for EverythingApp {
         let p = params.map(|p| p.to_value()).unwrap_or(Value::Null);
         let answer = match method {
             "initialize" => ok(json!({
-                "capabilities": {
-                    "tools": {"listChanged": true},
-                    "resources": {"subscribe": true, "listChanged": true},
-                    "prompts": {"listChanged": true},
-                    "logging": {},
-                    "completions": {}
-                },
-                "serverInfo": {"name": "mcp-streamable-everything", "version": env!("CARGO_PKG_VERSION")}
+                "capabilities": capabilities(),
+                "serverInfo": server_info(),
+            })),
+            // The modern era's handshake-free description of the server (the
+            // core adds the supported versions and caching hints).
+            "server/discover" => ok(json!({
+                "capabilities": capabilities(),
+                "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
             })),
             "ping" => ok(json!({})),
             "logging/setLevel" => {
@@ -572,4 +572,19 @@ impl App for EverythingApp {
             Pending::Sampling { .. } | Pending::Elicitation { .. } => {}
         }
     }
+}
+
+/// What this server can do, in both eras.
+fn capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+        "logging": {},
+        "completions": {}
+    })
+}
+
+fn server_info() -> Value {
+    json!({"name": "mcp-streamable-everything", "version": env!("CARGO_PKG_VERSION")})
 }

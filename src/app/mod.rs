@@ -141,7 +141,8 @@ impl Cx<'_> {
     }
 }
 
-/// A minimal application: `initialize`, `ping`, and an `echo` tool.
+/// A minimal application: `initialize`, `server/discover`, `ping`, and an
+/// `echo` tool.
 #[derive(Clone, Debug, Default)]
 pub struct EchoApp;
 
@@ -157,6 +158,11 @@ impl App for EchoApp {
             "initialize" => Ok(serde_json::json!({
                 "capabilities": {"tools": {"listChanged": true}},
                 "serverInfo": {"name": "mcp-streamable-echo", "version": env!("CARGO_PKG_VERSION")}
+            })),
+            "server/discover" => Ok(serde_json::json!({
+                "capabilities": {"tools": {"listChanged": true}},
+                "_meta": {"io.modelcontextprotocol/serverInfo":
+                    {"name": "mcp-streamable-echo", "version": env!("CARGO_PKG_VERSION")}}
             })),
             "ping" => Ok(serde_json::json!({})),
             "tools/list" => Ok(serde_json::json!({"tools": [{

@@ -45,6 +45,8 @@ pub enum Observation {
         last_event_id: Option<String>,
         /// The body's messages (empty when not parseable or not a POST).
         messages: Vec<Message>,
+        /// A modern (2026-07-28) request: no session, nothing to resume.
+        modern: bool,
     },
     /// The server wrote this on an exchange.
     Transmit(Transmit),
@@ -108,6 +110,13 @@ pub enum Observation {
 impl Observation {
     /// The observation of a request as the server received it.
     pub fn request(http: HttpId, head: &RequestHead, body: &[u8]) -> Self {
+        let version = crate::server::request::protocol_version(head)
+            .ok()
+            .flatten();
+        let modern = match head.method {
+            Method::Post => crate::server::modern::is_modern(version, body),
+            _ => version.is_some_and(ProtocolVersion::is_modern),
+        };
         let messages = match head.method {
             Method::Post => jsonrpc::parse_body(body, ProtocolVersion::V2025_03_26)
                 .map(Body::into_messages)
@@ -120,6 +129,7 @@ impl Observation {
             session: head.header(headers::MCP_SESSION_ID).map(str::to_owned),
             last_event_id: head.header(headers::LAST_EVENT_ID).map(str::to_owned),
             messages,
+            modern,
         }
     }
 }
@@ -127,7 +137,7 @@ impl Observation {
 /// A broken property.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Violation {
-    /// Property id: `A1`…`A5`, `B1`…`B6`, `C1`…`C5`, `I1`, or a spec rule `R13`, `R21`, `R32`.
+    /// Property id: `A1`…`A5`, `B1`…`B6`, `C1`…`C5`, `I1`, `M1`, or a spec rule `R13`, `R21`, `R32`.
     pub id: &'static str,
     /// Index of the observation that revealed it (0-based); `usize::MAX` for end-of-run checks.
     pub step: usize,
@@ -167,6 +177,8 @@ struct Exchange {
     ended: bool,
     closed: bool,
     lineage: usize,
+    /// A modern (2026-07-28) exchange.
+    modern: bool,
 }
 
 /// A chain of exchanges carrying one logical stream (a POST and its resumptions,
@@ -337,7 +349,8 @@ impl Monitor {
                 session,
                 last_event_id,
                 messages,
-            } => self.on_request(*http, method, session, last_event_id, messages),
+                modern,
+            } => self.on_request(*http, method, session, last_event_id, messages, *modern),
             Observation::Transmit(t) => self.on_transmit(t),
             Observation::Fault => self.faults += 1,
             Observation::Closed { http } => {
@@ -527,8 +540,10 @@ impl Monitor {
         session: &Option<String>,
         last_event_id: &Option<String>,
         messages: &[Message],
+        modern: bool,
     ) {
-        let session: &Option<Text> = &session.as_deref().map(Text::from);
+        // A modern request names no session, whatever it sends.
+        let session: &Option<Text> = &session.as_deref().filter(|_| !modern).map(Text::from);
         let kind = match method {
             Method::Post => {
                 let requests: Vec<RequestId> = messages
@@ -612,6 +627,7 @@ impl Monitor {
                 ended: false,
                 closed: false,
                 lineage,
+                modern,
             },
         );
     }
@@ -639,6 +655,13 @@ impl Monitor {
             ),
             TransmitKind::Json(m) => self.on_json(http, &ex, m),
             TransmitKind::Event { id, message, .. } => {
+                if let (true, Some(id)) = (ex.modern, id) {
+                    self.flag(
+                        "M1",
+                        Some(http),
+                        format!("modern stream event carries id {id:?}: nothing is resumable"),
+                    );
+                }
                 let (key, msg, cause) = match message {
                     Some(o) => (Some(o.key), Some(&o.message), Some(&o.cause)),
                     None => (None, None, None),
@@ -695,6 +718,15 @@ impl Monitor {
                 e.session = session_id.map(Text::from);
             }
         }
+        if ex.modern {
+            if let Some(sid) = session_id {
+                self.flag(
+                    "M1",
+                    Some(http),
+                    format!("modern answer carries Mcp-Session-Id {sid:?}"),
+                );
+            }
+        }
         if let Some(sid) = session_id {
             if !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) || sid.is_empty() {
                 self.flag(
@@ -742,7 +774,8 @@ impl Monitor {
 
     /// B6: missing id → 400, unknown or terminated → 404, never 401.
     fn check_session_status(&mut self, http: HttpId, ex: &Exchange, status: u16) {
-        let needs_session = !matches!(ex.kind, Kind::Initialize(_) | Kind::PostOther | Kind::Other);
+        let needs_session =
+            !ex.modern && !matches!(ex.kind, Kind::Initialize(_) | Kind::PostOther | Kind::Other);
         if !needs_session {
             return;
         }

@@ -6,6 +6,7 @@
 //! `Mcp-Session-Id`. Its outputs are the sessions' outputs, merged.
 
 use super::admission::{Admission, AdmissionLimits};
+use super::modern;
 use super::request::{self, AllowList, UnreadBody};
 use super::session::{ServerSession, SessionConfig, SessionTimer};
 use super::SchedulingPoint;
@@ -49,6 +50,9 @@ pub struct EndpointConfig {
     /// `session_bytes_max`): past it a new session first evicts half-open
     /// and idle ones, else is refused (503).
     pub retained_bytes_max: usize,
+    /// Modern (2026-07-28) requests being answered at once (503 past it):
+    /// each holds a session of its own until its exchange is over.
+    pub stateless_requests_max: usize,
     /// The first exchange id this endpoint mints is `http_id_base + 1`; shells
     /// that run one endpoint per session give each a disjoint range.
     pub http_id_base: u64,
@@ -74,6 +78,7 @@ impl Default for EndpointConfig {
             sessions_max: 100_000,
             sessions_per_peer_max: None,
             retained_bytes_max: 256 << 20,
+            stateless_requests_max: 4096,
             http_id_base: 0,
         }
     }
@@ -101,6 +106,8 @@ pub struct ServerEndpoint {
     /// Each session shared between clones until changed: a model checker's
     /// step touches one session of a world.
     sessions: BTreeMap<SessionId, Shared<ServerSession>>,
+    /// How many of `sessions` are modern requests' own.
+    stateless: usize,
     /// Who may open a session and who is evicted for room. It follows from
     /// the sessions' own state (kept in step by `settle`; the one exception,
     /// the order in which half-open sessions opened, decides only who is
@@ -132,6 +139,7 @@ impl ServerEndpoint {
             policy,
             ids,
             sessions: BTreeMap::new(),
+            stateless: 0,
             admission: Unhashed::default(),
             routes: BTreeMap::new(),
             transmits: VecDeque::new(),
@@ -271,6 +279,11 @@ impl ServerEndpoint {
         };
         if let Some(s) = self.sessions.get_mut(&sid) {
             s.handle_http_closed(http, now);
+            if s.version().is_modern() {
+                // Its one exchange is over: answered, or closed by the
+                // client, which in this era cancels the request.
+                s.close(now);
+            }
             self.dirty.insert(sid);
         }
     }
@@ -394,6 +407,7 @@ impl ServerEndpoint {
     /// has ended and said all it had to say.
     fn settle(&mut self, id: &SessionId) {
         match self.sessions.get(id) {
+            Some(s) if s.version().is_modern() => {}
             Some(s) if !s.is_ended() => {
                 let state = s.admission_state();
                 if self.admission.0.differs(id, state) {
@@ -411,7 +425,13 @@ impl ServerEndpoint {
         }
         self.dirty.remove(id);
         if self.sessions.get(id).is_some_and(|s| s.is_ended()) {
-            self.sessions.remove(id);
+            if self
+                .sessions
+                .remove(id)
+                .is_some_and(|s| s.version().is_modern())
+            {
+                self.stateless -= 1;
+            }
             self.routes.retain(|_, s| s != id);
         }
     }
@@ -441,6 +461,18 @@ impl ServerEndpoint {
         }
         request::check_accept(head)?;
         let header_version = request::protocol_version(head)?;
+        // The modern era has no GET stream and no DELETE; its POSTs stand
+        // alone, whatever `Mcp-Session-Id` they carry.
+        let modern_header = header_version.is_some_and(ProtocolVersion::is_modern);
+        match head.method {
+            Method::Get | Method::Delete if modern_header => {
+                return Err(RequestError::MethodNotAllowed)
+            }
+            Method::Post if modern::is_modern(header_version, body) => {
+                return self.dispatch_modern(http, head, body, header_version, now, session);
+            }
+            _ => {}
+        }
         let unauthorized = self.policy.session_errors == SessionErrorStatus::Unauthorized;
         let sid = match head.header(headers::MCP_SESSION_ID) {
             None => None,
@@ -539,6 +571,50 @@ impl ServerEndpoint {
             }
             (None, _) => Err(RequestError::MissingSessionId { unauthorized }),
         }
+    }
+
+    /// A modern (2026-07-28) POST: checked, then run in a session of its
+    /// own that no one can name and that ends with its exchange.
+    fn dispatch_modern(
+        &mut self,
+        http: HttpId,
+        head: &RequestHead,
+        body: &[u8],
+        header_version: Option<ProtocolVersion>,
+        now: Instant,
+        session: &mut Option<SessionId>,
+    ) -> Result<(), RequestError> {
+        request::check_content_type(head)?;
+        if body.len() > self.config.body_max {
+            return Err(RequestError::PayloadTooLarge {
+                max: self.config.body_max,
+            });
+        }
+        let message = modern::check(head, header_version, body)?;
+        if !message.is_request() {
+            // This era defines no client notifications over HTTP: accepted.
+            self.push(
+                http,
+                TransmitKind::Head(ResponseHead::new(202, Content::None)),
+            );
+            self.push(http, TransmitKind::End(EndReason::Complete));
+            return Ok(());
+        }
+        if self.stateless >= self.config.stateless_requests_max {
+            return Err(RequestError::Overloaded);
+        }
+        let id = loop {
+            let candidate = SessionId::from_bits(self.ids.next_u128());
+            if !self.sessions.contains_key(&candidate) {
+                break candidate;
+            }
+        };
+        let mut s = ServerSession::stateless(id.clone(), self.config.session, self.policy);
+        let outcome = s.handle_post(http, Body::Single(message), now);
+        self.sessions.insert(id.clone(), Shared::new(s));
+        self.stateless += 1;
+        *session = Some(id);
+        outcome
     }
 
     fn open_session(

@@ -7,6 +7,8 @@ mod drain;
 mod driver;
 mod endpoint;
 pub mod event_ids;
+pub mod modern;
+mod modern_result;
 pub mod request;
 mod routing;
 mod session;

@@ -211,7 +211,8 @@ impl ServerSession {
         if let Some(http) = attached {
             let unnumbered =
                 self.codec.initialize_unnumbered() && self.initialize_stream == Some(sid);
-            let id = (!unnumbered).then(|| self.codec.render(EventId { stream: sid, seq }));
+            let numbered = !unnumbered && !self.version.is_modern();
+            let id = numbered.then(|| self.codec.render(EventId { stream: sid, seq }));
             self.tx(
                 http,
                 TransmitKind::Event {
@@ -236,7 +237,12 @@ impl ServerSession {
                 if let Some(s) = self.streams.get_mut(&sid) {
                     s.format = Format::Json;
                 }
-                self.head(http, 200, Content::Json);
+                let status = if self.version.is_modern() {
+                    super::modern_result::status(&out.message)
+                } else {
+                    200
+                };
+                self.head(http, status, Content::Json);
                 self.tx(http, TransmitKind::Json(out.message.clone()));
             }
             (_, None) if self.policy.detached_response == DetachedResponse::NextGet => {
@@ -415,7 +421,10 @@ impl ServerSession {
             e.head_sent = true;
         }
         let mut head = ResponseHead::new(status, content);
-        head.session_id = Some(self.id.clone());
+        // The modern era has no session ids on the wire.
+        if !self.version.is_modern() {
+            head.session_id = Some(self.id.clone());
+        }
         self.tx(http, TransmitKind::Head(head));
     }
 

@@ -188,6 +188,9 @@ pub struct ServerSession {
     pub(super) events: VecDeque<ServerEvent>,
     pub(super) timers: Timers<SessionTimer>,
     pub(super) late_responses: u64,
+    /// A modern (2026-07-28) request's method: the one request a stateless
+    /// session exists for, whose result the core completes.
+    pub(super) modern_method: Option<Box<str>>,
 }
 
 impl ServerSession {
@@ -231,7 +234,29 @@ impl ServerSession {
             events: VecDeque::new(),
             timers: Timers::default(),
             late_responses: 0,
+            modern_method: None,
         }
+    }
+
+    /// A session for one modern (2026-07-28) request: ready at once, no
+    /// handshake, no id on the wire, no event ids, no resumption, no
+    /// requests to the client. It ends with its exchange (answered, or
+    /// closed by the client: cancellation).
+    pub fn stateless(id: SessionId, config: SessionConfig, policy: ServerPolicy) -> Self {
+        let policy = ServerPolicy {
+            // Event ids mean nothing without resumption.
+            event_ids: crate::policy::EventIdScheme::StreamScoped,
+            ..policy
+        };
+        // JSON when the answer is all there is (an error then has its status:
+        // 404 for -32601, 400 for -32020…-32022); SSE once anything precedes it.
+        let config = SessionConfig {
+            response_mode: ResponseMode::JsonWhenAlone,
+            ..config
+        };
+        let mut s = ServerSession::new(id, 0, ProtocolVersion::MODERN, config, policy);
+        s.phase = Phase::Ready;
+        s
     }
 
     // ---- getters -------------------------------------------------------
@@ -387,6 +412,9 @@ impl ServerSession {
                         self.initialize_id = Some(id.clone());
                         self.initialize_stream = self.in_flight.get(&id).copied();
                     }
+                    if self.version.is_modern() {
+                        self.modern_method = Some(method.as_str().into());
+                    }
                     self.events
                         .push_back(ServerEvent::Request { id, method, params });
                 }
@@ -522,6 +550,13 @@ impl ServerSession {
                 id: id.clone(),
                 result: self.stamp_version(result),
             },
+            Ok(result) if self.version.is_modern() => Message::Response {
+                id: id.clone(),
+                result: super::modern_result::complete(
+                    self.modern_method.as_deref().unwrap_or_default(),
+                    result,
+                ),
+            },
             Ok(result) => Message::Response {
                 id: id.clone(),
                 result,
@@ -565,6 +600,11 @@ impl ServerSession {
         cause: Cause,
         now: Instant,
     ) -> Result<(RequestId, MsgKey), UsageError> {
+        if self.version.is_modern() {
+            return Err(UsageError::ModernEra(
+                "no requests to the client; answer with an InputRequiredResult (MRTR)",
+            ));
+        }
         if self.outbound.len() >= self.config.outbound_requests_max {
             return Err(UsageError::TooManyRequests);
         }
@@ -580,6 +620,11 @@ impl ServerSession {
     /// stream (polling, R37): the client resumes with `Last-Event-ID` after
     /// `retry`. Only after an id-bearing event, so on a stream that was primed.
     pub fn close_connection(&mut self, id: &RequestId, now: Instant) -> Result<(), UsageError> {
+        if self.version.is_modern() {
+            return Err(UsageError::ModernEra(
+                "no resumption: closing the stream would cancel the request",
+            ));
+        }
         let stream = *self
             .in_flight
             .get(id)

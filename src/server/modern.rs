@@ -1,0 +1,301 @@
+//! The modern era (2026-07-28) at the door: which era a POST belongs to,
+//! and the checks every modern request passes before anything runs.
+//!
+//! One endpoint serves both eras, chosen per request (the spec's "dual-era
+//! server"): `initialize` selects the session era; a request whose
+//! `MCP-Protocol-Version` names a modern version, or whose `_meta` carries
+//! `io.modelcontextprotocol/protocolVersion`, is modern and stands alone.
+//! Everything else is the session era, as before.
+//!
+//! A modern request must then agree with itself (`basic/transports/
+//! streamable-http.mdx`, "Server Validation"): the version header and the
+//! body's `_meta` version, `Mcp-Method` and the method, `Mcp-Name` and the
+//! tool or prompt name or resource URI (Base64-decoded when sent as
+//! `=?base64?…?=`). Any disagreement, a missing standard header or one with
+//! control characters is 400 with -32020; a missing required `_meta` field
+//! is 400 with -32602; a method the era does not have is 404 with -32601.
+
+use crate::error::RequestError;
+use crate::head::RequestHead;
+use crate::headers;
+use crate::ids::RequestId;
+use crate::jsonrpc::{Body, Message, ParseError};
+use crate::version::ProtocolVersion;
+
+/// The `_meta` key of the per-request protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key of the per-request client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The requests a modern client may send (2026-07-28 `ClientRequest`).
+pub const METHODS: [&str; 10] = [
+    "server/discover",
+    "completion/complete",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "subscriptions/listen",
+    "tools/call",
+    "tools/list",
+];
+
+/// Whether a POST is modern: its version header says so, or its body
+/// carries the modern `_meta` version (then the checks decide whether the
+/// two agree). `initialize` is never modern.
+pub fn is_modern(header: Option<ProtocolVersion>, body: &[u8]) -> bool {
+    if header.is_some_and(ProtocolVersion::is_modern) {
+        return !names_initialize(body);
+    }
+    // A cheap look first: most session-era bodies never mention the key.
+    let key = META_PROTOCOL_VERSION.as_bytes();
+    if !body.windows(key.len()).any(|w| w == key) {
+        return false;
+    }
+    match crate::jsonrpc::parse_body(body, ProtocolVersion::MODERN) {
+        Ok(Body::Single(m)) => !m.is_initialize() && meta(&m, META_PROTOCOL_VERSION).is_some(),
+        _ => false,
+    }
+}
+
+fn names_initialize(body: &[u8]) -> bool {
+    matches!(
+        crate::jsonrpc::parse_body(body, ProtocolVersion::MODERN),
+        Ok(Body::Single(m)) if m.is_initialize()
+    )
+}
+
+/// A modern POST, checked: the one message it carries.
+pub fn check(
+    head: &RequestHead,
+    header: Option<ProtocolVersion>,
+    body: &[u8],
+) -> Result<Message, RequestError> {
+    let message = match crate::jsonrpc::parse_body(body, ProtocolVersion::MODERN)? {
+        Body::Single(m) => m,
+        Body::Batch(_) => {
+            return Err(ParseError::BatchNotAllowed(ProtocolVersion::MODERN).into());
+        }
+    };
+    let id = match &message {
+        Message::Request { id, .. } => Some(id.clone()),
+        Message::Notification { .. } => None,
+        // "The client MUST NOT send JSON-RPC responses."
+        _ => {
+            return Err(ParseError::Invalid("a 2026-07-28 client sends no responses".into()).into())
+        }
+    };
+    let mismatch = |what: String| RequestError::HeaderMismatch {
+        what,
+        id: id.clone(),
+    };
+    let header = header.ok_or_else(|| mismatch("MCP-Protocol-Version header missing".into()))?;
+    match meta(&message, META_PROTOCOL_VERSION) {
+        Some(serde_json::Value::String(v)) if v == header.as_str() => {}
+        Some(v) => {
+            return Err(mismatch(format!(
+                "MCP-Protocol-Version {header} but _meta says {v}"
+            )))
+        }
+        None => {
+            return Err(mismatch(format!(
+                "MCP-Protocol-Version {header} but _meta has no {META_PROTOCOL_VERSION}"
+            )))
+        }
+    }
+    let Message::Request { method, params, .. } = &message else {
+        return Ok(message); // a notification: its headers are not defined
+    };
+    if meta(&message, META_CLIENT_CAPABILITIES).is_none() {
+        return Err(RequestError::MissingMeta {
+            field: META_CLIENT_CAPABILITIES,
+            id,
+        });
+    }
+    match header_value(head, headers::MCP_METHOD).map_err(&mismatch)? {
+        Some(m) if m == *method => {}
+        Some(m) => {
+            return Err(mismatch(format!(
+                "Mcp-Method {m} but the body says {method}"
+            )))
+        }
+        None => return Err(mismatch("Mcp-Method header missing".into())),
+    }
+    if let Some(field) = name_field(method) {
+        let in_body = params
+            .as_ref()
+            .map(|p| p.to_value())
+            .and_then(|v| v.get(field).and_then(|f| f.as_str()).map(str::to_owned));
+        let in_header = header_value(head, headers::MCP_NAME)
+            .map_err(&mismatch)?
+            .map(|v| {
+                decode(&v).ok_or_else(|| mismatch(format!("Mcp-Name {v} is not valid Base64")))
+            })
+            .transpose()?;
+        match (in_header, in_body) {
+            (Some(h), Some(b)) if h == b => {}
+            (None, _) => return Err(mismatch("Mcp-Name header missing".into())),
+            (Some(h), b) => {
+                return Err(mismatch(format!(
+                    "Mcp-Name {h} but params.{field} is {}",
+                    b.unwrap_or_else(|| "missing".into())
+                )))
+            }
+        }
+    }
+    if !METHODS.contains(&method.as_str()) {
+        return Err(RequestError::UnknownMethod {
+            method: method.clone(),
+            id,
+        });
+    }
+    Ok(message)
+}
+
+/// The `params` field `Mcp-Name` mirrors, for the methods that need it.
+fn name_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
+/// `_meta[key]` of a request's or notification's params.
+pub fn meta(message: &Message, key: &str) -> Option<serde_json::Value> {
+    let params = match message {
+        Message::Request { params, .. } | Message::Notification { params, .. } => {
+            params.as_ref()?
+        }
+        _ => return None,
+    };
+    params.to_value().get("_meta")?.get(key).cloned()
+}
+
+/// A standard header's value, without surrounding whitespace; an error
+/// when it has control characters.
+fn header_value(head: &RequestHead, name: &str) -> Result<Option<String>, String> {
+    let Some(v) = head.header(name) else {
+        return Ok(None);
+    };
+    let v = v.trim_matches([' ', '\t']);
+    if v.chars().any(|c| c.is_control()) {
+        return Err(format!("{name} has control characters"));
+    }
+    Ok(Some(v.to_owned()))
+}
+
+/// An `Mcp-Name` value: `=?base64?…?=` (markers exactly so) decoded, any
+/// other value as it is; `None` for a sentinel with invalid Base64 or UTF-8.
+pub fn decode(value: &str) -> Option<String> {
+    let Some(inner) = value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    else {
+        return Some(value.to_owned());
+    };
+    String::from_utf8(base64(inner)?).ok()
+}
+
+/// Standard Base64 with padding (RFC 4648 §4).
+fn base64(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    if bytes.len() % 4 != 0 {
+        return None;
+    }
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    let chunks = bytes.len() / 4;
+    for (i, chunk) in bytes.chunks(4).enumerate() {
+        let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && i + 1 != chunks) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &chunk[..4 - pad] {
+            n = (n << 6) | value(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let got = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&got[..3 - pad]);
+    }
+    Some(out)
+}
+
+/// The request id a refusal answers, if the body had one.
+pub fn request_id(message: &Message) -> Option<&RequestId> {
+    match message {
+        Message::Request { id, .. } => Some(id),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_per_rfc_4648() {
+        // RFC 4648 §10 test vectors.
+        for (plain, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(enc).as_deref(), Some(plain.as_bytes()), "{enc}");
+        }
+        for bad in ["Zg=", "Z===", "Zg==Zg==", "Zm9v!", "Zm=v"] {
+            assert_eq!(base64(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn mcp_name_sentinels() {
+        assert_eq!(decode("=?base64?aMOpbGxv?=").as_deref(), Some("héllo"));
+        assert_eq!(decode("plain").as_deref(), Some("plain"));
+        // Markers are exact and lowercase: anything else is a literal value.
+        assert_eq!(
+            decode("=?BASE64?aGk=?=").as_deref(),
+            Some("=?BASE64?aGk=?=")
+        );
+        assert_eq!(decode("=?base64?aGk=").as_deref(), Some("=?base64?aGk="));
+        assert_eq!(decode("=?base64?a*k=?="), None);
+    }
+
+    #[test]
+    fn era_by_header_or_meta_never_initialize() {
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let legacy = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+        let mentions = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"io.modelcontextprotocol/protocolVersion"}}}"#;
+        let modern = Some(ProtocolVersion::MODERN);
+        let old = Some(ProtocolVersion::LATEST);
+        assert!(is_modern(modern, legacy));
+        assert!(is_modern(None, call));
+        assert!(
+            is_modern(old, call),
+            "the checks then find the disagreement"
+        );
+        assert!(!is_modern(old, legacy));
+        assert!(!is_modern(None, legacy));
+        assert!(!is_modern(modern, init));
+        assert!(
+            !is_modern(None, mentions),
+            "the key in an argument is not _meta"
+        );
+    }
+}

@@ -1,0 +1,561 @@
+//! The modern era (2026-07-28) beside the session era, on one endpoint, as a
+//! transport sees it ([`ServerDriver`] with the reference application, the
+//! monitor judging every observation): each rule of
+//! `basic/transports/streamable-http.mdx` a server must keep, with the
+//! status and JSON-RPC error the spec names.
+
+use mcp_streamable::app::{EverythingApp, Tap};
+use mcp_streamable::head::{Method, RequestHead};
+use mcp_streamable::id_source::IdSource;
+use mcp_streamable::ids::{HttpId, SessionId};
+use mcp_streamable::monitor::{Monitor, Observation};
+use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::server::wire::Write;
+use mcp_streamable::server::{EndpointConfig, ServerDriver, ServerEndpoint};
+use mcp_streamable::sse::{SseDecoder, SseItem};
+use mcp_streamable::time::Instant;
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+struct Harness {
+    driver: ServerDriver<EverythingApp>,
+    monitor: Arc<Mutex<Monitor>>,
+    now: u64,
+}
+
+/// What came back on one exchange.
+#[derive(Debug, Default)]
+struct Answer {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+    ended: bool,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    fn error_code(&self) -> Option<i64> {
+        self.json()["error"]["code"].as_i64()
+    }
+
+    /// SSE events: (id, data).
+    fn events(&self) -> Vec<(Option<String>, String)> {
+        let mut decoder = SseDecoder::new();
+        let mut items = Vec::new();
+        let _ = decoder.feed(&self.body, &mut items);
+        items
+            .into_iter()
+            .filter_map(|i| match i {
+                SseItem::Message { id, data, .. } => Some((id, data)),
+                SseItem::NoMessage { id } => Some((id, String::new())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl Harness {
+    fn new() -> Self {
+        Self::with(EndpointConfig::default())
+    }
+
+    fn with(config: EndpointConfig) -> Self {
+        let monitor = Arc::new(Mutex::new(Monitor::new()));
+        let m = monitor.clone();
+        let tap: Tap = Box::new(move |o: &Observation| m.lock().unwrap().observe(o));
+        let ep = ServerEndpoint::with_ids(config, ServerPolicy::FIXED, IdSource::reproducible(9));
+        let driver = ServerDriver::new(ep, EverythingApp::default(), 1)
+            .with_tap(Some(Arc::new(Mutex::new(tap))));
+        Harness {
+            driver,
+            monitor,
+            now: 0,
+        }
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_millis(self.now)
+    }
+
+    fn send(&mut self, head: RequestHead, body: &str) -> HttpId {
+        let now = self.now();
+        self.driver
+            .handle_request(&head, Ok(body.as_bytes()), None, now)
+    }
+
+    /// A modern POST with the standard headers (`name`: `Mcp-Name`).
+    fn modern(&mut self, method: &str, name: Option<&str>, body: &str) -> HttpId {
+        let mut head = RequestHead::post(None, None)
+            .with("mcp-protocol-version", "2026-07-28")
+            .with("mcp-method", method);
+        if let Some(n) = name {
+            head = head.with("mcp-name", n);
+        }
+        self.send(head, body)
+    }
+
+    /// Everything written so far on `http`.
+    fn answer(&mut self, http: HttpId, answer: &mut Answer) {
+        while let Some((h, w)) = self.driver.poll_write() {
+            assert_eq!(h, http, "a write for another exchange: {w:?}");
+            answer.ended |= w.ends();
+            match w {
+                Write::Whole { head, body } | Write::Open { head, body } => {
+                    answer.status = head.status;
+                    answer.headers = head.headers;
+                    answer.body.extend(body);
+                }
+                Write::More(b) | Write::Last(b) => answer.body.extend(b),
+            }
+        }
+    }
+
+    /// The whole answer to `http`, running the application's timers.
+    fn finish(&mut self, http: HttpId) -> Answer {
+        let mut a = Answer::default();
+        self.answer(http, &mut a);
+        for _ in 0..100 {
+            if a.ended {
+                break;
+            }
+            let Some(at) = self.driver.poll_timeout() else {
+                break;
+            };
+            self.now = at.as_millis().max(self.now);
+            let now = self.now();
+            self.driver.handle_timeout(now);
+            self.answer(http, &mut a);
+        }
+        a
+    }
+
+    fn call(&mut self, http: HttpId) -> Answer {
+        self.finish(http)
+    }
+
+    fn clean(&self) {
+        let m = self.monitor.lock().unwrap();
+        assert!(m.violations().is_empty(), "{:?}", m.violations());
+        assert!(m.steps() > 0);
+    }
+}
+
+fn request(id: u64, method: &str, params: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params}}}}}"#)
+}
+
+#[test]
+fn discover_is_a_whole_json_answer_naming_both_eras_and_no_session() {
+    let mut h = Harness::new();
+    let http = h.modern(
+        "server/discover",
+        None,
+        &request(1, "server/discover", META),
+    );
+    let a = h.call(http);
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("content-type"), Some("application/json"));
+    assert_eq!(a.header("mcp-session-id"), None);
+    let r = &a.json()["result"];
+    assert_eq!(r["resultType"], "complete");
+    let versions = r["supportedVersions"].as_array().unwrap();
+    assert!(versions.contains(&json!("2026-07-28")) && versions.contains(&json!("2025-11-25")));
+    assert_eq!(
+        (r["ttlMs"].clone(), r["cacheScope"].clone()),
+        (json!(0), json!("private"))
+    );
+    assert_eq!(
+        r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "mcp-streamable-everything"
+    );
+    assert!(r["capabilities"]["tools"].is_object());
+    assert_eq!(h.driver.endpoint().session_ids().count(), 0, "nothing kept");
+    h.clean();
+}
+
+#[test]
+fn every_disagreement_is_400_header_mismatch_with_the_request_id() {
+    let call = |name: &str, meta: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"{name}","arguments":{{"text":"hi"}},{meta}}}}}"#
+        )
+    };
+    let other_version = META.replace("2026-07-28", "2025-11-25");
+    let no_version = r#""_meta":{"io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let cases: Vec<(&str, RequestHead, String)> = vec![
+        (
+            "Mcp-Method names another method",
+            RequestHead::post(None, None)
+                .with("mcp-protocol-version", "2026-07-28")
+                .with("mcp-method", "tools/list")
+                .with("mcp-name", "echo"),
+            call("echo", META),
+        ),
+        (
+            "Mcp-Method missing",
+            RequestHead::post(None, None)
+                .with("mcp-protocol-version", "2026-07-28")
+                .with("mcp-name", "echo"),
+            call("echo", META),
+        ),
+        (
+            "Mcp-Method in another case",
+            RequestHead::post(None, None)
+                .with("mcp-protocol-version", "2026-07-28")
+                .with("mcp-method", "TOOLS/CALL")
+                .with("mcp-name", "echo"),
+            call("echo", META),
+        ),
+        (
+            "Mcp-Name names another tool",
+            RequestHead::post(None, None)
+                .with("mcp-protocol-version", "2026-07-28")
+                .with("mcp-method", "tools/call")
+                .with("mcp-name", "other"),
+            call("echo", META),
+        ),
+        (
+            "Mcp-Name missing",
+            RequestHead::post(None, None)
+                .with("mcp-protocol-version", "2026-07-28")
+                .with("mcp-method", "tools/call"),
+            call("echo", META),
+        ),
+        (
+            "Mcp-Name with invalid Base64",
+            RequestHead::post(None, None)
+                .with("mcp-protocol-version", "2026-07-28")
+                .with("mcp-method", "tools/call")
+                .with("mcp-name", "=?base64?ZW*o?="),
+            call("echo", META),
+        ),
+        (
+            "a control character in a header",
+            RequestHead::post(None, None)
+                .with("mcp-protocol-version", "2026-07-28")
+                .with("mcp-method", "tools/call")
+                .with("mcp-name", "ec\u{1}ho"),
+            call("echo", META),
+        ),
+        (
+            "_meta names another version than the header",
+            RequestHead::post(None, None)
+                .with("mcp-protocol-version", "2026-07-28")
+                .with("mcp-method", "tools/call")
+                .with("mcp-name", "echo"),
+            call("echo", &other_version),
+        ),
+        (
+            "the header names a session-era version, _meta the modern one",
+            RequestHead::post(None, None)
+                .with("mcp-protocol-version", "2025-11-25")
+                .with("mcp-method", "tools/call")
+                .with("mcp-name", "echo"),
+            call("echo", META),
+        ),
+        (
+            "no version in _meta",
+            RequestHead::post(None, None)
+                .with("mcp-protocol-version", "2026-07-28")
+                .with("mcp-method", "tools/call")
+                .with("mcp-name", "echo"),
+            call("echo", no_version),
+        ),
+        (
+            "no version header",
+            RequestHead::post(None, None)
+                .with("mcp-method", "tools/call")
+                .with("mcp-name", "echo"),
+            call("echo", META),
+        ),
+    ];
+    for (what, head, body) in cases {
+        let mut h = Harness::new();
+        let http = h.send(head, &body);
+        let a = h.call(http);
+        assert_eq!(
+            (a.status, a.error_code()),
+            (400, Some(-32020)),
+            "{what}: {}",
+            String::from_utf8_lossy(&a.body)
+        );
+        assert_eq!(a.json()["id"], 7, "{what}: the request's id is echoed");
+        assert_eq!(a.header("mcp-session-id"), None, "{what}");
+        assert_eq!(h.driver.endpoint().session_ids().count(), 0, "{what}");
+        h.clean();
+    }
+}
+
+#[test]
+fn mcp_name_is_compared_after_trimming_and_base64_decoding() {
+    for name in ["echo", "  echo\t", "=?base64?ZWNobw==?="] {
+        let mut h = Harness::new();
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}},{META}}}}}"#
+        );
+        let http = h.modern("tools/call", Some(name), &body);
+        let a = h.call(http);
+        assert_eq!(
+            a.status,
+            200,
+            "{name:?}: {}",
+            String::from_utf8_lossy(&a.body)
+        );
+        assert_eq!(a.json()["result"]["content"][0]["text"], "hi", "{name:?}");
+        assert_eq!(a.json()["result"]["resultType"], "complete");
+        h.clean();
+    }
+}
+
+#[test]
+fn a_resource_read_names_its_uri() {
+    let mut h = Harness::new();
+    let uri = "test://static-text";
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{{"uri":"{uri}",{META}}}}}"#
+    );
+    let http = h.modern("resources/read", Some("test://other"), &body);
+    assert_eq!(h.call(http).error_code(), Some(-32020));
+    let http = h.modern("resources/read", Some(uri), &body);
+    let a = h.call(http);
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let r = &a.json()["result"];
+    assert!(r["contents"].is_array());
+    assert_eq!(
+        r["cacheScope"], "private",
+        "resources/read is cacheable: hints added"
+    );
+    h.clean();
+}
+
+#[test]
+fn missing_client_capabilities_is_400_invalid_params() {
+    let mut h = Harness::new();
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
+    let http = h.modern("tools/list", None, &request(5, "tools/list", meta));
+    let a = h.call(http);
+    assert_eq!((a.status, a.error_code()), (400, Some(-32602)));
+    assert!(a.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("clientCapabilities"));
+    h.clean();
+}
+
+#[test]
+fn an_unsupported_version_is_400_listing_what_is_supported() {
+    let mut h = Harness::new();
+    let head = RequestHead::post(None, None)
+        .with("mcp-protocol-version", "2099-01-01")
+        .with("mcp-method", "tools/list");
+    let http = h.send(head, &request(6, "tools/list", META));
+    let a = h.call(http);
+    assert_eq!((a.status, a.error_code()), (400, Some(-32022)));
+    let data = &a.json()["error"]["data"];
+    assert_eq!(data["requested"], "2099-01-01");
+    let supported = data["supported"].as_array().unwrap();
+    assert!(supported.contains(&json!("2026-07-28")) && supported.contains(&json!("2025-03-26")));
+    h.clean();
+}
+
+#[test]
+fn methods_this_era_does_not_have_are_404_method_not_found() {
+    for method in ["ping", "logging/setLevel", "resources/subscribe", "no/such"] {
+        let mut h = Harness::new();
+        let http = h.modern(method, None, &request(8, method, META));
+        let a = h.call(http);
+        assert_eq!((a.status, a.error_code()), (404, Some(-32601)), "{method}");
+        assert_eq!(a.json()["id"], 8);
+        h.clean();
+    }
+}
+
+#[test]
+fn get_and_delete_are_405_and_notifications_202_and_responses_refused() {
+    let mut h = Harness::new();
+    for method in [Method::Get, Method::Delete] {
+        let head = RequestHead::new(method.clone())
+            .with("host", "localhost")
+            .with("accept", "text/event-stream")
+            .with("mcp-protocol-version", "2026-07-28");
+        let http = h.send(head, "");
+        assert_eq!(h.call(http).status, 405, "{method:?}");
+    }
+    let note =
+        format!(r#"{{"jsonrpc":"2.0","method":"notifications/whatever","params":{{{META}}}}}"#);
+    let http = h.modern("notifications/whatever", None, &note);
+    let a = h.call(http);
+    assert_eq!((a.status, a.body.len()), (202, 0));
+    let response = r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let head = RequestHead::post(None, None).with("mcp-protocol-version", "2026-07-28");
+    let http = h.send(head, response);
+    let a = h.call(http);
+    assert_eq!((a.status, a.error_code()), (400, Some(-32600)));
+    h.clean();
+}
+
+#[test]
+fn progress_streams_without_event_ids_then_the_request_is_forgotten() {
+    let mut h = Harness::new();
+    let meta = r#""_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"test_tool_with_progress","arguments":{{}},{meta}}}}}"#
+    );
+    let http = h.modern("tools/call", Some("test_tool_with_progress"), &body);
+    let a = h.call(http);
+    assert!(a.ended);
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("content-type"), Some("text/event-stream"));
+    assert_eq!(a.header("mcp-session-id"), None);
+    let events = a.events();
+    assert!(
+        events.iter().all(|(id, _)| id.is_none()),
+        "no event ids: {events:?}"
+    );
+    assert!(
+        events.iter().all(|(_, d)| !d.is_empty()),
+        "no priming: {events:?}"
+    );
+    let progress = events
+        .iter()
+        .filter(|(_, d)| d.contains("notifications/progress"))
+        .count();
+    assert_eq!(progress, 3);
+    let last: Value = serde_json::from_str(&events.last().unwrap().1).unwrap();
+    assert_eq!(
+        (last["id"].clone(), last["result"]["resultType"].clone()),
+        (json!(9), json!("complete"))
+    );
+    assert_eq!(h.driver.endpoint().session_ids().count(), 0);
+    h.clean();
+}
+
+#[test]
+fn closing_the_stream_cancels_the_request() {
+    let mut h = Harness::new();
+    let meta = r#""_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{{"name":"test_tool_with_progress","arguments":{{}},{meta}}}}}"#
+    );
+    let http = h.modern("tools/call", Some("test_tool_with_progress"), &body);
+    let mut a = Answer::default();
+    h.answer(http, &mut a);
+    assert!(!a.ended && a.status == 200, "streaming");
+    let now = h.now();
+    h.driver.handle_http_closed(http, now);
+    assert_eq!(
+        h.driver.endpoint().session_ids().count(),
+        0,
+        "the request is gone"
+    );
+    // The application's later steps find nothing to write to.
+    for _ in 0..10 {
+        let Some(at) = h.driver.poll_timeout() else {
+            break;
+        };
+        h.now = at.as_millis().max(h.now);
+        let now = h.now();
+        h.driver.handle_timeout(now);
+        assert!(
+            h.driver.poll_write().is_none(),
+            "nothing after cancellation"
+        );
+    }
+    h.clean();
+}
+
+#[test]
+fn the_eras_share_one_endpoint_without_touching_each_other() {
+    let mut h = Harness::with(EndpointConfig {
+        sessions_max: 1,
+        ..EndpointConfig::default()
+    });
+    // A session-era client.
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#;
+    let http = h.send(RequestHead::post(None, None), init);
+    let a = h.call(http);
+    let sid: SessionId = a.header("mcp-session-id").unwrap().parse().unwrap();
+    let http = h.send(
+        RequestHead::post(
+            Some(&sid),
+            Some(mcp_streamable::version::ProtocolVersion::LATEST),
+        ),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(h.call(http).status, 202);
+    // Modern requests, one carrying a stale session id (ignored): none of
+    // them counts as a session, so the full table is no obstacle.
+    for i in 0..5u64 {
+        let head = RequestHead::post(None, None)
+            .with("mcp-protocol-version", "2026-07-28")
+            .with("mcp-method", "tools/list")
+            .with("mcp-session-id", "not-a-session");
+        let http = h.send(head, &request(100 + i, "tools/list", META));
+        let a = h.call(http);
+        assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+        assert!(a.json()["result"]["tools"].is_array());
+    }
+    // The session is still there and still served.
+    let http = h.send(
+        RequestHead::post(
+            Some(&sid),
+            Some(mcp_streamable::version::ProtocolVersion::LATEST),
+        ),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    );
+    let a = h.call(http);
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        h.driver.endpoint().session_ids().collect::<Vec<_>>(),
+        vec![&sid]
+    );
+    // An `initialize` with a modern header is still the session era.
+    let head = RequestHead::post(None, None).with("mcp-protocol-version", "2026-07-28");
+    let http = h.send(head, &init.replace("\"id\":1", "\"id\":3"));
+    let a = h.call(http);
+    assert!(
+        a.header("mcp-session-id").is_some(),
+        "a new session (evicting the idle one)"
+    );
+    h.clean();
+}
+
+#[test]
+fn modern_requests_in_progress_are_bounded() {
+    let mut h = Harness::with(EndpointConfig {
+        stateless_requests_max: 1,
+        ..EndpointConfig::default()
+    });
+    let meta = r#""_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let body = |id: u64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_tool_with_progress","arguments":{{}},{meta}}}}}"#
+        )
+    };
+    let first = h.modern("tools/call", Some("test_tool_with_progress"), &body(1));
+    let mut a = Answer::default();
+    h.answer(first, &mut a);
+    assert!(!a.ended);
+    let second = h.modern("tools/call", Some("test_tool_with_progress"), &body(2));
+    let mut b = Answer::default();
+    h.answer(second, &mut b);
+    assert_eq!(b.status, 503, "{}", String::from_utf8_lossy(&b.body));
+    // Once the first is over there is room again.
+    let a = h.finish(first);
+    assert!(a.ended);
+    let third = h.modern("tools/call", Some("test_tool_with_progress"), &body(3));
+    assert_eq!(h.finish(third).status, 200);
+    h.clean();
+}
