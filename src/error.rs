@@ -60,6 +60,14 @@ pub enum RequestError {
         /// The request's id.
         id: Option<RequestId>,
     },
+    /// 2026-07-28: params the method cannot do without (400, -32602).
+    #[error("invalid params: {what}")]
+    InvalidParams {
+        /// What is wrong.
+        what: String,
+        /// The request's id.
+        id: Option<RequestId>,
+    },
     /// 2026-07-28: a method this era does not have (404, -32601).
     #[error("method not found: {method}")]
     UnknownMethod {
@@ -148,6 +156,7 @@ impl RequestError {
             RequestError::BadProtocolVersion(_)
             | RequestError::HeaderMismatch { .. }
             | RequestError::MissingMeta { .. }
+            | RequestError::InvalidParams { .. }
             | RequestError::Parse(_)
             | RequestError::MissingSessionId { .. }
             | RequestError::BadInitialize
@@ -171,7 +180,7 @@ impl RequestError {
             RequestError::MethodNotAllowed | RequestError::UnknownMethod { .. } => METHOD_NOT_FOUND,
             RequestError::BadProtocolVersion(_) => UNSUPPORTED_PROTOCOL_VERSION,
             RequestError::HeaderMismatch { .. } => HEADER_MISMATCH,
-            RequestError::MissingMeta { .. } => INVALID_PARAMS,
+            RequestError::MissingMeta { .. } | RequestError::InvalidParams { .. } => INVALID_PARAMS,
             _ => TRANSPORT_ERROR,
         };
         let mut error = ErrorObject::new(code, self.to_string());
@@ -208,6 +217,7 @@ impl RequestError {
             RequestError::DuplicateRequestId(id) => Some(id),
             RequestError::HeaderMismatch { id, .. }
             | RequestError::MissingMeta { id, .. }
+            | RequestError::InvalidParams { id, .. }
             | RequestError::UnknownMethod { id, .. } => id.as_ref(),
             _ => None,
         }

@@ -8,6 +8,7 @@ use mcp_streamable::app::{EverythingApp, Tap};
 use mcp_streamable::head::{Method, RequestHead};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, SessionId};
+use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable::monitor::{Monitor, Observation};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::wire::Write;
@@ -557,5 +558,218 @@ fn modern_requests_in_progress_are_bounded() {
     assert!(a.ended);
     let third = h.modern("tools/call", Some("test_tool_with_progress"), &body(3));
     assert_eq!(h.finish(third).status, 200);
+    h.clean();
+}
+
+/// A listen for `notifications` (the param's JSON), and what its stream
+/// showed at once.
+fn listen(h: &mut Harness, id: u64, notifications: &str) -> (HttpId, Answer) {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{"notifications":{notifications},{META}}}}}"#
+    );
+    let http = h.modern("subscriptions/listen", None, &body);
+    let mut a = Answer::default();
+    h.answer(http, &mut a);
+    (http, a)
+}
+
+/// Data of every event on `http` since the last look.
+fn more(h: &mut Harness, http: HttpId) -> (Vec<Value>, bool) {
+    let mut a = Answer::default();
+    h.answer(http, &mut a);
+    let events = a
+        .events()
+        .into_iter()
+        .map(|(_, d)| serde_json::from_str(&d).unwrap())
+        .collect();
+    (events, a.ended)
+}
+
+#[test]
+fn a_listen_is_acknowledged_first_then_gets_exactly_what_it_subscribed_to() {
+    let mut h = Harness::new();
+    let (tools, a) = listen(
+        &mut h,
+        20,
+        r#"{"toolsListChanged":true,"resourceSubscriptions":["test://static-text"]}"#,
+    );
+    assert_eq!((a.status, a.ended), (200, false));
+    assert_eq!(a.header("content-type"), Some("text/event-stream"));
+    let events = a.events();
+    assert_eq!(events.len(), 1, "the acknowledgement alone: {events:?}");
+    let ack: Value = serde_json::from_str(&events[0].1).unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        20
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["test://static-text"]})
+    );
+    let (prompts, _) = listen(&mut h, 21, r#"{"promptsListChanged":true}"#);
+    let _ = more(&mut h, prompts);
+    // A modern tool call that changes the tool list.
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{{"name":"notify","arguments":{{}},{META}}}}}"#
+    );
+    let call = h.modern("tools/call", Some("notify"), &body);
+    let mut c = Answer::default();
+    let mut got = Vec::new();
+    while let Some((http, w)) = h.driver.poll_write() {
+        if http == call {
+            c.ended |= w.ends();
+            c.body.extend(w.body());
+        } else {
+            got.push((http, w));
+        }
+    }
+    assert!(c.ended, "the call is answered");
+    assert_eq!(got.len(), 1, "only the tools listen hears it: {got:?}");
+    assert_eq!(got[0].0, tools);
+    let mut decoder = SseDecoder::new();
+    let mut items = Vec::new();
+    let _ = decoder.feed(got[0].1.body(), &mut items);
+    let SseItem::Message { id, data, .. } = &items[0] else {
+        panic!("{items:?}")
+    };
+    assert_eq!(*id, None);
+    let n: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(n["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        20
+    );
+    // A resource update for a sub-resource of what it subscribed to; one for
+    // another resource reaches nobody.
+    let now = h.now();
+    let updated = |uri: &str| Some(RawJson::from(json!({"uri": uri})));
+    assert_eq!(
+        h.driver.broadcast(
+            "notifications/resources/updated",
+            updated("test://static-text/part"),
+            now
+        ),
+        1
+    );
+    assert_eq!(
+        h.driver.broadcast(
+            "notifications/resources/updated",
+            updated("test://other"),
+            now
+        ),
+        0
+    );
+    let (events, _) = more(&mut h, tools);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["params"]["uri"], "test://static-text/part");
+    // Request-scoped notifications never go to a listen.
+    assert_eq!(h.driver.broadcast("notifications/message", None, now), 0);
+    assert_eq!(
+        h.driver
+            .broadcast("notifications/prompts/list_changed", None, now),
+        1
+    );
+    let (events, _) = more(&mut h, prompts);
+    assert_eq!(
+        events[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        21
+    );
+    h.clean();
+}
+
+#[test]
+fn a_broadcast_reaches_both_eras_once_each() {
+    let mut h = Harness::new();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#;
+    let http = h.send(RequestHead::post(None, None), init);
+    let sid: SessionId = h
+        .call(http)
+        .header("mcp-session-id")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let version = mcp_streamable::version::ProtocolVersion::LATEST;
+    let http = h.send(
+        RequestHead::post(Some(&sid), Some(version)),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(h.call(http).status, 202);
+    let get = h.send(RequestHead::get(&sid, version, None), "");
+    let mut g = Answer::default();
+    h.answer(get, &mut g);
+    assert_eq!((g.status, g.ended), (200, false));
+    let (listen, _) = listen(&mut h, 30, r#"{"toolsListChanged":true}"#);
+    let now = h.now();
+    assert_eq!(
+        h.driver
+            .broadcast("notifications/tools/list_changed", None, now),
+        2
+    );
+    let mut heard = std::collections::BTreeMap::new();
+    while let Some((http, w)) = h.driver.poll_write() {
+        let mut a = Answer {
+            body: w.body().to_vec(),
+            ..Answer::default()
+        };
+        a.ended = w.ends();
+        let n = a
+            .events()
+            .into_iter()
+            .filter(|(_, d)| d.contains("list_changed"))
+            .count();
+        *heard.entry(http).or_insert(0) += n;
+    }
+    assert_eq!(heard.get(&get), Some(&1), "the session's GET: {heard:?}");
+    assert_eq!(heard.get(&listen), Some(&1), "the listen: {heard:?}");
+    h.clean();
+}
+
+#[test]
+fn listens_end_gracefully_or_by_the_client_and_then_hear_nothing() {
+    let mut h = Harness::new();
+    let (a, _) = listen(&mut h, 40, r#"{"toolsListChanged":true}"#);
+    let (b, _) = listen(&mut h, 41, r#"{"toolsListChanged":true}"#);
+    // The client closes b: that listen is over.
+    let now = h.now();
+    h.driver.handle_http_closed(b, now);
+    assert_eq!(
+        h.driver
+            .broadcast("notifications/tools/list_changed", None, now),
+        1
+    );
+    let (events, _) = more(&mut h, a);
+    assert_eq!(events.len(), 1);
+    // The server ends a gracefully: the complete result naming it, then the end.
+    h.driver.end_listens(now);
+    let (events, ended) = more(&mut h, a);
+    assert!(ended);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["id"], 40);
+    assert_eq!(events[0]["result"]["resultType"], "complete");
+    assert_eq!(
+        events[0]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        40
+    );
+    assert_eq!(
+        h.driver
+            .broadcast("notifications/tools/list_changed", None, now),
+        0
+    );
+    assert_eq!(h.driver.endpoint().session_ids().count(), 0);
+    h.clean();
+}
+
+#[test]
+fn a_listen_without_its_filter_is_400_invalid_params() {
+    let mut h = Harness::new();
+    let http = h.modern(
+        "subscriptions/listen",
+        None,
+        &request(50, "subscriptions/listen", META),
+    );
+    let a = h.call(http);
+    assert_eq!((a.status, a.error_code()), (400, Some(-32602)));
+    assert_eq!(a.json()["id"], 50);
     h.clean();
 }

@@ -35,6 +35,9 @@ enum Pending {
     Elicitation { id: RequestId, prefix: &'static str },
     /// Send the `notify` tool's unrelated notification.
     Notify,
+    /// Modern era: broadcast the `notify` tool's list change, then answer
+    /// the call (its request is all there is to keep a timer alive).
+    NotifyThenAnswer { id: RequestId },
     /// Send the registration-time notification.
     RegistrationNotice,
 }
@@ -63,8 +66,14 @@ impl EverythingApp {
         }
     }
 
+    /// A session-era client hears it on its own session; in the modern
+    /// era, a list change is for every listen that subscribed to it.
     fn notify_unrelated(cx: &mut Cx<'_>, method: &str) {
-        cx.notify(method, None, Cause::Unrelated);
+        if cx.is_modern() {
+            cx.broadcast(method, None);
+        } else {
+            cx.notify(method, None, Cause::Unrelated);
+        }
     }
 }
 
@@ -259,6 +268,9 @@ impl EverythingApp {
                     .min(10_000);
                 if delay == 0 {
                     Self::notify_unrelated(cx, "notifications/tools/list_changed");
+                } else if cx.is_modern() {
+                    self.later(cx, delay, Pending::NotifyThenAnswer { id });
+                    return;
                 } else {
                     self.later(cx, delay, Pending::Notify);
                 }
@@ -566,6 +578,10 @@ impl App for EverythingApp {
                 cx.respond(&id, tool_result(vec![text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.")]));
             }
             Pending::Notify => Self::notify_unrelated(cx, "notifications/tools/list_changed"),
+            Pending::NotifyThenAnswer { id } => {
+                Self::notify_unrelated(cx, "notifications/tools/list_changed");
+                cx.respond(&id, tool_result(vec![text("notified")]));
+            }
             Pending::RegistrationNotice => {
                 Self::notify_unrelated(cx, "notifications/resources/list_changed")
             }

@@ -112,6 +112,32 @@ impl Cx<'_> {
         }
     }
 
+    /// Whether this request is of the modern era (2026-07-28): no session
+    /// behind it, no requests to the client, list changes go to listens.
+    pub fn is_modern(&self) -> bool {
+        self.ep
+            .session(&self.session)
+            .is_some_and(|s| s.version().is_modern())
+    }
+
+    /// A notification for every client it concerns, in either era
+    /// ([`ServerEndpoint::broadcast`]): list changes and resource updates.
+    /// Returns how many got it.
+    pub fn broadcast(&mut self, method: &str, params: Option<RawJson>) -> usize {
+        let now = self.now;
+        let sent = self.ep.broadcast(method, params, now);
+        if let Some(mut tap) = self.tap.as_ref().and_then(|t| t.lock().ok()) {
+            for (session, key, cause) in &sent {
+                tap(&Observation::Sent {
+                    session: session.to_string(),
+                    key: *key,
+                    cause: cause.clone(),
+                });
+            }
+        }
+        sent.len()
+    }
+
     /// Sends a request to the client; its answer arrives in [`App::on_response`].
     pub fn request(
         &mut self,

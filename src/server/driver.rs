@@ -23,6 +23,7 @@ use super::wire::{Wire, Write};
 use super::{RequestHead, ServerEndpoint, ServerEvent, ServerOutput, UnreadBody};
 use crate::app::{App, Cx, Tap};
 use crate::ids::{HttpId, SessionId};
+use crate::jsonrpc::RawJson;
 use crate::monitor::Observation;
 use crate::rng::SeededRng;
 use crate::server::Admission;
@@ -166,6 +167,28 @@ impl<A: App> ServerDriver<A> {
     /// Ends `session`, evicted by an admission table to make room.
     pub fn evict(&mut self, session: &SessionId, now: Instant) {
         self.ep.evict(session, now);
+        self.pump(now);
+    }
+
+    /// A notification for every client it concerns, in either era
+    /// ([`ServerEndpoint::broadcast`]), from outside any request. Returns
+    /// how many got it.
+    pub fn broadcast(&mut self, method: &str, params: Option<RawJson>, now: Instant) -> usize {
+        let sent = self.ep.broadcast(method, params, now);
+        for (session, key, cause) in &sent {
+            self.observe(&Observation::Sent {
+                session: session.to_string(),
+                key: *key,
+                cause: cause.clone(),
+            });
+        }
+        self.pump(now);
+        sent.len()
+    }
+
+    /// Ends every modern listen gracefully (before a shutdown).
+    pub fn end_listens(&mut self, now: Instant) {
+        self.ep.end_listens(now);
         self.pump(now);
     }
 

@@ -10,13 +10,13 @@ use super::modern;
 use super::request::{self, AllowList, UnreadBody};
 use super::session::{ServerSession, SessionConfig, SessionTimer};
 use super::SchedulingPoint;
-use super::{Content, EndReason, ResponseHead, ServerEvent, Transmit, TransmitKind};
+use super::{Cause, Content, EndReason, ResponseHead, ServerEvent, Transmit, TransmitKind};
 use crate::error::RequestError;
 use crate::head::{Method, RequestHead};
 use crate::headers;
 use crate::id_source::IdSource;
-use crate::ids::{HttpId, SessionId};
-use crate::jsonrpc::{self, Body, ErrorObject, Message, METHOD_NOT_FOUND};
+use crate::ids::{HttpId, MsgKey, SessionId};
+use crate::jsonrpc::{self, Body, ErrorObject, Message, RawJson, METHOD_NOT_FOUND};
 use crate::policy::{ServerPolicy, SessionErrorStatus};
 use crate::shared::Shared;
 use crate::time::Instant;
@@ -50,6 +50,9 @@ pub struct EndpointConfig {
     /// `session_bytes_max`): past it a new session first evicts half-open
     /// and idle ones, else is refused (503).
     pub retained_bytes_max: usize,
+    /// What a modern `subscriptions/listen` may receive here (each listen
+    /// is acknowledged with what it asked for and this allows): all by default.
+    pub listen: modern::ListenFilter,
     /// Modern (2026-07-28) requests being answered at once (503 past it):
     /// each holds a session of its own until its exchange is over.
     pub stateless_requests_max: usize,
@@ -78,6 +81,7 @@ impl Default for EndpointConfig {
             sessions_max: 100_000,
             sessions_per_peer_max: None,
             retained_bytes_max: 256 << 20,
+            listen: modern::ListenFilter::all(),
             stateless_requests_max: 4096,
             http_id_base: 0,
         }
@@ -285,6 +289,68 @@ impl ServerEndpoint {
                 s.close(now);
             }
             self.dirty.insert(sid);
+        }
+    }
+
+    /// A notification for every client it concerns, whichever era: each
+    /// session-era session that is initialized gets it as an unrelated
+    /// notification (its standalone stream, or held for one); each modern
+    /// listen that subscribed to it gets it on its stream, tagged with its
+    /// subscription id. Returns who got what (session, key, cause), for the
+    /// observer.
+    pub fn broadcast(
+        &mut self,
+        method: &str,
+        params: Option<RawJson>,
+        now: Instant,
+    ) -> Vec<(SessionId, MsgKey, Cause)> {
+        let value = params.as_ref().map(RawJson::to_value);
+        let targets: Vec<SessionId> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| {
+                if s.version().is_modern() {
+                    s.listens_to(method, value.as_ref())
+                } else {
+                    s.is_initialized() && !s.is_ended()
+                }
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut sent = Vec::new();
+        for id in targets {
+            let Some(s) = self.sessions.get_mut(&id) else {
+                continue;
+            };
+            let got = if s.version().is_modern() {
+                s.notify_listener(method, value.as_ref(), now)
+            } else {
+                s.notify(method, params.clone(), Cause::Unrelated, now)
+                    .ok()
+                    .map(|key| (key, Cause::Unrelated))
+            };
+            if let Some((key, cause)) = got {
+                sent.push((id.clone(), key, cause));
+            }
+            self.dirty.insert(id);
+        }
+        sent
+    }
+
+    /// Ends every modern listen gracefully (a `complete` result, then the
+    /// end of its stream): before a shutdown.
+    pub fn end_listens(&mut self, now: Instant) {
+        let listens: Vec<SessionId> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.listen.is_some() && !s.is_ended())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in listens {
+            if let Some(s) = self.sessions.get_mut(&id) {
+                let _ = s.end_listen(now);
+            }
+            self.dirty.insert(id);
         }
     }
 
@@ -610,7 +676,23 @@ impl ServerEndpoint {
             }
         };
         let mut s = ServerSession::stateless(id.clone(), self.config.session, self.policy);
-        let outcome = s.handle_post(http, Body::Single(message), now);
+        let outcome = match message {
+            Message::Request {
+                id: rid,
+                method,
+                params,
+            } if method == "subscriptions/listen" => {
+                let asked =
+                    modern::ListenFilter::from_params(params.as_ref()).ok_or_else(|| {
+                        RequestError::InvalidParams {
+                            what: "subscriptions/listen needs params.notifications".into(),
+                            id: Some(rid.clone()),
+                        }
+                    })?;
+                s.handle_listen(http, rid, asked.agreed(&self.config.listen), now)
+            }
+            message => s.handle_post(http, Body::Single(message), now),
+        };
         self.sessions.insert(id.clone(), Shared::new(s));
         self.stateless += 1;
         *session = Some(id);

@@ -299,3 +299,163 @@ mod tests {
         );
     }
 }
+
+/// The `_meta` key naming the listen a notification belongs to.
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// What a `subscriptions/listen` asks for (its `notifications` param), and
+/// after agreement what the server honours.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct ListenFilter {
+    /// `notifications/tools/list_changed`.
+    pub tools: bool,
+    /// `notifications/prompts/list_changed`.
+    pub prompts: bool,
+    /// `notifications/resources/list_changed`.
+    pub resources: bool,
+    /// `notifications/resources/updated` for these URIs (and their sub-resources).
+    pub resource_uris: Vec<String>,
+}
+
+impl ListenFilter {
+    /// Every kind, any URI: what a server that can send them all honours.
+    pub fn all() -> Self {
+        ListenFilter {
+            tools: true,
+            prompts: true,
+            resources: true,
+            resource_uris: vec![String::new()],
+        }
+    }
+
+    /// The listen's `params.notifications`; `None` when absent or not an object.
+    pub fn from_params(params: Option<&crate::jsonrpc::RawJson>) -> Option<Self> {
+        let v = params?.to_value();
+        let n = v.get("notifications")?.as_object()?.clone();
+        let flag = |k: &str| n.get(k).and_then(serde_json::Value::as_bool) == Some(true);
+        Some(ListenFilter {
+            tools: flag("toolsListChanged"),
+            prompts: flag("promptsListChanged"),
+            resources: flag("resourcesListChanged"),
+            resource_uris: n
+                .get("resourceSubscriptions")
+                .and_then(serde_json::Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|u| u.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+    }
+
+    /// What of `self` the server honours, given what it can send (`can`; an
+    /// empty URI in `can.resource_uris` stands for every URI).
+    pub fn agreed(&self, can: &ListenFilter) -> ListenFilter {
+        let any_uri = can.resource_uris.iter().any(String::is_empty);
+        ListenFilter {
+            tools: self.tools && can.tools,
+            prompts: self.prompts && can.prompts,
+            resources: self.resources && can.resources,
+            resource_uris: self
+                .resource_uris
+                .iter()
+                .filter(|u| any_uri || can.resource_uris.contains(u))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Whether notification `method` (with `params`) is one this filter
+    /// subscribed to. Nothing request-scoped ever is.
+    pub fn matches(&self, method: &str, params: Option<&serde_json::Value>) -> bool {
+        match method {
+            "notifications/tools/list_changed" => self.tools,
+            "notifications/prompts/list_changed" => self.prompts,
+            "notifications/resources/list_changed" => self.resources,
+            "notifications/resources/updated" => {
+                let Some(uri) = params.and_then(|p| p.get("uri")).and_then(|u| u.as_str()) else {
+                    return false;
+                };
+                self.resource_uris.iter().any(|sub| {
+                    uri == sub
+                        || uri
+                            .strip_prefix(sub.as_str())
+                            .is_some_and(|rest| rest.starts_with(['/', '#', '?']))
+                })
+            }
+            _ => false,
+        }
+    }
+
+    /// The filter as the acknowledgement states it (only what is honoured).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut n = serde_json::Map::new();
+        for (key, on) in [
+            ("toolsListChanged", self.tools),
+            ("promptsListChanged", self.prompts),
+            ("resourcesListChanged", self.resources),
+        ] {
+            if on {
+                n.insert(key.into(), true.into());
+            }
+        }
+        if !self.resource_uris.is_empty() {
+            n.insert(
+                "resourceSubscriptions".into(),
+                self.resource_uris.clone().into(),
+            );
+        }
+        serde_json::Value::Object(n)
+    }
+}
+
+#[cfg(test)]
+mod listen_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn filters_read_agree_and_match() {
+        let params = crate::jsonrpc::RawJson::from(json!({"notifications": {
+            "toolsListChanged": true, "promptsListChanged": false,
+            "resourceSubscriptions": ["file:///a", "file:///b"]}}));
+        let asked = ListenFilter::from_params(Some(&params)).unwrap();
+        assert!(asked.tools && !asked.prompts && !asked.resources);
+        let can = ListenFilter {
+            tools: true,
+            prompts: true,
+            resources: false,
+            resource_uris: vec!["file:///a".into()],
+        };
+        let agreed = asked.agreed(&can);
+        assert_eq!(
+            agreed.to_json(),
+            json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///a"]})
+        );
+        assert_eq!(asked.agreed(&ListenFilter::all()).resource_uris.len(), 2);
+        assert!(agreed.matches("notifications/tools/list_changed", None));
+        assert!(!agreed.matches("notifications/prompts/list_changed", None));
+        assert!(!agreed.matches("notifications/progress", None));
+        let updated = |uri: &str| json!({"uri": uri});
+        assert!(agreed.matches(
+            "notifications/resources/updated",
+            Some(&updated("file:///a"))
+        ));
+        assert!(agreed.matches(
+            "notifications/resources/updated",
+            Some(&updated("file:///a/x"))
+        ));
+        assert!(!agreed.matches(
+            "notifications/resources/updated",
+            Some(&updated("file:///ab"))
+        ));
+        assert!(!agreed.matches(
+            "notifications/resources/updated",
+            Some(&updated("file:///b"))
+        ));
+        assert!(!agreed.matches("notifications/resources/updated", None));
+        assert_eq!(ListenFilter::from_params(None), None);
+    }
+}
