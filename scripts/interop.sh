@@ -53,6 +53,8 @@ for m in $PY_MODES; do
     echo "== Python SDK client (mode=$mode) against serve"
     timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$PORT/mcp" "$mode" "${m#*:}" || status=1
 done
+echo "== Python SDK: a 2026-07-28 listen and a session-era client hear a modern client's broadcast"
+timeout 60 "$PEERS/py/bin/python" scripts/peers/py-listen.py "http://localhost:$PORT/mcp" || status=1
 
 kill -INT "$SERVE"
 if ! wait "$SERVE"; then
@@ -142,6 +144,7 @@ against_example() {
     for m in $PY_MODES; do
         timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$port/mcp" "${m%%:*}" "${m#*:}" || status=1
     done
+    timeout 60 "$PEERS/py/bin/python" scripts/peers/py-listen.py "http://localhost:$port/mcp" || status=1
     timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$port/mcp" > "$LOG/probe-$name.json" || true
     local got
     got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-$name.json" 2>/dev/null || echo "unreadable")

@@ -17,6 +17,13 @@ pub use everything::EverythingApp;
 /// An observer of everything a driver sees and writes (feeds the monitor).
 pub type Tap = Box<dyn FnMut(&Observation) + Send>;
 
+/// Where a transport with several endpoints (one per session, as the hyper
+/// shell runs them) sends an application's broadcast, so every other
+/// endpoint delivers it too ([`ServerDriver::broadcast`]).
+///
+/// [`ServerDriver::broadcast`]: crate::server::ServerDriver::broadcast
+pub type Fanout = std::sync::Arc<dyn Fn(&str, Option<&RawJson>) + Send + Sync>;
+
 /// A tap that judges every observation with a fresh [`Monitor`] and hands
 /// each violation to `report` the moment it is found (a long-running server
 /// never reaches the monitor's end-of-run checks, so these are all it gets).
@@ -59,6 +66,7 @@ pub struct Cx<'a> {
     pub(crate) now: Instant,
     pub(crate) timers: &'a mut Vec<(Instant, SessionId, u64)>,
     pub(crate) tap: Option<std::sync::Arc<std::sync::Mutex<Tap>>>,
+    pub(crate) fanout: Option<Fanout>,
 }
 
 impl Cx<'_> {
@@ -121,10 +129,14 @@ impl Cx<'_> {
     }
 
     /// A notification for every client it concerns, in either era
-    /// ([`ServerEndpoint::broadcast`]): list changes and resource updates.
-    /// Returns how many got it.
+    /// ([`ServerEndpoint::broadcast`]): list changes and resource updates;
+    /// the driver's [`Fanout`], when it has one, takes it to the other
+    /// endpoints. Returns how many got it here.
     pub fn broadcast(&mut self, method: &str, params: Option<RawJson>) -> usize {
         let now = self.now;
+        if let Some(fanout) = &self.fanout {
+            fanout(method, params.as_ref());
+        }
         let sent = self.ep.broadcast(method, params, now);
         if let Some(mut tap) = self.tap.as_ref().and_then(|t| t.lock().ok()) {
             for (session, key, cause) in &sent {

@@ -21,12 +21,13 @@
 
 use super::body::{ClosedTx, ResponseBody};
 use super::io::Listen;
-use crate::app::App;
+use crate::app::{App, Fanout};
 use crate::error::RequestError;
 use crate::head::{Method, RequestHead};
 use crate::headers;
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, SessionId};
+use crate::jsonrpc::RawJson;
 use crate::policy::ServerPolicy;
 use crate::server::wire::{WireHead, Write};
 use crate::server::{
@@ -43,7 +44,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio::sync::{broadcast, mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 
 /// Settings of the server shell.
@@ -65,6 +66,10 @@ pub struct ServerOptions {
     pub frame_bytes_queued_max: usize,
     /// Requests queued for one session's task.
     pub requests_queued_max: usize,
+    /// Broadcasts (list changes, resource updates) queued for a session task
+    /// that has not taken them yet, parked ones included: one that falls
+    /// further behind loses the oldest, and says so in the log.
+    pub broadcasts_queued_max: usize,
     /// Open connections at once; past it the accept loop waits for one to
     /// close (the kernel's backlog holds newcomers), so file descriptors are
     /// never exhausted by idle sockets.
@@ -92,6 +97,7 @@ impl Default for ServerOptions {
             frames_queued_max: 256,
             frame_bytes_queued_max: 1 << 20,
             requests_queued_max: 1024,
+            broadcasts_queued_max: 1024,
             connections_max: 1024,
             header_read_timeout: std::time::Duration::from_secs(10),
             body_read_timeout: std::time::Duration::from_secs(30),
@@ -211,6 +217,14 @@ enum Slot<A: App> {
     Parked(Mutex<Box<Parked<A>>>),
 }
 
+/// An application's broadcast, on its way to every session task but the
+/// one it was made in (`from`, the origin of the driver that made it).
+struct Broadcast {
+    from: u64,
+    method: String,
+    params: Option<RawJson>,
+}
+
 /// What a session task leaves behind when it parks.
 struct Parked<A: App> {
     /// The endpoint, the application and the scheduler's state (so a woken
@@ -218,6 +232,9 @@ struct Parked<A: App> {
     driver: ServerDriver<A>,
     start: tokio::time::Instant,
     session: SessionId,
+    /// Broadcasts keep queueing for a parked session; it takes them on waking.
+    broadcasts: broadcast::Receiver<Arc<Broadcast>>,
+    origin: u64,
     /// When the core next needs time (its idle expiry).
     deadline: Option<tokio::time::Instant>,
 }
@@ -237,6 +254,7 @@ struct Shared<A: App> {
     tap: Option<Arc<Mutex<super::Tap>>>,
     shutdown: watch::Receiver<bool>,
     live: Arc<(AtomicUsize, Notify)>,
+    broadcasts: broadcast::Sender<Arc<Broadcast>>,
 }
 
 /// A request body the shell can read: hyper's `Incoming`, axum's `Body`,
@@ -317,7 +335,9 @@ impl Server {
     ) -> (McpService<A>, ServerHandle) {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let live = Arc::new((AtomicUsize::new(0), Notify::new()));
+        let (broadcasts, _) = broadcast::channel(options.broadcasts_queued_max.max(1));
         let shared = Arc::new(Shared {
+            broadcasts,
             ids: Mutex::new(options.ids.clone()),
             options,
             make_app: Box::new(make_app),
@@ -526,8 +546,8 @@ fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<Arc<Inbox>>
 fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>) -> Arc<Inbox> {
     let inbox = Inbox::new(shared.options.requests_queued_max);
     let (closed_tx, closed_rx) = mpsc::unbounded_channel();
-    let (driver, start, registered) = match parked {
-        Some(p) => (p.driver, p.start, Some(p.session)),
+    let (driver, start, registered, broadcasts, origin) = match parked {
+        Some(p) => (p.driver, p.start, Some(p.session), p.broadcasts, p.origin),
         None => {
             // A fresh endpoint draws its ids from its own fork of the source.
             let mut ids = match shared.ids.lock() {
@@ -539,14 +559,27 @@ fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>
             let mut config = shared.options.endpoint.clone();
             config.http_id_base = n * HTTP_IDS_PER_TASK;
             let ep = ServerEndpoint::with_ids(config, shared.options.policy, ids);
-            let driver =
-                ServerDriver::new(ep, (shared.make_app)(), seed).with_tap(shared.tap.clone());
-            (driver, shared.epoch, None)
+            // The application's broadcasts reach the other tasks' endpoints.
+            let to_others = shared.broadcasts.clone();
+            let fanout: Fanout = Arc::new(move |method: &str, params: Option<&RawJson>| {
+                let _ = to_others.send(Arc::new(Broadcast {
+                    from: n,
+                    method: method.to_owned(),
+                    params: params.cloned(),
+                }));
+            });
+            let driver = ServerDriver::new(ep, (shared.make_app)(), seed)
+                .with_tap(shared.tap.clone())
+                .with_fanout(Some(fanout));
+            let broadcasts = shared.broadcasts.subscribe();
+            (driver, shared.epoch, None, broadcasts, n)
         }
     };
     let owner = Owner {
         driver,
         start,
+        broadcasts,
+        origin,
         exchanges: BTreeMap::new(),
         closed_tx,
         frames_queued_max: shared.options.frames_queued_max,
@@ -653,6 +686,10 @@ enum Exchange {
 struct Owner<A: App> {
     driver: ServerDriver<A>,
     start: tokio::time::Instant,
+    /// Other tasks' broadcasts, for this task's endpoint.
+    broadcasts: broadcast::Receiver<Arc<Broadcast>>,
+    /// This driver's origin in [`Broadcast::from`].
+    origin: u64,
     exchanges: BTreeMap<HttpId, Exchange>,
     closed_tx: ClosedTx,
     frames_queued_max: usize,
@@ -687,8 +724,13 @@ impl<A: App> Owner<A> {
                     None => break,
                 },
                 Some(http) = closed_rx.recv() => self.on_closed(http),
+                b = self.broadcasts.recv() => self.on_broadcast(b),
                 _ = sleep => self.on_timeout(),
                 _ = shutdown.changed() => {
+                    // Listens end with their `complete` result, not cut off.
+                    let now = self.now();
+                    self.driver.end_listens(now);
+                    self.flush();
                     stopping = true;
                     break;
                 }
@@ -820,6 +862,8 @@ impl<A: App> Owner<A> {
                 driver: self.driver,
                 start: self.start,
                 session,
+                broadcasts: self.broadcasts,
+                origin: self.origin,
                 deadline: deadline
                     .map(|d| self.start + std::time::Duration::from_millis(d.as_millis())),
             }))),
@@ -880,6 +924,21 @@ impl<A: App> Owner<A> {
         self.exchanges.remove(&http);
         let now = self.now();
         self.driver.handle_http_closed(http, now);
+    }
+
+    fn on_broadcast(&mut self, b: Result<Arc<Broadcast>, broadcast::error::RecvError>) {
+        match b {
+            Ok(b) if b.from != self.origin => {
+                let now = self.now();
+                self.driver.broadcast(&b.method, b.params.clone(), now);
+            }
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "a session task fell behind on broadcasts");
+            }
+            // Never while `Shared` holds the sender.
+            Err(broadcast::error::RecvError::Closed) => {}
+        }
     }
 
     fn on_timeout(&mut self) {

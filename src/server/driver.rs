@@ -21,7 +21,7 @@
 
 use super::wire::{Wire, Write};
 use super::{RequestHead, ServerEndpoint, ServerEvent, ServerOutput, UnreadBody};
-use crate::app::{App, Cx, Tap};
+use crate::app::{App, Cx, Fanout, Tap};
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
 use crate::monitor::Observation;
@@ -48,6 +48,7 @@ pub struct ServerDriver<A: App> {
     /// (mcp-go's competing listeners): seeded, so a run can be repeated.
     scheduler: SeededRng,
     tap: Option<Arc<Mutex<Tap>>>,
+    fanout: Option<Fanout>,
 }
 
 impl<A: App> ServerDriver<A> {
@@ -63,7 +64,15 @@ impl<A: App> ServerDriver<A> {
             writes: VecDeque::new(),
             scheduler: SeededRng::new(seed),
             tap: None,
+            fanout: None,
         }
+    }
+
+    /// Sends the application's broadcasts to `fanout` too (a transport
+    /// with an endpoint per session delivers them to the others).
+    pub fn with_fanout(mut self, fanout: Option<Fanout>) -> Self {
+        self.fanout = fanout;
+        self
     }
 
     /// Shows every request, transmit, drop, close and send to `tap`.
@@ -205,15 +214,14 @@ impl<A: App> ServerDriver<A> {
     }
 
     fn run_app(&mut self, session: SessionId, now: Instant, f: impl FnOnce(&mut A, &mut Cx<'_>)) {
-        run_app(
-            &mut self.ep,
-            &mut self.app,
-            &mut self.timers,
-            &self.tap,
-            session,
-            now,
-            f,
-        );
+        let parts = Parts {
+            ep: &mut self.ep,
+            app: &mut self.app,
+            timers: &mut self.timers,
+            tap: &self.tap,
+            fanout: &self.fanout,
+        };
+        run_app(parts, session, now, f);
     }
 
     // ----- poll_* -----
@@ -277,12 +285,20 @@ impl<A: App> ServerDriver<A> {
             wire,
             writes,
             tap,
+            fanout,
             ..
         } = self;
         loop {
             ep.drain_observed(&mut |o| observe(tap, o), |ep, out, _| match out {
                 ServerOutput::Event(session, event) => {
-                    dispatch(ep, app, timers, tap, session, event, now)
+                    let parts = Parts {
+                        ep,
+                        app: &mut *app,
+                        timers: &mut *timers,
+                        tap,
+                        fanout,
+                    };
+                    dispatch(parts, session, event, now)
                 }
                 ServerOutput::Transmit(t) => wire.push(&t),
             });
@@ -310,57 +326,50 @@ impl<A: App> ServerDriver<A> {
     }
 }
 
+/// What the application's turn borrows of the driver.
+struct Parts<'a, A> {
+    ep: &'a mut ServerEndpoint,
+    app: &'a mut A,
+    timers: &'a mut Vec<AppTimer>,
+    tap: &'a Option<Arc<Mutex<Tap>>>,
+    fanout: &'a Option<Fanout>,
+}
+
 /// The application's turn: `f` with a [`Cx`] for `session`.
 fn run_app<A: App>(
-    ep: &mut ServerEndpoint,
-    app: &mut A,
-    timers: &mut Vec<AppTimer>,
-    tap: &Option<Arc<Mutex<Tap>>>,
+    parts: Parts<'_, A>,
     session: SessionId,
     now: Instant,
     f: impl FnOnce(&mut A, &mut Cx<'_>),
 ) {
     let mut cx = Cx {
-        ep,
+        ep: parts.ep,
         session,
         now,
-        timers,
-        tap: tap.clone(),
+        timers: parts.timers,
+        tap: parts.tap.clone(),
+        fanout: parts.fanout.clone(),
     };
-    f(app, &mut cx);
+    f(parts.app, &mut cx);
 }
 
 /// An event for the application (dropped messages were already observed).
-fn dispatch<A: App>(
-    ep: &mut ServerEndpoint,
-    app: &mut A,
-    timers: &mut Vec<AppTimer>,
-    tap: &Option<Arc<Mutex<Tap>>>,
-    session: SessionId,
-    event: ServerEvent,
-    now: Instant,
-) {
+fn dispatch<A: App>(parts: Parts<'_, A>, session: SessionId, event: ServerEvent, now: Instant) {
     match event {
         ServerEvent::Dropped { .. } => {}
         ServerEvent::SessionEnded => {
-            app.on_session_ended(&session);
-            timers.retain(|(_, s, _)| *s != session);
+            parts.app.on_session_ended(&session);
+            parts.timers.retain(|(_, s, _)| *s != session);
         }
-        ServerEvent::Request { id, method, params } => {
-            run_app(ep, app, timers, tap, session, now, |app, cx| {
-                app.on_request(cx, id, &method, params)
-            })
-        }
-        ServerEvent::Notification { method, params } => {
-            run_app(ep, app, timers, tap, session, now, |app, cx| {
-                app.on_notification(cx, &method, params)
-            })
-        }
-        ServerEvent::Response { id, result } => {
-            run_app(ep, app, timers, tap, session, now, |app, cx| {
-                app.on_response(cx, id, result)
-            })
-        }
+        ServerEvent::Request { id, method, params } => run_app(parts, session, now, |app, cx| {
+            app.on_request(cx, id, &method, params)
+        }),
+        ServerEvent::Notification { method, params } => run_app(parts, session, now, |app, cx| {
+            app.on_notification(cx, &method, params)
+        }),
+        ServerEvent::Response { id, result } => run_app(parts, session, now, |app, cx| {
+            app.on_response(cx, id, result)
+        }),
     }
 }
 
