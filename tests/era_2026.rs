@@ -773,3 +773,162 @@ fn a_listen_without_its_filter_is_400_invalid_params() {
     assert_eq!(a.json()["id"], 50);
     h.clean();
 }
+
+mod monitor_breaches {
+    //! M1 and M2 fed their breaches directly, each beside the same run
+    //! without it.
+    use super::META;
+    use mcp_streamable::head::{Content, RequestHead, ResponseHead};
+    use mcp_streamable::ids::{HttpId, MsgKey, SessionId};
+    use mcp_streamable::jsonrpc::{Message, RawJson};
+    use mcp_streamable::monitor::{Monitor, Observation};
+    use mcp_streamable::server::{Cause, Outgoing, Transmit, TransmitKind};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    const LISTEN: HttpId = HttpId(1);
+
+    fn sid() -> SessionId {
+        SessionId::from_bits(7)
+    }
+
+    /// A monitor that saw a modern listen (id 5, tools only) arrive and its head.
+    fn listening() -> Monitor {
+        let mut m = Monitor::new();
+        let head = RequestHead::post(None, None)
+            .with("mcp-protocol-version", "2026-07-28")
+            .with("mcp-method", "subscriptions/listen");
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{META}}}}}"#
+        );
+        m.observe(&Observation::request(LISTEN, &head, body.as_bytes()));
+        m.observe(&Observation::Transmit(Transmit {
+            http: LISTEN,
+            kind: TransmitKind::Head(ResponseHead::new(200, Content::Sse)),
+        }));
+        m
+    }
+
+    fn event(m: &mut Monitor, key: u64, id: Option<&str>, method: &str, params: serde_json::Value) {
+        m.observe(&Observation::Transmit(Transmit {
+            http: LISTEN,
+            kind: TransmitKind::Event {
+                id: id.map(str::to_owned),
+                retry_ms: None,
+                message: Some(Arc::new(Outgoing {
+                    session: sid(),
+                    key: MsgKey(key),
+                    cause: Cause::Request(5.into()),
+                    message: Message::notification(method, Some(RawJson::from(params))),
+                })),
+            },
+        }));
+    }
+
+    fn ack(m: &mut Monitor) {
+        let params = json!({"_meta": {"io.modelcontextprotocol/subscriptionId": 5},
+            "notifications": {"toolsListChanged": true}});
+        event(
+            m,
+            1,
+            None,
+            "notifications/subscriptions/acknowledged",
+            params,
+        );
+    }
+
+    fn tagged() -> serde_json::Value {
+        json!({"_meta": {"io.modelcontextprotocol/subscriptionId": 5}})
+    }
+
+    fn ids(m: &Monitor) -> Vec<&'static str> {
+        m.violations().iter().map(|v| v.id).collect()
+    }
+
+    #[test]
+    fn the_clean_run() {
+        let mut m = listening();
+        ack(&mut m);
+        event(
+            &mut m,
+            2,
+            None,
+            "notifications/tools/list_changed",
+            tagged(),
+        );
+        assert!(ids(&m).is_empty(), "{:#?}", m.violations());
+    }
+
+    #[test]
+    fn a_notification_before_the_acknowledgement_is_m2() {
+        let mut m = listening();
+        event(
+            &mut m,
+            2,
+            None,
+            "notifications/tools/list_changed",
+            tagged(),
+        );
+        assert_eq!(ids(&m), ["M2"]);
+    }
+
+    #[test]
+    fn an_unsubscribed_kind_or_an_untagged_notification_is_m2() {
+        let mut m = listening();
+        ack(&mut m);
+        event(
+            &mut m,
+            2,
+            None,
+            "notifications/prompts/list_changed",
+            tagged(),
+        );
+        assert_eq!(ids(&m), ["M2"]);
+        let mut m = listening();
+        ack(&mut m);
+        event(
+            &mut m,
+            2,
+            None,
+            "notifications/tools/list_changed",
+            json!({}),
+        );
+        assert_eq!(ids(&m), ["M2"]);
+        let mut m = listening();
+        ack(&mut m);
+        event(&mut m, 2, None, "notifications/progress", tagged());
+        assert_eq!(
+            ids(&m),
+            ["M2"],
+            "request-scoped notifications never go to a listen"
+        );
+    }
+
+    #[test]
+    fn a_session_id_or_an_event_id_on_a_modern_answer_is_m1() {
+        let mut m = Monitor::new();
+        let head = RequestHead::post(None, None)
+            .with("mcp-protocol-version", "2026-07-28")
+            .with("mcp-method", "tools/list");
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}"#);
+        m.observe(&Observation::request(LISTEN, &head, body.as_bytes()));
+        let mut h = ResponseHead::new(200, Content::Sse);
+        h.session_id = Some(sid());
+        m.observe(&Observation::Transmit(Transmit {
+            http: LISTEN,
+            kind: TransmitKind::Head(h),
+        }));
+        assert_eq!(ids(&m), ["M1"]);
+        let mut m = listening();
+        ack(&mut m);
+        event(
+            &mut m,
+            2,
+            Some("1"),
+            "notifications/tools/list_changed",
+            tagged(),
+        );
+        assert_eq!(ids(&m), ["M1"]);
+    }
+}

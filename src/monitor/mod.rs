@@ -15,7 +15,7 @@ mod client;
 
 use crate::client::{ClientEvent, ClientTransmit};
 use crate::ids::{HttpId, MsgKey, RequestId};
-use crate::jsonrpc::{Body, Message};
+use crate::jsonrpc::{Body, Message, RawJson};
 use crate::server::{Cause, Content, EndReason, Method, RequestHead, Transmit, TransmitKind};
 use crate::shared::Shared;
 use crate::unhashed::Unhashed;
@@ -137,7 +137,7 @@ impl Observation {
 /// A broken property.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Violation {
-    /// Property id: `A1`…`A5`, `B1`…`B6`, `C1`…`C5`, `I1`, `M1`, or a spec rule `R13`, `R21`, `R32`.
+    /// Property id: `A1`…`A5`, `B1`…`B6`, `C1`…`C5`, `I1`, `M1`, `M2`, or a spec rule `R13`, `R21`, `R32`.
     pub id: &'static str,
     /// Index of the observation that revealed it (0-based); `usize::MAX` for end-of-run checks.
     pub step: usize,
@@ -179,6 +179,9 @@ struct Exchange {
     lineage: usize,
     /// A modern (2026-07-28) exchange.
     modern: bool,
+    /// A modern `subscriptions/listen`: its id, and once acknowledged, the
+    /// filter the server agreed to.
+    listen: Option<Box<(RequestId, Option<crate::server::modern::ListenFilter>)>>,
 }
 
 /// A chain of exchanges carrying one logical stream (a POST and its resumptions,
@@ -616,6 +619,12 @@ impl Monitor {
         if let Some(l) = self.lineages.get_mut(lineage) {
             l.connections.push(http);
         }
+        let listen = match messages {
+            [Message::Request { id, method, .. }] if modern && method == "subscriptions/listen" => {
+                Some(Box::new((id.clone(), None)))
+            }
+            _ => None,
+        };
         self.exchanges.insert(
             http,
             Exchange {
@@ -628,6 +637,7 @@ impl Monitor {
                 closed: false,
                 lineage,
                 modern,
+                listen,
             },
         );
     }
@@ -653,7 +663,10 @@ impl Monitor {
                 head.content,
                 head.session_id.as_ref().map(|s| s.as_str()),
             ),
-            TransmitKind::Json(m) => self.on_json(http, &ex, m),
+            TransmitKind::Json(m) => {
+                self.check_listen(http, &ex, m);
+                self.on_json(http, &ex, m)
+            }
             TransmitKind::Event { id, message, .. } => {
                 if let (true, Some(id)) = (ex.modern, id) {
                     self.flag(
@@ -666,6 +679,9 @@ impl Monitor {
                     Some(o) => (Some(o.key), Some(&o.message), Some(&o.cause)),
                     None => (None, None, None),
                 };
+                if let Some(m) = msg {
+                    self.check_listen(http, &ex, m);
+                }
                 if let (Some(o), Some(s)) = (message, &ex.session) {
                     if o.session.as_str() != &**s {
                         self.flag(
@@ -769,6 +785,67 @@ impl Monitor {
             if let Some(s) = &ex.session {
                 self.sessions_deleted.insert(s.clone());
             }
+        }
+    }
+
+    /// M2: a listen's stream opens with its acknowledgement (naming the
+    /// subscription); every notification after it names the subscription
+    /// and is of a kind the acknowledgement agreed to.
+    fn check_listen(&mut self, http: HttpId, ex: &Exchange, m: &Message) {
+        use crate::server::modern::{ListenFilter, META_SUBSCRIPTION_ID};
+        let Some(listen) = &ex.listen else {
+            return;
+        };
+        let (id, agreed) = (&listen.0, &listen.1);
+        let Message::Notification { method, params } = m else {
+            // A refused listen (4xx with its error) never opened a stream.
+            let accepted = ex.status.is_some_and(|s| (200..300).contains(&s));
+            if agreed.is_none() && accepted {
+                self.flag(
+                    "M2",
+                    Some(http),
+                    format!("{} before the acknowledgement", describe(m)),
+                );
+            }
+            return;
+        };
+        let params = params.as_ref().map(|p| p.to_value());
+        let names = params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|meta| meta.get(META_SUBSCRIPTION_ID))
+            .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+        if names.as_ref() != Some(id) {
+            self.flag(
+                "M2",
+                Some(http),
+                format!("{method} on listen {id} does not name it"),
+            );
+            return;
+        }
+        match agreed {
+            None if method == "notifications/subscriptions/acknowledged" => {
+                let filter = params
+                    .map(RawJson::from)
+                    .and_then(|p| ListenFilter::from_params(Some(&p)))
+                    .unwrap_or_default();
+                if let Some(e) = self.exchanges.get_mut(&http) {
+                    if let Some(l) = &mut e.listen {
+                        l.1 = Some(filter);
+                    }
+                }
+            }
+            None => self.flag(
+                "M2",
+                Some(http),
+                format!("{method} on listen {id} before its acknowledgement"),
+            ),
+            Some(filter) if !filter.matches(method, params.as_ref()) => self.flag(
+                "M2",
+                Some(http),
+                format!("{method} on listen {id}, which did not subscribe to it"),
+            ),
+            Some(_) => {}
         }
     }
 
