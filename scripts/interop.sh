@@ -96,6 +96,20 @@ for peer in "ts $((PORT + 1))" "python $((PORT + 2))"; do
     timeout 30 "$BIN" call --monitor "http://127.0.0.1:$2/mcp" test_reconnection 2> "$LOG/reconnect-$1.err" || { status=1; cat "$LOG/reconnect-$1.err"; }
     grep -h "^monitor" "$LOG/call-$1.err" "$LOG/reconnect-$1.err" || true
 done
+# Our client's eras: auto probes server/discover; the Python SDK server (2.3.0)
+# speaks 2026-07-28, the TS SDK server (1.32.2) only the session era, so auto
+# falls back there; modern speaks 2026-07-28 or fails.
+for peer in "ts $((PORT + 1)) auto session" "python $((PORT + 2)) auto modern" "python $((PORT + 2)) modern modern"; do
+    set -- $peer
+    echo "== our client (--era $3) against the $1 SDK server: expect the $4 era"
+    if timeout 30 "$BIN" call --era "$3" --monitor "http://127.0.0.1:$2/mcp" test_tool_with_progress > "$LOG/era-$1-$3.out" 2> "$LOG/era-$1-$3.err"; then
+        got=session; grep -q '"resultType"' "$LOG/era-$1-$3.out" && got=modern
+        echo "era: $got"; [ "$got" = "$4" ] || status=1
+        grep -h "^monitor" "$LOG/era-$1-$3.err" || true
+    else
+        status=1; cat "$LOG/era-$1-$3.err"
+    fi
+done
 # The prober against the SDK servers: exactly the violations docs/compatibility.md
 # records (the TS example app checks Host but not Origin), nothing more.
 for peer in "ts $((PORT + 1)) R42" "python $((PORT + 2)) -"; do

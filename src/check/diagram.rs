@@ -238,6 +238,9 @@ impl Diagram {
                     ClientEvent::Initialized { .. } => "app: initialized".to_owned(),
                     ClientEvent::Response { id, .. } => format!("app gets response({id})"),
                     ClientEvent::Failed { id, error } => format!("app: ({id}) failed: {error}"),
+                    ClientEvent::FellBack { id, error } => {
+                        format!("app: probe ({id}) {error}: session era")
+                    }
                     ClientEvent::ServerRequest { method, .. } => format!("app: asked {method}"),
                     ClientEvent::Notification { method, .. } => format!("app: {method}"),
                     ClientEvent::SessionLost => "app: session lost".into(),

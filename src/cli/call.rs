@@ -6,7 +6,7 @@
 //! A one-shot call opens no background GET: it has nothing to listen for, and
 //! a GET racing the call would only invite a response on the wrong stream.
 
-use mcp_streamable::client::ClientEvent;
+use mcp_streamable::client::{ClientEra, ClientEvent};
 use mcp_streamable::http::client::{split_url, Client, ClientOptions};
 use mcp_streamable::http::TcpConnect;
 use mcp_streamable::monitor::Monitor;
@@ -26,6 +26,18 @@ pub struct CallArgs {
     /// Judge the run with the invariant monitor; exit 1 if it finds anything.
     #[arg(long)]
     monitor: bool,
+    /// Which protocol era to speak: legacy (initialize, a session), modern
+    /// (2026-07-28: server/discover, no session) or auto (probe, fall back).
+    #[arg(long, value_enum, default_value = "legacy")]
+    era: Era,
+}
+
+/// `--era`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Era {
+    Legacy,
+    Modern,
+    Auto,
 }
 
 pub fn run(args: CallArgs) -> Result<ExitCode, String> {
@@ -62,6 +74,7 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     let verbose = args.verbose;
     let use_monitor = args.monitor;
+    let era = args.era;
     rt.block_on(async move {
         let addr = tokio::net::lookup_host(&authority)
             .await
@@ -70,6 +83,11 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
             .ok_or_else(|| format!("{authority}: no address"))?;
         let mut options = ClientOptions::default();
         options.policy.background_get = BackgroundGet::Off;
+        options.config.era = match era {
+            Era::Legacy => ClientEra::Legacy,
+            Era::Modern => ClientEra::Modern,
+            Era::Auto => ClientEra::Auto,
+        };
         let monitor = Arc::new(Mutex::new(Monitor::new()));
         if use_monitor {
             let m = monitor.clone();

@@ -6,10 +6,12 @@
 //! scheduled.
 
 mod drain;
+mod modern;
 mod session;
 mod streams;
 
 pub use drain::ClientOutput;
+pub use modern::{encode_name, ClientEra};
 pub use session::ClientSession;
 
 use crate::head::RequestHead;
@@ -42,6 +44,9 @@ pub struct ClientConfig {
     pub reader_reconnects_max: u32,
     /// Who answers the server's requests (sampling, elicitation, roots).
     pub server_requests: ServerRequests,
+    /// Which protocol era to speak: the session era (default), the modern
+    /// one (2026-07-28), or whichever the server answers the probe with.
+    pub era: ClientEra,
     /// Longest whole (JSON) response body a transport reads, in bytes; past
     /// it the transport stops reading and closes the exchange, which the
     /// core then treats as cut off (a hostile server cannot make the client
@@ -75,6 +80,7 @@ impl Default for ClientConfig {
             finished_max: 256,
             reader_reconnects_max: 1000,
             server_requests: ServerRequests::Application,
+            era: ClientEra::Legacy,
             body_max: 4 << 20,
         }
     }
@@ -203,6 +209,10 @@ pub enum ClientUsageError {
     /// The client was closed.
     #[error("client closed")]
     Closed,
+    /// The modern era (2026-07-28) has no client notifications over HTTP
+    /// and no requests from the server to answer.
+    #[error("not in the 2026-07-28 era")]
+    ModernEra,
 }
 
 /// What the application must handle.
@@ -225,6 +235,15 @@ pub enum ClientEvent {
         id: RequestId,
         /// Result or JSON-RPC error.
         result: Result<RawJson, ErrorObject>,
+    },
+    /// The `server/discover` probe (`ClientEra::Auto`) was answered as a
+    /// session-era server answers it: `initialize` follows, under a new id,
+    /// and its outcome is the caller's.
+    FellBack {
+        /// The probe.
+        id: RequestId,
+        /// The answer that meant "session era".
+        error: ClientError,
     },
     /// A request failed without a response.
     Failed {

@@ -123,6 +123,10 @@ pub struct ClientSession {
     pub(super) timers: Timers<ClientTimer>,
     pub(super) duplicates: u64,
     pub(super) strangers: u64,
+    /// What `initialize` was given (capabilities, clientInfo): the modern
+    /// era sends them in every request's `_meta`, and `Auto` falls back
+    /// with them.
+    pub(super) init_params: Option<RawJson>,
 }
 
 impl ClientSession {
@@ -148,6 +152,7 @@ impl ClientSession {
             timers: Timers::default(),
             duplicates: 0,
             strangers: 0,
+            init_params: None,
         }
     }
 
@@ -213,6 +218,8 @@ impl ClientSession {
 
     /// Starts a session: POSTs `initialize` offering `config.protocol_version`.
     /// `params` are the rest of `InitializeRequestParams` (capabilities, clientInfo).
+    /// Under [`ClientEra::Modern`](super::ClientEra) and `Auto` it probes
+    /// with `server/discover` first (see `client/modern.rs`).
     pub fn initialize(
         &mut self,
         params: RawJson,
@@ -223,6 +230,20 @@ impl ClientSession {
             Phase::Initializing | Phase::Ready => return Err(ClientUsageError::AlreadyInitialized),
             Phase::Fresh | Phase::Lost => {}
         }
+        if self.config.era != super::ClientEra::Legacy {
+            self.session_id = None;
+            self.version = None;
+            return Ok(self.discover(params, now));
+        }
+        self.initialize_legacy(params, now)
+    }
+
+    /// `initialize` of the session era (also `Auto`'s fallback).
+    pub(super) fn initialize_legacy(
+        &mut self,
+        params: RawJson,
+        now: Instant,
+    ) -> Result<RequestId, ClientUsageError> {
         self.session_id = None;
         self.version = None;
         self.background = Background::default();
@@ -267,6 +288,9 @@ impl ClientSession {
         _now: Instant,
     ) -> Result<(), ClientUsageError> {
         self.check_ready()?;
+        if self.is_modern() {
+            return Err(ClientUsageError::ModernEra);
+        }
         self.send_post(Role::Notify, &Message::notification(method, params));
         Ok(())
     }
@@ -279,6 +303,9 @@ impl ClientSession {
         _now: Instant,
     ) -> Result<(), ClientUsageError> {
         self.check_ready()?;
+        if self.is_modern() {
+            return Err(ClientUsageError::ModernEra);
+        }
         let msg = match result {
             Ok(result) => Message::Response { id, result },
             Err(error) => Message::Error {
@@ -456,7 +483,7 @@ impl ClientSession {
         n
     }
 
-    fn track(&mut self, n: i64, method: &str, http: Option<HttpId>, now: Instant) {
+    pub(super) fn track(&mut self, n: i64, method: &str, http: Option<HttpId>, now: Instant) {
         self.pending.insert(
             n,
             Pending {
@@ -487,7 +514,10 @@ impl ClientSession {
         head
     }
 
-    fn send_post(&mut self, role: Role, msg: &Message) -> HttpId {
+    pub(super) fn send_post(&mut self, role: Role, msg: &Message) -> HttpId {
+        if self.is_modern() {
+            return self.send_modern(role, msg);
+        }
         let head = match role {
             Role::Initialize(_) => RequestHead::post(None, None),
             _ => self.session_headers(RequestHead::post(None, None)),
@@ -609,6 +639,10 @@ impl ClientSession {
                 return;
             }
         };
+        if p.method == "server/discover" {
+            self.finish_discover(n, result, now);
+            return;
+        }
         let is_initialize = self
             .exchanges
             .get(&via)
@@ -756,10 +790,21 @@ impl ClientSession {
     }
 
     /// Fails request `n` without a response; optionally tells the server.
-    pub(super) fn give_up(&mut self, n: i64, error: ClientError, tell_server: bool, _now: Instant) {
+    pub(super) fn give_up(&mut self, n: i64, error: ClientError, tell_server: bool, now: Instant) {
         if !self.pending.contains_key(&n) {
             return;
         }
+        if self
+            .pending
+            .get(&n)
+            .is_some_and(|p| p.method == "server/discover")
+        {
+            self.retire(n);
+            self.discover_failed(n, error, now);
+            return;
+        }
+        // The modern era cancels by closing the stream (retiring aborts it).
+        let tell_server = tell_server && !self.is_modern();
         let was_initialize = self
             .pending
             .get(&n)

@@ -99,6 +99,10 @@ impl ClientSide {
             ClientEvent::Response { id, .. } if !self.returned.insert(id.clone()) => {
                 flags.push(Flag::new("C4", None, format!("{id} completed twice")));
             }
+            // The probe's answer reached the core, which decided on it.
+            ClientEvent::FellBack { id, .. } => {
+                self.returned.insert(id.clone());
+            }
             ClientEvent::Failed { id, .. } => {
                 if self.arrived.contains(id) && !self.returned.contains(id) {
                     flags.push(Flag::new(

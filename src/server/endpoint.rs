@@ -50,6 +50,10 @@ pub struct EndpointConfig {
     /// `session_bytes_max`): past it a new session first evicts half-open
     /// and idle ones, else is refused (503).
     pub retained_bytes_max: usize,
+    /// Whether modern (2026-07-28) requests are served; off, this is a
+    /// session-era server (a probe gets 400 -32601, and modern clients in
+    /// `auto` mode fall back to `initialize`).
+    pub modern_era: bool,
     /// What a modern `subscriptions/listen` may receive here (each listen
     /// is acknowledged with what it asked for and this allows): all by default.
     pub listen: modern::ListenFilter,
@@ -81,6 +85,7 @@ impl Default for EndpointConfig {
             sessions_max: 100_000,
             sessions_per_peer_max: None,
             retained_bytes_max: 256 << 20,
+            modern_era: true,
             listen: modern::ListenFilter::all(),
             stateless_requests_max: 4096,
             http_id_base: 0,
@@ -529,12 +534,13 @@ impl ServerEndpoint {
         let header_version = request::protocol_version(head)?;
         // The modern era has no GET stream and no DELETE; its POSTs stand
         // alone, whatever `Mcp-Session-Id` they carry.
+        let modern_era = self.config.modern_era;
         let modern_header = header_version.is_some_and(ProtocolVersion::is_modern);
         match head.method {
-            Method::Get | Method::Delete if modern_header => {
+            Method::Get | Method::Delete if modern_era && modern_header => {
                 return Err(RequestError::MethodNotAllowed)
             }
-            Method::Post if modern::is_modern(header_version, body) => {
+            Method::Post if modern_era && modern::is_modern(header_version, body) => {
                 return self.dispatch_modern(http, head, body, header_version, now, session);
             }
             _ => {}

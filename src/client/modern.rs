@@ -1,0 +1,250 @@
+//! The client in the modern era (2026-07-28): which era it speaks
+//! ([`ClientEra`]), the `server/discover` probe and its fallback to
+//! `initialize`, and every request dressed as that era asks (the standard
+//! headers, the per-request `_meta`).
+//!
+//! ```text
+//!  Fresh ──initialize (Modern, Auto)──▶ Discovering ──DiscoverResult naming 2026-07-28──▶ Ready (modern)
+//!                                          │ Auto, and a refusal that is not a modern error
+//!                                          └──▶ initialize ──▶ … the session era, as before
+//! ```
+//!
+//! Fallback follows `basic/transports/streamable-http.mdx` ("Backward
+//! Compatibility"): a modern error (-32020, -32021, -32022) means a modern
+//! server, so no fallback (-32022 without 2026-07-28 in `supported` means a
+//! modern server this client cannot speak to: fails); anything else (a 4xx
+//! with another body or none, an error result, a broken probe) means a
+//! session-era server: `initialize`.
+
+use super::session::{ClientSession, Phase, Role};
+use super::{ClientError, ClientEvent};
+use crate::head::RequestHead;
+use crate::headers;
+use crate::ids::{HttpId, RequestId};
+use crate::jsonrpc::{
+    ErrorObject, Message, RawJson, HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+};
+use crate::server::modern::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
+use crate::time::Instant;
+use crate::version::ProtocolVersion;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which era a client speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientEra {
+    /// `initialize` and a session (2025-03-26 … 2025-11-25).
+    #[default]
+    Legacy,
+    /// `server/discover`, then every request on its own (2026-07-28); no fallback.
+    Modern,
+    /// Probe with `server/discover`; fall back to `initialize` on a session-era answer.
+    Auto,
+}
+
+/// The `_meta` key of the client's description of itself.
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+
+impl ClientSession {
+    /// Whether the client speaks the modern era with its server.
+    pub fn is_modern(&self) -> bool {
+        self.version.is_some_and(ProtocolVersion::is_modern)
+    }
+
+    /// Probes with `server/discover`; `params` are what `initialize` would
+    /// have carried (capabilities, clientInfo), kept for a fallback.
+    pub(super) fn discover(&mut self, params: RawJson, now: Instant) -> RequestId {
+        self.init_params = Some(params);
+        let n = self.next_id;
+        self.next_id += 1;
+        let msg = Message::request(n, "server/discover", None);
+        self.phase = Phase::Initializing;
+        let http = self.send_modern(Role::Initialize(n), &msg);
+        self.track(n, "server/discover", Some(http), now);
+        RequestId::Num(n)
+    }
+
+    /// Sends `msg` as a modern POST: the standard headers, and `_meta`
+    /// with the version, the capabilities and the client's description.
+    pub(super) fn send_modern(&mut self, role: Role, msg: &Message) -> HttpId {
+        let (method, params) = match msg {
+            Message::Request { method, params, .. } | Message::Notification { method, params } => {
+                (method.clone(), params.as_ref().map(RawJson::to_value))
+            }
+            _ => (String::new(), None),
+        };
+        let mut p = params.unwrap_or_else(|| serde_json::json!({}));
+        let init = self.init_params.as_ref().map(RawJson::to_value);
+        if let Some(obj) = p.as_object_mut() {
+            let meta = obj.entry("_meta").or_insert_with(|| serde_json::json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert(
+                    META_PROTOCOL_VERSION.into(),
+                    ProtocolVersion::MODERN.as_str().into(),
+                );
+                let caps = init
+                    .as_ref()
+                    .and_then(|i| i.get("capabilities").cloned())
+                    .unwrap_or_else(|| serde_json::json!({}));
+                meta.insert(META_CLIENT_CAPABILITIES.into(), caps);
+                if let Some(info) = init.as_ref().and_then(|i| i.get("clientInfo").cloned()) {
+                    meta.insert(META_CLIENT_INFO.into(), info);
+                }
+            }
+        }
+        let mut head = RequestHead::post(None, Some(ProtocolVersion::MODERN))
+            .with(headers::MCP_METHOD, &method);
+        let name_field = match method.as_str() {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" => Some("uri"),
+            _ => None,
+        };
+        if let Some(name) = name_field.and_then(|f| p.get(f)).and_then(Value::as_str) {
+            head = head.with(headers::MCP_NAME, &encode_name(name));
+        }
+        let body = match msg {
+            Message::Request { id, .. } => Message::Request {
+                id: id.clone(),
+                method,
+                params: Some(RawJson::from(p)),
+            },
+            _ => Message::Notification {
+                method,
+                params: Some(RawJson::from(p)),
+            },
+        };
+        self.open(role, head, body.to_json().into_bytes())
+    }
+
+    /// The probe's answer: a modern server (ready, no session), or for
+    /// `Auto` a reason to fall back. Whether it was handled here.
+    pub(super) fn finish_discover(
+        &mut self,
+        n: i64,
+        result: Result<RawJson, ErrorObject>,
+        now: Instant,
+    ) {
+        self.retire(n);
+        let speaks_modern = result.as_ref().is_ok_and(|r| {
+            r.to_value()
+                .get("supportedVersions")
+                .and_then(Value::as_array)
+                .is_some_and(|v| v.iter().any(|s| s == ProtocolVersion::MODERN.as_str()))
+        });
+        match result {
+            Ok(result) if speaks_modern => {
+                self.version = Some(ProtocolVersion::MODERN);
+                self.session_id = None;
+                self.phase = Phase::Ready;
+                self.events.push_back(ClientEvent::Initialized {
+                    id: RequestId::Num(n),
+                    session_id: None,
+                    version: ProtocolVersion::MODERN,
+                    result,
+                });
+            }
+            Ok(_) => self.discover_failed(
+                n,
+                ClientError::UnsupportedVersion("none modern".into()),
+                now,
+            ),
+            Err(error) => self.discover_failed(
+                n,
+                ClientError::Status {
+                    status: 200,
+                    error: Some(error),
+                },
+                now,
+            ),
+        }
+    }
+
+    /// The probe failed with `error`: `Auto` falls back to `initialize`
+    /// unless the server spoke as a modern one.
+    pub(super) fn discover_failed(&mut self, n: i64, error: ClientError, now: Instant) {
+        self.phase = Phase::Fresh;
+        let modern_server = matches!(&error, ClientError::Status { error: Some(e), .. }
+            if [HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION].contains(&e.code));
+        let params = self.init_params.clone();
+        match (self.config.era, params) {
+            (super::ClientEra::Auto, Some(params)) if !modern_server => {
+                // The same caller waits: its `initialize` goes on as the
+                // session era's, under a new id.
+                self.events.push_back(ClientEvent::FellBack {
+                    id: RequestId::Num(n),
+                    error,
+                });
+                let _ = self.initialize_legacy(params, now);
+            }
+            _ => self.events.push_back(ClientEvent::Failed {
+                id: RequestId::Num(n),
+                error,
+            }),
+        }
+    }
+}
+
+/// An `Mcp-Name` value: as it is when plain visible ASCII without
+/// surrounding blanks, else `=?base64?…?=` (as a plain value that looks
+/// like the sentinel is too).
+pub fn encode_name(name: &str) -> String {
+    let visible = name.bytes().all(|b| (0x20..0x7f).contains(&b));
+    let blank_edge = name.starts_with(' ') || name.ends_with(' ');
+    let looks_encoded = name.starts_with("=?base64?") && name.ends_with("?=");
+    if !name.is_empty() && visible && !blank_edge && !looks_encoded {
+        return name.to_owned();
+    }
+    format!("=?base64?{}?=", base64(name.as_bytes()))
+}
+
+/// Standard Base64 with padding (RFC 4648 §4).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_per_rfc_4648_and_round_trips_through_the_servers_decoder() {
+        for (plain, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), enc);
+        }
+        for name in ["echo", " padded ", "héllo", "=?base64?x?=", "tab\there"] {
+            let sent = encode_name(name);
+            assert_eq!(
+                crate::server::modern::decode(&sent).as_deref(),
+                Some(name),
+                "{name:?} sent as {sent:?}"
+            );
+        }
+        assert_eq!(encode_name("echo"), "echo");
+        assert!(encode_name("héllo").starts_with("=?base64?"));
+    }
+}

@@ -1,0 +1,229 @@
+//! The client core's eras against our dual-era server in the in-memory
+//! world, the monitor judging both sides: `Modern` and `Auto` probe with
+//! `server/discover` and speak 2026-07-28 (standard headers, `_meta`, no
+//! session); `Auto` falls back to `initialize` against a session-era server;
+//! `Modern` does not; a broken modern stream loses its request.
+
+#![cfg(feature = "check")]
+
+use mcp_streamable::client::{
+    ClientConfig, ClientEra, ClientError, ClientEvent, ClientTransmitKind,
+};
+use mcp_streamable::monitor::Observation;
+use mcp_streamable::sim::{PairConfig, World};
+use mcp_streamable::version::ProtocolVersion;
+
+fn world(era: ClientEra, server_modern: bool) -> World {
+    let mut config = PairConfig {
+        client: ClientConfig {
+            era,
+            ..ClientConfig::default()
+        },
+        ..PairConfig::default()
+    };
+    config.server.modern_era = server_modern;
+    let mut w = World::with(config);
+    w.log = Some(Vec::new());
+    w
+}
+
+fn initialized(w: &World) -> Option<(Option<String>, ProtocolVersion)> {
+    w.client_events.iter().find_map(|e| match e {
+        ClientEvent::Initialized {
+            session_id,
+            version,
+            ..
+        } => Some((session_id.as_ref().map(|s| s.to_string()), *version)),
+        _ => None,
+    })
+}
+
+/// One request head the client sent: its `Mcp-Method`, `Mcp-Name`,
+/// `Mcp-Session-Id` and `MCP-Protocol-Version`.
+#[derive(Debug)]
+struct Sent {
+    method: Option<String>,
+    name: Option<String>,
+    session: Option<String>,
+    version: Option<String>,
+}
+
+fn heads(w: &World) -> Vec<Sent> {
+    w.log
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter_map(|o| match o {
+            Observation::ClientTransmit { transmit, .. } => match &transmit.kind {
+                ClientTransmitKind::Send { head, .. } => {
+                    let h = |n: &str| head.header(n).map(str::to_owned);
+                    Some(Sent {
+                        method: h("mcp-method"),
+                        name: h("mcp-name"),
+                        session: h("mcp-session-id"),
+                        version: h("mcp-protocol-version"),
+                    })
+                }
+                ClientTransmitKind::Abort => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn modern_and_auto_speak_2026_with_a_dual_era_server() {
+    for era in [ClientEra::Modern, ClientEra::Auto] {
+        let mut w = world(era, true);
+        w.initialize();
+        w.drive();
+        assert_eq!(
+            initialized(&w),
+            Some((None, ProtocolVersion::MODERN)),
+            "{era:?}"
+        );
+        let id = w.call("echo");
+        w.drive();
+        assert!(
+            matches!(w.result_of(&id), Some(ClientEvent::Response { .. })),
+            "{era:?}: {:?}",
+            w.result_of(&id)
+        );
+        let sent = heads(&w);
+        assert_eq!(
+            sent.len(),
+            2,
+            "{era:?}: the probe and the call, nothing else: {sent:?}"
+        );
+        for s in &sent {
+            assert!(s.method.is_some(), "{era:?}: Mcp-Method on every request");
+            assert_eq!(s.session, None, "{era:?}: no session in this era");
+            assert_eq!(s.version.as_deref(), Some("2026-07-28"));
+        }
+        assert_eq!(sent[0].method.as_deref(), Some("server/discover"));
+        assert_eq!(
+            sent[1].name.as_deref(),
+            Some("echo"),
+            "Mcp-Name names the tool"
+        );
+        assert_eq!(
+            w.server.session_ids().count(),
+            0,
+            "nothing kept on the server"
+        );
+        w.finish();
+        assert!(
+            w.monitor.violations().is_empty(),
+            "{era:?}: {:#?}",
+            w.monitor.violations()
+        );
+    }
+}
+
+#[test]
+fn auto_falls_back_to_initialize_with_a_session_era_server_and_modern_does_not() {
+    let mut w = world(ClientEra::Auto, false);
+    w.initialize();
+    w.drive();
+    let (session, version) = initialized(&w).expect("initialized after the fallback");
+    assert!(session.is_some(), "a session-era session");
+    assert_eq!(version, ProtocolVersion::LATEST);
+    assert!(
+        !w.client_events
+            .iter()
+            .any(|e| matches!(e, ClientEvent::Failed { .. })),
+        "the probe's refusal is no failure for the caller"
+    );
+    assert!(
+        w.client_events.iter().any(|e| matches!(
+            e,
+            ClientEvent::FellBack {
+                error: ClientError::Status { status: 400, .. },
+                ..
+            }
+        )),
+        "the application is told why: {:?}",
+        w.client_events
+    );
+    let id = w.call("echo");
+    w.drive();
+    assert!(matches!(
+        w.result_of(&id),
+        Some(ClientEvent::Response { .. })
+    ));
+    let sent = heads(&w);
+    assert_eq!(sent[0].method.as_deref(), Some("server/discover"));
+    assert!(
+        sent[1..].iter().all(|s| s.method.is_none()),
+        "the session era has no Mcp-Method: {sent:?}"
+    );
+    w.finish();
+    assert!(
+        w.monitor.violations().is_empty(),
+        "{:#?}",
+        w.monitor.violations()
+    );
+
+    let mut w = world(ClientEra::Modern, false);
+    w.initialize();
+    w.drive();
+    assert_eq!(initialized(&w), None);
+    assert!(
+        w.client_events.iter().any(|e| matches!(
+            e,
+            ClientEvent::Failed {
+                error: ClientError::Status { status: 400, .. },
+                ..
+            }
+        )),
+        "{:?}",
+        w.client_events
+    );
+}
+
+#[test]
+fn a_broken_modern_stream_loses_its_request_and_tells_no_one() {
+    let mut config = PairConfig {
+        client: ClientConfig {
+            era: ClientEra::Modern,
+            ..ClientConfig::default()
+        },
+        server_auto_respond: false,
+        ..PairConfig::default()
+    };
+    config.server.modern_era = true;
+    let mut w = World::with(config);
+    w.log = Some(Vec::new());
+    w.initialize();
+    w.drive();
+    w.server_respond_all();
+    w.drive();
+    assert!(initialized(&w).is_some());
+    let id = w.call("slow");
+    w.drive();
+    // The call's exchange: the last one the client opened.
+    let ch = *w.links.keys().last().expect("the call's exchange");
+    w.drop_link(ch, true);
+    w.drive();
+    assert!(
+        matches!(
+            w.result_of(&id),
+            Some(ClientEvent::Failed {
+                error: ClientError::StreamLost,
+                ..
+            })
+        ),
+        "{:?}",
+        w.result_of(&id)
+    );
+    assert_eq!(
+        heads(&w).len(),
+        2,
+        "no cancellation notice: closing was the cancellation"
+    );
+    assert_eq!(
+        w.server.session_ids().count(),
+        0,
+        "the server let the request go"
+    );
+}
