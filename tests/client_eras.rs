@@ -227,3 +227,39 @@ fn a_broken_modern_stream_loses_its_request_and_tells_no_one() {
         "the server let the request go"
     );
 }
+
+#[test]
+fn a_session_era_client_and_a_modern_one_share_the_server() {
+    let mut w = World::with(PairConfig {
+        clients: 2,
+        client_eras: vec![ClientEra::Legacy, ClientEra::Modern],
+        ..PairConfig::default()
+    });
+    w.log = Some(Vec::new());
+    w.initialize_on(0).unwrap();
+    w.initialize_on(1).unwrap();
+    w.drive();
+    let a = w.call_on(0, "echo").unwrap();
+    let b = w.call_on(1, "echo").unwrap();
+    w.drive();
+    for id in [&a, &b] {
+        assert!(
+            w.client_events
+                .iter()
+                .filter(|e| matches!(e, ClientEvent::Response { id: r, .. } if r == id))
+                .count()
+                == 2
+        );
+    }
+    assert_eq!(
+        w.server.session_ids().count(),
+        1,
+        "the session-era session alone"
+    );
+    w.finish();
+    assert!(
+        w.monitor.violations().is_empty(),
+        "{:#?}",
+        w.monitor.violations()
+    );
+}

@@ -112,7 +112,20 @@ impl CheckModel {
             server_name: server.to_owned(),
             client_name: client.to_owned(),
             judge: scenario.invariants.clone(),
-            symmetry: Symmetry::of(&scenario.clients),
+            // Clients are interchangeable when their scripts and eras are.
+            symmetry: Symmetry::of(
+                &scenario
+                    .clients
+                    .iter()
+                    .enumerate()
+                    .map(|(c, script)| {
+                        (
+                            script,
+                            scenario.settings.eras.get(c).copied().unwrap_or_default(),
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            ),
             scenario,
         })
     }
@@ -152,6 +165,7 @@ impl CheckModel {
         c.client.reader_reconnects_max = self.bounds().reader_reconnects;
         c.client.resume_attempts_max = self.bounds().resume_attempts;
         c.client.background_failures_max = 2;
+        c.client_eras = st.eras.clone();
         if !st.background_get {
             c.client_policy.background_get = BackgroundGet::Off;
         }
@@ -212,9 +226,13 @@ impl CheckModel {
         w.server
             .session_ids()
             .filter(|sid| {
-                !w.server_pending
-                    .iter()
-                    .any(|(s, _, m)| s == *sid && m == "initialize")
+                w.server
+                    .session(sid)
+                    .is_some_and(|s| !s.version().is_modern())
+                    && !w
+                        .server_pending
+                        .iter()
+                        .any(|(s, _, m)| s == *sid && m == "initialize")
             })
             .cloned()
             .collect()
@@ -322,7 +340,18 @@ impl CheckModel {
                 // answered; the others act in the oldest call's own session.
                 match self.scenario.server[usize::from(s.server_pc)] {
                     ServerStep::Notify => {
-                        let sessions: Vec<SessionId> = w.server.session_ids().cloned().collect();
+                        // Sessions of the session era (a modern request's
+                        // own session has no stream for unrelated messages).
+                        let sessions: Vec<SessionId> = w
+                            .server
+                            .session_ids()
+                            .filter(|sid| {
+                                w.server
+                                    .session(sid)
+                                    .is_some_and(|s| !s.version().is_modern())
+                            })
+                            .cloned()
+                            .collect();
                         for sid in &sessions {
                             w.server_notify_in(
                                 sid,

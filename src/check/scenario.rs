@@ -88,6 +88,10 @@ pub struct Settings {
     /// Events kept per stream for replay.
     #[serde(default = "default_events_max")]
     pub events_max: usize,
+    /// The era each client speaks, by index: `legacy` (the default for
+    /// clients not listed), `modern` (2026-07-28) or `auto`.
+    #[serde(default)]
+    pub eras: Vec<crate::client::ClientEra>,
 }
 
 fn default_retry() -> u64 {
@@ -113,6 +117,7 @@ impl Default for Settings {
             request_timeout_ms: default_timeout(),
             background_get: true,
             events_max: default_events_max(),
+            eras: Vec::new(),
         }
     }
 }

@@ -232,14 +232,6 @@ fn base64(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The request id a refusal answers, if the body had one.
-pub fn request_id(message: &Message) -> Option<&RequestId> {
-    match message {
-        Message::Request { id, .. } => Some(id),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,7 +250,10 @@ mod tests {
         ] {
             assert_eq!(base64(enc).as_deref(), Some(plain.as_bytes()), "{enc}");
         }
-        for bad in ["Zg=", "Z===", "Zg==Zg==", "Zm9v!", "Zm=v"] {
+        // The two symbols outside letters and digits: 0xfb 0xff 0xbf.
+        assert_eq!(base64("+/+/").as_deref(), Some(&[0xfb, 0xff, 0xbf][..]));
+        assert_eq!(base64("//8=").as_deref(), Some(&[0xff, 0xff][..]));
+        for bad in ["Zg=", "Z===", "Zg==Zg==", "Zm9v!", "Zm=v", "-_8="] {
             assert_eq!(base64(bad), None, "{bad}");
         }
     }
@@ -438,6 +433,12 @@ mod listen_tests {
         assert!(agreed.matches("notifications/tools/list_changed", None));
         assert!(!agreed.matches("notifications/prompts/list_changed", None));
         assert!(!agreed.matches("notifications/progress", None));
+        let all = ListenFilter::all();
+        for kind in ["tools", "prompts", "resources"] {
+            let method = format!("notifications/{kind}/list_changed");
+            assert!(all.matches(&method, None), "{method}");
+            assert!(!ListenFilter::default().matches(&method, None), "{method}");
+        }
         let updated = |uri: &str| json!({"uri": uri});
         assert!(agreed.matches(
             "notifications/resources/updated",

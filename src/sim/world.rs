@@ -5,7 +5,9 @@
 //! explores worlds with several.
 
 use super::net::{deliveries, Delivery, Link};
-use crate::client::{ClientConfig, ClientEvent, ClientOutput, ClientSession, ClientTransmitKind};
+use crate::client::{
+    ClientConfig, ClientEra, ClientEvent, ClientOutput, ClientSession, ClientTransmitKind,
+};
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::jsonrpc::{self, RawJson};
@@ -38,6 +40,9 @@ pub struct PairConfig {
     pub client_auto_respond: bool,
     /// How many clients.
     pub clients: usize,
+    /// The era each client speaks, by index (`client.era` for the rest): a
+    /// session-era client and a modern one on one server.
+    pub client_eras: Vec<ClientEra>,
     /// Keep every client event in `client_events` (tests); the model checker
     /// keeps only outcomes, so equal situations hash equal.
     pub record_events: bool,
@@ -62,6 +67,7 @@ impl Default for PairConfig {
             server_auto_respond: true,
             client_auto_respond: true,
             clients: 1,
+            client_eras: Vec::new(),
             record_events: true,
         }
     }
@@ -109,7 +115,18 @@ impl World {
     /// A world from a full configuration.
     pub fn with(config: PairConfig) -> Self {
         let clients = (0..config.clients.max(1))
-            .map(|_| Shared::new(ClientSession::new(config.client, config.client_policy)))
+            .map(|c| {
+                let era = config
+                    .client_eras
+                    .get(c)
+                    .copied()
+                    .unwrap_or(config.client.era);
+                let client = ClientConfig {
+                    era,
+                    ..config.client
+                };
+                Shared::new(ClientSession::new(client, config.client_policy))
+            })
             .collect();
         World {
             clients,
