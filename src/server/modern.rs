@@ -18,7 +18,6 @@
 use crate::error::RequestError;
 use crate::head::RequestHead;
 use crate::headers;
-use crate::ids::RequestId;
 use crate::jsonrpc::{Body, Message, ParseError};
 use crate::version::ProtocolVersion;
 
