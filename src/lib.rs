@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod app;
+pub mod base64;
 pub mod chacha;
 pub mod error;
 pub mod head;

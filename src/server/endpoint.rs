@@ -592,12 +592,7 @@ impl ServerEndpoint {
         admit: Admit<'_>,
         session: &mut Option<SessionId>,
     ) -> Result<(), RequestError> {
-        request::check_content_type(head)?;
-        if body.len() > self.config.body_max {
-            return Err(RequestError::PayloadTooLarge {
-                max: self.config.body_max,
-            });
-        }
+        self.check_post_body(head, body)?;
         let unauthorized = self.policy.session_errors == SessionErrorStatus::Unauthorized;
         let version = match &sid {
             Some(id) => self.sessions.get(id).map(|s| s.version()),
@@ -645,6 +640,27 @@ impl ServerEndpoint {
         }
     }
 
+    /// A POST's body type and size, in either era.
+    fn check_post_body(&self, head: &RequestHead, body: &[u8]) -> Result<(), RequestError> {
+        request::check_content_type(head)?;
+        if body.len() > self.config.body_max {
+            return Err(RequestError::PayloadTooLarge {
+                max: self.config.body_max,
+            });
+        }
+        Ok(())
+    }
+
+    /// A session id from the CSPRNG that no live session holds.
+    fn fresh_session_id(&mut self) -> SessionId {
+        loop {
+            let candidate = SessionId::from_bits(self.ids.next_u128());
+            if !self.sessions.contains_key(&candidate) {
+                return candidate;
+            }
+        }
+    }
+
     /// A modern (2026-07-28) POST: checked, then run in a session of its
     /// own that no one can name and that ends with its exchange.
     fn dispatch_modern(
@@ -656,12 +672,7 @@ impl ServerEndpoint {
         now: Instant,
         session: &mut Option<SessionId>,
     ) -> Result<(), RequestError> {
-        request::check_content_type(head)?;
-        if body.len() > self.config.body_max {
-            return Err(RequestError::PayloadTooLarge {
-                max: self.config.body_max,
-            });
-        }
+        self.check_post_body(head, body)?;
         let message = modern::check(head, header_version, body)?;
         if !message.is_request() {
             // This era defines no client notifications over HTTP: accepted.
@@ -675,12 +686,7 @@ impl ServerEndpoint {
         if self.stateless >= self.config.stateless_requests_max {
             return Err(RequestError::Overloaded);
         }
-        let id = loop {
-            let candidate = SessionId::from_bits(self.ids.next_u128());
-            if !self.sessions.contains_key(&candidate) {
-                break candidate;
-            }
-        };
+        let id = self.fresh_session_id();
         let mut s = ServerSession::stateless(id.clone(), self.config.session, self.policy);
         let outcome = match message {
             Message::Request {
@@ -722,12 +728,7 @@ impl ServerEndpoint {
             _ => None,
         };
         let version = offered.unwrap_or(ProtocolVersion::LATEST);
-        let id = loop {
-            let candidate = SessionId::from_bits(self.ids.next_u128());
-            if !self.sessions.contains_key(&candidate) {
-                break candidate;
-            }
-        };
+        let id = self.fresh_session_id();
         let limits = self.config.admission_limits();
         let admission = match admit.to {
             AdmitTo::Shared(a) => a,

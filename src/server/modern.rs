@@ -194,68 +194,12 @@ pub fn decode(value: &str) -> Option<String> {
     else {
         return Some(value.to_owned());
     };
-    String::from_utf8(base64(inner)?).ok()
-}
-
-/// Standard Base64 with padding (RFC 4648 §4).
-fn base64(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes();
-    if bytes.len() % 4 != 0 {
-        return None;
-    }
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
-    let chunks = bytes.len() / 4;
-    for (i, chunk) in bytes.chunks(4).enumerate() {
-        let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
-        if pad > 2 || (pad > 0 && i + 1 != chunks) {
-            return None;
-        }
-        let mut n = 0u32;
-        for &c in &chunk[..4 - pad] {
-            n = (n << 6) | value(c)?;
-        }
-        n <<= 6 * pad as u32;
-        let got = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&got[..3 - pad]);
-    }
-    Some(out)
+    String::from_utf8(crate::base64::decode(inner)?).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_per_rfc_4648() {
-        // RFC 4648 §10 test vectors.
-        for (plain, enc) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64(enc).as_deref(), Some(plain.as_bytes()), "{enc}");
-        }
-        // The two symbols outside letters and digits: 0xfb 0xff 0xbf.
-        assert_eq!(base64("+/+/").as_deref(), Some(&[0xfb, 0xff, 0xbf][..]));
-        assert_eq!(base64("//8=").as_deref(), Some(&[0xff, 0xff][..]));
-        for bad in ["Zg=", "Z===", "Zg==Zg==", "Zm9v!", "Zm=v", "-_8="] {
-            assert_eq!(base64(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn mcp_name_sentinels() {
