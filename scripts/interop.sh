@@ -2,7 +2,8 @@
 # Interop with real peers, on loopback only, every run judged by the monitor:
 #   the conformance server suite (all scenarios, pending included) against `serve`,
 #   the conformance client scenarios initialize, tools_call, sse-retry with `call`,
-#   our client and `probe` against the TS and Python SDK servers, `probe` against rmcp 3.9.0;
+#   our client and `probe` against the TS and Python SDK servers, `probe` against rmcp 3.9.0,
+#   rmcp 3.9's client in its initialize, discover and auto modes;
 #   and against examples/blocking.rs (the core on std::net alone) and examples/axum.rs (mounted
 #   in an axum Router): the conformance server suite, the TS and Python clients and `probe`,
 #   with the monitor watching.
@@ -53,6 +54,20 @@ for m in $PY_MODES; do
     echo "== Python SDK client (mode=$mode) against serve"
     timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$PORT/mcp" "$mode" "${m#*:}" || status=1
 done
+# rmcp 3.9's client in each lifecycle mode and the era it must reach with a
+# dual-era server (built from crates.io into its own target dir, like the rmcp server).
+(cd benches/peers/rmcp-client && CARGO_TARGET_DIR="$PWD/../../../target/bench-peers" cargo build --release -q) || status=1
+RMCP_CLIENT="$PWD/target/bench-peers/release/rmcp-interop-client"
+RMCP_MODES="initialize:2025-11-25 discover:2026-07-28 auto:2026-07-28"
+rmcp_modes() {
+    for m in $RMCP_MODES; do
+        out=$(timeout 60 "$RMCP_CLIENT" "http://127.0.0.1:$1/mcp" "${m%%:*}") || { status=1; echo "rmcp client ${m%%:*} failed"; continue; }
+        echo "$out"
+        case "$out" in *"version=${m#*:} "*) ;; *) echo "expected version ${m#*:}"; status=1 ;; esac
+    done
+}
+echo "== rmcp 3.9 client (initialize, discover, auto) against serve"
+rmcp_modes "$PORT"
 echo "== Python SDK: a 2026-07-28 listen and a session-era client hear a modern client's broadcast"
 timeout 60 "$PEERS/py/bin/python" scripts/peers/py-listen.py "http://localhost:$PORT/mcp" || status=1
 
@@ -159,6 +174,7 @@ against_example() {
         timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$port/mcp" "${m%%:*}" "${m#*:}" || status=1
     done
     timeout 60 "$PEERS/py/bin/python" scripts/peers/py-listen.py "http://localhost:$port/mcp" || status=1
+    rmcp_modes "$port"
     timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$port/mcp" > "$LOG/probe-$name.json" || true
     local got
     got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-$name.json" 2>/dev/null || echo "unreadable")

@@ -935,3 +935,17 @@ mod monitor_breaches {
         assert_eq!(ids(&m), ["M1"]);
     }
 }
+
+#[test]
+fn initialize_offering_the_modern_version_gets_the_newest_session_era_one() {
+    let mut h = Harness::new();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"new","version":"1"}}}"#;
+    let http = h.send(RequestHead::post(None, None), init);
+    let a = h.call(http);
+    assert_eq!(a.status, 200);
+    assert!(a.header("mcp-session-id").is_some(), "a session: initialize is the session era");
+    let body = a.events().pop().map(|(_, d)| d).unwrap_or_else(|| String::from_utf8_lossy(&a.body).into_owned());
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["result"]["protocolVersion"], "2025-11-25");
+    h.clean();
+}

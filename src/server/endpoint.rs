@@ -727,7 +727,11 @@ impl ServerEndpoint {
                 .and_then(|v| v.parse::<ProtocolVersion>().ok()),
             _ => None,
         };
-        let version = offered.unwrap_or(ProtocolVersion::LATEST);
+        // `initialize` selects the session era: a modern version offered
+        // there is answered with the newest session-era one.
+        let version = offered
+            .filter(|v| !v.is_modern())
+            .unwrap_or(ProtocolVersion::LATEST);
         let id = self.fresh_session_id();
         let limits = self.config.admission_limits();
         let admission = match admit.to {
