@@ -943,8 +943,15 @@ fn initialize_offering_the_modern_version_gets_the_newest_session_era_one() {
     let http = h.send(RequestHead::post(None, None), init);
     let a = h.call(http);
     assert_eq!(a.status, 200);
-    assert!(a.header("mcp-session-id").is_some(), "a session: initialize is the session era");
-    let body = a.events().pop().map(|(_, d)| d).unwrap_or_else(|| String::from_utf8_lossy(&a.body).into_owned());
+    assert!(
+        a.header("mcp-session-id").is_some(),
+        "a session: initialize is the session era"
+    );
+    let body = a
+        .events()
+        .pop()
+        .map(|(_, d)| d)
+        .unwrap_or_else(|| String::from_utf8_lossy(&a.body).into_owned());
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["result"]["protocolVersion"], "2025-11-25");
     h.clean();
