@@ -203,6 +203,124 @@ pub fn encode_name(name: &str) -> String {
 mod tests {
     use super::*;
 
+    use crate::client::{ClientConfig, ClientEvent, ClientTransmitKind};
+    use crate::head::ResponseHead;
+    use crate::policy::ClientPolicy;
+
+    fn client(era: ClientEra) -> ClientSession {
+        let config = ClientConfig {
+            era,
+            ..ClientConfig::default()
+        };
+        ClientSession::new(config, ClientPolicy::FIXED)
+    }
+
+    /// Every request the client sends now: (method header, name header, body).
+    fn sent(c: &mut ClientSession) -> Vec<(HttpId, Option<String>, Option<String>)> {
+        std::iter::from_fn(|| c.poll_transmit())
+            .filter_map(|t| match t.kind {
+                ClientTransmitKind::Send { head, .. } => Some((
+                    t.http,
+                    head.header("mcp-method").map(str::to_owned),
+                    head.header("mcp-name").map(str::to_owned),
+                )),
+                ClientTransmitKind::Abort => None,
+            })
+            .collect()
+    }
+
+    /// Answers exchange `http` with `status` and a JSON `body`, then ends it.
+    fn answer(c: &mut ClientSession, http: HttpId, status: u16, body: &str) {
+        let now = Instant::ZERO;
+        let head = ResponseHead::from_wire(status, [("content-type", "application/json")]);
+        c.handle_response_head(http, head, now);
+        c.handle_body(http, body.as_bytes(), now);
+        c.handle_http_closed(http, now);
+    }
+
+    fn probe(era: ClientEra) -> (ClientSession, HttpId) {
+        let mut c = client(era);
+        c.initialize(RawJson::empty_object(), Instant::ZERO)
+            .unwrap();
+        let s = sent(&mut c);
+        assert_eq!(s[0].1.as_deref(), Some("server/discover"));
+        (c, s[0].0)
+    }
+
+    #[test]
+    fn a_modern_refusal_of_the_probe_is_no_reason_to_fall_back() {
+        let (mut c, http) = probe(ClientEra::Auto);
+        let refusal = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2027-01-01"],"requested":"2026-07-28"}}}"#;
+        answer(&mut c, http, 400, refusal);
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(&events[..], [ClientEvent::Failed { .. }]),
+            "{events:?}"
+        );
+        assert!(
+            sent(&mut c).is_empty(),
+            "no initialize: the server is modern"
+        );
+        // A session-era refusal does make Auto fall back.
+        let (mut c, http) = probe(ClientEra::Auto);
+        answer(
+            &mut c,
+            http,
+            400,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"use initialize"}}"#,
+        );
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(&events[..], [ClientEvent::FellBack { .. }]),
+            "{events:?}"
+        );
+        assert_eq!(sent(&mut c).len(), 1, "initialize follows");
+    }
+
+    #[test]
+    fn a_discover_result_without_2026_07_28_is_not_modern() {
+        let result = r#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2027-01-01"],"capabilities":{}}}"#;
+        let (mut c, http) = probe(ClientEra::Modern);
+        answer(&mut c, http, 200, result);
+        assert!(!c.is_ready() && !c.is_modern());
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(&events[..], [ClientEvent::Failed { .. }]),
+            "{events:?}"
+        );
+        let ok = r#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2025-11-25","2026-07-28"],"capabilities":{}}}"#;
+        let (mut c, http) = probe(ClientEra::Modern);
+        answer(&mut c, http, 200, ok);
+        assert!(c.is_ready() && c.is_modern());
+    }
+
+    #[test]
+    fn mcp_name_for_each_method_that_has_one() {
+        let ok = r#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}"#;
+        let (mut c, http) = probe(ClientEra::Modern);
+        answer(&mut c, http, 200, ok);
+        let now = Instant::ZERO;
+        let params = |v: serde_json::Value| Some(RawJson::from(v));
+        c.send_request(
+            "resources/read",
+            params(serde_json::json!({"uri": "file:///a b"})),
+            now,
+        )
+        .unwrap();
+        c.send_request("prompts/get", params(serde_json::json!({"name": "p"})), now)
+            .unwrap();
+        c.send_request("tools/list", None, now).unwrap();
+        let names: Vec<_> = sent(&mut c).into_iter().map(|(_, m, n)| (m, n)).collect();
+        assert_eq!(
+            names,
+            [
+                (Some("resources/read".into()), Some("file:///a b".into())),
+                (Some("prompts/get".into()), Some("p".into())),
+                (Some("tools/list".into()), None),
+            ]
+        );
+    }
+
     #[test]
     fn names_round_trip_through_the_servers_decoder() {
         for name in ["echo", " padded ", "héllo", "=?base64?x?=", "tab\there"] {
@@ -215,5 +333,12 @@ mod tests {
         }
         assert_eq!(encode_name("echo"), "echo");
         assert!(encode_name("héllo").starts_with("=?base64?"));
+        // A blank at either edge alone is encoded; half a sentinel is not one.
+        for edge in [" x", "x "] {
+            assert!(encode_name(edge).starts_with("=?base64?"), "{edge:?}");
+        }
+        for literal in ["=?base64?x", "x?="] {
+            assert_eq!(encode_name(literal), literal);
+        }
     }
 }
