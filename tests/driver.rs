@@ -2,57 +2,20 @@
 //! out (whole or streamed, each saying when its exchange is over), time in,
 //! closed exchanges in; the monitor judging every observation.
 
-use mcp_streamable::app::{EverythingApp, Tap};
 use mcp_streamable::head::RequestHead;
-use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, SessionId};
-use mcp_streamable::monitor::{Monitor, Observation};
-use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::wire::Write;
-use mcp_streamable::server::{EndpointConfig, ServerDriver, ServerEndpoint, UnreadBody};
-use mcp_streamable::sse::{SseDecoder, SseItem};
-use mcp_streamable::time::Instant;
+use mcp_streamable::server::UnreadBody;
 use mcp_streamable::version::ProtocolVersion;
-use std::sync::{Arc, Mutex};
 
-struct Harness {
-    driver: ServerDriver<EverythingApp>,
-    monitor: Arc<Mutex<Monitor>>,
-    now: u64,
-}
+mod common;
+
+use common::driver::{sse_events, DriverHarness as Harness};
 
 impl Harness {
-    fn new() -> Self {
-        let monitor = Arc::new(Mutex::new(Monitor::new()));
-        let m = monitor.clone();
-        let tap: Tap = Box::new(move |o: &Observation| m.lock().unwrap().observe(o));
-        let ep = ServerEndpoint::with_ids(
-            EndpointConfig::default(),
-            ServerPolicy::FIXED,
-            IdSource::reproducible(7),
-        );
-        let driver = ServerDriver::new(ep, EverythingApp::default(), 1)
-            .with_tap(Some(Arc::new(Mutex::new(tap))));
-        Harness {
-            driver,
-            monitor,
-            now: 0,
-        }
-    }
-
-    fn now(&self) -> Instant {
-        Instant::from_millis(self.now)
-    }
-
     fn post(&mut self, session: Option<&SessionId>, body: &str) -> HttpId {
         let head = RequestHead::post(session, session.map(|_| ProtocolVersion::LATEST));
-        let now = self.now();
-        self.driver
-            .handle_request(&head, Ok(body.as_bytes()), None, now)
-    }
-
-    fn writes(&mut self) -> Vec<(HttpId, Write)> {
-        std::iter::from_fn(|| self.driver.poll_write()).collect()
+        self.send(head, body)
     }
 
     fn initialize(&mut self) -> SessionId {
@@ -81,24 +44,13 @@ impl Harness {
         );
         sid
     }
-
-    fn clean(&self) {
-        let m = self.monitor.lock().unwrap();
-        assert!(m.violations().is_empty(), "{:?}", m.violations());
-        assert!(m.steps() > 0);
-    }
 }
 
 fn data(bytes: &[u8]) -> Vec<String> {
-    let mut decoder = SseDecoder::new();
-    let mut items = Vec::new();
-    let _ = decoder.feed(bytes, &mut items);
-    items
+    sse_events(bytes)
         .into_iter()
-        .filter_map(|i| match i {
-            SseItem::Message { data, .. } => Some(data),
-            _ => None,
-        })
+        .filter(|(_, d)| !d.is_empty())
+        .map(|(_, d)| d)
         .collect()
 }
 

@@ -4,27 +4,15 @@
 //! `basic/transports/streamable-http.mdx` a server must keep, with the
 //! status and JSON-RPC error the spec names.
 
-use mcp_streamable::app::{EverythingApp, Tap};
 use mcp_streamable::head::{Method, RequestHead};
-use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::jsonrpc::RawJson;
-use mcp_streamable::monitor::{Monitor, Observation};
-use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::wire::Write;
-use mcp_streamable::server::{EndpointConfig, ServerDriver, ServerEndpoint};
+use mcp_streamable::server::EndpointConfig;
 use mcp_streamable::sse::{SseDecoder, SseItem};
-use mcp_streamable::time::Instant;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
 
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
-
-struct Harness {
-    driver: ServerDriver<EverythingApp>,
-    monitor: Arc<Mutex<Monitor>>,
-    now: u64,
-}
 
 /// What came back on one exchange.
 #[derive(Debug, Default)]
@@ -53,49 +41,15 @@ impl Answer {
 
     /// SSE events: (id, data).
     fn events(&self) -> Vec<(Option<String>, String)> {
-        let mut decoder = SseDecoder::new();
-        let mut items = Vec::new();
-        let _ = decoder.feed(&self.body, &mut items);
-        items
-            .into_iter()
-            .filter_map(|i| match i {
-                SseItem::Message { id, data, .. } => Some((id, data)),
-                SseItem::NoMessage { id } => Some((id, String::new())),
-                _ => None,
-            })
-            .collect()
+        sse_events(&self.body)
     }
 }
 
+mod common;
+
+use common::driver::{sse_events, DriverHarness as Harness};
+
 impl Harness {
-    fn new() -> Self {
-        Self::with(EndpointConfig::default())
-    }
-
-    fn with(config: EndpointConfig) -> Self {
-        let monitor = Arc::new(Mutex::new(Monitor::new()));
-        let m = monitor.clone();
-        let tap: Tap = Box::new(move |o: &Observation| m.lock().unwrap().observe(o));
-        let ep = ServerEndpoint::with_ids(config, ServerPolicy::FIXED, IdSource::reproducible(9));
-        let driver = ServerDriver::new(ep, EverythingApp::default(), 1)
-            .with_tap(Some(Arc::new(Mutex::new(tap))));
-        Harness {
-            driver,
-            monitor,
-            now: 0,
-        }
-    }
-
-    fn now(&self) -> Instant {
-        Instant::from_millis(self.now)
-    }
-
-    fn send(&mut self, head: RequestHead, body: &str) -> HttpId {
-        let now = self.now();
-        self.driver
-            .handle_request(&head, Ok(body.as_bytes()), None, now)
-    }
-
     /// A modern POST with the standard headers (`name`: `Mcp-Name`).
     fn modern(&mut self, method: &str, name: Option<&str>, body: &str) -> HttpId {
         let mut head = RequestHead::post(None, None)
@@ -105,6 +59,16 @@ impl Harness {
             head = head.with("mcp-name", n);
         }
         self.send(head, body)
+    }
+
+    /// A modern call of the progress tool (three progress notifications on
+    /// application timers, then the answer), request id `id`.
+    fn progress_call(&mut self, id: u64) -> HttpId {
+        let meta = r#""_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_tool_with_progress","arguments":{{}},{meta}}}}}"#
+        );
+        self.modern("tools/call", Some("test_tool_with_progress"), &body)
     }
 
     /// Everything written so far on `http`.
@@ -144,12 +108,6 @@ impl Harness {
 
     fn call(&mut self, http: HttpId) -> Answer {
         self.finish(http)
-    }
-
-    fn clean(&self) {
-        let m = self.monitor.lock().unwrap();
-        assert!(m.violations().is_empty(), "{:?}", m.violations());
-        assert!(m.steps() > 0);
     }
 }
 
@@ -413,11 +371,7 @@ fn get_and_delete_are_405_and_notifications_202_and_responses_refused() {
 #[test]
 fn progress_streams_without_event_ids_then_the_request_is_forgotten() {
     let mut h = Harness::new();
-    let meta = r#""_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"test_tool_with_progress","arguments":{{}},{meta}}}}}"#
-    );
-    let http = h.modern("tools/call", Some("test_tool_with_progress"), &body);
+    let http = h.progress_call(9);
     let a = h.call(http);
     assert!(a.ended);
     assert_eq!(a.status, 200);
@@ -449,11 +403,7 @@ fn progress_streams_without_event_ids_then_the_request_is_forgotten() {
 #[test]
 fn closing_the_stream_cancels_the_request() {
     let mut h = Harness::new();
-    let meta = r#""_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{{"name":"test_tool_with_progress","arguments":{{}},{meta}}}}}"#
-    );
-    let http = h.modern("tools/call", Some("test_tool_with_progress"), &body);
+    let http = h.progress_call(10);
     let mut a = Answer::default();
     h.answer(http, &mut a);
     assert!(!a.ended && a.status == 200, "streaming");
@@ -542,24 +492,18 @@ fn modern_requests_in_progress_are_bounded() {
         stateless_requests_max: 1,
         ..EndpointConfig::default()
     });
-    let meta = r#""_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
-    let body = |id: u64| {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_tool_with_progress","arguments":{{}},{meta}}}}}"#
-        )
-    };
-    let first = h.modern("tools/call", Some("test_tool_with_progress"), &body(1));
+    let first = h.progress_call(1);
     let mut a = Answer::default();
     h.answer(first, &mut a);
     assert!(!a.ended);
-    let second = h.modern("tools/call", Some("test_tool_with_progress"), &body(2));
+    let second = h.progress_call(2);
     let mut b = Answer::default();
     h.answer(second, &mut b);
     assert_eq!(b.status, 503, "{}", String::from_utf8_lossy(&b.body));
     // Once the first is over there is room again.
     let a = h.finish(first);
     assert!(a.ended);
-    let third = h.modern("tools/call", Some("test_tool_with_progress"), &body(3));
+    let third = h.progress_call(3);
     assert_eq!(h.finish(third).status, 200);
     h.clean();
 }

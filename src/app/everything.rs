@@ -435,16 +435,12 @@ impl App for EverythingApp {
     ) {
         let p = params.map(|p| p.to_value()).unwrap_or(Value::Null);
         let answer = match method {
-            "initialize" => ok(json!({
-                "capabilities": capabilities(),
-                "serverInfo": server_info(),
-            })),
-            // The modern era's handshake-free description of the server (the
-            // core adds the supported versions and caching hints).
-            "server/discover" => ok(json!({
-                "capabilities": capabilities(),
-                "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
-            })),
+            // Who this server is, in either era's shape.
+            "initialize" | "server/discover" => ok(super::self_description(
+                method,
+                capabilities(),
+                server_info(),
+            )),
             "ping" => ok(json!({})),
             "logging/setLevel" => {
                 let level = p

@@ -179,6 +179,25 @@ impl Cx<'_> {
     }
 }
 
+/// The answer to `initialize` or `server/discover` (the two eras' ways of
+/// asking who the server is): the capabilities and the server's description,
+/// each where its era puts it. The core adds the rest (the negotiated
+/// version; `supportedVersions`, `resultType` and caching hints).
+pub fn self_description(
+    method: &str,
+    capabilities: serde_json::Value,
+    server_info: serde_json::Value,
+) -> serde_json::Value {
+    if method == "server/discover" {
+        serde_json::json!({
+            "capabilities": capabilities,
+            "_meta": {crate::server::modern::META_SERVER_INFO: server_info},
+        })
+    } else {
+        serde_json::json!({"capabilities": capabilities, "serverInfo": server_info})
+    }
+}
+
 /// A minimal application: `initialize`, `server/discover`, `ping`, and an
 /// `echo` tool.
 #[derive(Clone, Debug, Default)]
@@ -193,15 +212,11 @@ impl App for EchoApp {
         params: Option<RawJson>,
     ) {
         let result = match method {
-            "initialize" => Ok(serde_json::json!({
-                "capabilities": {"tools": {"listChanged": true}},
-                "serverInfo": {"name": "mcp-streamable-echo", "version": env!("CARGO_PKG_VERSION")}
-            })),
-            "server/discover" => Ok(serde_json::json!({
-                "capabilities": {"tools": {"listChanged": true}},
-                "_meta": {"io.modelcontextprotocol/serverInfo":
-                    {"name": "mcp-streamable-echo", "version": env!("CARGO_PKG_VERSION")}}
-            })),
+            "initialize" | "server/discover" => {
+                let capabilities = serde_json::json!({"tools": {"listChanged": true}});
+                let info = serde_json::json!({"name": "mcp-streamable-echo", "version": env!("CARGO_PKG_VERSION")});
+                Ok(self_description(method, capabilities, info))
+            }
             "ping" => Ok(serde_json::json!({})),
             "tools/list" => Ok(serde_json::json!({"tools": [{
                 "name": "echo", "description": "Echoes its text argument.",

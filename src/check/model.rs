@@ -224,15 +224,11 @@ impl CheckModel {
     /// registration hook has run), in id order.
     fn registered_sessions(w: &World) -> Vec<SessionId> {
         w.server
-            .session_ids()
+            .named_session_ids()
             .filter(|sid| {
-                w.server
-                    .session(sid)
-                    .is_some_and(|s| !s.version().is_modern())
-                    && !w
-                        .server_pending
-                        .iter()
-                        .any(|(s, _, m)| s == *sid && m == "initialize")
+                !w.server_pending
+                    .iter()
+                    .any(|(s, _, m)| s == *sid && m == "initialize")
             })
             .cloned()
             .collect()
@@ -342,16 +338,8 @@ impl CheckModel {
                     ServerStep::Notify => {
                         // Sessions of the session era (a modern request's
                         // own session has no stream for unrelated messages).
-                        let sessions: Vec<SessionId> = w
-                            .server
-                            .session_ids()
-                            .filter(|sid| {
-                                w.server
-                                    .session(sid)
-                                    .is_some_and(|s| !s.version().is_modern())
-                            })
-                            .cloned()
-                            .collect();
+                        let sessions: Vec<SessionId> =
+                            w.server.named_session_ids().cloned().collect();
                         for sid in &sessions {
                             w.server_notify_in(
                                 sid,

@@ -57,8 +57,7 @@ impl ClientSession {
     /// have carried (capabilities, clientInfo), kept for a fallback.
     pub(super) fn discover(&mut self, params: RawJson, now: Instant) -> RequestId {
         self.init_params = Some(params);
-        let n = self.next_id;
-        self.next_id += 1;
+        let n = self.mint_id();
         let msg = Message::request(n, "server/discover", None);
         self.phase = Phase::Initializing;
         let http = self.send_modern(Role::Initialize(n), &msg);
@@ -96,12 +95,8 @@ impl ClientSession {
         }
         let mut head = RequestHead::post(None, Some(ProtocolVersion::MODERN))
             .with(headers::MCP_METHOD, &method);
-        let name_field = match method.as_str() {
-            "tools/call" | "prompts/get" => Some("name"),
-            "resources/read" => Some("uri"),
-            _ => None,
-        };
-        if let Some(name) = name_field.and_then(|f| p.get(f)).and_then(Value::as_str) {
+        let field = crate::server::modern::name_field(&method);
+        if let Some(name) = field.and_then(|f| p.get(f)).and_then(Value::as_str) {
             head = head.with(headers::MCP_NAME, &encode_name(name));
         }
         let body = match msg {

@@ -477,7 +477,7 @@ impl ClientSession {
         }
     }
 
-    fn mint_id(&mut self) -> i64 {
+    pub(super) fn mint_id(&mut self) -> i64 {
         let n = self.next_id;
         self.next_id += 1;
         n

@@ -771,12 +771,7 @@ impl<A: App> Owner<A> {
         }
         // A modern request's own session is nobody's to name: not routed to,
         // not counted by admission.
-        let ep = self.driver.endpoint();
-        let Some(sid) = ep
-            .session_ids()
-            .find(|sid| ep.session(sid).is_some_and(|s| !s.version().is_modern()))
-            .cloned()
-        else {
+        let Some(sid) = self.driver.endpoint().named_session_ids().next().cloned() else {
             return;
         };
         if let Ok(mut t) = self.shared.table.write() {

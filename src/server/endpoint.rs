@@ -181,9 +181,19 @@ impl ServerEndpoint {
         Some(&mut **s)
     }
 
-    /// Live session ids, in order.
+    /// Live session ids, in order (modern requests' own sessions included).
     pub fn session_ids(&self) -> impl Iterator<Item = &SessionId> {
         self.sessions.keys()
+    }
+
+    /// The session-era sessions: those a client names in `Mcp-Session-Id`,
+    /// which admission counts and unrelated notifications reach (a modern
+    /// request's own session is none of these), in order.
+    pub fn named_session_ids(&self) -> impl Iterator<Item = &SessionId> {
+        self.sessions
+            .iter()
+            .filter(|(_, s)| !s.version().is_modern())
+            .map(|(id, _)| id)
     }
 
     /// The session an exchange belongs to.
@@ -701,7 +711,8 @@ impl ServerEndpoint {
                             id: Some(rid.clone()),
                         }
                     })?;
-                s.handle_listen(http, rid, asked.agreed(&self.config.listen), now)
+                s.handle_listen(http, rid, asked.agreed(&self.config.listen), now);
+                Ok(())
             }
             message => s.handle_post(http, Body::Single(message), now),
         };

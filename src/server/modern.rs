@@ -23,6 +23,8 @@ use crate::version::ProtocolVersion;
 
 /// The `_meta` key of the per-request protocol version.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key of the server's description of itself in a result.
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// The `_meta` key of the per-request client capabilities.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
@@ -44,24 +46,26 @@ pub const METHODS: [&str; 10] = [
 /// carries the modern `_meta` version (then the checks decide whether the
 /// two agree). `initialize` is never modern.
 pub fn is_modern(header: Option<ProtocolVersion>, body: &[u8]) -> bool {
+    // Cheap looks first, so a body is parsed here only when it might change
+    // the answer (the checks parse it anyway).
     if header.is_some_and(ProtocolVersion::is_modern) {
-        return !names_initialize(body);
+        return !mentions(body, b"\"initialize\"") || !parses_as(body, |m| m.is_initialize());
     }
-    // A cheap look first: most session-era bodies never mention the key.
-    let key = META_PROTOCOL_VERSION.as_bytes();
-    if !body.windows(key.len()).any(|w| w == key) {
-        return false;
-    }
-    match crate::jsonrpc::parse_body(body, ProtocolVersion::MODERN) {
-        Ok(Body::Single(m)) => !m.is_initialize() && meta(&m, META_PROTOCOL_VERSION).is_some(),
-        _ => false,
-    }
+    mentions(body, META_PROTOCOL_VERSION.as_bytes())
+        && parses_as(body, |m| {
+            !m.is_initialize() && meta(m, META_PROTOCOL_VERSION).is_some()
+        })
 }
 
-fn names_initialize(body: &[u8]) -> bool {
+fn mentions(body: &[u8], needle: &[u8]) -> bool {
+    body.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether `body` is one message for which `test` holds.
+fn parses_as(body: &[u8], test: impl Fn(&Message) -> bool) -> bool {
     matches!(
         crate::jsonrpc::parse_body(body, ProtocolVersion::MODERN),
-        Ok(Body::Single(m)) if m.is_initialize()
+        Ok(Body::Single(m)) if test(&m)
     )
 }
 
@@ -152,8 +156,9 @@ pub fn check(
     Ok(message)
 }
 
-/// The `params` field `Mcp-Name` mirrors, for the methods that need it.
-fn name_field(method: &str) -> Option<&'static str> {
+/// The `params` field `Mcp-Name` mirrors, for the methods that need it
+/// (the client names it, the server checks it).
+pub fn name_field(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),

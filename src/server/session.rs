@@ -603,14 +603,11 @@ impl ServerSession {
         id: RequestId,
         filter: super::modern::ListenFilter,
         now: Instant,
-    ) -> Result<(), RequestError> {
-        self.handle_post(
-            http,
-            Body::Single(Message::request(id.clone(), "subscriptions/listen", None)),
-            now,
-        )?;
-        // The request is the core's own: the application never sees it.
-        self.events.clear();
+    ) {
+        // The request is the core's own: the stream opens, the application
+        // never hears of it.
+        self.open_post_stream(http, std::slice::from_ref(&id));
+        self.modern_method = Some("subscriptions/listen".into());
         let params = serde_json::json!({
             "_meta": {super::modern::META_SUBSCRIPTION_ID: id},
             "notifications": filter.to_json(),
@@ -621,7 +618,7 @@ impl ServerSession {
             Some(RawJson::from(params)),
         );
         let _ = self.send(ack, Cause::Request(id), now);
-        Ok(())
+        self.update_timers(now);
     }
 
     /// Whether this session is a listen that subscribed to `method` (with `params`).

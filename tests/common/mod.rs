@@ -2,6 +2,8 @@
 //! feeds every observation to the monitor, and keeps a log per exchange.
 #![allow(dead_code)]
 
+pub mod driver;
+
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
