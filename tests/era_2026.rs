@@ -152,7 +152,6 @@ fn every_disagreement_is_400_header_mismatch_with_the_request_id() {
         )
     };
     let other_version = META.replace("2026-07-28", "2025-11-25");
-    let no_version = r#""_meta":{"io.modelcontextprotocol/clientCapabilities":{}}"#;
     // (what, MCP-Protocol-Version, Mcp-Method, Mcp-Name, body)
     let cases = [
         (
@@ -217,13 +216,6 @@ fn every_disagreement_is_400_header_mismatch_with_the_request_id() {
             Some("tools/call"),
             Some("echo"),
             call("echo", META),
-        ),
-        (
-            "no version in _meta",
-            Some("2026-07-28"),
-            Some("tools/call"),
-            Some("echo"),
-            call("echo", no_version),
         ),
         (
             "no version header",
@@ -316,6 +308,39 @@ fn missing_client_capabilities_is_400_invalid_params() {
     h.clean();
 }
 
+/// A required `_meta` field missing is invalid params (`basic/index.mdx`),
+/// not a header mismatch: no `_meta` at all, or one without the version.
+#[test]
+fn a_missing_meta_version_is_400_invalid_params() {
+    let no_version = r#""_meta":{"io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let no_meta = r#""x":1"#;
+    for meta in [no_version, no_meta] {
+        let mut h = Harness::new();
+        let http = h.modern("tools/list", None, &request(101, "tools/list", meta));
+        let a = h.call(http);
+        assert_eq!((a.status, a.error_code()), (400, Some(-32602)), "{meta}");
+        assert_eq!(a.json()["id"], 101);
+        assert!(a.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("protocolVersion"));
+        h.clean();
+    }
+}
+
+/// `initialize` with the modern `_meta` is a modern request for a method
+/// this era does not have; offering 2026-07-28 with the header alone (rmcp
+/// 3.9's `Initialize` mode) stays the session era.
+#[test]
+fn initialize_with_the_modern_meta_is_404_method_not_found() {
+    let mut h = Harness::new();
+    let http = h.modern("initialize", None, &request(500, "initialize", META));
+    let a = h.call(http);
+    assert_eq!((a.status, a.error_code()), (404, Some(-32601)));
+    assert_eq!(a.json()["id"], 500);
+    h.clean();
+}
+
 #[test]
 fn an_unsupported_version_is_400_listing_what_is_supported() {
     let mut h = Harness::new();
@@ -325,6 +350,11 @@ fn an_unsupported_version_is_400_listing_what_is_supported() {
     let http = h.send(head, &request(6, "tools/list", META));
     let a = h.call(http);
     assert_eq!((a.status, a.error_code()), (400, Some(-32022)));
+    assert_eq!(
+        a.json()["id"],
+        6,
+        "the request's id, though the header is read first"
+    );
     let data = &a.json()["error"]["data"];
     assert_eq!(data["requested"], "2099-01-01");
     let supported = data["supported"].as_array().unwrap();
@@ -803,6 +833,66 @@ mod monitor_breaches {
             "notifications/tools/list_changed",
             tagged(),
         );
+        assert!(ids(&m).is_empty(), "{:#?}", m.violations());
+    }
+
+    fn broadcast(m: &mut Monitor) {
+        m.observe(&Observation::Broadcast {
+            method: "notifications/tools/list_changed".into(),
+            params: None,
+        });
+    }
+
+    /// M3: a change broadcast after the acknowledgement and never written
+    /// on the listen (a server that registers its listener only after
+    /// acknowledging) is caught at the end of the run, or when the server
+    /// ends the listen owing it; one written, or one the client closed the
+    /// stream before, is owed nothing; one broadcast before the
+    /// acknowledgement is not owed (the client lists after it).
+    #[test]
+    fn a_broadcast_lost_after_the_acknowledgement_is_m3() {
+        let mut m = listening();
+        ack(&mut m);
+        broadcast(&mut m);
+        m.finish(&[]);
+        assert_eq!(ids(&m), ["M3"]);
+
+        let mut m = listening();
+        ack(&mut m);
+        broadcast(&mut m);
+        m.observe(&Observation::Transmit(Transmit {
+            http: LISTEN,
+            kind: TransmitKind::Json(Message::Response {
+                id: 5.into(),
+                result: RawJson::from(tagged()),
+            }),
+        }));
+        assert_eq!(ids(&m), ["M3"], "ended owing it");
+
+        let mut m = listening();
+        ack(&mut m);
+        broadcast(&mut m);
+        event(
+            &mut m,
+            2,
+            None,
+            "notifications/tools/list_changed",
+            tagged(),
+        );
+        m.finish(&[]);
+        assert!(ids(&m).is_empty(), "{:#?}", m.violations());
+
+        let mut m = listening();
+        ack(&mut m);
+        broadcast(&mut m);
+        m.observe(&Observation::Closed { http: LISTEN });
+        m.finish(&[]);
+        assert!(ids(&m).is_empty(), "{:#?}", m.violations());
+
+        let mut m = listening();
+        broadcast(&mut m);
+        ack(&mut m);
+        m.finish(&[]);
         assert!(ids(&m).is_empty(), "{:#?}", m.violations());
     }
 

@@ -8,7 +8,7 @@ mod common;
 use common::{pick, Harness};
 use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::policy::ServerPolicy;
-use mcp_streamable::server::{Cause, RequestHead, SchedulingPoint};
+use mcp_streamable::server::{Cause, RequestHead};
 use mcp_streamable::version::ProtocolVersion;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
@@ -99,10 +99,7 @@ fn apply(h: &mut Harness, op: &Op) {
                 .map(|s| s.scheduling_points())
                 .unwrap_or_default();
             if let Some((http, p)) = pick(&points, *i) {
-                match p {
-                    SchedulingPoint::HandlerStep => h.handler_step(http),
-                    SchedulingPoint::ListenerWake => h.listener_wake(http),
-                };
+                h.schedule(http, p);
             }
         }
         Op::Tick(ms) => h.advance(u64::from(*ms)),

@@ -388,9 +388,12 @@ impl EverythingApp {
                 );
                 return;
             }
-            other => ok(
-                json!({"content": [text(format!("MCP error -32602: Tool {other} not found"))], "isError": true}),
-            ),
+            // An unknown tool is a protocol error, not a tool's failed
+            // result (`server/tools.mdx`, "Error Handling").
+            other => Err(ErrorObject::new(
+                INVALID_PARAMS,
+                format!("Unknown tool: {other}"),
+            )),
         };
         cx.respond(&id, answer);
     }

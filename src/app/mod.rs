@@ -134,11 +134,18 @@ impl Cx<'_> {
     /// endpoints. Returns how many got it here.
     pub fn broadcast(&mut self, method: &str, params: Option<RawJson>) -> usize {
         let now = self.now;
+        let mut tap = self.tap.as_ref().and_then(|t| t.lock().ok());
+        if let Some(tap) = tap.as_mut() {
+            tap(&Observation::Broadcast {
+                method: method.to_owned(),
+                params: params.clone(),
+            });
+        }
         if let Some(fanout) = &self.fanout {
             fanout(method, params.as_ref());
         }
         let sent = self.ep.broadcast(method, params, now);
-        if let Some(mut tap) = self.tap.as_ref().and_then(|t| t.lock().ok()) {
+        if let Some(tap) = tap.as_mut() {
             for (session, key, cause) in &sent {
                 tap(&Observation::Sent {
                     session: session.to_string(),

@@ -245,6 +245,16 @@ impl Diagram {
                     ClientEvent::Notification { method, .. } => format!("app: {method}"),
                     ClientEvent::SessionLost => "app: session lost".into(),
                     ClientEvent::BackgroundDisabled => "app: no background GET".into(),
+                    ClientEvent::Listening {
+                        listen, resumed, ..
+                    } => format!(
+                        "app: {listen} acknowledged{}: lists",
+                        if *resumed { " again" } else { "" }
+                    ),
+                    ClientEvent::ListenEnded { listen, error } => match error {
+                        Some(e) => format!("app: {listen} ended: {e}"),
+                        None => format!("app: {listen} complete"),
+                    },
                 };
                 return Some(Row {
                     step,
@@ -267,6 +277,11 @@ impl Diagram {
             Observation::Dropped { key, .. } => {
                 (Lane::Server, Lane::Server, format!("drops {key} by policy"))
             }
+            Observation::Broadcast { method, .. } => (
+                Lane::Server,
+                Lane::Server,
+                format!("app broadcasts {method}"),
+            ),
             Observation::Closed { .. } | Observation::Fault => return None,
         };
         Some(Row {

@@ -203,6 +203,7 @@ impl CheckModel {
             ClientStep::Call | ClientStep::Notify => client.is_ready(),
             ClientStep::Cancel => client.pending().next().is_some(),
             ClientStep::Close => true,
+            ClientStep::Listen => client.is_ready() && client.is_modern(),
         }
     }
 
@@ -217,6 +218,7 @@ impl CheckModel {
             ServerStep::Progress | ServerStep::AskClient | ServerStep::CloseConnection => {
                 self.oldest_call(w).is_some()
             }
+            ServerStep::Broadcast => true,
         }
     }
 
@@ -323,6 +325,9 @@ impl CheckModel {
                         w.clients[c].close(now);
                         w.pump();
                     }
+                    ClientStep::Listen => {
+                        w.listen_on(c)?;
+                    }
                 }
                 n.client_pc[c] += 1;
             }
@@ -368,6 +373,9 @@ impl CheckModel {
                     ServerStep::CloseConnection => {
                         let (sid, id) = call?;
                         w.server_close_connection_in(&sid, &id);
+                    }
+                    ServerStep::Broadcast => {
+                        w.server_broadcast("notifications/tools/list_changed");
                     }
                 }
                 n.server_pc += 1;
@@ -463,6 +471,12 @@ impl CheckModel {
         let mut actions = Vec::new();
         self.enabled(s, &mut actions);
         if !actions.is_empty() {
+            return None;
+        }
+        if s.world.next_timeout().is_some() {
+            // Cut by the time bound, not quiet: a timer would still fire
+            // (a resumption, a re-listen), so the end-of-run checks, which
+            // judge a run that is over, do not apply.
             return None;
         }
         let mut w = s.world.clone();

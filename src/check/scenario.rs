@@ -18,6 +18,9 @@ pub enum ClientStep {
     Cancel,
     /// DELETE the session.
     Close,
+    /// Listen for tool list changes (`subscriptions/listen`, 2026-07-28;
+    /// enabled once a modern client is ready).
+    Listen,
 }
 
 /// A step of the server application's script, run in order when enabled.
@@ -37,6 +40,10 @@ pub enum ServerStep {
     AskClient,
     /// Close the connection of the oldest pending `tools/call` for polling.
     CloseConnection,
+    /// The tool list changed, for everyone: `ServerEndpoint::broadcast` of
+    /// `notifications/tools/list_changed` (session-era sessions and listens
+    /// alike). Enabled at any time.
+    Broadcast,
 }
 
 /// Limits of the exploration.

@@ -6,11 +6,13 @@
 //! scheduled.
 
 mod drain;
+mod listen;
 mod modern;
 mod session;
 mod streams;
 
 pub use drain::ClientOutput;
+pub use listen::ACKNOWLEDGED;
 pub use modern::{encode_name, ClientEra};
 pub use session::ClientSession;
 
@@ -52,6 +54,12 @@ pub struct ClientConfig {
     /// core then treats as cut off (a hostile server cannot make the client
     /// buffer without bound).
     pub body_max: usize,
+    /// Listens (`subscriptions/listen`, 2026-07-28) one client keeps at once.
+    pub listens_max: usize,
+    /// Re-listens in a row that get no acknowledgement before a listen
+    /// ends with `StreamLost` (a server that refuses nothing but never
+    /// acknowledges cannot keep the client reconnecting forever).
+    pub relisten_failures_max: u32,
 }
 
 /// Who answers the server's requests.
@@ -82,6 +90,8 @@ impl Default for ClientConfig {
             server_requests: ServerRequests::Application,
             era: ClientEra::Legacy,
             body_max: 4 << 20,
+            listens_max: 16,
+            relisten_failures_max: 3,
         }
     }
 }
@@ -97,6 +107,19 @@ pub enum ClientTimer {
     Background,
     /// Reconnect EventSource-style reader `n`.
     Reader(u32),
+    /// Listen again for listen `n` after its stream broke.
+    Relisten(u32),
+}
+
+/// One of the application's listens (`ClientSession::listen`): it outlives
+/// the streams and request ids that carry it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ListenId(pub u32);
+
+impl std::fmt::Display for ListenId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "listen#{}", self.0)
+    }
 }
 
 /// What an exchange is for.
@@ -115,6 +138,14 @@ pub enum Purpose {
     Reader,
     /// The DELETE ending the session.
     Delete,
+    /// A `subscriptions/listen` stream of a listen, under this request id
+    /// (each re-listen has its own).
+    Listen {
+        /// The application's listen.
+        listen: ListenId,
+        /// The `subscriptions/listen` request (the subscription id).
+        request: RequestId,
+    },
 }
 
 impl Purpose {
@@ -213,6 +244,13 @@ pub enum ClientUsageError {
     /// and no requests from the server to answer.
     #[error("not in the 2026-07-28 era")]
     ModernEra,
+    /// Only the modern era (2026-07-28) listens; the session era hears
+    /// change notifications on its standalone GET.
+    #[error("listen needs the 2026-07-28 era")]
+    SessionEra,
+    /// No such listen.
+    #[error("{0} is not listening")]
+    UnknownListen(ListenId),
 }
 
 /// What the application must handle.
@@ -272,4 +310,24 @@ pub enum ClientEvent {
     SessionLost,
     /// The server does not offer a standalone GET stream (405).
     BackgroundDisabled,
+    /// A listen's stream is acknowledged: list what is shown of these kinds
+    /// now. Nothing sent before this moment is delivered on it, and when
+    /// `resumed`, a change sent while the previous stream was broken is lost:
+    /// only this list has it.
+    Listening {
+        /// The listen.
+        listen: ListenId,
+        /// What the server agreed to send.
+        agreed: crate::server::modern::ListenFilter,
+        /// A re-listen after a broken stream.
+        resumed: bool,
+    },
+    /// A listen is over: `None` when the server ended it (`complete`), else
+    /// why (refused, or broken `relisten_failures_max` times in a row).
+    ListenEnded {
+        /// The listen.
+        listen: ListenId,
+        /// Why, unless it ended gracefully.
+        error: Option<ClientError>,
+    },
 }

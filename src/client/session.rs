@@ -42,6 +42,8 @@ pub(super) enum Role {
     Background,
     Reader(u32),
     Delete,
+    /// Listen `.0`'s stream, request `.1`.
+    Listen(u32, i64),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -127,6 +129,9 @@ pub struct ClientSession {
     /// era sends them in every request's `_meta`, and `Auto` falls back
     /// with them.
     pub(super) init_params: Option<RawJson>,
+    /// The application's listens (modern era), at most `listens_max`.
+    pub(super) listens: BTreeMap<super::ListenId, super::listen::Listen>,
+    pub(super) next_listen: u32,
 }
 
 impl ClientSession {
@@ -153,6 +158,8 @@ impl ClientSession {
             duplicates: 0,
             strangers: 0,
             init_params: None,
+            listens: BTreeMap::new(),
+            next_listen: 1,
         }
     }
 
@@ -562,6 +569,10 @@ impl ClientSession {
     }
 
     fn recv_message(&mut self, http: HttpId, m: Message, now: Instant) {
+        if let Some(l) = self.listen_of(http) {
+            self.listen_message(l, http, m);
+            return;
+        }
         match m {
             Message::Response { id, result } => self.complete(http, id, Ok(result), now),
             Message::Error {
@@ -853,6 +864,7 @@ impl ClientSession {
             self.abort(http);
         }
         self.readers.clear();
+        self.listens.clear();
         self.background = Background::default();
         self.staged = None;
         self.timers = Timers::default();
@@ -867,5 +879,9 @@ pub(super) fn purpose_of(role: Role) -> Purpose {
         Role::Background => Purpose::Background,
         Role::Reader(_) => Purpose::Reader,
         Role::Delete => Purpose::Delete,
+        Role::Listen(l, n) => Purpose::Listen {
+            listen: super::ListenId(l),
+            request: RequestId::Num(n),
+        },
     }
 }

@@ -23,6 +23,10 @@ impl ClientSession {
             Role::Initialize(n) | Role::Request(n) => self.request_stream_ended(n, http, &ex, now),
             Role::Background => self.background_ended(http, &ex, now),
             Role::Reader(r) => self.reader_ended(r, http, &ex, now),
+            Role::Listen(l, _) => {
+                let l = super::ListenId(l);
+                self.listen_stream_ended(l, http, ex.status, ex.content, ex.error, now);
+            }
             Role::Notify | Role::Delete => {}
         }
     }
@@ -35,6 +39,7 @@ impl ClientSession {
                 ClientTimer::Resume(n) => self.resume(n),
                 ClientTimer::Background => self.open_background(now),
                 ClientTimer::Reader(r) => self.reopen_reader(r),
+                ClientTimer::Relisten(l) => self.relisten(super::ListenId(l), now),
             }
         }
     }
@@ -246,7 +251,7 @@ impl ClientSession {
                     reader.last_id = Some(id);
                 }
             }
-            Role::Notify | Role::Delete => {}
+            Role::Notify | Role::Delete | Role::Listen(..) => {}
         }
     }
 
@@ -267,7 +272,7 @@ impl ClientSession {
                     reader.retry_ms = Some(ms);
                 }
             }
-            Role::Notify | Role::Delete => {}
+            Role::Notify | Role::Delete | Role::Listen(..) => {}
         }
     }
 }

@@ -925,7 +925,8 @@ impl<A: App> Owner<A> {
         match b {
             Ok(b) if b.from != self.origin => {
                 let now = self.now();
-                self.driver.broadcast(&b.method, b.params.clone(), now);
+                self.driver
+                    .handle_broadcast(&b.method, b.params.clone(), now);
             }
             Ok(_) => {}
             Err(broadcast::error::RecvError::Lagged(n)) => {

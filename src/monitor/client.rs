@@ -25,6 +25,10 @@ pub(super) struct ClientSide {
     open: BTreeMap<HttpId, Option<RequestId>>,
     /// The session id `initialize` returned, once the application has it.
     initialized: Option<Option<String>>,
+    /// Listen requests this client sent: their end (`complete`) is theirs.
+    listen_requests: BTreeSet<RequestId>,
+    /// M4: the application's listens and the changes they have not heard.
+    heard: super::listen::Heard,
 }
 
 impl ClientSide {
@@ -37,6 +41,9 @@ impl ClientSide {
     pub(super) fn on_transmit(&mut self, t: &ClientTransmit, flags: &mut Vec<Flag>) {
         match &t.kind {
             ClientTransmitKind::Send { head, .. } => {
+                if let Purpose::Listen { request, .. } = &t.purpose {
+                    self.listen_requests.insert(request.clone());
+                }
                 let request = t.purpose.request().cloned();
                 if let Some(r) = &request {
                     self.sent.insert(r.clone());
@@ -62,6 +69,11 @@ impl ClientSide {
             }
             ClientTransmitKind::Abort => {
                 self.open.remove(&t.http);
+                if let Purpose::Listen { listen: l, .. } = t.purpose {
+                    // The application stopped it (or the core ended it
+                    // and said so): nothing more is owed to its view.
+                    self.heard.ended(l);
+                }
             }
         }
     }
@@ -71,6 +83,9 @@ impl ClientSide {
         let (true, Some(id)) = (message.is_response(), message.id()) else {
             return;
         };
+        if self.listen_requests.contains(id) {
+            return;
+        }
         if !self.sent.contains(id) {
             flags.push(Flag::new(
                 "I1",
@@ -116,13 +131,25 @@ impl ClientSide {
             ClientEvent::SessionLost => {
                 self.initialized = None;
             }
+            ClientEvent::Notification { method, params } => {
+                let params = params.as_ref().map(crate::jsonrpc::RawJson::to_value);
+                self.heard.notified(method, params.as_ref());
+            }
+            ClientEvent::Listening { listen, agreed, .. } => self.heard.listening(*listen, agreed),
+            ClientEvent::ListenEnded { listen, .. } => self.heard.ended(*listen),
             _ => {}
         }
     }
 
-    /// End-of-run checks: C2 (arrived, never returned) and C3 (exchanges of
-    /// finished requests still open).
+    /// The application broadcast `method` (M4).
+    pub(super) fn heard_broadcast(&mut self, method: &str, params: Option<&serde_json::Value>) {
+        self.heard.broadcast(method, params);
+    }
+
+    /// End-of-run checks: C2 (arrived, never returned), C3 (exchanges of
+    /// finished requests still open) and M4 (a listen left stale).
     pub(super) fn finish(&self, flags: &mut Vec<Flag>) {
+        self.heard.finish(flags);
         for id in &self.arrived {
             if !self.returned.contains(id) && !self.failed.contains(id) {
                 flags.push(Flag::new(

@@ -12,6 +12,7 @@
 //! rules R13, R21 and R32 that a server's output shows.
 
 mod client;
+mod listen;
 
 use crate::client::{ClientEvent, ClientTransmit};
 use crate::ids::{HttpId, MsgKey, RequestId};
@@ -104,6 +105,16 @@ pub enum Observation {
         session: String,
         /// Its serial number.
         key: MsgKey,
+    },
+    /// The application broadcast a change notification (observed where it
+    /// originates, once, before the core is handed it): every listen
+    /// acknowledged by now that subscribed to it must get it (M3), and
+    /// every client listening for it must end up knowing (M4).
+    Broadcast {
+        /// Its method.
+        method: String,
+        /// Its params.
+        params: Option<RawJson>,
     },
 }
 
@@ -236,6 +247,8 @@ pub struct Monitor {
     clients: BTreeMap<usize, Shared<ClientSide>>,
     gets_max: Option<usize>,
     faults: usize,
+    /// M3: broadcasts owed to acknowledged listen streams.
+    owed: listen::Owed,
     violations: Found,
 }
 
@@ -319,6 +332,7 @@ impl Monitor {
             clients: _,
             gets_max,
             faults,
+            owed,
             violations,
         } = self;
         exchanges.hash(h);
@@ -335,6 +349,7 @@ impl Monitor {
         gets_per_session.hash(h);
         gets_max.hash(h);
         faults.hash(h);
+        owed.hash(h);
         violations.hash(h);
     }
 
@@ -360,7 +375,9 @@ impl Monitor {
                 if let Some(e) = self.exchanges.get_mut(http) {
                     e.closed = true;
                 }
+                self.owed.closed(*http);
             }
+            Observation::Broadcast { method, params } => self.on_broadcast(method, params),
             Observation::Sent {
                 session,
                 key,
@@ -417,6 +434,11 @@ impl Monitor {
             .filter_map(|e| e.session.clone())
             .collect();
         self.finish_client();
+        let mut flags = Vec::new();
+        self.owed.finish(&mut flags);
+        for f in flags {
+            self.flag_end(f.id, f.http, f.detail);
+        }
         let sent: Vec<((Text, MsgKey), Cause)> = self
             .sent
             .iter()
@@ -788,6 +810,30 @@ impl Monitor {
         }
     }
 
+    /// The application broadcast `method`: owed to every acknowledged,
+    /// open listen that subscribed to it (M3), news for every client
+    /// listening for it (M4).
+    fn on_broadcast(&mut self, method: &str, params: &Option<RawJson>) {
+        let params = params.as_ref().map(RawJson::to_value);
+        let label = listen::label(method, params.as_ref());
+        let listens: Vec<HttpId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| !e.closed && !e.ended)
+            .filter(|(_, e)| {
+                e.listen
+                    .as_ref()
+                    .and_then(|l| l.1.as_ref())
+                    .is_some_and(|f| f.matches(method, params.as_ref()))
+            })
+            .map(|(h, _)| *h)
+            .collect();
+        self.owed.broadcast(&label, listens.into_iter());
+        for side in self.clients.values_mut() {
+            side.heard_broadcast(method, params.as_ref());
+        }
+    }
+
     /// M2: a listen's stream opens with its acknowledgement (naming the
     /// subscription); every notification after it names the subscription
     /// and is of a kind the acknowledgement agreed to.
@@ -807,6 +853,9 @@ impl Monitor {
                     format!("{} before the acknowledgement", describe(m)),
                 );
             }
+            let mut flags = Vec::new();
+            self.owed.ended(http, &mut flags);
+            self.raise(flags);
             return;
         };
         let params = params.as_ref().map(|p| p.to_value());
@@ -845,7 +894,9 @@ impl Monitor {
                 Some(http),
                 format!("{method} on listen {id}, which did not subscribe to it"),
             ),
-            Some(_) => {}
+            Some(_) => self
+                .owed
+                .written(http, &listen::label(method, params.as_ref())),
         }
     }
 

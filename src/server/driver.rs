@@ -180,9 +180,25 @@ impl<A: App> ServerDriver<A> {
     }
 
     /// A notification for every client it concerns, in either era
-    /// ([`ServerEndpoint::broadcast`]), from outside any request. Returns
-    /// how many got it.
+    /// ([`ServerEndpoint::broadcast`]), from outside any request: the
+    /// broadcast originates here, and the tap sees it. Returns how many got it.
     pub fn broadcast(&mut self, method: &str, params: Option<RawJson>, now: Instant) -> usize {
+        self.observe(&Observation::Broadcast {
+            method: method.to_owned(),
+            params: params.clone(),
+        });
+        self.handle_broadcast(method, params, now)
+    }
+
+    /// A broadcast that originated in another endpoint (a transport's
+    /// [`Fanout`](crate::app::Fanout)), delivered here too; the tap saw it
+    /// where it originated. Returns how many got it here.
+    pub fn handle_broadcast(
+        &mut self,
+        method: &str,
+        params: Option<RawJson>,
+        now: Instant,
+    ) -> usize {
         let sent = self.ep.broadcast(method, params, now);
         for (session, key, cause) in &sent {
             self.observe(&Observation::Sent {

@@ -424,6 +424,7 @@ impl ServerEndpoint {
         match point {
             SchedulingPoint::ListenerWake => s.handle_listener_wake(http, now),
             SchedulingPoint::HandlerStep => s.handle_handler_step(http, now),
+            SchedulingPoint::ListenStep => s.handle_listen_step(http, now),
         }
     }
 
@@ -541,7 +542,7 @@ impl ServerEndpoint {
             return Err(RequestError::MethodNotAllowed);
         }
         request::check_accept(head)?;
-        let header_version = request::protocol_version(head)?;
+        let header_version = request::protocol_version_of(head, body)?;
         // The modern era has no GET stream and no DELETE; its POSTs stand
         // alone, whatever `Mcp-Session-Id` they carry.
         let modern_era = self.config.modern_era;

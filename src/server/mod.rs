@@ -7,6 +7,7 @@ mod drain;
 mod driver;
 mod endpoint;
 pub mod event_ids;
+mod listen;
 pub mod modern;
 mod modern_result;
 pub mod request;

@@ -2,8 +2,10 @@
 //! and the checks every modern request passes before anything runs.
 //!
 //! One endpoint serves both eras, chosen per request (the spec's "dual-era
-//! server"): `initialize` selects the session era; a request whose
-//! `MCP-Protocol-Version` names a modern version, or whose `_meta` carries
+//! server"): `initialize` selects the session era (unless it carries the
+//! modern `_meta` version: then it is a modern request for a method this
+//! era does not have, 404); a request whose `MCP-Protocol-Version` names a
+//! modern version, or whose `_meta` carries
 //! `io.modelcontextprotocol/protocolVersion`, is modern and stands alone.
 //! Everything else is the session era, as before.
 //!
@@ -44,17 +46,20 @@ pub const METHODS: [&str; 10] = [
 
 /// Whether a POST is modern: its version header says so, or its body
 /// carries the modern `_meta` version (then the checks decide whether the
-/// two agree). `initialize` is never modern.
+/// two agree). `initialize` is modern only with the modern `_meta`.
 pub fn is_modern(header: Option<ProtocolVersion>, body: &[u8]) -> bool {
     // Cheap looks first, so a body is parsed here only when it might change
-    // the answer (the checks parse it anyway).
+    // the answer (the checks parse it anyway). An `initialize` is modern
+    // only with the modern `_meta` (a method this era does not have: 404);
+    // offering 2026-07-28 in its params or header alone is the session era.
     if header.is_some_and(ProtocolVersion::is_modern) {
-        return !mentions(body, b"\"initialize\"") || !parses_as(body, |m| m.is_initialize());
+        return !mentions(body, b"\"initialize\"")
+            || !parses_as(body, |m| {
+                m.is_initialize() && meta(m, META_PROTOCOL_VERSION).is_none()
+            });
     }
     mentions(body, META_PROTOCOL_VERSION.as_bytes())
-        && parses_as(body, |m| {
-            !m.is_initialize() && meta(m, META_PROTOCOL_VERSION).is_some()
-        })
+        && parses_as(body, |m| meta(m, META_PROTOCOL_VERSION).is_some())
 }
 
 fn mentions(body: &[u8], needle: &[u8]) -> bool {
@@ -101,10 +106,13 @@ pub fn check(
                 "MCP-Protocol-Version {header} but _meta says {v}"
             )))
         }
+        // A required `_meta` field missing is invalid params
+        // (`basic/index.mdx`), not a disagreement.
         None => {
-            return Err(mismatch(format!(
-                "MCP-Protocol-Version {header} but _meta has no {META_PROTOCOL_VERSION}"
-            )))
+            return Err(RequestError::MissingMeta {
+                field: META_PROTOCOL_VERSION,
+                id,
+            })
         }
     }
     let Message::Request { method, params, .. } = &message else {
@@ -220,7 +228,7 @@ mod tests {
     }
 
     #[test]
-    fn era_by_header_or_meta_never_initialize() {
+    fn era_by_header_or_meta_initialize_only_with_meta() {
         let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
         let legacy = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
         let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
@@ -235,7 +243,10 @@ mod tests {
         );
         assert!(!is_modern(old, legacy));
         assert!(!is_modern(None, legacy));
-        assert!(!is_modern(modern, init));
+        assert!(!is_modern(modern, init), "rmcp 3.9's Initialize mode");
+        let init_meta = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert!(is_modern(modern, init_meta), "conformance 0.2.0-alpha.12");
+        assert!(is_modern(None, init_meta));
         assert!(
             !is_modern(None, mentions),
             "the key in an argument is not _meta"

@@ -170,10 +170,35 @@ pub fn check_content_type(head: &RequestHead) -> Result<(), RequestError> {
 }
 
 /// The `MCP-Protocol-Version` header, if present: must be a supported version (R31).
+/// A refusal names no request: see [`protocol_version_of`].
 pub fn protocol_version(head: &RequestHead) -> Result<Option<ProtocolVersion>, RequestError> {
     head.header(headers::MCP_PROTOCOL_VERSION)
-        .map(|v| v.parse().map_err(RequestError::BadProtocolVersion))
+        .map(|v| {
+            v.parse()
+                .map_err(|version| RequestError::BadProtocolVersion { version, id: None })
+        })
         .transpose()
+}
+
+/// [`protocol_version`] of a request with this body: a refusal echoes the
+/// request's id when the body names one (JSON-RPC allows `null` only when
+/// the id cannot be known; the body is parsed only on that error path).
+pub fn protocol_version_of(
+    head: &RequestHead,
+    body: &[u8],
+) -> Result<Option<ProtocolVersion>, RequestError> {
+    protocol_version(head).map_err(|e| match e {
+        RequestError::BadProtocolVersion { version, .. } => {
+            let id = match crate::jsonrpc::parse_body(body, ProtocolVersion::MODERN) {
+                Ok(crate::jsonrpc::Body::Single(crate::jsonrpc::Message::Request {
+                    id, ..
+                })) => Some(id),
+                _ => None,
+            };
+            RequestError::BadProtocolVersion { version, id }
+        }
+        other => other,
+    })
 }
 
 #[cfg(test)]

@@ -191,8 +191,8 @@ pub struct ServerSession {
     /// A modern (2026-07-28) request's method: the one request a stateless
     /// session exists for, whose result the core completes.
     pub(super) modern_method: Option<Box<str>>,
-    /// A modern `subscriptions/listen`: its request id and what it receives.
-    pub(super) listen: Option<Box<(RequestId, super::modern::ListenFilter)>>,
+    /// A modern `subscriptions/listen` (see `server/listen.rs`).
+    pub(super) listen: Option<Box<super::listen::Listen>>,
 }
 
 impl ServerSession {
@@ -592,76 +592,6 @@ impl ServerSession {
     ) -> Result<MsgKey, UsageError> {
         let message = Message::notification(method, params);
         self.send(message, cause, now)
-    }
-
-    /// A modern `subscriptions/listen` (request `id`), already agreed to
-    /// `filter`: its stream opens with the acknowledgement, before anything
-    /// else can be written on it (nothing runs between the two).
-    pub fn handle_listen(
-        &mut self,
-        http: HttpId,
-        id: RequestId,
-        filter: super::modern::ListenFilter,
-        now: Instant,
-    ) {
-        // The request is the core's own: the stream opens, the application
-        // never hears of it.
-        self.open_post_stream(http, std::slice::from_ref(&id));
-        self.modern_method = Some("subscriptions/listen".into());
-        let params = serde_json::json!({
-            "_meta": {super::modern::META_SUBSCRIPTION_ID: id},
-            "notifications": filter.to_json(),
-        });
-        self.listen = Some(Box::new((id.clone(), filter)));
-        let ack = Message::notification(
-            "notifications/subscriptions/acknowledged",
-            Some(RawJson::from(params)),
-        );
-        let _ = self.send(ack, Cause::Request(id), now);
-        self.update_timers(now);
-    }
-
-    /// Whether this session is a listen that subscribed to `method` (with `params`).
-    pub fn listens_to(&self, method: &str, params: Option<&serde_json::Value>) -> bool {
-        self.listen
-            .as_ref()
-            .is_some_and(|l| !self.is_ended() && l.1.matches(method, params))
-    }
-
-    /// Writes notification `method` on this listen's stream, tagged with its
-    /// subscription id; `None` unless the listen subscribed to it.
-    pub fn notify_listener(
-        &mut self,
-        method: &str,
-        params: Option<&serde_json::Value>,
-        now: Instant,
-    ) -> Option<(MsgKey, Cause)> {
-        if !self.listens_to(method, params) {
-            return None;
-        }
-        let id = self.listen.as_ref()?.0.clone();
-        let mut p = params.cloned().unwrap_or_else(|| serde_json::json!({}));
-        if let Some(obj) = p.as_object_mut() {
-            let meta = obj.entry("_meta").or_insert_with(|| serde_json::json!({}));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert(
-                    super::modern::META_SUBSCRIPTION_ID.into(),
-                    serde_json::to_value(&id).unwrap_or_default(),
-                );
-            }
-        }
-        let cause = Cause::Request(id);
-        let message = Message::notification(method, Some(RawJson::from(p)));
-        let key = self.send(message, cause.clone(), now).ok()?;
-        Some((key, cause))
-    }
-
-    /// Ends this listen gracefully: the `complete` result naming the
-    /// subscription, then the end of the stream.
-    pub fn end_listen(&mut self, now: Instant) -> Option<MsgKey> {
-        let id = self.listen.as_ref()?.0.clone();
-        let result = serde_json::json!({"_meta": {super::modern::META_SUBSCRIPTION_ID: id}});
-        self.respond(&id, Ok(RawJson::from(result)), now).ok()
     }
 
     /// Sends a server-to-client request, routed by `cause`; the answer arrives

@@ -106,6 +106,9 @@ impl ServerSession {
                 points.push((*http, SchedulingPoint::ListenerWake));
             }
         }
+        if let Some(http) = self.listen_step_pending() {
+            points.push((http, SchedulingPoint::ListenStep));
+        }
         points
     }
 
@@ -133,4 +136,7 @@ pub enum SchedulingPoint {
     ListenerWake,
     /// [`ServerSession::handle_handler_step`].
     HandlerStep,
+    /// [`ServerSession::handle_listen_step`]: the half of a listen's start
+    /// that its [`ListenAck`](crate::policy::ListenAck) leaves for later.
+    ListenStep,
 }

@@ -317,6 +317,40 @@ impl World {
         r.is_ok()
     }
 
+    /// The server application broadcasts `method` to every client it
+    /// concerns (`ServerEndpoint::broadcast`: session-era sessions and
+    /// matching listens); how many got it.
+    pub fn server_broadcast(&mut self, method: &str) -> usize {
+        let now = self.now;
+        self.observe(&Observation::Broadcast {
+            method: method.to_owned(),
+            params: None,
+        });
+        let sent = self.server.broadcast(method, None, now);
+        for (sid, key, cause) in &sent {
+            self.observe(&Observation::Sent {
+                session: sid.to_string(),
+                key: *key,
+                cause: cause.clone(),
+            });
+        }
+        self.pump();
+        sent.len()
+    }
+
+    /// Client `c` listens for tool list changes (modern era); `None` if it
+    /// cannot now.
+    pub fn listen_on(&mut self, c: usize) -> Option<crate::client::ListenId> {
+        let now = self.now;
+        let filter = crate::server::modern::ListenFilter {
+            tools: true,
+            ..Default::default()
+        };
+        let l = self.clients.get_mut(c)?.listen(filter, now).ok()?;
+        self.pump();
+        Some(l)
+    }
+
     /// The server application sends a request to the client of the first session.
     pub fn server_request(&mut self, method: &str, cause: Cause) -> Option<RequestId> {
         let sid = self.server_session()?;

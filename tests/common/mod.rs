@@ -338,20 +338,9 @@ impl Harness {
     }
 
     /// Fires a scheduling point of the session that owns `http`.
-    fn schedule(&mut self, http: HttpId, point: SchedulingPoint) -> bool {
-        let Some(sid) = self
-            .ep
-            .route(http)
-            .cloned()
-            .or_else(|| self.session.clone())
-        else {
-            return false;
-        };
+    pub fn schedule(&mut self, http: HttpId, point: SchedulingPoint) -> bool {
         let now = self.now;
-        let fired = self.ep.session_mut(&sid).is_some_and(|s| match point {
-            SchedulingPoint::ListenerWake => s.handle_listener_wake(http, now),
-            SchedulingPoint::HandlerStep => s.handle_handler_step(http, now),
-        });
+        let fired = self.ep.handle_scheduling_point(http, point, now);
         self.drain();
         fired
     }
@@ -374,12 +363,7 @@ impl Harness {
             };
             let mut any = false;
             for (http, p) in points {
-                any |= match p {
-                    mcp_streamable::server::SchedulingPoint::HandlerStep => self.handler_step(http),
-                    mcp_streamable::server::SchedulingPoint::ListenerWake => {
-                        self.listener_wake(http)
-                    }
-                };
+                any |= self.schedule(http, p);
             }
             if !any {
                 return;

@@ -1,0 +1,265 @@
+//! The client's `subscriptions/listen` streams (2026-07-28): one state
+//! machine per listen, kept going across broken streams.
+//!
+//! ```text
+//!  listen ──▶ Opening ──acknowledged──▶ Live ──complete / an error──▶ Ended
+//!               ▲  │                     │
+//!               │  └──stream breaks──┐   └──stream breaks──┐
+//!               └──── after retry ◀── Waiting ◀────────────┘
+//!                     (relisten_failures_max in a row without an ack: Ended)
+//! ```
+//!
+//! Nothing in this era is resumable: a notification sent while no stream
+//! was open is gone. So every acknowledgement is announced to the
+//! application as [`ClientEvent::Listening`]: "list what you show of these
+//! kinds now", and after a break, "again" (`resumed`): the list it fetches
+//! then is the current one, and every later change arrives on the new
+//! stream. A client that does not notice the end keeps a stale list and
+//! hears nothing more (`Relisten::Unnoticed`, go-sdk v1.7.0, caught as M4
+//! by the monitor).
+
+use super::session::{ClientSession, Role};
+use super::{ClientError, ClientEvent, ClientTimer, ClientUsageError, ListenId};
+use crate::head::Content;
+use crate::ids::{HttpId, RequestId};
+use crate::jsonrpc::{ErrorObject, Message, RawJson};
+use crate::policy::Relisten;
+use crate::server::modern::ListenFilter;
+use crate::time::Instant;
+use std::time::Duration;
+
+/// The notification that opens every listen stream.
+pub const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
+/// One listen the application asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Listen {
+    /// What the application asked for.
+    filter: ListenFilter,
+    /// The current `subscriptions/listen` request, while one is open.
+    request: Option<i64>,
+    /// Its exchange.
+    http: Option<HttpId>,
+    /// The current request was acknowledged.
+    acked: bool,
+    /// Whether any stream of this listen was ever acknowledged.
+    ever_acked: bool,
+    /// Re-listens in a row without an acknowledgement.
+    failures: u32,
+}
+
+impl ClientSession {
+    /// Listens for the change notifications `filter` names (modern era
+    /// only). The stream's acknowledgement arrives as
+    /// [`ClientEvent::Listening`], notifications as
+    /// [`ClientEvent::Notification`]; a broken stream is listened again
+    /// (by [`Relisten`]), an ended one is [`ClientEvent::ListenEnded`].
+    pub fn listen(
+        &mut self,
+        filter: ListenFilter,
+        now: Instant,
+    ) -> Result<ListenId, ClientUsageError> {
+        if !self.is_ready() {
+            return Err(ClientUsageError::NotReady);
+        }
+        if !self.is_modern() {
+            return Err(ClientUsageError::SessionEra);
+        }
+        if self.listens.len() >= self.config.listens_max {
+            return Err(ClientUsageError::TooManyRequests);
+        }
+        let l = ListenId(self.next_listen);
+        self.next_listen += 1;
+        self.listens.insert(
+            l,
+            Listen {
+                filter,
+                request: None,
+                http: None,
+                acked: false,
+                ever_acked: false,
+                failures: 0,
+            },
+        );
+        self.open_listen(l, now);
+        Ok(l)
+    }
+
+    /// Stops listening: the stream is closed (the era's cancellation) and
+    /// nothing more is heard of `l`.
+    pub fn unlisten(&mut self, l: ListenId) -> Result<(), ClientUsageError> {
+        let Some(listen) = self.listens.remove(&l) else {
+            return Err(ClientUsageError::UnknownListen(l));
+        };
+        self.timers.stop(ClientTimer::Relisten(l.0));
+        if let Some(http) = listen.http {
+            self.abort(http);
+        }
+        Ok(())
+    }
+
+    /// The listens the application asked for and has not stopped.
+    pub fn listens(&self) -> impl Iterator<Item = ListenId> + '_ {
+        self.listens.keys().copied()
+    }
+
+    /// Whether listen `l`'s current stream is acknowledged.
+    pub fn is_listening(&self, l: ListenId) -> bool {
+        self.listens.get(&l).is_some_and(|x| x.acked)
+    }
+
+    /// The request id of listen `l`'s current stream (its subscription id).
+    pub fn listen_request(&self, l: ListenId) -> Option<RequestId> {
+        self.listens
+            .get(&l)
+            .and_then(|x| x.request)
+            .map(RequestId::Num)
+    }
+
+    /// POSTs `subscriptions/listen` for `l` under a new request id.
+    fn open_listen(&mut self, l: ListenId, _now: Instant) {
+        let Some(filter) = self.listens.get(&l).map(|x| x.filter.to_json()) else {
+            return;
+        };
+        let n = self.mint_id();
+        let params = serde_json::json!({ "notifications": filter });
+        let msg = Message::request(n, "subscriptions/listen", Some(RawJson::from(params)));
+        let http = self.send_modern(Role::Listen(l.0, n), &msg);
+        if let Some(x) = self.listens.get_mut(&l) {
+            x.request = Some(n);
+            x.http = Some(http);
+            x.acked = false;
+        }
+    }
+
+    /// A message on listen `l`'s stream: the acknowledgement, a
+    /// notification, or the end (`complete`, or an error).
+    pub(super) fn listen_message(&mut self, l: ListenId, http: HttpId, m: Message) {
+        let Some(x) = self.listens.get_mut(&l) else {
+            return;
+        };
+        if x.http != Some(http) {
+            return;
+        }
+        match m {
+            Message::Notification { method, params } if method == ACKNOWLEDGED => {
+                if x.acked {
+                    self.duplicates += 1;
+                    return;
+                }
+                let resumed = x.ever_acked;
+                x.acked = true;
+                x.ever_acked = true;
+                x.failures = 0;
+                let agreed = ListenFilter::from_params(params.as_ref()).unwrap_or_default();
+                self.events.push_back(ClientEvent::Listening {
+                    listen: l,
+                    agreed,
+                    resumed,
+                });
+            }
+            Message::Notification { method, params } => {
+                if !x.acked {
+                    // Nothing may precede the acknowledgement (M2): a
+                    // server that breaks this is not believed.
+                    self.strangers += 1;
+                    return;
+                }
+                self.events
+                    .push_back(ClientEvent::Notification { method, params });
+            }
+            Message::Response { id, .. } if Some(id.clone()) == x.request.map(RequestId::Num) => {
+                self.end_listen(l, None);
+            }
+            Message::Error {
+                id: Some(id),
+                error,
+            } if Some(id.clone()) == x.request.map(RequestId::Num) => {
+                let error = ClientError::Status {
+                    status: 200,
+                    error: Some(error),
+                };
+                self.end_listen(l, Some(error));
+            }
+            _ => self.strangers += 1,
+        }
+    }
+
+    /// Listen `l`'s exchange is over. A refusal ends it; a stream that
+    /// broke is listened again after `retry_default_ms`, unless
+    /// `relisten_failures_max` listens in a row were never acknowledged.
+    pub(super) fn listen_stream_ended(
+        &mut self,
+        l: ListenId,
+        http: HttpId,
+        status: Option<u16>,
+        content: Content,
+        error: Option<ErrorObject>,
+        now: Instant,
+    ) {
+        let Some(x) = self.listens.get_mut(&l) else {
+            return;
+        };
+        if x.http != Some(http) {
+            return;
+        }
+        x.http = None;
+        x.request = None;
+        if !std::mem::take(&mut x.acked) {
+            x.failures += 1;
+        }
+        let failures = x.failures;
+        if let Some(status) = status.filter(|s| !(200..300).contains(s)) {
+            self.end_listen(l, Some(ClientError::Status { status, error }));
+            return;
+        }
+        if status.is_some() && content != Content::Sse {
+            let error = ClientError::Malformed("a listen answered without a stream");
+            self.end_listen(l, Some(error));
+            return;
+        }
+        match self.policy.relisten {
+            Relisten::Unnoticed => return,
+            Relisten::Never => {
+                self.end_listen(l, Some(ClientError::StreamLost));
+                return;
+            }
+            Relisten::AndRelist if failures > self.config.relisten_failures_max => {
+                self.end_listen(l, Some(ClientError::StreamLost));
+                return;
+            }
+            Relisten::AndRelist => {}
+        }
+        let at = now + Duration::from_millis(self.config.retry_default_ms);
+        self.timers.set(ClientTimer::Relisten(l.0), at);
+    }
+
+    /// The re-listen timer of `l` fired.
+    pub(super) fn relisten(&mut self, l: ListenId, now: Instant) {
+        if self.listens.get(&l).is_some_and(|x| x.http.is_none()) && self.is_modern() {
+            self.open_listen(l, now);
+        }
+    }
+
+    /// Listen `l` is over; the application hears why (`None`: the server
+    /// ended it gracefully).
+    fn end_listen(&mut self, l: ListenId, error: Option<ClientError>) {
+        let Some(x) = self.listens.remove(&l) else {
+            return;
+        };
+        self.timers.stop(ClientTimer::Relisten(l.0));
+        if let Some(http) = x.http {
+            self.abort(http);
+        }
+        self.events
+            .push_back(ClientEvent::ListenEnded { listen: l, error });
+    }
+
+    /// The exchange's listen, if it is one.
+    pub(super) fn listen_of(&self, http: HttpId) -> Option<ListenId> {
+        match self.exchanges.get(&http)?.role {
+            Role::Listen(l, _) => Some(ListenId(l)),
+            _ => None,
+        }
+    }
+}
