@@ -596,10 +596,10 @@ impl Driver {
                     pick(u, &points)?.copied()
                 } else {
                     let http = pick(u, &self.https)?.copied();
-                    let p = if u.arbitrary()? {
-                        SchedulingPoint::ListenerWake
-                    } else {
-                        SchedulingPoint::HandlerStep
+                    let p = match u.int_in_range(0..=2u8)? {
+                        0 => SchedulingPoint::ListenerWake,
+                        1 => SchedulingPoint::HandlerStep,
+                        _ => SchedulingPoint::ListenStep,
                     };
                     http.map(|h| (h, p))
                 };
@@ -607,6 +607,7 @@ impl Driver {
                     match p {
                         SchedulingPoint::ListenerWake => s.handle_listener_wake(http, now),
                         SchedulingPoint::HandlerStep => s.handle_handler_step(http, now),
+                        SchedulingPoint::ListenStep => s.handle_listen_step(http, now),
                     };
                 }
                 self.drain();
