@@ -134,27 +134,23 @@ impl Cx<'_> {
     /// endpoints. Returns how many got it here.
     pub fn broadcast(&mut self, method: &str, params: Option<RawJson>) -> usize {
         let now = self.now;
+        // The tap is held throughout: no other task's observation of this
+        // broadcast's fan-out comes before the broadcast itself.
         let mut tap = self.tap.as_ref().and_then(|t| t.lock().ok());
-        if let Some(tap) = tap.as_mut() {
-            tap(&Observation::Broadcast {
-                method: method.to_owned(),
-                params: params.clone(),
-            });
-        }
         if let Some(fanout) = &self.fanout {
             fanout(method, params.as_ref());
         }
-        let sent = self.ep.broadcast(method, params, now);
-        if let Some(tap) = tap.as_mut() {
-            for (session, key, cause) in &sent {
-                tap(&Observation::Sent {
-                    session: session.to_string(),
-                    key: *key,
-                    cause: cause.clone(),
-                });
-            }
-        }
-        sent.len()
+        self.ep.broadcast_observed(
+            method,
+            params,
+            now,
+            crate::server::BroadcastOrigin::Here,
+            &mut |o| {
+                if let Some(tap) = tap.as_mut() {
+                    tap(o);
+                }
+            },
+        )
     }
 
     /// Sends a request to the client; its answer arrives in [`App::on_response`].

@@ -20,9 +20,8 @@
 
 use super::session::{ClientSession, Role};
 use super::{ClientError, ClientEvent, ClientTimer, ClientUsageError, ListenId};
-use crate::head::Content;
 use crate::ids::{HttpId, RequestId};
-use crate::jsonrpc::{ErrorObject, Message, RawJson};
+use crate::jsonrpc::{Message, RawJson};
 use crate::policy::Relisten;
 use crate::server::modern::ListenFilter;
 use crate::time::Instant;
@@ -192,9 +191,7 @@ impl ClientSession {
         &mut self,
         l: ListenId,
         http: HttpId,
-        status: Option<u16>,
-        content: Content,
-        error: Option<ErrorObject>,
+        ex: &super::session::Exchange,
         now: Instant,
     ) {
         let Some(x) = self.listens.get_mut(&l) else {
@@ -209,12 +206,7 @@ impl ClientSession {
             x.failures += 1;
         }
         let failures = x.failures;
-        if let Some(status) = status.filter(|s| !(200..300).contains(s)) {
-            self.end_listen(l, Some(ClientError::Status { status, error }));
-            return;
-        }
-        if status.is_some() && content != Content::Sse {
-            let error = ClientError::Malformed("a listen answered without a stream");
+        if let Some(error) = ex.refusal("a listen answered without a stream") {
             self.end_listen(l, Some(error));
             return;
         }

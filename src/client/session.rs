@@ -60,6 +60,23 @@ pub(super) struct Exchange {
     pub(super) error: Option<ErrorObject>,
 }
 
+impl Exchange {
+    /// Why an exchange that ended is not a stream that broke: the server
+    /// refused it (its status and error), or answered it whole without
+    /// what it was for (`not_a_stream`). `None`: it was a stream, or never
+    /// answered (a broken connection).
+    pub(super) fn refusal(&self, not_a_stream: &'static str) -> Option<ClientError> {
+        match self.status {
+            Some(status) if !(200..300).contains(&status) => Some(ClientError::Status {
+                status,
+                error: self.error.clone(),
+            }),
+            Some(_) if self.content != Content::Sse => Some(ClientError::Malformed(not_a_stream)),
+            _ => None,
+        }
+    }
+}
+
 /// One request in flight.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Pending {

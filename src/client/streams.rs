@@ -23,10 +23,7 @@ impl ClientSession {
             Role::Initialize(n) | Role::Request(n) => self.request_stream_ended(n, http, &ex, now),
             Role::Background => self.background_ended(http, &ex, now),
             Role::Reader(r) => self.reader_ended(r, http, &ex, now),
-            Role::Listen(l, _) => {
-                let l = super::ListenId(l);
-                self.listen_stream_ended(l, http, ex.status, ex.content, ex.error, now);
-            }
+            Role::Listen(l, _) => self.listen_stream_ended(super::ListenId(l), http, &ex, now),
             Role::Notify | Role::Delete => {}
         }
     }
@@ -58,22 +55,11 @@ impl ClientSession {
             return;
         }
         p.http = None;
-        if let Some(status) = ex.status.filter(|s| !(200..300).contains(s)) {
-            let error = ClientError::Status {
-                status,
-                error: ex.error.clone(),
-            };
-            self.give_up(n, error, false, now);
-            return;
-        }
-        if ex.status.is_some() && ex.content != Content::Sse {
-            // JSON (or 202/204) that ended without our response.
-            self.give_up(
-                n,
-                ClientError::Malformed("answer ended without the response"),
-                true,
-                now,
-            );
+        // JSON (or 202/204) that ended without our response is worth a
+        // cancellation; a refusal is not.
+        if let Some(error) = ex.refusal("answer ended without the response") {
+            let tell_server = matches!(error, ClientError::Malformed(_));
+            self.give_up(n, error, tell_server, now);
             return;
         }
         if p.last_id.is_none() {

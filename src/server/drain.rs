@@ -64,3 +64,46 @@ impl ServerEndpoint {
         }
     }
 }
+
+/// Where a broadcast handed to [`ServerEndpoint::broadcast_observed`] comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BroadcastOrigin {
+    /// The application made it here: the observer sees
+    /// [`Observation::Broadcast`] first (once per broadcast, M3 and M4
+    /// judge against it).
+    Here,
+    /// Another endpoint made it and was observed there (a transport's
+    /// fan-out): only what it sends here is shown.
+    Elsewhere,
+}
+
+impl ServerEndpoint {
+    /// [`ServerEndpoint::broadcast`], observed, written once for every loop
+    /// that broadcasts (the driver, the application's `Cx`, the checker's
+    /// world): the broadcast itself when it originates here, then each
+    /// message it sent. Returns how many got it.
+    pub fn broadcast_observed(
+        &mut self,
+        method: &str,
+        params: Option<crate::jsonrpc::RawJson>,
+        now: crate::time::Instant,
+        origin: BroadcastOrigin,
+        observe: &mut dyn FnMut(&Observation),
+    ) -> usize {
+        if origin == BroadcastOrigin::Here {
+            observe(&Observation::Broadcast {
+                method: method.to_owned(),
+                params: params.clone(),
+            });
+        }
+        let sent = self.broadcast(method, params, now);
+        for (session, key, cause) in &sent {
+            observe(&Observation::Sent {
+                session: session.to_string(),
+                key: *key,
+                cause: cause.clone(),
+            });
+        }
+        sent.len()
+    }
+}

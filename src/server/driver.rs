@@ -20,7 +20,7 @@
 //! ```
 
 use super::wire::{Wire, Write};
-use super::{RequestHead, ServerEndpoint, ServerEvent, ServerOutput, UnreadBody};
+use super::{BroadcastOrigin, RequestHead, ServerEndpoint, ServerEvent, ServerOutput, UnreadBody};
 use crate::app::{App, Cx, Fanout, Tap};
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
@@ -183,11 +183,7 @@ impl<A: App> ServerDriver<A> {
     /// ([`ServerEndpoint::broadcast`]), from outside any request: the
     /// broadcast originates here, and the tap sees it. Returns how many got it.
     pub fn broadcast(&mut self, method: &str, params: Option<RawJson>, now: Instant) -> usize {
-        self.observe(&Observation::Broadcast {
-            method: method.to_owned(),
-            params: params.clone(),
-        });
-        self.handle_broadcast(method, params, now)
+        self.broadcast_from(BroadcastOrigin::Here, method, params, now)
     }
 
     /// A broadcast that originated in another endpoint (a transport's
@@ -199,16 +195,22 @@ impl<A: App> ServerDriver<A> {
         params: Option<RawJson>,
         now: Instant,
     ) -> usize {
-        let sent = self.ep.broadcast(method, params, now);
-        for (session, key, cause) in &sent {
-            self.observe(&Observation::Sent {
-                session: session.to_string(),
-                key: *key,
-                cause: cause.clone(),
-            });
-        }
+        self.broadcast_from(BroadcastOrigin::Elsewhere, method, params, now)
+    }
+
+    fn broadcast_from(
+        &mut self,
+        origin: BroadcastOrigin,
+        method: &str,
+        params: Option<RawJson>,
+        now: Instant,
+    ) -> usize {
+        let tap = &self.tap;
+        let sent = self
+            .ep
+            .broadcast_observed(method, params, now, origin, &mut |o| observe(tap, o));
         self.pump(now);
-        sent.len()
+        sent
     }
 
     /// Ends every modern listen gracefully (before a shutdown).

@@ -19,7 +19,7 @@ pub mod wire;
 
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};
 pub use admission::{Admission, AdmissionLimits, SessionState};
-pub use drain::ServerOutput;
+pub use drain::{BroadcastOrigin, ServerOutput};
 pub use driver::{AppTimer, ServerDriver};
 pub use endpoint::{EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};

@@ -321,21 +321,22 @@ impl World {
     /// concerns (`ServerEndpoint::broadcast`: session-era sessions and
     /// matching listens); how many got it.
     pub fn server_broadcast(&mut self, method: &str) -> usize {
-        let now = self.now;
-        self.observe(&Observation::Broadcast {
-            method: method.to_owned(),
-            params: None,
-        });
-        let sent = self.server.broadcast(method, None, now);
-        for (sid, key, cause) in &sent {
-            self.observe(&Observation::Sent {
-                session: sid.to_string(),
-                key: *key,
-                cause: cause.clone(),
-            });
-        }
+        let World {
+            server,
+            now,
+            monitor,
+            log,
+            ..
+        } = self;
+        let sent = server.broadcast_observed(
+            method,
+            None,
+            *now,
+            crate::server::BroadcastOrigin::Here,
+            &mut |o| record(log, monitor, o),
+        );
         self.pump();
-        sent.len()
+        sent
     }
 
     /// Client `c` listens for tool list changes (modern era); `None` if it
