@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The compatibility table: `mcp-streamable probe` against the official TS SDK
-# 1.32.2 and Python mcp 2.3.0 servers, rmcp 3.9.0, and `serve` under FIXED and
+# 1.32.2 and 2.4.0 and Python mcp 2.3.0 servers, rmcp 3.9.0, and `serve` under FIXED and
 # every buggy preset, all on loopback. Writes the raw JSON to $OUT (default a
 # temporary directory) and, with --write, regenerates docs/compatibility.md.
 #   bash scripts/compat.sh [--write]
@@ -38,8 +38,10 @@ probe() { # name port command...
 probe "TypeScript SDK 1.32.2" $PORT bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs $PORT"
 probe "Python mcp 2.3.0" $((PORT + 1)) "$PEERS/py/bin/python" scripts/peers/py-server.py $((PORT + 1))
 probe "rmcp 3.9.0" $((PORT + 2)) "$PEER_TARGET/release/rmcp-bench-server" $((PORT + 2))
-n=3
-for preset in FIXED MCP_GO_0_44 TOOLHIVE_4075 RMCP_0_16 RMCP_3_9 CONFORMANCE_SSE_RETRY; do
+cp scripts/peers/ts2-server.mjs "$PEERS/ts2/"
+probe "TypeScript SDK 2.4.0" $((PORT + 3)) bash -c "cd '$PEERS/ts2' && exec '$NODE' ts2-server.mjs $((PORT + 3))"
+n=4
+for preset in FIXED MCP_GO_0_44 TOOLHIVE_4075 RMCP_0_16 RMCP_3_9 GO_SDK_1_7 CONFORMANCE_SSE_RETRY; do
     probe "serve $preset" $((PORT + n)) "$BIN" serve --addr "127.0.0.1:$((PORT + n))" --preset "$preset" --registration-notice
     n=$((n + 1))
 done

@@ -4,8 +4,9 @@ import pathlib
 import sys
 
 out = pathlib.Path(sys.argv[1])
-order = ["TypeScript SDK 1.32.2", "Python mcp 2.3.0", "rmcp 3.9.0", "serve FIXED", "serve MCP_GO_0_44",
-         "serve TOOLHIVE_4075", "serve RMCP_0_16", "serve RMCP_3_9", "serve CONFORMANCE_SSE_RETRY"]
+order = ["TypeScript SDK 1.32.2", "TypeScript SDK 2.4.0", "Python mcp 2.3.0", "rmcp 3.9.0", "serve FIXED",
+         "serve MCP_GO_0_44", "serve TOOLHIVE_4075", "serve RMCP_0_16", "serve RMCP_3_9", "serve GO_SDK_1_7",
+         "serve CONFORMANCE_SSE_RETRY"]
 results = {n: json.loads((out / f"{n}.json").read_text()) for n in order if (out / f"{n}.json").exists()}
 mark = {"holds": "✓", "violates": "**✗**", "not_applicable": "–", "could_not_test": "?"}
 
@@ -23,7 +24,8 @@ print("probed with `mcp-streamable probe --json --notify-tool notify --notify-ar
 print("each peer script (`scripts/peers/`, `benches/peers/rmcp-server`) adds a `notify` tool that sends")
 print("`notifications/tools/list_changed` after `delay_ms`. `serve` ran with `--registration-notice`.\n")
 print("✓ holds · **✗** violates · – not applicable · ? could not test. Rules: `R*` from the spec digest,")
-print("`A*`/`B*`/`C*` from docs/properties.md; MUST rules are marked. The probe repeats timing-dependent")
+print("`A*`/`B*`/`C*` and `M*` from docs/properties.md; the 2026-07-28 rows (`D*`, `F*`, `H*`, `V*`, `U*`, `G*`, `M*`:")
+print("`src/cli/probe/modern.rs` names each rule's source) follow the session era's. MUST rules are marked. The probe repeats timing-dependent")
 print("rounds (race A: up to 6 sessions), so a ✗ is a witnessed violation, a ✓ only \"not seen\".\n")
 print("| rule | must | what | " + " | ".join(short[n] for n in results) + " |")
 print("|---|---|---|" + "---|" * len(results))

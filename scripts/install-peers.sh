@@ -6,6 +6,7 @@
 #   @modelcontextprotocol/conformance@0.2.0-alpha.12 (its 2026-07-28 requirement set), in conformance-alpha/
 #   @modelcontextprotocol/sdk@1.32.2 (+ express, zod) for the TypeScript peers
 #   @modelcontextprotocol/client@2.4.0 (the TS SDK 2.x client: legacy, auto, pinned 2026-07-28), in ts2/
+#   @modelcontextprotocol/server@2.4.0 (the TS SDK 2.x server, both eras on one endpoint), in ts2/
 #   Python mcp==2.3.0 in a venv for the Python peers
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,9 @@ if [ ! -d "$PEERS/ts2/node_modules/@modelcontextprotocol/client" ]; then
     mkdir -p "$PEERS/ts2"
     (cd "$PEERS/ts2" && npm init -y >/dev/null && npm pkg set type=module >/dev/null \
         && npm i --no-audit --no-fund @modelcontextprotocol/client@2.4.0 >/dev/null)
+fi
+if [ ! -d "$PEERS/ts2/node_modules/@modelcontextprotocol/server" ]; then
+    (cd "$PEERS/ts2" && npm i --no-audit --no-fund @modelcontextprotocol/server@2.4.0 >/dev/null)
 fi
 
 if [ "${SKIP_PYTHON:-}" != 1 ] && [ ! -x "$PEERS/py/bin/python" ]; then

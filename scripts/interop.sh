@@ -142,7 +142,12 @@ cp scripts/peers/ts-server.mjs "$PEERS/ts/"
 TS_SERVER=$!
 "$PEERS/py/bin/python" scripts/peers/py-server.py $((PORT + 2)) > "$LOG/python-server.log" 2>&1 &
 PY_SERVER=$!
-trap 'kill $SERVE $TS_SERVER $PY_SERVER 2>/dev/null || true' EXIT
+# The TS SDK 2.4.0 server: both eras on one endpoint (2026-07-28 by createMcpHandler,
+# 2025-11-25 sessions routed beside it by isLegacyRequest, as its docs show).
+cp scripts/peers/ts2-server.mjs "$PEERS/ts2/"
+(cd "$PEERS/ts2" && exec "$NODE" ts2-server.mjs $((PORT + 6))) > "$LOG/ts2-server.log" 2>&1 &
+TS2_SERVER=$!
+trap 'kill $SERVE $TS_SERVER $PY_SERVER $TS2_SERVER 2>/dev/null || true' EXIT
 # Ready means answering HTTP (a log line can come before the socket is bound).
 answers() { curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/mcp" | grep -qv '^000$'; }
 # Ready means a full `initialize` succeeds (a first answer can be slow: the
@@ -153,13 +158,13 @@ initializes() {
         -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"ready","version":"0"}}}' \
         "http://127.0.0.1:$1/mcp" | grep -q '"result"'
 }
-for peer in "ts $((PORT + 1))" "python $((PORT + 2))"; do
+for peer in "ts $((PORT + 1))" "python $((PORT + 2))" "ts2 $((PORT + 6))"; do
     set -- $peer
     ok=0
     for _ in $(seq 60); do initializes "$2" && { ok=1; break; }; sleep 0.5; done
     [ "$ok" = 1 ] || { echo "the $1 SDK server never answered initialize:"; cat "$LOG/$1-server.log"; status=1; }
 done
-for peer in "ts $((PORT + 1))" "python $((PORT + 2))"; do
+for peer in "ts $((PORT + 1))" "python $((PORT + 2))" "ts2 $((PORT + 6))"; do
     set -- $peer
     echo "== our client against the $1 SDK server"
     if timeout 30 "$BIN" call --verbose --monitor "http://127.0.0.1:$2/mcp" test_tool_with_progress 2> "$LOG/call-$1.err"; then
@@ -174,7 +179,8 @@ done
 # Our client's eras: auto probes server/discover; the Python SDK server (2.3.0)
 # speaks 2026-07-28, the TS SDK server (1.32.2) only the session era, so auto
 # falls back there; modern speaks 2026-07-28 or fails.
-for peer in "ts $((PORT + 1)) auto session" "python $((PORT + 2)) auto modern" "python $((PORT + 2)) modern modern"; do
+for peer in "ts $((PORT + 1)) auto session" "python $((PORT + 2)) auto modern" "python $((PORT + 2)) modern modern" \
+        "ts2 $((PORT + 6)) auto modern" "ts2 $((PORT + 6)) modern modern"; do
     set -- $peer
     echo "== our client (--era $3) against the $1 SDK server: expect the $4 era"
     if timeout 30 "$BIN" call --era "$3" --monitor "http://127.0.0.1:$2/mcp" test_tool_with_progress > "$LOG/era-$1-$3.out" 2> "$LOG/era-$1-$3.err"; then
@@ -186,8 +192,10 @@ for peer in "ts $((PORT + 1)) auto session" "python $((PORT + 2)) auto modern" "
     fi
 done
 # The prober against the SDK servers: exactly the violations docs/compatibility.md
-# records (the TS example app checks Host but not Origin), nothing more.
-for peer in "ts $((PORT + 1)) R42" "python $((PORT + 2)) -"; do
+# records (the TS example app checks Host but not Origin; TS 1.32.2 refuses the
+# server/discover probe with id null: F1; TS 2.4.0 routes a body-less GET to its
+# sessions whatever its version header: G1), nothing more.
+for peer in "ts $((PORT + 1)) F1,R42" "python $((PORT + 2)) -" "ts2 $((PORT + 6)) G1"; do
     set -- $peer
     echo "== probe against the $1 SDK server"
     timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$2/mcp" > "$LOG/probe-$1.json" || true
@@ -195,7 +203,7 @@ for peer in "ts $((PORT + 1)) R42" "python $((PORT + 2)) -"; do
     echo "violations: $got"
     [ "$got" = "$3" ] || { echo "expected $3; $1 server log:"; tail -20 "$LOG/$1-server.log"; status=1; }
 done
-kill $TS_SERVER $PY_SERVER 2>/dev/null || true
+kill $TS_SERVER $PY_SERVER $TS2_SERVER 2>/dev/null || true
 
 # The prober against rmcp 3.9.0 (built from crates.io, about 5 min the first
 # time): it must find on its own what peers.md measured by hand.

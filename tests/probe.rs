@@ -49,9 +49,9 @@ const NOTIFY: [&str; 4] = [
 ];
 
 /// Runs the prober; its exit code and the rules by verdict.
-fn probe(s: &Served, extra: &[&str]) -> (Option<i32>, BTreeSet<String>, BTreeSet<String>, String) {
+fn probe(url: &str, extra: &[&str]) -> (Option<i32>, BTreeSet<String>, BTreeSet<String>, String) {
     let out = bin()
-        .args(["probe", "--json", &s.1])
+        .args(["probe", "--json", url])
         .args(extra)
         .output()
         .unwrap();
@@ -72,11 +72,13 @@ fn probe(s: &Served, extra: &[&str]) -> (Option<i32>, BTreeSet<String>, BTreeSet
 #[test]
 fn fixed_holds_every_rule_it_can_test() {
     let s = serve("FIXED", &["--registration-notice"]);
-    let (code, violated, held, text) = probe(&s, &NOTIFY);
+    let (code, violated, held, text) = probe(&s.1, &NOTIFY);
     assert_eq!(code, Some(0), "{text}");
     assert!(violated.is_empty(), "{violated:?}\n{text}");
     for rule in [
         "R21", "R24", "A1", "A2", "A3", "C1", "R36", "R37", "R38", "B1", "R18", "B4", "B2", "B3",
+        // The 2026-07-28 era, on the same endpoint.
+        "D1", "H1", "H2", "H3", "V1", "U1", "G1", "M1", "M2", "M3",
     ] {
         assert!(held.contains(rule), "{rule} not shown to hold\n{text}");
     }
@@ -87,7 +89,7 @@ fn fixed_holds_every_rule_it_can_test() {
 fn mcp_go_0_44_leaks_the_registration_notification() {
     // No notify tool: the registration hook alone is the source (race A).
     let s = serve("MCP_GO_0_44", &["--registration-notice"]);
-    let (code, violated, _, text) = probe(&s, &[]);
+    let (code, violated, _, text) = probe(&s.1, &[]);
     assert!(
         violated.contains("A1") || violated.contains("A3"),
         "{violated:?}\n{text}"
@@ -100,7 +102,7 @@ fn mcp_go_0_44_leaks_the_registration_notification() {
 #[test]
 fn toolhive_4075_still_leaks_a_later_notification() {
     let s = serve("TOOLHIVE_4075", &["--registration-notice"]);
-    let (_, violated, _, text) = probe(&s, &NOTIFY);
+    let (_, violated, _, text) = probe(&s.1, &NOTIFY);
     assert!(
         violated.contains("A1") || violated.contains("A3"),
         "{violated:?}\n{text}"
@@ -110,7 +112,7 @@ fn toolhive_4075_still_leaks_a_later_notification() {
 #[test]
 fn rmcp_0_16_ends_streams_replays_inclusively_and_across_streams() {
     let s = serve("RMCP_0_16", &[]);
-    let (code, violated, _, text) = probe(&s, &NOTIFY);
+    let (code, violated, _, text) = probe(&s.1, &NOTIFY);
     assert_eq!(code, Some(1), "{text}");
     for rule in ["R24", "R18", "B2", "B3"] {
         assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
@@ -120,7 +122,7 @@ fn rmcp_0_16_ends_streams_replays_inclusively_and_across_streams() {
 #[test]
 fn rmcp_3_9_starves_the_shadow_streams() {
     let s = serve("RMCP_3_9", &[]);
-    let (code, violated, _, text) = probe(&s, &NOTIFY);
+    let (code, violated, _, text) = probe(&s.1, &NOTIFY);
     assert_eq!(code, Some(1), "{text}");
     for rule in ["B4", "R18", "B2"] {
         assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
@@ -130,7 +132,7 @@ fn rmcp_3_9_starves_the_shadow_streams() {
 #[test]
 fn conformance_mock_answers_on_a_plain_get() {
     let s = serve("CONFORMANCE_SSE_RETRY", &[]);
-    let (code, violated, _, text) = probe(&s, &NOTIFY);
+    let (code, violated, _, text) = probe(&s.1, &NOTIFY);
     assert_eq!(code, Some(1), "{text}");
     assert!(violated.contains("C1"), "{violated:?}\n{text}");
 }
@@ -155,4 +157,86 @@ fn a_bad_notify_args_is_a_usage_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--notify-args"));
+}
+
+/// A server that answers every request with one canned HTTP answer (`ID`
+/// in `body` becomes the request's id): what a careless or 2025-only server
+/// might do. One connection at a time, each
+/// closed after its answer; the thread ends with the test process.
+fn canned(status: &str, body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let status = status.to_owned();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().take(500) {
+            let Ok(mut c) = conn else { continue };
+            let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+            // Read the head and a body of its Content-Length, then answer.
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                let Ok(n) = c.read(&mut buf) else { break };
+                if n == 0 {
+                    break;
+                }
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let len = text[..end]
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if seen.len() >= end + 4 + len {
+                        break;
+                    }
+                }
+            }
+            let id = String::from_utf8_lossy(&seen)
+                .split_once("\r\n\r\n")
+                .and_then(|(_, b)| serde_json::from_str::<Value>(b).ok())
+                .and_then(|m| m.get("id").cloned())
+                .unwrap_or(Value::Null);
+            let body = body.replace("ID", &id.to_string());
+            let _ = write!(
+                c,
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{addr}/mcp")
+}
+
+fn probe_url(url: &str) -> (BTreeSet<String>, String) {
+    let s = Served(bin().arg("--version").spawn().unwrap(), url.to_owned());
+    let (_, violated, _, text) = probe(&s.1, &[]);
+    (violated, text)
+}
+
+#[test]
+fn a_server_that_says_yes_to_everything_breaks_the_new_eras_rules() {
+    // It lists 2026-07-28, then answers every refusal the era requires with 200.
+    let url = canned(
+        "200 OK",
+        r#"{"jsonrpc":"2.0","id":ID,"result":{"resultType":"complete","supportedVersions":["2026-07-28"]}}"#,
+    );
+    let (_, violated, _, text) = probe(&url, &[]);
+    for rule in ["H1", "H2", "H3", "V1", "U1", "G1"] {
+        assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
+    }
+}
+
+#[test]
+fn a_2025_server_whose_refusal_names_no_request_is_reported() {
+    // TS SDK 1.32.2's answer to a `server/discover` probe: no id to correlate,
+    // so a client that falls back only on a correlated error cannot.
+    let url = canned(
+        "400 Bad Request",
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad session"}}"#,
+    );
+    let (_, violated, _, text) = probe(&url, &[]);
+    assert!(violated.contains("F1"), "{violated:?}\n{text}");
+    assert!(!violated.contains("H1"), "no new-era rule applies: {text}");
 }

@@ -46,13 +46,16 @@ _later = set()
 
 @mcp.tool()
 async def notify(ctx: Context, delay_ms: int = 0) -> str:
-    """Sends notifications/tools/list_changed after delay_ms."""
+    """Sends notifications/tools/list_changed after delay_ms: to the calling session's
+    GET stream (2025 era; the SDK drops it for a modern call) and to every
+    `subscriptions/listen` stream (2026-07-28, through the server's subscription bus)."""
     delay = min(max(delay_ms, 0), 10000)
     session = ctx.session
 
     async def later():
         await asyncio.sleep(delay / 1000)
         await session.send_tool_list_changed()
+        await ctx.notify_tools_changed()
 
     task = asyncio.get_running_loop().create_task(later())
     _later.add(task)
@@ -72,6 +75,11 @@ async def test_tool_with_progress(ctx: Context) -> str:
 @mcp.tool()
 async def test_reconnection(ctx: Context) -> str:
     """Closes the SSE stream, answers after the client resumed."""
+    # mcp 2.3.0 writes the stream's priming event (its only event id) in a task that
+    # starts beside the tool: a close before that write ends the stream with no id, and
+    # nothing can resume it (seen once in CI on a cold machine: our client then rightly
+    # reports "cannot be resumed"). Waiting lets the priming event reach the wire first.
+    await anyio.sleep(0.2)
     await ctx.close_sse_stream()
     await anyio.sleep(0.6)
     return "Reconnection test completed"

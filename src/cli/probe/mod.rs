@@ -8,8 +8,10 @@
 //! The prober makes the server notify only through a tool the user names
 //! (`--notify-tool`); without one, the rules that need a notification are
 //! "could not test". Rule ids: `R*` are the spec's (docs/spec), `A*`/`B*`/`C*`
-//! the race invariants (docs/properties.md).
+//! the race invariants (docs/properties.md), `D*`/`F*`/`H*`/`V*`/`U*`/`G*`
+//! and `M*` the 2026-07-28 era's (`modern.rs`; `M*` as in docs/properties.md).
 
+mod modern;
 mod race_a;
 mod race_b;
 mod race_c;
@@ -268,6 +270,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         race_a::run(&mut p).await;
         race_c::run(&mut p).await;
         race_b::run(&mut p).await;
+        modern::run(&mut p).await;
         Ok::<_, String>(p.findings)
     })?;
     if args.json {

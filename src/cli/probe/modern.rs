@@ -1,0 +1,467 @@
+//! The 2026-07-28 era from outside (`basic/transports/streamable-http.mdx`,
+//! `basic/patterns/subscriptions.mdx`, `changelog.mdx`):
+//!
+//! - D1: `server/discover` answers with a complete result that lists
+//!   2026-07-28. A server that does not speak the era instead gets F1: the
+//!   probe is refused so that probing clients fall back (a 4xx JSON-RPC
+//!   error echoing the id, outside -32020..-32022, no session minted); the
+//!   other rules here then do not apply.
+//! - M1: a modern answer names no session and its SSE events carry no ids.
+//! - H1–H3: `Mcp-Method` disagreeing with the body, a missing `Mcp-Name`, an
+//!   `Mcp-Name` disagreeing with the tool: 400 with -32020.
+//! - V1: an unsupported version: 400 with -32022, `data.supported`, the id echoed.
+//! - U1: a method the era does not have: 404 with -32601.
+//! - G1: GET and DELETE carrying the modern version header: 405 (changelog:
+//!   the era has neither; a dual-era server may still route them to sessions).
+//! - M2: a listen's first message is its acknowledgement, naming it.
+//! - M3: a change broadcast after the acknowledgement reaches the listen
+//!   once, named (needs `--notify-tool`).
+
+use super::wire::{describe, is_response_to, Open};
+use super::{Probe, Verdict, NOTIFY_WAIT, QUICK};
+use mcp_streamable::headers;
+use mcp_streamable::server::modern::{
+    META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID,
+};
+use mcp_streamable::version::ProtocolVersion;
+use serde_json::{json, Value};
+
+const MODERN: &str = ProtocolVersion::MODERN.as_str();
+const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
+/// One modern request as sent: the method, its `Mcp-Name`, its params.
+struct Call<'a> {
+    method: &'a str,
+    name: Option<&'a str>,
+    params: Value,
+}
+
+impl Call<'_> {
+    /// The params with the per-request `_meta` (version `version`).
+    fn params(&self, version: &str) -> Value {
+        let mut params = self.params.clone();
+        if let Some(o) = params.as_object_mut() {
+            o.insert(
+                "_meta".into(),
+                json!({
+                    META_PROTOCOL_VERSION: version,
+                    CLIENT_INFO: {"name": "mcp-streamable-probe", "version": env!("CARGO_PKG_VERSION")},
+                    META_CLIENT_CAPABILITIES: {},
+                }),
+            );
+        }
+        params
+    }
+}
+
+/// The standard headers of a modern POST; `tweak` may change them.
+fn modern_headers(call: &Call, version: &str) -> Vec<(String, String)> {
+    let mut h = vec![
+        (
+            headers::CONTENT_TYPE.to_owned(),
+            headers::MIME_JSON.to_owned(),
+        ),
+        (
+            headers::ACCEPT.to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+        (headers::MCP_PROTOCOL_VERSION.to_owned(), version.to_owned()),
+        (headers::MCP_METHOD.to_owned(), call.method.to_owned()),
+    ];
+    if let Some(n) = call.name {
+        h.push((headers::MCP_NAME.to_owned(), n.to_owned()));
+    }
+    h
+}
+
+impl Probe {
+    /// POSTs `call` as a modern request, headers changed by `tweak`; its id and answer.
+    async fn modern(
+        &mut self,
+        call: &Call<'_>,
+        tweak: impl FnOnce(&mut Vec<(String, String)>),
+        window: std::time::Duration,
+    ) -> Option<(u64, Open)> {
+        self.modern_at(call, MODERN, tweak, window).await
+    }
+
+    async fn modern_at(
+        &mut self,
+        call: &Call<'_>,
+        version: &str,
+        tweak: impl FnOnce(&mut Vec<(String, String)>),
+        window: std::time::Duration,
+    ) -> Option<(u64, Open)> {
+        let id = self.id();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": call.method, "params": call.params(version)})
+            .to_string();
+        let mut h = modern_headers(call, version);
+        tweak(&mut h);
+        let o = self.t.send("POST", &h, &body, window).await?;
+        Some((id, o))
+    }
+
+    /// Opens a modern POST and leaves it open (a listen).
+    async fn modern_open(&mut self, call: &Call<'_>) -> Option<(u64, Open)> {
+        let id = self.id();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": call.method, "params": call.params(MODERN)})
+            .to_string();
+        let o = self
+            .t
+            .open("POST", &modern_headers(call, MODERN), &body)
+            .await?;
+        Some((id, o))
+    }
+}
+
+/// The JSON-RPC answer to `id` in `o`, if any.
+fn answer_to(o: &Open, id: u64) -> Option<Value> {
+    o.messages().into_iter().find(|m| is_response_to(m, id))
+}
+
+fn error_code(m: &Value) -> Option<i64> {
+    m.pointer("/error/code").and_then(Value::as_i64)
+}
+
+/// "400 -32020" style evidence of an answer.
+fn status_and_code(o: &Open, id: u64) -> String {
+    match answer_to(o, id).as_ref().and_then(error_code) {
+        Some(c) => format!("{} {c}", o.status),
+        None => o.summary(),
+    }
+}
+
+/// Whether `o` answers `id` with HTTP `status` and JSON-RPC error `code`.
+fn refused(o: &Open, id: u64, status: u16, code: i64) -> bool {
+    o.status == status && answer_to(o, id).as_ref().and_then(error_code) == Some(code)
+}
+
+/// M1's look at one modern answer: `Some(evidence)` if it names a session or numbers events.
+fn stateful(label: &str, o: &Open) -> Option<String> {
+    let ids: Vec<&str> = o.events.iter().filter_map(|e| e.id.as_deref()).collect();
+    (o.session.is_some() || !ids.is_empty())
+        .then(|| format!("{label}: Mcp-Session-Id {:?}, event ids {ids:?}", o.session))
+}
+
+const D1_WHAT: &str = "server/discover lists 2026-07-28 (required in that era)";
+const F1_WHAT: &str =
+    "a 2025-only server refuses the probe so clients fall back (4xx, id echoed, no session)";
+const M1_WHAT: &str = "a modern answer names no session, its events no ids";
+const H1_WHAT: &str = "Mcp-Method disagreeing with the body gets 400 -32020";
+const H2_WHAT: &str = "tools/call without Mcp-Name gets 400 -32020";
+const H3_WHAT: &str = "Mcp-Name disagreeing with the tool gets 400 -32020";
+const V1_WHAT: &str = "an unsupported version gets 400 -32022 naming the supported, id echoed";
+const U1_WHAT: &str = "a method the era does not have gets 404 -32601";
+const G1_WHAT: &str = "GET and DELETE with the 2026-07-28 version header get 405";
+const M2_WHAT: &str = "a listen opens with its acknowledgement, naming it";
+const M3_WHAT: &str = "a change after the acknowledgement reaches the listen once, named";
+
+pub async fn run(p: &mut Probe) {
+    let discover = Call {
+        method: "server/discover",
+        name: None,
+        params: json!({}),
+    };
+    let Some((id, o)) = p.modern(&discover, |_| {}, QUICK).await else {
+        p.add("D1", true, D1_WHAT, Verdict::CouldNotTest, "no answer");
+        return;
+    };
+    let result = answer_to(&o, id).and_then(|m| m.get("result").cloned());
+    let lists_modern = result
+        .as_ref()
+        .and_then(|r| r.get("supportedVersions"))
+        .and_then(Value::as_array)
+        .is_some_and(|v| v.iter().any(|s| s.as_str() == Some(MODERN)));
+    if !lists_modern {
+        fall_back(p, id, &o);
+        return;
+    }
+    p.add(
+        "D1",
+        true,
+        D1_WHAT,
+        Verdict::Holds,
+        format!(
+            "{} supportedVersions {}",
+            o.status,
+            result
+                .as_ref()
+                .map_or(Value::Null, |r| r["supportedVersions"].clone())
+        ),
+    );
+    let mut stateful_seen = stateful("server/discover", &o);
+    let tools = Call {
+        method: "tools/list",
+        name: None,
+        params: json!({}),
+    };
+    if let Some((_, o)) = p.modern(&tools, |_| {}, QUICK).await {
+        stateful_seen = stateful_seen.or_else(|| stateful("tools/list", &o));
+    }
+    headers_rules(p).await;
+    versions_and_methods(p).await;
+    let listen = listen_rules(p).await;
+    stateful_seen = stateful_seen.or(listen);
+    p.add(
+        "M1",
+        true,
+        M1_WHAT,
+        Verdict::of(stateful_seen.is_none()),
+        stateful_seen.unwrap_or_else(|| "no session id, no event id".to_owned()),
+    );
+}
+
+/// F1, for a server that did not answer the probe as a modern server would.
+fn fall_back(p: &mut Probe, id: u64, o: &Open) {
+    let answer = answer_to(o, id);
+    let code = answer.as_ref().and_then(error_code);
+    let echoed = answer.is_some();
+    let ok = (400..500).contains(&o.status)
+        && o.content_type == headers::MIME_JSON
+        && echoed
+        && !code.is_some_and(|c| (-32022..=-32020).contains(&c))
+        && o.session.is_none();
+    p.add(
+        "D1",
+        true,
+        D1_WHAT,
+        Verdict::NotApplicable,
+        format!("the server does not speak 2026-07-28: {}", o.summary()),
+    );
+    let body = String::from_utf8_lossy(&o.body);
+    p.add(
+        "F1",
+        false,
+        F1_WHAT,
+        Verdict::of(ok),
+        format!(
+            "{} {} {}{}",
+            o.status,
+            if o.content_type.is_empty() {
+                "-"
+            } else {
+                &o.content_type
+            },
+            body.chars().take(160).collect::<String>(),
+            o.session
+                .as_ref()
+                .map_or(String::new(), |s| format!(" (minted session {s})"))
+        ),
+    );
+}
+
+/// H1–H3 on `tools/list` and `tools/call`.
+async fn headers_rules(p: &mut Probe) {
+    let list = Call {
+        method: "tools/list",
+        name: None,
+        params: json!({}),
+    };
+    let set = |h: &mut Vec<(String, String)>, name: &str, value: Option<&str>| {
+        h.retain(|(n, _)| n != name);
+        if let Some(v) = value {
+            h.push((name.to_owned(), v.to_owned()));
+        }
+    };
+    let r = p
+        .modern(
+            &list,
+            |h| set(h, headers::MCP_METHOD, Some("prompts/list")),
+            QUICK,
+        )
+        .await;
+    judge_refusal(p, "H1", H1_WHAT, r, 400, -32020);
+    let call = Call {
+        method: "tools/call",
+        name: Some("mcp-streamable-probe-absent"),
+        params: json!({"name": "mcp-streamable-probe-absent", "arguments": {}}),
+    };
+    let r = p
+        .modern(&call, |h| set(h, headers::MCP_NAME, None), QUICK)
+        .await;
+    judge_refusal(p, "H2", H2_WHAT, r, 400, -32020);
+    let r = p
+        .modern(
+            &call,
+            |h| set(h, headers::MCP_NAME, Some("mcp-streamable-probe-other")),
+            QUICK,
+        )
+        .await;
+    judge_refusal(p, "H3", H3_WHAT, r, 400, -32020);
+}
+
+fn judge_refusal(
+    p: &mut Probe,
+    rule: &'static str,
+    what: &'static str,
+    r: Option<(u64, Open)>,
+    status: u16,
+    code: i64,
+) {
+    match r {
+        None => p.add(rule, true, what, Verdict::CouldNotTest, "no answer"),
+        Some((id, o)) => p.add(
+            rule,
+            true,
+            what,
+            Verdict::of(refused(&o, id, status, code)),
+            status_and_code(&o, id),
+        ),
+    }
+}
+
+/// V1, U1 and G1.
+async fn versions_and_methods(p: &mut Probe) {
+    let list = Call {
+        method: "tools/list",
+        name: None,
+        params: json!({}),
+    };
+    match p.modern_at(&list, "2099-01-01", |_| {}, QUICK).await {
+        None => p.add("V1", true, V1_WHAT, Verdict::CouldNotTest, "no answer"),
+        Some((id, o)) => {
+            let supported = answer_to(&o, id)
+                .and_then(|m| m.pointer("/error/data/supported").cloned())
+                .and_then(|s| s.as_array().cloned())
+                .unwrap_or_default();
+            let ok = refused(&o, id, 400, -32022)
+                && supported.iter().any(|s| s.as_str() == Some(MODERN));
+            p.add(
+                "V1",
+                true,
+                V1_WHAT,
+                Verdict::of(ok),
+                format!(
+                    "{}, supported {}",
+                    status_and_code(&o, id),
+                    Value::Array(supported)
+                ),
+            );
+        }
+    }
+    let unknown = Call {
+        method: "mcp-streamable/absent",
+        name: None,
+        params: json!({}),
+    };
+    let r = p.modern(&unknown, |_| {}, QUICK).await;
+    judge_refusal(p, "U1", U1_WHAT, r, 404, -32601);
+    let h = vec![
+        (headers::ACCEPT.to_owned(), headers::MIME_SSE.to_owned()),
+        (headers::MCP_PROTOCOL_VERSION.to_owned(), MODERN.to_owned()),
+    ];
+    let get = p.t.send("GET", &h, "", QUICK).await;
+    let delete = p.t.send("DELETE", &h[1..], "", QUICK).await;
+    let status = |o: &Option<Open>| o.as_ref().map(|o| o.status);
+    let verdict = match (status(&get), status(&delete)) {
+        (Some(g), Some(d)) => Verdict::of(g == 405 && d == 405),
+        _ => Verdict::CouldNotTest,
+    };
+    let show = |o: &Option<Open>| o.as_ref().map_or("no answer".to_owned(), Open::summary);
+    // Not a MUST here: a dual-era server may take a header-only GET for the
+    // session era (TS 2.4's documented routing does: a body-less GET is legacy).
+    p.add(
+        "G1",
+        false,
+        G1_WHAT,
+        verdict,
+        format!("GET {}; DELETE {}", show(&get), show(&delete)),
+    );
+}
+
+/// M2 and M3; M1's evidence from the listen stream, if any.
+async fn listen_rules(p: &mut Probe) -> Option<String> {
+    let listen = Call {
+        method: "subscriptions/listen",
+        name: None,
+        params: json!({"notifications": {"toolsListChanged": true}}),
+    };
+    let Some((id, mut o)) = p.modern_open(&listen).await else {
+        p.add("M2", true, M2_WHAT, Verdict::CouldNotTest, "no answer");
+        return None;
+    };
+    let first = |o: &Open| o.messages().into_iter().next();
+    o.until(QUICK, |o| first(o).is_some()).await;
+    let named = |m: &Value| {
+        m.pointer(&format!(
+            "/params/_meta/{}",
+            pointer_key(META_SUBSCRIPTION_ID)
+        ))
+        .and_then(Value::as_u64)
+            == Some(id)
+    };
+    let acknowledged = first(&o).is_some_and(|m| {
+        m.get("method").and_then(Value::as_str) == Some(ACKNOWLEDGED) && named(&m)
+    });
+    if !o.is_sse() {
+        p.add(
+            "M2",
+            true,
+            M2_WHAT,
+            Verdict::CouldNotTest,
+            format!("no listen stream: {}", o.summary()),
+        );
+        return stateful("subscriptions/listen", &o);
+    }
+    p.add(
+        "M2",
+        true,
+        M2_WHAT,
+        Verdict::of(acknowledged),
+        format!(
+            "first message {}",
+            first(&o).map_or("none".to_owned(), |m| m.to_string())
+        ),
+    );
+    if !acknowledged {
+        return stateful("subscriptions/listen", &o);
+    }
+    let Some((tool, args)) = p.notify.clone() else {
+        p.add(
+            "M3",
+            false,
+            M3_WHAT,
+            Verdict::CouldNotTest,
+            "no --notify-tool",
+        );
+        return stateful("subscriptions/listen", &o);
+    };
+    let call = Call {
+        method: "tools/call",
+        name: Some(&tool),
+        params: json!({"name": tool, "arguments": args}),
+    };
+    let changed = |m: &Value| {
+        m.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed")
+    };
+    let called = p.modern(&call, |_| {}, NOTIFY_WAIT).await;
+    o.until(NOTIFY_WAIT, |o| o.messages().iter().any(changed))
+        .await;
+    // A second copy would come at once: a short look for it.
+    o.gather(QUICK).await;
+    let on_listen: Vec<Value> = o.messages().into_iter().filter(|m| changed(m)).collect();
+    let all_named = on_listen.iter().all(named);
+    let kinds: Vec<String> = o.messages().iter().map(describe).collect();
+    p.add(
+        "M3",
+        false,
+        M3_WHAT,
+        match called {
+            None => Verdict::CouldNotTest,
+            Some(_) => Verdict::of(on_listen.len() == 1 && all_named),
+        },
+        format!(
+            "{} named {}: listen stream {:?}",
+            on_listen.len(),
+            all_named,
+            kinds
+        ),
+    );
+    stateful("subscriptions/listen", &o)
+}
+
+/// A JSON pointer token for `key` (RFC 6901: `~` and `/` escaped).
+fn pointer_key(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
