@@ -5,7 +5,8 @@
 //! dependency beyond serde and thiserror; the RFC's own test vectors pin it
 //! below. The block counter is 64 bits (words 12 and 13) and the nonce words
 //! are zero: one key gives one stream of 2^70 bytes, far past any server's
-//! life. Used only to expand a secret 256-bit key; never for encryption.
+//! life. The CSPRNG only expands a secret 256-bit key; [`xor_ietf`] is the
+//! RFC's own layout (32-bit counter, 96-bit nonce) for [`crate::aead`].
 
 /// "expand 32-byte k", the first row of every block.
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
@@ -63,6 +64,20 @@ impl ChaCha20 {
         for chunk in out.chunks_mut(4) {
             let bytes = self.next_u32().to_le_bytes();
             chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+}
+
+/// RFC 8439 2.4: XORs `data` with the keystream of `key` and the 96-bit
+/// `nonce` (the IETF layout: a 32-bit block counter, from `counter`), as
+/// ChaCha20-Poly1305 uses it ([`crate::aead`]).
+pub fn xor_ietf(key: &[u8; 32], nonce: &[u8; 12], counter: u32, data: &mut [u8]) {
+    let words = ChaCha20::new(*key).key;
+    let n = |i: usize| u32::from_le_bytes([nonce[i], nonce[i + 1], nonce[i + 2], nonce[i + 3]]);
+    for (i, chunk) in data.chunks_mut(64).enumerate() {
+        let b = block(&words, [counter.wrapping_add(i as u32), n(0), n(4), n(8)]);
+        for (byte, k) in chunk.iter_mut().zip(b.iter().flat_map(|w| w.to_le_bytes())) {
+            *byte ^= k;
         }
     }
 }

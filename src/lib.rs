@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod aead;
 pub mod app;
 pub mod base64;
 pub mod chacha;
@@ -21,7 +22,9 @@ pub mod id_source;
 pub mod ids;
 pub mod jsonrpc;
 pub mod monitor;
+pub mod mrtr;
 pub mod policy;
+pub mod poly1305;
 pub mod rng;
 pub mod server;
 pub mod shared;

@@ -1,0 +1,283 @@
+//! `InputRequiredResult`: a server asking for input in the 2026-07-28 era
+//! (`basic/patterns/mrtr.mdx`), with the spec's server rules as typed
+//! errors, so an application cannot send what a client must not receive:
+//! only on `tools/call`, `prompts/get` and `resources/read`; at least one of
+//! `inputRequests` and `requestState`; keys unique (a map); and never an
+//! input request of a kind the client did not declare (`elicitation`,
+//! `sampling`, `roots` in its `_meta` capabilities). A request the server
+//! cannot serve without such a capability is refused with -32021
+//! ([`missing_capability`]; the core answers it with HTTP 400).
+
+use crate::jsonrpc::{ErrorObject, RawJson, MISSING_CLIENT_CAPABILITY};
+use crate::server::modern::META_CLIENT_CAPABILITIES;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// The requests that may be answered with an `InputRequiredResult`.
+pub const METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+
+/// The longest a map of input requests may be: each is shown to a user or
+/// sent to a model before the retry.
+pub const INPUT_REQUESTS_MAX: usize = 16;
+
+/// The kinds of input a server may ask for, each under a client capability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum InputKind {
+    /// `elicitation/create`: ask the user.
+    Elicitation,
+    /// `sampling/createMessage`: ask the client's model.
+    Sampling,
+    /// `roots/list`: ask for the client's roots.
+    Roots,
+}
+
+impl InputKind {
+    /// The request's method.
+    pub const fn method(self) -> &'static str {
+        match self {
+            InputKind::Elicitation => "elicitation/create",
+            InputKind::Sampling => "sampling/createMessage",
+            InputKind::Roots => "roots/list",
+        }
+    }
+
+    /// The client capability it needs.
+    pub const fn capability(self) -> &'static str {
+        match self {
+            InputKind::Elicitation => "elicitation",
+            InputKind::Sampling => "sampling",
+            InputKind::Roots => "roots",
+        }
+    }
+
+    /// The kind of a method, if it is one.
+    pub fn of_method(method: &str) -> Option<InputKind> {
+        [
+            InputKind::Elicitation,
+            InputKind::Sampling,
+            InputKind::Roots,
+        ]
+        .into_iter()
+        .find(|k| k.method() == method)
+    }
+}
+
+/// An application's misuse of MRTR: nothing was sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// The spec allows an `InputRequiredResult` only on [`METHODS`].
+    #[error("{0} may not be answered with InputRequiredResult")]
+    NotForMethod(String),
+    /// Neither input requests nor a state: the client would have nothing to do.
+    #[error("an InputRequiredResult needs inputRequests or requestState")]
+    Empty,
+    /// More than [`INPUT_REQUESTS_MAX`] input requests.
+    #[error("more than {INPUT_REQUESTS_MAX} input requests")]
+    TooMany,
+    /// The client did not declare the capability this input request needs.
+    #[error("the client did not declare {}", .0.capability())]
+    Undeclared(InputKind),
+}
+
+/// The capabilities a modern request's client declared (`_meta`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClientCapabilities(Map<String, Value>);
+
+impl ClientCapabilities {
+    /// The capabilities in `params._meta` of a modern request (none if absent).
+    pub fn of(params: Option<&Value>) -> Self {
+        ClientCapabilities(
+            params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Whether the client declared what `kind` needs.
+    pub fn allows(&self, kind: InputKind) -> bool {
+        self.0.get(kind.capability()).is_some_and(Value::is_object)
+    }
+}
+
+/// The input requests of one answer, by the server's key for each.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputRequests(BTreeMap<String, (InputKind, Value)>);
+
+impl InputRequests {
+    /// No requests yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the request under `key`.
+    pub fn ask(mut self, key: impl Into<String>, kind: InputKind, params: Value) -> Self {
+        self.0.insert(key.into(), (kind, params));
+        self
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn to_value(&self) -> Value {
+        Value::Object(
+            self.0
+                .iter()
+                .map(|(k, (kind, params))| {
+                    (
+                        k.clone(),
+                        json!({"method": kind.method(), "params": params}),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The `InputRequiredResult` answering `method` from a client with
+/// `capabilities`, or why it may not be sent.
+pub fn input_required(
+    method: &str,
+    capabilities: &ClientCapabilities,
+    requests: &InputRequests,
+    request_state: Option<&str>,
+) -> Result<RawJson, InputError> {
+    if !METHODS.contains(&method) {
+        return Err(InputError::NotForMethod(method.to_owned()));
+    }
+    if requests.is_empty() && request_state.is_none() {
+        return Err(InputError::Empty);
+    }
+    if requests.len() > INPUT_REQUESTS_MAX {
+        return Err(InputError::TooMany);
+    }
+    if let Some((kind, _)) = requests.0.values().find(|(k, _)| !capabilities.allows(*k)) {
+        return Err(InputError::Undeclared(*kind));
+    }
+    let mut result = Map::new();
+    result.insert("resultType".into(), Value::from("input_required"));
+    if !requests.is_empty() {
+        result.insert("inputRequests".into(), requests.to_value());
+    }
+    if let Some(s) = request_state {
+        result.insert("requestState".into(), Value::from(s));
+    }
+    Ok(RawJson::new(&Value::Object(result)))
+}
+
+/// The client's answers on a retry (`params.inputResponses`), by key; empty
+/// if it sent none or not a map.
+pub fn input_responses(params: Option<&Value>) -> Map<String, Value> {
+    params
+        .and_then(|p| p.get("inputResponses"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The state a retry echoes (`params.requestState`), if any.
+pub fn request_state(params: Option<&Value>) -> Option<&str> {
+    params
+        .and_then(|p| p.get("requestState"))
+        .and_then(Value::as_str)
+}
+
+/// -32021: the request needs client capabilities it did not declare
+/// (`data.requiredCapabilities`, each an object, as `_meta` declares them).
+pub fn missing_capability(kinds: &[InputKind]) -> ErrorObject {
+    let required: Map<String, Value> = kinds
+        .iter()
+        .map(|k| (k.capability().to_owned(), json!({})))
+        .collect();
+    let names: Vec<&str> = kinds.iter().map(|k| k.capability()).collect();
+    ErrorObject {
+        code: MISSING_CLIENT_CAPABILITY,
+        message: format!("missing client capability: {}", names.join(", ")),
+        data: Some(RawJson::new(&json!({"requiredCapabilities": required}))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(v: Value) -> ClientCapabilities {
+        ClientCapabilities::of(Some(&json!({"_meta": {META_CLIENT_CAPABILITIES: v}})))
+    }
+
+    #[test]
+    fn the_spec_rules_are_errors_before_anything_is_sent() {
+        let all = caps(json!({"elicitation": {}, "sampling": {}, "roots": {}}));
+        let ask = InputRequests::new().ask("name", InputKind::Elicitation, json!({}));
+        assert_eq!(
+            input_required("tools/list", &all, &ask, None),
+            Err(InputError::NotForMethod("tools/list".into()))
+        );
+        assert_eq!(
+            input_required("tools/call", &all, &InputRequests::new(), None),
+            Err(InputError::Empty)
+        );
+        assert_eq!(
+            input_required("tools/call", &caps(json!({"sampling": {}})), &ask, None),
+            Err(InputError::Undeclared(InputKind::Elicitation))
+        );
+        let many = (0..=INPUT_REQUESTS_MAX).fold(InputRequests::new(), |r, i| {
+            r.ask(format!("k{i}"), InputKind::Roots, json!({}))
+        });
+        assert_eq!(
+            input_required("tools/call", &all, &many, None),
+            Err(InputError::TooMany)
+        );
+        let ok = input_required("prompts/get", &all, &ask, Some("s")).unwrap();
+        assert_eq!(
+            ok.to_value(),
+            json!({"resultType": "input_required", "requestState": "s",
+                   "inputRequests": {"name": {"method": "elicitation/create", "params": {}}}})
+        );
+        // A state alone is enough: the client retries at once.
+        assert!(input_required(
+            "resources/read",
+            &caps(json!({})),
+            &InputRequests::new(),
+            Some("s")
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_capability_is_declared_only_as_an_object() {
+        let c = caps(json!({"sampling": {}, "elicitation": true}));
+        assert!(c.allows(InputKind::Sampling));
+        assert!(!c.allows(InputKind::Elicitation));
+        assert!(!c.allows(InputKind::Roots));
+        assert!(!ClientCapabilities::of(None).allows(InputKind::Sampling));
+    }
+
+    #[test]
+    fn missing_capability_names_each_as_an_object() {
+        let e = missing_capability(&[InputKind::Sampling]);
+        assert_eq!(e.code, -32021);
+        assert_eq!(
+            e.data.unwrap().to_value(),
+            json!({"requiredCapabilities": {"sampling": {}}})
+        );
+    }
+
+    #[test]
+    fn a_retry_reads_back_as_sent() {
+        let p = json!({"inputResponses": {"a": {"action": "accept"}}, "requestState": "xyz"});
+        assert_eq!(input_responses(Some(&p))["a"]["action"], "accept");
+        assert_eq!(request_state(Some(&p)), Some("xyz"));
+        assert!(input_responses(Some(&json!({"inputResponses": null}))).is_empty());
+        assert_eq!(request_state(None), None);
+    }
+}

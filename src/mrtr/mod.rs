@@ -1,0 +1,19 @@
+//! Multi round-trip requests (MRTR, 2026-07-28 `basic/patterns/mrtr.mdx`):
+//! the modern era's only way for a server to ask the client for input. The
+//! server answers with an `InputRequiredResult` ([`input`]); the client
+//! gathers the input and retries the request under a new id, echoing the
+//! opaque `requestState`, which the server seals ([`state`]) because it
+//! comes back through the client. Nothing here keeps state between rounds:
+//! any instance of a fleet can serve any round.
+//!
+//! The client's side of the loop is the client core's
+//! `ClientEvent::InputRequired`.
+
+pub mod input;
+pub mod state;
+
+pub use input::{
+    input_required, input_responses, missing_capability, request_state, ClientCapabilities,
+    InputError, InputKind, InputRequests,
+};
+pub use state::{Binding, StateError, StateSealer};

@@ -1,0 +1,240 @@
+//! `requestState` sealed: what a server hands the client to echo back on
+//! its retry (`basic/patterns/mrtr.mdx`, "Server Requirements").
+//!
+//! The spec treats a returned state as attacker-controlled input: if it
+//! influences anything, its integrity MUST be protected and a failed check
+//! MUST be refused; the state SHOULD name the principal, expire soon, and be
+//! bound to the request it was issued for. A [`StateSealer`] does all of it
+//! with ChaCha20-Poly1305 ([`crate::aead`]): the payload and its expiry are
+//! encrypted, and the [`Binding`] (method, the request's salient params, the
+//! principal) is the associated data. So a state presented on another
+//! request, by another principal, changed in any bit, or under another key is
+//! one error, [`StateError::Unauthentic`]; a late one is
+//! [`StateError::Expired`]. Single use is not promised (the spec says so
+//! too): a server whose state must be redeemed once records that itself.
+//!
+//! Deterministic like every core: the time is an input, and the nonces come
+//! from the [`IdSource`] the caller gives (the OS CSPRNG in a shell, a
+//! seeded one in tests). Expiry compares instants of one clock: a fleet
+//! sharing a key passes a shared clock's instants (Unix milliseconds).
+
+use crate::aead;
+use crate::base64;
+use crate::id_source::IdSource;
+use crate::time::Instant;
+use serde_json::{json, Value};
+
+/// The prefix of this format, so that a later one can be told apart.
+const PREFIX: &str = "s1.";
+/// The longest state this sealer opens or makes, in bytes of its text: the
+/// client echoes it on every retry.
+pub const REQUEST_STATE_BYTES_MAX: usize = 16 * 1024;
+/// The params no binding includes: the retry's own additions and its metadata.
+const UNBOUND: [&str; 3] = ["_meta", "inputResponses", "requestState"];
+
+/// What a state is bound to: the request (its method and salient params)
+/// and who made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding(String);
+
+impl Binding {
+    /// The binding of a request `method` with `params` (as sent; what a retry
+    /// adds, `inputResponses` and `requestState`, and `_meta` are left out)
+    /// by `principal` (the authenticated caller, if the server knows one).
+    pub fn of(method: &str, params: Option<&Value>, principal: Option<&str>) -> Binding {
+        let salient = match params {
+            Some(Value::Object(o)) => {
+                let kept: serde_json::Map<String, Value> = o
+                    .iter()
+                    .filter(|(k, _)| !UNBOUND.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                // serde_json's map is ordered by key: one text per value.
+                Value::Object(kept).to_string()
+            }
+            Some(other) => other.to_string(),
+            None => "null".to_owned(),
+        };
+        Binding(format!(
+            "mcp-streamable requestState v1\n{method}\n{salient}\n{}",
+            principal.unwrap_or("")
+        ))
+    }
+}
+
+/// Why a presented state was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    /// Not a state of this format, or longer than [`REQUEST_STATE_BYTES_MAX`].
+    #[error("requestState is not one this server issued")]
+    Malformed,
+    /// Changed, issued for another request or principal, or under another key.
+    #[error("requestState failed verification")]
+    Unauthentic,
+    /// Issued too long ago.
+    #[error("requestState has expired")]
+    Expired,
+}
+
+impl StateError {
+    /// The client's fault: invalid params (-32602), as the spec's example has it.
+    pub fn to_error(&self) -> crate::jsonrpc::ErrorObject {
+        crate::jsonrpc::ErrorObject::new(crate::jsonrpc::INVALID_PARAMS, self.to_string())
+    }
+}
+
+/// Seals and opens request states under one key.
+pub struct StateSealer {
+    key: [u8; aead::KEY_LEN],
+    nonces: IdSource,
+    ttl_ms: u64,
+}
+
+impl StateSealer {
+    /// A sealer with `key` (share it between the instances of a fleet),
+    /// drawing nonces from `nonces`; states live `ttl_ms` milliseconds.
+    pub fn new(key: [u8; aead::KEY_LEN], nonces: IdSource, ttl_ms: u64) -> Self {
+        StateSealer {
+            key,
+            nonces,
+            ttl_ms,
+        }
+    }
+
+    /// How long a state lives.
+    pub fn ttl_ms(&self) -> u64 {
+        self.ttl_ms
+    }
+
+    /// A state carrying `data` for the retry of the request `binding` names.
+    pub fn seal(&mut self, binding: &Binding, data: &Value, now: Instant) -> String {
+        let mut nonce = [0u8; aead::NONCE_LEN];
+        let (a, b) = (self.nonces.next_u64(), self.nonces.next_u64());
+        nonce[..8].copy_from_slice(&a.to_le_bytes());
+        nonce[8..].copy_from_slice(&b.to_le_bytes()[..4]);
+        let expires = now.as_millis().saturating_add(self.ttl_ms);
+        let plaintext = json!({"exp": expires, "data": data}).to_string();
+        let mut bytes = nonce.to_vec();
+        bytes.extend(aead::seal(
+            &self.key,
+            &nonce,
+            binding.0.as_bytes(),
+            plaintext.as_bytes(),
+        ));
+        format!("{PREFIX}{}", base64::encode(&bytes))
+    }
+
+    /// The data of `state`, if this sealer issued it for `binding` and it has not expired.
+    pub fn open(&self, state: &str, binding: &Binding, now: Instant) -> Result<Value, StateError> {
+        if state.len() > REQUEST_STATE_BYTES_MAX {
+            return Err(StateError::Malformed);
+        }
+        let bytes = state
+            .strip_prefix(PREFIX)
+            .and_then(base64::decode)
+            .ok_or(StateError::Malformed)?;
+        if bytes.len() < aead::NONCE_LEN + aead::TAG_LEN {
+            return Err(StateError::Malformed);
+        }
+        let (nonce, sealed) = bytes.split_at(aead::NONCE_LEN);
+        let nonce: [u8; aead::NONCE_LEN] = nonce.try_into().map_err(|_| StateError::Malformed)?;
+        let plaintext = aead::open(&self.key, &nonce, binding.0.as_bytes(), sealed)
+            .map_err(|_| StateError::Unauthentic)?;
+        // Authentic, so written by `seal`: anything else is a key shared
+        // with a different program, refused the same way.
+        let mut v: Value =
+            serde_json::from_slice(&plaintext).map_err(|_| StateError::Unauthentic)?;
+        let expires = v
+            .get("exp")
+            .and_then(Value::as_u64)
+            .ok_or(StateError::Unauthentic)?;
+        if now.as_millis() >= expires {
+            return Err(StateError::Expired);
+        }
+        Ok(v.get_mut("data").map(Value::take).unwrap_or(Value::Null))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sealer() -> StateSealer {
+        StateSealer::new([3; 32], IdSource::from_key([4; 32]), 60_000)
+    }
+
+    fn call(args: Value) -> Value {
+        json!({"name": "book", "arguments": args, "_meta": {"x": 1}})
+    }
+
+    #[test]
+    fn a_state_opens_on_its_own_retry_only() {
+        let mut s = sealer();
+        let t0 = Instant::from_millis(1_000);
+        let b = Binding::of("tools/call", Some(&call(json!({"seat": 1}))), Some("alice"));
+        let state = s.seal(&b, &json!({"round": 2}), t0);
+        // The retry adds inputResponses, requestState and other _meta: same binding.
+        let retry = json!({"name": "book", "arguments": {"seat": 1}, "inputResponses": {"k": 1}, "requestState": state, "_meta": {"y": 2}});
+        let same = Binding::of("tools/call", Some(&retry), Some("alice"));
+        assert_eq!(s.open(&state, &same, t0).unwrap(), json!({"round": 2}));
+        for other in [
+            Binding::of("tools/call", Some(&call(json!({"seat": 2}))), Some("alice")),
+            Binding::of(
+                "prompts/get",
+                Some(&call(json!({"seat": 1}))),
+                Some("alice"),
+            ),
+            Binding::of(
+                "tools/call",
+                Some(&call(json!({"seat": 1}))),
+                Some("mallory"),
+            ),
+            Binding::of("tools/call", Some(&call(json!({"seat": 1}))), None),
+        ] {
+            assert_eq!(s.open(&state, &other, t0), Err(StateError::Unauthentic));
+        }
+    }
+
+    #[test]
+    fn a_changed_late_or_foreign_state_is_refused() {
+        let mut s = sealer();
+        let b = Binding::of("tools/call", Some(&call(json!({}))), None);
+        let t0 = Instant::from_millis(0);
+        let state = s.seal(&b, &json!("d"), t0);
+        assert_eq!(
+            s.open(&format!("{state}-TAMPERED"), &b, t0),
+            Err(StateError::Malformed)
+        );
+        let mut bytes = base64::decode(&state[PREFIX.len()..]).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        let flipped = format!("{PREFIX}{}", base64::encode(&bytes));
+        assert_eq!(s.open(&flipped, &b, t0), Err(StateError::Unauthentic));
+        assert_eq!(
+            s.open(&state, &b, Instant::from_millis(60_000)),
+            Err(StateError::Expired)
+        );
+        assert!(s.open(&state, &b, Instant::from_millis(59_999)).is_ok());
+        let other = StateSealer::new([5; 32], IdSource::from_key([4; 32]), 60_000);
+        assert_eq!(other.open(&state, &b, t0), Err(StateError::Unauthentic));
+        assert_eq!(s.open("", &b, t0), Err(StateError::Malformed));
+        assert_eq!(
+            s.open(&"s1.".repeat(10_000), &b, t0),
+            Err(StateError::Malformed)
+        );
+    }
+
+    #[test]
+    fn two_states_of_one_request_differ_and_the_same_seed_repeats_them() {
+        let b = Binding::of("tools/call", None, None);
+        let (mut x, mut y) = (sealer(), sealer());
+        let a1 = x.seal(&b, &json!(1), Instant::ZERO);
+        let a2 = x.seal(&b, &json!(1), Instant::ZERO);
+        assert_ne!(a1, a2, "a fresh nonce each time");
+        assert_eq!(
+            a1,
+            y.seal(&b, &json!(1), Instant::ZERO),
+            "same seed, same state"
+        );
+    }
+}
