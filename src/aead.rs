@@ -10,9 +10,11 @@
 use crate::chacha;
 use crate::poly1305;
 
-/// Bytes of a key, a nonce and a tag.
+/// Bytes of a key.
 pub const KEY_LEN: usize = 32;
+/// Bytes of a nonce.
 pub const NONCE_LEN: usize = 12;
+/// Bytes of a tag.
 pub const TAG_LEN: usize = 16;
 
 /// The message was not sealed under this key, nonce and associated data, or

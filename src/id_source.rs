@@ -99,6 +99,16 @@ impl IdSource {
         (u128::from(self.next_u64()) << 64) | u128::from(self.next_u64())
     }
 
+    /// 256 bits from the source: a key (the application secret of
+    /// [`crate::server::ServerEndpoint::app_secret`], say).
+    pub fn secret(&mut self) -> [u8; 32] {
+        let mut key = [0u8; 32];
+        for chunk in key.chunks_mut(8) {
+            chunk.copy_from_slice(&self.next_u64().to_le_bytes());
+        }
+        key
+    }
+
     /// An independent source of the same kind, keyed from this one's output:
     /// a shell that runs one endpoint per session gives each its own fork.
     /// A secure source's fork is keyed with 256 fresh bits of its stream,

@@ -175,11 +175,7 @@ fn canned(status: &str, body: &'static str) -> String {
             // Read the head and a body of its Content-Length, then answer.
             let mut seen = Vec::new();
             let mut buf = [0u8; 4096];
-            loop {
-                let Ok(n) = c.read(&mut buf) else { break };
-                if n == 0 {
-                    break;
-                }
+            while let Ok(n @ 1..) = c.read(&mut buf) {
                 seen.extend_from_slice(&buf[..n]);
                 let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
                 if let Some(end) = text.find("\r\n\r\n") {
@@ -207,12 +203,6 @@ fn canned(status: &str, body: &'static str) -> String {
         }
     });
     format!("http://{addr}/mcp")
-}
-
-fn probe_url(url: &str) -> (BTreeSet<String>, String) {
-    let s = Served(bin().arg("--version").spawn().unwrap(), url.to_owned());
-    let (_, violated, _, text) = probe(&s.1, &[]);
-    (violated, text)
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! Server-to-client requests (sampling, elicitation) are sent as caused by
 //! the tool call, so they travel on its own POST stream (R7).
 
+use super::everything_mrtr::{self, Round};
 use super::{App, Cx};
 use crate::ids::{RequestId, SessionId};
 use crate::jsonrpc::{ErrorObject, RawJson, INVALID_PARAMS, METHOD_NOT_FOUND};
@@ -51,6 +52,9 @@ pub struct EverythingApp {
     asked: BTreeMap<(SessionId, RequestId), Pending>,
     next_token: u64,
     registration_notice: bool,
+    /// Seals the MRTR fixtures' `requestState`; made on first use, keyed by
+    /// the endpoint's application secret.
+    sealer: Option<crate::mrtr::StateSealer>,
 }
 
 impl EverythingApp {
@@ -95,7 +99,7 @@ fn object(properties: Value, required: &[&str]) -> Value {
 
 fn tools() -> Value {
     let empty = object(json!({}), &[]);
-    json!({"tools": [
+    let mut tools = json!({"tools": [
         {"name": "echo", "description": "Echoes its text argument.",
          "inputSchema": object(json!({"text": {"type": "string", "description": "Text to echo"}}), &["text"])},
         {"name": "test_simple_text", "description": "Tests simple text content response", "inputSchema": empty},
@@ -120,7 +124,14 @@ fn tools() -> Value {
             "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
             "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
             "additionalProperties": false}}
-    ]})
+    ]});
+    // The 2026-07-28 fixtures (MRTR and the stateless checks).
+    if let Some(list) = tools["tools"].as_array_mut() {
+        for (name, description) in everything_mrtr::TOOLS {
+            list.push(json!({"name": name, "description": description, "inputSchema": empty}));
+        }
+    }
+    tools
 }
 
 fn resources() -> Value {
@@ -165,7 +176,8 @@ fn prompts() -> Value {
                        {"name": "arg2", "description": "Second test argument", "required": true}]},
         {"name": "test_prompt_with_embedded_resource", "title": "Prompt With Embedded Resource", "description": "A prompt that includes an embedded resource",
          "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed", "required": true}]},
-        {"name": "test_prompt_with_image", "title": "Prompt With Image", "description": "A prompt that includes image content"}
+        {"name": "test_prompt_with_image", "title": "Prompt With Image", "description": "A prompt that includes image content"},
+        {"name": everything_mrtr::PROMPT, "title": "Prompt Asking For Input", "description": "Asks for its context first (MRTR, 2026-07-28)"}
     ]})
 }
 
@@ -428,6 +440,69 @@ impl EverythingApp {
     }
 }
 
+/// An MRTR fixture called in the session era, which asks by requests instead.
+fn needs_modern() -> ErrorObject {
+    ErrorObject::new(
+        INVALID_PARAMS,
+        "this fixture asks for input with InputRequiredResult: 2026-07-28 only",
+    )
+}
+
+impl EverythingApp {
+    /// An MRTR round of a modern request; `None` in the session era.
+    fn round<'a>(
+        &'a mut self,
+        cx: &mut Cx<'_>,
+        method: &'a str,
+        params: &'a Value,
+    ) -> Option<Round<'a>> {
+        if !cx.is_modern() {
+            return None;
+        }
+        let now = cx.now();
+        let sealer = self
+            .sealer
+            .get_or_insert_with(|| everything_mrtr::sealer(cx.app_secret(), cx.entropy()));
+        Some(Round {
+            method,
+            params,
+            now,
+            sealer,
+        })
+    }
+
+    /// The 2026-07-28 fixtures' answer to tool `name`.
+    fn call_modern(
+        &mut self,
+        cx: &mut Cx<'_>,
+        id: &RequestId,
+        name: &str,
+        p: &Value,
+    ) -> Result<RawJson, ErrorObject> {
+        if name == "test_logging_tool" {
+            // This era has no logging/setLevel: a request sets its own level.
+            if let Some(level) = everything_mrtr::log_level(p) {
+                let level = level.to_owned();
+                Self::log(
+                    cx,
+                    &format!("Logging at {level}"),
+                    Cause::Request(id.clone()),
+                );
+            }
+            return tool_result(vec![text("Logged only if asked")]);
+        }
+        match self.round(cx, "tools/call", p) {
+            Some(round) => everything_mrtr::call(name, round).unwrap_or_else(|| {
+                Err(ErrorObject::new(
+                    INVALID_PARAMS,
+                    format!("Unknown tool: {name}"),
+                ))
+            }),
+            None => Err(needs_modern()),
+        }
+    }
+}
+
 impl App for EverythingApp {
     fn on_request(
         &mut self,
@@ -468,10 +543,14 @@ impl App for EverythingApp {
                     let _ = cx.respond(&id, Err(error));
                     return;
                 };
-                let args = p.get("arguments").cloned().unwrap_or(json!({}));
-                let meta = p.get("_meta").cloned().unwrap_or(json!({}));
-                self.call(cx, id, &name, args, meta);
-                return;
+                if everything_mrtr::TOOLS.iter().any(|(t, _)| *t == name) {
+                    self.call_modern(cx, &id, &name, &p)
+                } else {
+                    let args = p.get("arguments").cloned().unwrap_or(json!({}));
+                    let meta = p.get("_meta").cloned().unwrap_or(json!({}));
+                    self.call(cx, id, &name, args, meta);
+                    return;
+                }
             }
             "resources/list" => ok(resources()),
             "resources/templates/list" => ok(json!({"resourceTemplates": [{"name": "template",
@@ -489,6 +568,14 @@ impl App for EverythingApp {
                 ok(json!({}))
             }
             "prompts/list" => ok(prompts()),
+            "prompts/get"
+                if p.get("name").and_then(Value::as_str) == Some(everything_mrtr::PROMPT) =>
+            {
+                match self.round(cx, method, &p) {
+                    Some(round) => everything_mrtr::prompt(round),
+                    None => Err(needs_modern()),
+                }
+            }
             "prompts/get" => prompt(
                 p.get("name").and_then(Value::as_str).unwrap_or(""),
                 &p.get("arguments").cloned().unwrap_or(json!({})),

@@ -11,6 +11,7 @@ use crate::server::{Cause, ServerEndpoint};
 use crate::time::Instant;
 
 pub mod everything;
+mod everything_mrtr;
 
 pub use everything::EverythingApp;
 
@@ -173,6 +174,17 @@ impl Cx<'_> {
         self.ep
             .session_mut(&self.session)
             .is_some_and(|s| s.close_connection(id, now).is_ok())
+    }
+
+    /// Entropy for the application, forked from the endpoint's source
+    /// ([`ServerEndpoint::fork_entropy`]); the cores read no global RNG.
+    pub fn entropy(&mut self) -> crate::id_source::IdSource {
+        self.ep.fork_entropy()
+    }
+
+    /// The endpoint's application secret ([`ServerEndpoint::app_secret`]).
+    pub fn app_secret(&mut self) -> [u8; 32] {
+        self.ep.app_secret()
     }
 
     /// Calls [`App::on_timer`] with `token` after `ms` milliseconds.

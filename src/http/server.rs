@@ -58,6 +58,10 @@ pub struct ServerOptions {
     /// by the OS unless a simulation passes [`IdSource::reproducible`]. Each
     /// session's endpoint draws from its own [`IdSource::fork`].
     pub ids: IdSource,
+    /// The applications' secret ([`ServerEndpoint::app_secret`]: the key of
+    /// MRTR `requestState`), the same for every session task; `None` draws
+    /// one from `ids` at start. A fleet sets one secret on every instance.
+    pub app_secret: Option<[u8; 32]>,
     /// Frames queued on one streaming response before its client counts as
     /// too slow and the connection is closed (the stream stays resumable).
     pub frames_queued_max: usize,
@@ -94,6 +98,7 @@ impl Default for ServerOptions {
             endpoint,
             policy: ServerPolicy::FIXED,
             ids: IdSource::from_os(),
+            app_secret: None,
             frames_queued_max: 256,
             frame_bytes_queued_max: 1 << 20,
             requests_queued_max: 1024,
@@ -336,9 +341,13 @@ impl Server {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let live = Arc::new((AtomicUsize::new(0), Notify::new()));
         let (broadcasts, _) = broadcast::channel(options.broadcasts_queued_max.max(1));
+        let mut options = options;
+        let mut ids = options.ids.clone();
+        let secret = options.app_secret.unwrap_or_else(|| ids.secret());
+        options.app_secret = Some(secret);
         let shared = Arc::new(Shared {
             broadcasts,
-            ids: Mutex::new(options.ids.clone()),
+            ids: Mutex::new(ids),
             options,
             make_app: Box::new(make_app),
             table: RwLock::new(BTreeMap::new()),
@@ -558,7 +567,10 @@ fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>
             let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
             let mut config = shared.options.endpoint.clone();
             config.http_id_base = n * HTTP_IDS_PER_TASK;
-            let ep = ServerEndpoint::with_ids(config, shared.options.policy, ids);
+            let mut ep = ServerEndpoint::with_ids(config, shared.options.policy, ids);
+            if let Some(secret) = shared.options.app_secret {
+                ep.set_app_secret(secret);
+            }
             // The application's broadcasts reach the other tasks' endpoints.
             let to_others = shared.broadcasts.clone();
             let fanout: Fanout = Arc::new(move |method: &str, params: Option<&RawJson>| {

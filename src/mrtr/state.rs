@@ -38,22 +38,34 @@ const UNBOUND: [&str; 3] = ["_meta", "inputResponses", "requestState"];
 pub struct Binding(String);
 
 impl Binding {
-    /// The binding of a request `method` with `params` (as sent; what a retry
-    /// adds, `inputResponses` and `requestState`, and `_meta` are left out)
-    /// by `principal` (the authenticated caller, if the server knows one).
+    /// The binding of a request `method` with `params` by `principal` (the
+    /// authenticated caller, if the server knows one). For the three methods
+    /// that may ask for input, what names the request: the tool or prompt
+    /// and its arguments (absent and `{}` alike), or the resource; for any
+    /// other, its params without what a retry adds (`inputResponses`,
+    /// `requestState`) and `_meta`.
     pub fn of(method: &str, params: Option<&Value>, principal: Option<&str>) -> Binding {
-        let salient = match params {
-            Some(Value::Object(o)) => {
-                let kept: serde_json::Map<String, Value> = o
-                    .iter()
-                    .filter(|(k, _)| !UNBOUND.contains(&k.as_str()))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                // serde_json's map is ordered by key: one text per value.
-                Value::Object(kept).to_string()
-            }
-            Some(other) => other.to_string(),
-            None => "null".to_owned(),
+        let field = |k: &str| params.and_then(|p| p.get(k)).cloned();
+        let salient = match method {
+            "tools/call" | "prompts/get" => json!({
+                "name": field("name").unwrap_or(Value::Null),
+                "arguments": field("arguments").filter(|a| !a.is_null()).unwrap_or_else(|| json!({})),
+            })
+            .to_string(),
+            "resources/read" => json!({"uri": field("uri").unwrap_or(Value::Null)}).to_string(),
+            _ => match params {
+                Some(Value::Object(o)) => {
+                    let kept: serde_json::Map<String, Value> = o
+                        .iter()
+                        .filter(|(k, _)| !UNBOUND.contains(&k.as_str()))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    // serde_json's map is ordered by key: one text per value.
+                    Value::Object(kept).to_string()
+                }
+                Some(other) => other.to_string(),
+                None => "null".to_owned(),
+            },
         };
         Binding(format!(
             "mcp-streamable requestState v1\n{method}\n{salient}\n{}",
@@ -88,6 +100,15 @@ pub struct StateSealer {
     key: [u8; aead::KEY_LEN],
     nonces: IdSource,
     ttl_ms: u64,
+}
+
+impl std::fmt::Debug for StateSealer {
+    /// Never the key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateSealer")
+            .field("ttl_ms", &self.ttl_ms)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StateSealer {
@@ -177,6 +198,14 @@ mod tests {
         let retry = json!({"name": "book", "arguments": {"seat": 1}, "inputResponses": {"k": 1}, "requestState": state, "_meta": {"y": 2}});
         let same = Binding::of("tools/call", Some(&retry), Some("alice"));
         assert_eq!(s.open(&state, &same, t0).unwrap(), json!({"round": 2}));
+        // A first round without arguments, a retry with `{}`: one request.
+        let bare = Binding::of("tools/call", Some(&json!({"name": "book"})), None);
+        let empty = Binding::of(
+            "tools/call",
+            Some(&json!({"name": "book", "arguments": {}})),
+            None,
+        );
+        assert_eq!(bare, empty);
         for other in [
             Binding::of("tools/call", Some(&call(json!({"seat": 2}))), Some("alice")),
             Binding::of(

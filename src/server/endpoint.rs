@@ -129,6 +129,9 @@ pub struct ServerEndpoint {
     next_http: u64,
     transmits: VecDeque<Transmit>,
     dirty: BTreeSet<SessionId>,
+    /// The application's secret, the same for every session and request of
+    /// this endpoint (drawn on first use, or set for a fleet).
+    app_secret: Option<[u8; 32]>,
 }
 
 impl ServerEndpoint {
@@ -153,7 +156,35 @@ impl ServerEndpoint {
             routes: BTreeMap::new(),
             transmits: VecDeque::new(),
             dirty: BTreeSet::new(),
+            app_secret: None,
         }
+    }
+
+    /// A secret for what the application hands to clients and must know
+    /// again on any later request (the key of MRTR `requestState`): one per
+    /// endpoint, drawn from its source on first use. Applications are made
+    /// per session, and a modern request is a session of its own, so an
+    /// application cannot keep such a key itself.
+    pub fn app_secret(&mut self) -> [u8; 32] {
+        if let Some(k) = self.app_secret {
+            return k;
+        }
+        let key = self.ids.secret();
+        self.app_secret = Some(key);
+        key
+    }
+
+    /// Sets the application's secret: the instances of a fleet share one,
+    /// so a state sealed by one opens on any other.
+    pub fn set_app_secret(&mut self, key: [u8; 32]) {
+        self.app_secret = Some(key);
+    }
+
+    /// A source of its own for the application (MRTR state nonces and
+    /// keys, say), forked from the endpoint's: a CSPRNG in a shell, the
+    /// reproducible stream in a checker, so same seed, same trace.
+    pub fn fork_entropy(&mut self) -> IdSource {
+        self.ids.fork()
     }
 
     // ---- getters -------------------------------------------------------
