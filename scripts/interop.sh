@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Interop with real peers, on loopback only, every run judged by the monitor:
 #   the conformance server suite (all scenarios, pending included) against `serve`,
-#   the conformance 0.2.0-alpha's 2026-07-28 requirement set against `serve` (with a baseline
-#   of the suite's own mistakes and the fixture tools our app does not have yet, each named),
+#   the conformance 0.2.0-alpha's 2026-07-28 requirement set against `serve` (whole, no baseline),
 #   the conformance client scenarios initialize, tools_call, sse-retry with `call`,
 #   our client and `probe` against the TS and Python SDK servers, `probe` against rmcp 3.9.0,
 #   rmcp 3.9's client in its initialize, discover and auto modes;

@@ -6,8 +6,8 @@
 //! comes back through the client. Nothing here keeps state between rounds:
 //! any instance of a fleet can serve any round.
 //!
-//! The client's side of the loop is the client core's
-//! `ClientEvent::InputRequired`.
+//! The client's side of the loop (re-issuing with the input) is not built yet:
+//! docs/eras.md, "Not yet".
 
 pub mod input;
 pub mod state;
