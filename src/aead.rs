@@ -74,13 +74,7 @@ fn tag(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::poly1305::tests::hex;
 
     #[test]
     fn matches_rfc_8439_2_8_2() {

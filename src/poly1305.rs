@@ -99,10 +99,11 @@ pub fn tags_equal(a: &[u8; 16], b: &[u8; 16]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
+    /// Bytes of hex text; any other character (`:`, spaces) is skipped.
+    pub(crate) fn hex(s: &str) -> Vec<u8> {
         let s: String = s.chars().filter(char::is_ascii_hexdigit).collect();
         (0..s.len())
             .step_by(2)

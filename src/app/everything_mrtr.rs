@@ -63,6 +63,14 @@ pub const TOOLS: [(&str, &str); 11] = [
     ),
 ];
 
+/// The tools that carry a sealed `requestState` between rounds.
+const STATEFUL: [&str; 4] = [
+    "test_input_required_result_request_state",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+];
+
 /// The prompt that asks for input.
 pub const PROMPT: &str = "test_input_required_result_prompt";
 
@@ -175,6 +183,15 @@ fn roots(responses: &Map<String, Value>, key: &str) -> Option<usize> {
 /// The answer to tool `name`, if it is one of these fixtures.
 pub fn call(name: &str, mut round: Round<'_>) -> Option<Result<RawJson, ErrorObject>> {
     let r = &mut round;
+    // The tools that issue a state verify the one echoed to them first.
+    let state = if STATEFUL.contains(&name) {
+        match r.state() {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        }
+    } else {
+        None
+    };
     let answer = match name {
         "test_input_required_result_elicitation" => {
             match accepted(&r.responses(), "user_name", "name") {
@@ -195,10 +212,6 @@ pub fn call(name: &str, mut round: Round<'_>) -> Option<Result<RawJson, ErrorObj
         },
         "test_input_required_result_request_state"
         | "test_input_required_result_tampered_state" => {
-            let state = match r.state() {
-                Ok(s) => s,
-                Err(e) => return Some(Err(e)),
-            };
             match (state, accepted_any(&r.responses(), "confirm")) {
                 (Some(s), Some(_)) if s["step"] == 1 => text_result("state-ok"),
                 _ => {
@@ -213,10 +226,6 @@ pub fn call(name: &str, mut round: Round<'_>) -> Option<Result<RawJson, ErrorObj
             }
         }
         "test_input_required_result_multiple_inputs" => {
-            let state = match r.state() {
-                Ok(s) => s,
-                Err(e) => return Some(Err(e)),
-            };
             let got = r.responses();
             match (
                 state,
@@ -238,10 +247,6 @@ pub fn call(name: &str, mut round: Round<'_>) -> Option<Result<RawJson, ErrorObj
             }
         }
         "test_input_required_result_multi_round" => {
-            let state = match r.state() {
-                Ok(s) => s,
-                Err(e) => return Some(Err(e)),
-            };
             let got = r.responses();
             let round = state
                 .as_ref()

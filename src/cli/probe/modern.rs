@@ -93,24 +93,28 @@ impl Probe {
         tweak: impl FnOnce(&mut Vec<(String, String)>),
         window: std::time::Duration,
     ) -> Option<(u64, Open)> {
-        let id = self.id();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": call.method, "params": call.params(version)})
-            .to_string();
-        let mut h = modern_headers(call, version);
-        tweak(&mut h);
-        let o = self.t.send("POST", &h, &body, window).await?;
+        let (id, mut o) = self.modern_open_at(call, version, tweak).await?;
+        o.gather(window).await;
         Some((id, o))
     }
 
     /// Opens a modern POST and leaves it open (a listen).
     async fn modern_open(&mut self, call: &Call<'_>) -> Option<(u64, Open)> {
+        self.modern_open_at(call, MODERN, |_| {}).await
+    }
+
+    async fn modern_open_at(
+        &mut self,
+        call: &Call<'_>,
+        version: &str,
+        tweak: impl FnOnce(&mut Vec<(String, String)>),
+    ) -> Option<(u64, Open)> {
         let id = self.id();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": call.method, "params": call.params(MODERN)})
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": call.method, "params": call.params(version)})
             .to_string();
-        let o = self
-            .t
-            .open("POST", &modern_headers(call, MODERN), &body)
-            .await?;
+        let mut h = modern_headers(call, version);
+        tweak(&mut h);
+        let o = self.t.open("POST", &h, &body).await?;
         Some((id, o))
     }
 }
