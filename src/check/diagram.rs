@@ -241,6 +241,9 @@ impl Diagram {
                     ClientEvent::FellBack { id, error } => {
                         format!("app: probe ({id}) {error}: session era")
                     }
+                    ClientEvent::InputRequired { id, round, .. } => {
+                        format!("app: ({id}) needs input, round {round}")
+                    }
                     ClientEvent::ServerRequest { method, .. } => format!("app: asked {method}"),
                     ClientEvent::Notification { method, .. } => format!("app: {method}"),
                     ClientEvent::SessionLost => "app: session lost".into(),

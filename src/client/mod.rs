@@ -8,8 +8,11 @@
 mod drain;
 mod listen;
 mod modern;
+mod mrtr;
 mod session;
 mod streams;
+#[cfg(test)]
+mod testing;
 
 pub use drain::ClientOutput;
 pub use listen::ACKNOWLEDGED;
@@ -60,6 +63,10 @@ pub struct ClientConfig {
     /// ends with `StreamLost` (a server that refuses nothing but never
     /// acknowledges cannot keep the client reconnecting forever).
     pub relisten_failures_max: u32,
+    /// `InputRequiredResult`s one request may get before it fails with
+    /// `TooManyInputRounds` (2026-07-28 MRTR: a server that keeps asking
+    /// cannot keep the client retrying forever; the SDKs stop at 10).
+    pub input_rounds_max: u32,
 }
 
 /// Who answers the server's requests.
@@ -92,6 +99,7 @@ impl Default for ClientConfig {
             body_max: 4 << 20,
             listens_max: 16,
             relisten_failures_max: 3,
+            input_rounds_max: 10,
         }
     }
 }
@@ -219,6 +227,14 @@ pub enum ClientError {
     /// The server's answer was not what the protocol allows.
     #[error("malformed answer: {0}")]
     Malformed(&'static str),
+    /// The server answered `InputRequiredResult` more than
+    /// `input_rounds_max` times.
+    #[error("the server asked for input more than {0} times")]
+    TooManyInputRounds(u32),
+    /// The server asked for input and nobody here provides it
+    /// (`ServerRequests::Decline`).
+    #[error("the server asked for input this client does not provide")]
+    InputDeclined,
 }
 
 /// A command the application should not have issued now.
@@ -251,6 +267,10 @@ pub enum ClientUsageError {
     /// No such listen.
     #[error("{0} is not listening")]
     UnknownListen(ListenId),
+    /// `provide_input` takes a map of answers keyed as the server keyed
+    /// its `inputRequests`.
+    #[error("input responses must be a JSON object keyed by input request")]
+    InputNotAMap,
 }
 
 /// What the application must handle.
@@ -289,6 +309,19 @@ pub enum ClientEvent {
         id: RequestId,
         /// Why.
         error: ClientError,
+    },
+    /// The server needs input before it can answer request `id`
+    /// (2026-07-28 MRTR, an `InputRequiredResult`): gather an answer to
+    /// each of `requests` (a map of `{method, params}` by key: elicitation,
+    /// sampling, roots) and pass them, keyed alike, to `provide_input`,
+    /// which retries the request. Its answer still comes under `id`.
+    InputRequired {
+        /// The request, as `send_request` named it.
+        id: RequestId,
+        /// What the server asks, by its keys.
+        requests: RawJson,
+        /// Which round this is (1 for the first `InputRequiredResult`).
+        round: u32,
     },
     /// A server-to-client request; answer with `respond`.
     ServerRequest {

@@ -11,8 +11,10 @@
 //!
 //! Fallback follows `basic/transports/streamable-http.mdx` ("Backward
 //! Compatibility"): a modern error (-32020, -32021, -32022) means a modern
-//! server, so no fallback (-32022 without 2026-07-28 in `supported` means a
-//! modern server this client cannot speak to: fails); anything else (a 4xx
+//! server, so no fallback (-32022 whose `supported` names neither
+//! 2026-07-28 nor a session-era version means a server this client cannot
+//! speak to: fails; one that names a session-era version is answered with
+//! `initialize`, where that version is negotiated); anything else (a 4xx
 //! with another body or none, an error result, a broken probe) means a
 //! session-era server: `initialize`.
 
@@ -161,7 +163,8 @@ impl ClientSession {
     pub(super) fn discover_failed(&mut self, n: i64, error: ClientError, now: Instant) {
         self.phase = Phase::Fresh;
         let modern_server = matches!(&error, ClientError::Status { error: Some(e), .. }
-            if [HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION].contains(&e.code));
+            if [HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION].contains(&e.code)
+                && !offers_session_era(e));
         let params = self.init_params.clone();
         match (self.config.era, params) {
             (super::ClientEra::Auto, Some(params)) if !modern_server => {
@@ -181,6 +184,25 @@ impl ClientSession {
     }
 }
 
+/// Whether a -32022 refusal's `supported` names a session-era version this
+/// client speaks: the server then wants `initialize`, which `Auto` falls
+/// back to (and negotiates the version there), as rmcp's `Auto` retries
+/// with a supported version.
+fn offers_session_era(e: &ErrorObject) -> bool {
+    e.code == UNSUPPORTED_PROTOCOL_VERSION
+        && e.data
+            .as_ref()
+            .map(RawJson::to_value)
+            .and_then(|d| d.get("supported").cloned())
+            .and_then(|s| s.as_array().cloned())
+            .is_some_and(|s| {
+                s.iter().filter_map(Value::as_str).any(|v| {
+                    v.parse::<ProtocolVersion>()
+                        .is_ok_and(|v| ProtocolVersion::LEGACY.contains(&v))
+                })
+            })
+}
+
 /// An `Mcp-Name` value: as it is when plain visible ASCII without
 /// surrounding blanks, else `=?base64?…?=` (as a plain value that looks
 /// like the sentinel is too).
@@ -198,49 +220,8 @@ pub fn encode_name(name: &str) -> String {
 mod tests {
     use super::*;
 
-    use crate::client::{ClientConfig, ClientEvent, ClientTransmitKind};
-    use crate::head::ResponseHead;
-    use crate::policy::ClientPolicy;
-
-    fn client(era: ClientEra) -> ClientSession {
-        let config = ClientConfig {
-            era,
-            ..ClientConfig::default()
-        };
-        ClientSession::new(config, ClientPolicy::FIXED)
-    }
-
-    /// Every request the client sends now: (method header, name header, body).
-    fn sent(c: &mut ClientSession) -> Vec<(HttpId, Option<String>, Option<String>)> {
-        std::iter::from_fn(|| c.poll_transmit())
-            .filter_map(|t| match t.kind {
-                ClientTransmitKind::Send { head, .. } => Some((
-                    t.http,
-                    head.header("mcp-method").map(str::to_owned),
-                    head.header("mcp-name").map(str::to_owned),
-                )),
-                ClientTransmitKind::Abort => None,
-            })
-            .collect()
-    }
-
-    /// Answers exchange `http` with `status` and a JSON `body`, then ends it.
-    fn answer(c: &mut ClientSession, http: HttpId, status: u16, body: &str) {
-        let now = Instant::ZERO;
-        let head = ResponseHead::from_wire(status, [("content-type", "application/json")]);
-        c.handle_response_head(http, head, now);
-        c.handle_body(http, body.as_bytes(), now);
-        c.handle_http_closed(http, now);
-    }
-
-    fn probe(era: ClientEra) -> (ClientSession, HttpId) {
-        let mut c = client(era);
-        c.initialize(RawJson::empty_object(), Instant::ZERO)
-            .unwrap();
-        let s = sent(&mut c);
-        assert_eq!(s[0].1.as_deref(), Some("server/discover"));
-        (c, s[0].0)
-    }
+    use crate::client::testing::{answer, probe, sent};
+    use crate::client::ClientEvent;
 
     #[test]
     fn a_modern_refusal_of_the_probe_is_no_reason_to_fall_back() {
@@ -270,6 +251,39 @@ mod tests {
             "{events:?}"
         );
         assert_eq!(sent(&mut c).len(), 1, "initialize follows");
+    }
+
+    #[test]
+    fn an_unsupported_version_naming_a_session_era_one_is_answered_with_initialize() {
+        let refusal = |supported: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":-32022,"message":"unsupported","data":{{"supported":{supported},"requested":"2026-07-28"}}}}}}"#
+            )
+        };
+        let (mut c, http) = probe(ClientEra::Auto);
+        answer(
+            &mut c,
+            http,
+            400,
+            &refusal(r#"["2025-06-18","2027-01-01"]"#),
+        );
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(&events[..], [ClientEvent::FellBack { .. }]),
+            "{events:?}"
+        );
+        let s = sent(&mut c);
+        assert_eq!(s.len(), 1, "initialize follows");
+        assert_eq!(s[0].body["method"], "initialize");
+        // `Modern` does not fall back, whatever the server supports.
+        let (mut c, http) = probe(ClientEra::Modern);
+        answer(&mut c, http, 400, &refusal(r#"["2025-06-18"]"#));
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(&events[..], [ClientEvent::Failed { .. }]),
+            "{events:?}"
+        );
+        assert!(sent(&mut c).is_empty());
     }
 
     #[test]
@@ -305,7 +319,10 @@ mod tests {
         c.send_request("prompts/get", params(serde_json::json!({"name": "p"})), now)
             .unwrap();
         c.send_request("tools/list", None, now).unwrap();
-        let names: Vec<_> = sent(&mut c).into_iter().map(|(_, m, n)| (m, n)).collect();
+        let names: Vec<_> = sent(&mut c)
+            .into_iter()
+            .map(|s| (s.method, s.name))
+            .collect();
         assert_eq!(
             names,
             [

@@ -81,6 +81,9 @@ impl Exchange {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Pending {
     pub(super) method: String,
+    /// The id the application knows the request by: its own, or for a
+    /// later round of a multi round-trip request, the first round's.
+    pub(super) handle: i64,
     /// The exchange currently carrying the request's stream.
     pub(super) http: Option<HttpId>,
     /// Last event id seen on the request's stream (across its resumptions).
@@ -149,6 +152,8 @@ pub struct ClientSession {
     /// The application's listens (modern era), at most `listens_max`.
     pub(super) listens: BTreeMap<super::ListenId, super::listen::Listen>,
     pub(super) next_listen: u32,
+    /// Modern requests that may take several rounds (MRTR), by handle.
+    pub(super) rounds: BTreeMap<i64, super::mrtr::Rounds>,
 }
 
 impl ClientSession {
@@ -177,6 +182,7 @@ impl ClientSession {
             init_params: None,
             listens: BTreeMap::new(),
             next_listen: 1,
+            rounds: BTreeMap::new(),
         }
     }
 
@@ -207,9 +213,10 @@ impl ClientSession {
         &self.policy
     }
 
-    /// Requests in flight (including orphaned foregrounds under `KeepRunning`).
+    /// Requests in flight (including orphaned foregrounds under
+    /// `KeepRunning`), by the id the application knows them by.
     pub fn pending(&self) -> impl Iterator<Item = RequestId> + '_ {
-        self.pending.keys().map(|n| RequestId::Num(*n))
+        self.pending.values().map(|p| RequestId::Num(p.handle))
     }
 
     /// Exchanges the client is running.
@@ -294,10 +301,11 @@ impl ClientSession {
         now: Instant,
     ) -> Result<RequestId, ClientUsageError> {
         self.check_ready()?;
-        if self.pending.len() >= self.config.pending_max {
+        if self.outstanding() >= self.config.pending_max {
             return Err(ClientUsageError::TooManyRequests);
         }
         let n = self.mint_id();
+        self.start_rounds(n, method, params.as_ref());
         let msg = Message::request(n, method, params);
         let http = self.send_post(Role::Request(n), &msg);
         self.track(n, method, Some(http), now);
@@ -341,15 +349,23 @@ impl ClientSession {
         Ok(())
     }
 
-    /// Cancels a request: `notifications/cancelled`, its exchanges aborted, and
+    /// Cancels a request: `notifications/cancelled` (the modern era closes
+    /// the stream instead), its exchanges aborted, and
     /// [`ClientEvent::Failed`] with `Cancelled`. A late response is dropped.
     pub fn cancel(&mut self, id: &RequestId, now: Instant) -> Result<(), ClientUsageError> {
-        let n = match id {
-            RequestId::Num(n) if self.pending.get(n).is_some_and(|p| !p.returned) => *n,
-            _ => return Err(ClientUsageError::UnknownRequest(id.clone())),
+        let RequestId::Num(h) = id else {
+            return Err(ClientUsageError::UnknownRequest(id.clone()));
         };
-        self.give_up(n, ClientError::Cancelled, true, now);
-        Ok(())
+        if self.cancel_awaiting(*h) {
+            return Ok(());
+        }
+        match self.wire_of(*h) {
+            Some(n) if self.pending.get(&n).is_some_and(|p| !p.returned) => {
+                self.give_up(n, ClientError::Cancelled, true, now);
+                Ok(())
+            }
+            _ => Err(ClientUsageError::UnknownRequest(id.clone())),
+        }
     }
 
     /// Ends the session: DELETE (R26), every exchange aborted, every request failed.
@@ -512,6 +528,7 @@ impl ClientSession {
             n,
             Pending {
                 method: method.to_owned(),
+                handle: n,
                 http,
                 last_id: None,
                 retry_ms: None,
@@ -680,8 +697,13 @@ impl ClientSession {
             self.finish_initialize(via, n, result, now);
             return;
         }
+        if matches!(&result, Ok(r) if self.input_required(n, r, now)) {
+            return;
+        }
+        let handle = self.handle_of(n);
+        self.end_rounds(handle);
         self.events.push_back(ClientEvent::Response {
-            id: RequestId::Num(n),
+            id: RequestId::Num(handle),
             result,
         });
         self.after_return(n, via, own);
@@ -837,6 +859,8 @@ impl ClientSession {
             .pending
             .get(&n)
             .is_some_and(|p| p.method == "initialize");
+        let handle = self.handle_of(n);
+        self.end_rounds(handle);
         self.retire(n);
         if tell_server && self.phase == Phase::Ready && !was_initialize {
             let params = serde_json::json!({"requestId": n, "reason": error.to_string()});
@@ -849,7 +873,7 @@ impl ClientSession {
             self.phase = Phase::Fresh;
         }
         self.events.push_back(ClientEvent::Failed {
-            id: RequestId::Num(n),
+            id: RequestId::Num(handle),
             error,
         });
     }
@@ -876,6 +900,7 @@ impl ClientSession {
                 self.give_up(n, error.clone(), false, now);
             }
         }
+        self.fail_awaiting(&error);
         let all: Vec<HttpId> = self.exchanges.keys().copied().collect();
         for http in all {
             self.abort(http);

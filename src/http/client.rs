@@ -8,13 +8,14 @@
 use super::io::Connect;
 use crate::client::{
     ClientConfig, ClientError, ClientEvent, ClientOutput, ClientSession, ClientTransmitKind,
-    ServerRequests,
+    ListenId, ServerRequests,
 };
 use crate::head::{Content, RequestHead, ResponseHead};
 use crate::ids::{HttpId, RequestId};
 use crate::jsonrpc::{ErrorObject, RawJson};
 use crate::monitor::Observation;
 use crate::policy::ClientPolicy;
+use crate::server::modern::ListenFilter;
 use crate::sse::{SseDecoder, SseItem};
 use crate::time::Instant;
 use bytes::Bytes;
@@ -42,7 +43,9 @@ pub enum ShellError {
     Stopped,
 }
 
-/// Answers server-to-client requests (sampling, elicitation, roots/list, …).
+/// Answers server-to-client requests (sampling, elicitation, roots/list, …):
+/// in the session era as they arrive, in the 2026-07-28 era each input
+/// request of an `InputRequiredResult`, before the shell retries.
 pub type RequestHandler =
     Box<dyn FnMut(&str, Option<RawJson>) -> Result<RawJson, ErrorObject> + Send>;
 
@@ -106,6 +109,8 @@ enum Cmd {
         params: Option<RawJson>,
     },
     Cancel(RequestId),
+    Listen(ListenFilter, oneshot::Sender<Result<ListenId, ShellError>>),
+    Unlisten(ListenId),
     Close(oneshot::Sender<()>),
 }
 
@@ -246,6 +251,29 @@ impl Client {
             .map_err(|_| ShellError::Stopped)
     }
 
+    /// Listens for the change notifications `filter` names (2026-07-28
+    /// only; the session era hears them on its background GET). The
+    /// acknowledgement comes as [`ClientEvent::Listening`] (list what you
+    /// show now), the notifications as [`ClientEvent::Notification`], both
+    /// through [`Client::subscribe`]; a broken stream is listened again,
+    /// the end is [`ClientEvent::ListenEnded`].
+    pub async fn listen(&self, filter: ListenFilter) -> Result<ListenId, ShellError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Cmd::Listen(filter, reply))
+            .await
+            .map_err(|_| ShellError::Stopped)?;
+        rx.await.map_err(|_| ShellError::Stopped)?
+    }
+
+    /// Stops a listen (closes its stream).
+    pub async fn unlisten(&self, listen: ListenId) -> Result<(), ShellError> {
+        self.tx
+            .send(Cmd::Unlisten(listen))
+            .await
+            .map_err(|_| ShellError::Stopped)
+    }
+
     /// Server notifications, server requests and session events, as they come.
     pub fn subscribe(&self) -> broadcast::Receiver<ClientEvent> {
         self.events.subscribe()
@@ -352,6 +380,13 @@ impl<C: Connect> Owner<C> {
             }
             Cmd::Cancel(id) => {
                 let _ = self.core.cancel(&id, now);
+            }
+            Cmd::Listen(filter, reply) => {
+                let listen = self.core.listen(filter, now);
+                let _ = reply.send(listen.map_err(|e| ShellError::Usage(e.to_string())));
+            }
+            Cmd::Unlisten(listen) => {
+                let _ = self.core.unlisten(listen);
             }
             Cmd::Close(done) => {
                 self.core.close(now);
@@ -472,12 +507,39 @@ impl<C: Connect> Owner<C> {
                             let _ = core.respond(id.clone(), answer, now);
                         }
                     }
+                    ClientEvent::InputRequired { id, requests, .. } => {
+                        // Without a handler the core fails these itself
+                        // (`InputDeclined`).
+                        if let Some(h) = handler {
+                            let answers = answer_inputs(h, requests);
+                            let _ = core.provide_input(id, answers, now);
+                        }
+                    }
                     _ => {}
                 }
                 let _ = events.send(e);
             }
         });
     }
+}
+
+/// The handler's answer to each input request of an `InputRequiredResult`,
+/// keyed as the server keyed them. One the handler fails is left out: the
+/// server asks again (bounded by `input_rounds_max`) or does without.
+fn answer_inputs(handler: &mut RequestHandler, requests: &RawJson) -> RawJson {
+    let asked = requests.to_value();
+    let answers: serde_json::Map<String, serde_json::Value> = asked
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(key, request)| {
+            let method = request.get("method")?.as_str()?;
+            let params = request.get("params").cloned().map(RawJson::from);
+            let answer = handler(method, params).ok()?;
+            Some((key.clone(), answer.to_value()))
+        })
+        .collect();
+    RawJson::from(serde_json::Value::Object(answers))
 }
 
 /// One request the core asked to send, and how much of a whole answer to read.

@@ -6,8 +6,9 @@
 //! comes back through the client. Nothing here keeps state between rounds:
 //! any instance of a fleet can serve any round.
 //!
-//! The client's side of the loop (re-issuing with the input) is not built yet:
-//! docs/eras.md, "Not yet".
+//! The client's side of the loop (re-issuing with the input under one
+//! handle) is `client/mrtr.rs`: `ClientEvent::InputRequired` and
+//! `ClientSession::provide_input`.
 
 pub mod input;
 pub mod state;
