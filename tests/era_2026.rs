@@ -990,3 +990,212 @@ fn initialize_offering_the_modern_version_gets_the_newest_session_era_one() {
     assert_eq!(v["result"]["protocolVersion"], "2025-11-25");
     h.clean();
 }
+
+mod client_through_the_driver {
+    //! Our client core against the reference application through the
+    //! driver, bytes moved as a transport moves them ([`Link`]): the MRTR
+    //! loop under one handle, a listen, a capability the server needs.
+    use super::common::driver::{DriverHarness as Harness, Link};
+    use mcp_streamable::client::{
+        ClientConfig, ClientEra, ClientError, ClientEvent, ClientSession, ListenId,
+    };
+    use mcp_streamable::ids::RequestId;
+    use mcp_streamable::jsonrpc::RawJson;
+    use mcp_streamable::policy::ClientPolicy;
+    use mcp_streamable::server::modern::ListenFilter;
+    use serde_json::{json, Value};
+
+    /// A modern client declaring `capabilities`, past its probe.
+    fn ready(h: &mut Harness, link: &mut Link, capabilities: Value) -> ClientSession {
+        let config = ClientConfig {
+            era: ClientEra::Modern,
+            ..ClientConfig::default()
+        };
+        let mut c = ClientSession::new(config, ClientPolicy::FIXED);
+        let params =
+            json!({"capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}});
+        c.initialize(RawJson::from(params), h.now()).unwrap();
+        h.link(&mut c, link, 1_000, |_, _, _| {});
+        assert!(c.is_ready() && c.is_modern());
+        c
+    }
+
+    /// What a user and a model would answer, for each input request.
+    fn answers(requests: &RawJson) -> RawJson {
+        let asked = requests.to_value();
+        let answers: serde_json::Map<String, Value> = asked
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(key, r)| {
+                let answer = match r["method"].as_str().unwrap() {
+                    "elicitation/create" => {
+                        json!({"action": "accept", "content": {"name": "Ada", "color": "green", "ok": true}})
+                    }
+                    "sampling/createMessage" => json!({
+                        "role": "assistant", "content": {"type": "text", "text": "Paris"},
+                        "model": "m", "stopReason": "endTurn"
+                    }),
+                    "roots/list" => json!({"roots": [{"uri": "file:///w", "name": "w"}]}),
+                    other => panic!("asked {other}"),
+                };
+                (key.clone(), answer)
+            })
+            .collect();
+        RawJson::from(Value::Object(answers))
+    }
+
+    /// Calls `tool`, answering every round; the events the call produced.
+    fn call(
+        h: &mut Harness,
+        link: &mut Link,
+        c: &mut ClientSession,
+        tool: &str,
+    ) -> (RequestId, Vec<ClientEvent>) {
+        let params = json!({"name": tool, "arguments": {}});
+        let id = c
+            .send_request("tools/call", Some(RawJson::from(params)), h.now())
+            .unwrap();
+        let mut events = Vec::new();
+        h.link(c, link, 10_000, |c, e, now| {
+            if let ClientEvent::InputRequired { id, requests, .. } = &e {
+                c.provide_input(id, answers(requests), now).unwrap();
+            }
+            events.push(e);
+        });
+        (id, events)
+    }
+
+    fn text(events: &[ClientEvent], id: &RequestId) -> String {
+        let done: Vec<_> = events
+            .iter()
+            .filter(|e| matches!(e, ClientEvent::Response { .. } | ClientEvent::Failed { .. }))
+            .collect();
+        match &done[..] {
+            [ClientEvent::Response {
+                id: r,
+                result: Ok(v),
+            }] if r == id => v.to_value()["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+            other => panic!("one answer for {id}: {other:?}"),
+        }
+    }
+
+    fn rounds(events: &[ClientEvent], id: &RequestId) -> Vec<u32> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::InputRequired { id: r, round, .. } if r == id => Some(*round),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_multi_round_tool_answers_the_one_handle_after_two_rounds() {
+        let mut h = Harness::new();
+        let mut link = Link::default();
+        let mut c = ready(&mut h, &mut link, json!({"elicitation": {}}));
+        let (id, events) = call(
+            &mut h,
+            &mut link,
+            &mut c,
+            "test_input_required_result_multi_round",
+        );
+        assert_eq!(text(&events, &id), "Ada likes green");
+        assert_eq!(rounds(&events, &id), [1, 2]);
+        assert_eq!(c.pending().count() + c.awaiting_input().count(), 0);
+        // Each round carried the state the server sealed in the round before.
+        let (id, events) = call(
+            &mut h,
+            &mut link,
+            &mut c,
+            "test_input_required_result_request_state",
+        );
+        assert_eq!(text(&events, &id), "state-ok");
+        h.clean();
+    }
+
+    #[test]
+    fn input_of_every_kind_in_one_round() {
+        let mut h = Harness::new();
+        let mut link = Link::default();
+        let caps = json!({"elicitation": {}, "sampling": {}, "roots": {}});
+        let mut c = ready(&mut h, &mut link, caps);
+        let (id, events) = call(
+            &mut h,
+            &mut link,
+            &mut c,
+            "test_input_required_result_multiple_inputs",
+        );
+        assert_eq!(text(&events, &id), r#"Ada said "Paris" with 1 roots"#);
+        assert_eq!(rounds(&events, &id), [1]);
+        h.clean();
+    }
+
+    #[test]
+    fn a_capability_the_server_needs_and_the_client_lacks_fails_with_32021() {
+        let mut h = Harness::new();
+        let mut link = Link::default();
+        let mut c = ready(&mut h, &mut link, json!({"elicitation": {}}));
+        let (id, events) = call(&mut h, &mut link, &mut c, "test_missing_capability");
+        let failed = events.iter().find_map(|e| match e {
+            ClientEvent::Failed { id: r, error } if *r == id => Some(error.clone()),
+            _ => None,
+        });
+        assert!(
+            matches!(&failed, Some(ClientError::Status { status: 400, error: Some(e) }) if e.code == -32021),
+            "{failed:?}"
+        );
+        h.clean();
+    }
+
+    #[test]
+    fn a_listen_hears_each_change_once_and_the_graceful_end() {
+        let mut h = Harness::new();
+        let mut link = Link::default();
+        let mut c = ready(&mut h, &mut link, json!({}));
+        let filter = ListenFilter {
+            tools: true,
+            ..ListenFilter::default()
+        };
+        let l = c.listen(filter, h.now()).unwrap();
+        let mut events = Vec::new();
+        h.link(&mut c, &mut link, 1_000, |_, e, _| events.push(e));
+        assert!(
+            matches!(&events[..], [ClientEvent::Listening { listen, resumed: false, .. }] if *listen == l),
+            "{events:?}"
+        );
+        assert!(c.is_listening(l));
+        let now = h.now();
+        assert_eq!(
+            h.driver
+                .broadcast("notifications/tools/list_changed", None, now),
+            1
+        );
+        assert_eq!(
+            h.driver
+                .broadcast("notifications/prompts/list_changed", None, now),
+            0
+        );
+        h.driver.end_listens(now);
+        let mut events = Vec::new();
+        h.link(&mut c, &mut link, 1_000, |_, e, _| events.push(e));
+        let heard: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::Notification { method, .. } => Some(method.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(heard, ["notifications/tools/list_changed"]);
+        assert!(
+            matches!(events.last(), Some(ClientEvent::ListenEnded { listen, error: None }) if *listen == l),
+            "{events:?}"
+        );
+        assert_eq!(c.listens().collect::<Vec<ListenId>>(), []);
+        h.clean();
+    }
+}

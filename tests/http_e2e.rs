@@ -578,3 +578,100 @@ async fn a_json_answer_past_body_max_is_cut_off_not_buffered() {
     // Past it the transport stops reading; the core fails the request.
     assert!(connect(addr, 16 * 1024).await.is_err());
 }
+
+/// The reference application on loopback, for the modern era's tests.
+async fn start_everything(monitor: &Shared) -> ServerHandle {
+    Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        ServerOptions::default(),
+        mcp_streamable::app::EverythingApp::default,
+        Some(tap(monitor)),
+    )
+    .await
+    .expect("bind loopback")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_modern_shell_answers_input_rounds_with_its_handler_and_listens() {
+    use mcp_streamable::client::ClientEra;
+    use mcp_streamable::server::modern::ListenFilter;
+    let monitor: Shared = Arc::default();
+    let server = start_everything(&monitor).await;
+    let addr = server.addr.unwrap();
+    let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
+    let mut options = ClientOptions {
+        tap: Some(tap(&monitor)),
+        ..ClientOptions::default()
+    };
+    options.config.era = ClientEra::Modern;
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = asked.clone();
+    options.handler = Some(Box::new(move |method, _params| {
+        log.lock().unwrap().push(method.to_owned());
+        match method {
+            "elicitation/create" => Ok(RawJson::from(
+                serde_json::json!({"action": "accept", "content": {"name": "Ada", "color": "green"}}),
+            )),
+            _ => Err(ErrorObject::new(-32601, "no")),
+        }
+    }));
+    let (client, discovered) = Client::connect(TcpConnect(addr), &authority, &path, options)
+        .await
+        .expect("discover");
+    assert!(discovered.to_value()["supportedVersions"]
+        .as_array()
+        .unwrap()
+        .contains(&"2026-07-28".into()));
+    let answer = client
+        .call_tool(
+            "test_input_required_result_multi_round",
+            serde_json::json!({}),
+        )
+        .await
+        .expect("answered")
+        .expect("a result");
+    assert_eq!(answer.to_value()["content"][0]["text"], "Ada likes green");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["elicitation/create", "elicitation/create"],
+        "the handler answered both rounds"
+    );
+    // A listen hears a change the server makes after its acknowledgement.
+    let mut events = client.subscribe();
+    let filter = ListenFilter {
+        tools: true,
+        ..ListenFilter::default()
+    };
+    let listen = client.listen(filter).await.expect("listen");
+    let acked = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(ClientEvent::Listening { listen: l, .. }) = events.recv().await {
+                break l;
+            }
+        }
+    })
+    .await
+    .expect("acknowledged");
+    assert_eq!(acked, listen);
+    client
+        .call_tool("notify", serde_json::json!({}))
+        .await
+        .expect("answered")
+        .expect("a result");
+    let heard = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(ClientEvent::Notification { method, .. }) = events.recv().await {
+                break method;
+            }
+        }
+    })
+    .await
+    .expect("the change reached the listen");
+    assert_eq!(heard, "notifications/tools/list_changed");
+    client.unlisten(listen).await.unwrap();
+    client.close().await;
+    server.shutdown().await;
+    let mut m = monitor.lock().unwrap();
+    m.finish(&[]);
+    assert!(m.violations().is_empty(), "{:?}", m.violations());
+}

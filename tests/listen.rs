@@ -216,6 +216,10 @@ fn unlisten_closes_the_stream_and_nothing_more_is_heard() {
     w.server_broadcast(TOOLS);
     w.drive();
     assert_eq!(heard(&w, TOOLS), 0);
+    assert!(w.client_events.iter().any(|e| matches!(
+        e,
+        ClientEvent::ListenEnded { listen, error: Some(ClientError::Cancelled) } if *listen == l
+    )));
     assert_eq!(
         w.client_mut().unlisten(l),
         Err(ClientUsageError::UnknownListen(l))
@@ -244,4 +248,25 @@ fn listen_needs_the_modern_era_and_is_bounded() {
         w.client_mut().listen(ListenFilter::all(), now),
         Err(ClientUsageError::TooManyRequests)
     );
+}
+
+#[test]
+fn unlisten_while_waiting_to_listen_again_is_over_for_the_monitor_too() {
+    // Found by tests/era_props.rs: the stream broke, the re-listen waited,
+    // the application stopped the listen; a change then is no stale list.
+    let mut w = world(Relisten::AndRelist);
+    let l = w.listen_on(0).unwrap();
+    w.drive();
+    let stream = w
+        .client()
+        .exchanges()
+        .find(|h| matches!(w.client().purpose(*h), Some(Purpose::Listen { .. })))
+        .expect("the listen's stream");
+    w.drop_link(World::world_http(0, stream), false);
+    w.pump();
+    w.client_mut().unlisten(l).unwrap();
+    w.pump();
+    w.server_broadcast(TOOLS);
+    w.drive();
+    assert_eq!(violations(&mut w), Vec::<&str>::new());
 }

@@ -84,16 +84,16 @@ impl ClientSession {
         Ok(l)
     }
 
-    /// Stops listening: the stream is closed (the era's cancellation) and
-    /// nothing more is heard of `l`.
+    /// Stops listening: the stream is closed (the era's cancellation),
+    /// [`ClientEvent::ListenEnded`] says `Cancelled` (as `cancel` ends a
+    /// request with `Failed`), and nothing more is heard of `l`. The event
+    /// is what tells an observer the listen is over even when no stream
+    /// was open to close (a re-listen was waiting).
     pub fn unlisten(&mut self, l: ListenId) -> Result<(), ClientUsageError> {
-        let Some(listen) = self.listens.remove(&l) else {
+        if !self.listens.contains_key(&l) {
             return Err(ClientUsageError::UnknownListen(l));
-        };
-        self.timers.stop(ClientTimer::Relisten(l.0));
-        if let Some(http) = listen.http {
-            self.abort(http);
         }
+        self.end_listen(l, Some(ClientError::Cancelled));
         Ok(())
     }
 

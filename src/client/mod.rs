@@ -138,6 +138,14 @@ pub enum Purpose {
     Initialize(RequestId),
     /// A request's POST, or a GET resuming its stream.
     Request(RequestId),
+    /// A later round of a multi round-trip request (2026-07-28 MRTR): the
+    /// retry `request`, which the application knows as `handle`.
+    Round {
+        /// The id `send_request` returned, which every round's outcome names.
+        handle: RequestId,
+        /// This round's own JSON-RPC id.
+        request: RequestId,
+    },
     /// A POST of a notification or of a response to a server request.
     Notify,
     /// The standalone background GET.
@@ -161,6 +169,7 @@ impl Purpose {
     pub fn request(&self) -> Option<&RequestId> {
         match self {
             Purpose::Initialize(id) | Purpose::Request(id) => Some(id),
+            Purpose::Round { request, .. } => Some(request),
             _ => None,
         }
     }
@@ -356,7 +365,8 @@ pub enum ClientEvent {
         resumed: bool,
     },
     /// A listen is over: `None` when the server ended it (`complete`), else
-    /// why (refused, or broken `relisten_failures_max` times in a row).
+    /// why (refused, broken `relisten_failures_max` times in a row, or
+    /// `Cancelled` by the application's `unlisten`).
     ListenEnded {
         /// The listen.
         listen: ListenId,

@@ -157,14 +157,10 @@ impl ClientSession {
     /// `InputRequiredResult`, the round is over and the next one starts
     /// (or the request fails); whether it was one.
     pub(super) fn input_required(&mut self, n: i64, result: &RawJson, now: Instant) -> bool {
-        // Cheap first: most answers are not asking for input.
-        if !self.is_modern() || !result.as_str().contains("input_required") {
+        if !self.is_modern() || !crate::mrtr::is_input_required(result) {
             return false;
         }
         let v = result.to_value();
-        if v.get("resultType").and_then(Value::as_str) != Some("input_required") {
-            return false;
-        }
         let h = self.handle_of(n);
         self.retire(n);
         if !self.rounds.contains_key(&h) {
@@ -274,7 +270,7 @@ impl ClientSession {
         }
         let n = self.mint_id();
         let msg = Message::request(n, &method, Some(RawJson::from(params)));
-        let http = self.send_post(Role::Request(n), &msg);
+        let http = self.send_post(Role::Round(h, n), &msg);
         self.track(n, &method, Some(http), now);
         if let Some(p) = self.pending.get_mut(&n) {
             p.handle = h;

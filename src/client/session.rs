@@ -38,6 +38,8 @@ pub(super) enum Phase {
 pub(super) enum Role {
     Initialize(i64),
     Request(i64),
+    /// A later round of a multi round-trip request: handle `.0`, request `.1`.
+    Round(i64, i64),
     Notify,
     Background,
     Reader(u32),
@@ -661,7 +663,7 @@ impl ClientSession {
         let own = self
             .exchanges
             .get(&via)
-            .is_some_and(|e| matches!(e.role, Role::Request(r) | Role::Initialize(r) if r == n));
+            .is_some_and(|e| matches!(e.role, Role::Request(r) | Role::Round(_, r) | Role::Initialize(r) if r == n));
         if p.returned {
             // KeepRunning: the orphaned foreground reads its own copy and returns.
             self.duplicates += 1;
@@ -736,7 +738,9 @@ impl ClientSession {
         let mine: Vec<HttpId> = self
             .exchanges
             .iter()
-            .filter(|(_, e)| matches!(e.role, Role::Request(r) | Role::Initialize(r) if r == n))
+            .filter(|(_, e)| {
+                matches!(e.role, Role::Request(r) | Role::Round(_, r) | Role::Initialize(r) if r == n)
+            })
             .map(|(h, _)| *h)
             .collect();
         for http in mine {
@@ -917,6 +921,10 @@ pub(super) fn purpose_of(role: Role) -> Purpose {
     match role {
         Role::Initialize(n) => Purpose::Initialize(RequestId::Num(n)),
         Role::Request(n) => Purpose::Request(RequestId::Num(n)),
+        Role::Round(h, n) => Purpose::Round {
+            handle: RequestId::Num(h),
+            request: RequestId::Num(n),
+        },
         Role::Notify => Purpose::Notify,
         Role::Background => Purpose::Background,
         Role::Reader(_) => Purpose::Reader,

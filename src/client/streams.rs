@@ -20,7 +20,9 @@ impl ClientSession {
             return;
         };
         match ex.role {
-            Role::Initialize(n) | Role::Request(n) => self.request_stream_ended(n, http, &ex, now),
+            Role::Initialize(n) | Role::Request(n) | Role::Round(_, n) => {
+                self.request_stream_ended(n, http, &ex, now)
+            }
             Role::Background => self.background_ended(http, &ex, now),
             Role::Reader(r) => self.reader_ended(r, http, &ex, now),
             Role::Listen(l, _) => self.listen_stream_ended(super::ListenId(l), http, &ex, now),
@@ -226,7 +228,7 @@ impl ClientSession {
             return;
         };
         match role {
-            Role::Initialize(n) | Role::Request(n) => {
+            Role::Initialize(n) | Role::Request(n) | Role::Round(_, n) => {
                 if let Some(p) = self.pending.get_mut(&n) {
                     p.last_id = Some(id);
                 }
@@ -247,7 +249,7 @@ impl ClientSession {
             return;
         };
         match role {
-            Role::Initialize(n) | Role::Request(n) => {
+            Role::Initialize(n) | Role::Request(n) | Role::Round(_, n) => {
                 if let Some(p) = self.pending.get_mut(&n) {
                     p.retry_ms = Some(ms);
                 }

@@ -29,9 +29,30 @@ pub(super) struct ClientSide {
     listen_requests: BTreeSet<RequestId>,
     /// M4: the application's listens and the changes they have not heard.
     heard: super::listen::Heard,
+    /// Later rounds of multi round-trip requests: each retry's id → the
+    /// handle the application knows (2026-07-28 MRTR).
+    handles: BTreeMap<RequestId, RequestId>,
+    /// Each multi-round handle's latest round.
+    latest: BTreeMap<RequestId, RequestId>,
+    /// Requests answered with an `InputRequiredResult`: not an answer for
+    /// the caller, a question; C2 asks that it reach the application or
+    /// be retried or failed.
+    questions: BTreeSet<RequestId>,
+    /// Questions the application was asked (`ClientEvent::InputRequired`).
+    asked: BTreeSet<RequestId>,
 }
 
 impl ClientSide {
+    /// The round handle `h` is now in (itself, before any retry).
+    fn current(&self, h: &RequestId) -> RequestId {
+        self.latest.get(h).unwrap_or(h).clone()
+    }
+
+    /// The handle request `r` is a round of (itself, for a first round).
+    fn handle(&self, r: &RequestId) -> RequestId {
+        self.handles.get(r).unwrap_or(r).clone()
+    }
+
     /// The session this client's application holds, if any.
     pub(super) fn session(&self) -> Option<&str> {
         self.initialized.as_ref()?.as_deref()
@@ -44,10 +65,14 @@ impl ClientSide {
                 if let Purpose::Listen { request, .. } = &t.purpose {
                     self.listen_requests.insert(request.clone());
                 }
+                if let Purpose::Round { handle, request } = &t.purpose {
+                    self.handles.insert(request.clone(), handle.clone());
+                    self.latest.insert(handle.clone(), request.clone());
+                }
                 let request = t.purpose.request().cloned();
                 if let Some(r) = &request {
                     self.sent.insert(r.clone());
-                    if self.returned.contains(r) {
+                    if self.returned.contains(r) || self.returned.contains(&self.handle(r)) {
                         flags.push(Flag::new(
                             "C3",
                             Some(t.http),
@@ -94,6 +119,12 @@ impl ClientSide {
             ));
             return;
         }
+        if let Message::Response { result, .. } = message {
+            if crate::mrtr::is_input_required(result) {
+                self.questions.insert(id.clone());
+                return;
+            }
+        }
         self.arrived.insert(id.clone());
     }
 
@@ -111,15 +142,24 @@ impl ClientSide {
                     flags.push(Flag::new("C4", None, format!("{id} completed twice")));
                 }
             }
-            ClientEvent::Response { id, .. } if !self.returned.insert(id.clone()) => {
-                flags.push(Flag::new("C4", None, format!("{id} completed twice")));
+            ClientEvent::Response { id, .. } => {
+                if !self.returned.insert(id.clone()) {
+                    flags.push(Flag::new("C4", None, format!("{id} completed twice")));
+                }
+                let round = self.current(id);
+                self.returned.insert(round);
+            }
+            ClientEvent::InputRequired { id, .. } => {
+                let round = self.current(id);
+                self.asked.insert(round);
             }
             // The probe's answer reached the core, which decided on it.
             ClientEvent::FellBack { id, .. } => {
                 self.returned.insert(id.clone());
             }
             ClientEvent::Failed { id, .. } => {
-                if self.arrived.contains(id) && !self.returned.contains(id) {
+                let round = self.current(id);
+                if self.arrived.contains(&round) && !self.returned.contains(&round) {
                     flags.push(Flag::new(
                         "C2",
                         None,
@@ -127,6 +167,7 @@ impl ClientSide {
                     ));
                 }
                 self.failed.insert(id.clone());
+                self.failed.insert(round);
             }
             ClientEvent::SessionLost => {
                 self.initialized = None;
@@ -159,6 +200,20 @@ impl ClientSide {
                 ));
             }
         }
+        for q in &self.questions {
+            let h = self.handle(q);
+            let settled = self.asked.contains(q)
+                || self.returned.contains(&h)
+                || self.failed.contains(&h)
+                || self.current(&h) != *q;
+            if !settled {
+                flags.push(Flag::new(
+                    "C2",
+                    None,
+                    format!("{q}: the server asked for input and the caller never heard"),
+                ));
+            }
+        }
         for (http, id) in &self.open {
             let Some(id) = id else { continue };
             if self.returned.contains(id) || self.failed.contains(id) {
@@ -169,5 +224,96 @@ impl ClientSide {
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! C2 and C4 across the rounds of a multi round-trip request.
+    use super::*;
+    use crate::head::RequestHead;
+    use crate::jsonrpc::RawJson;
+
+    fn send(side: &mut ClientSide, http: u64, purpose: Purpose) {
+        let t = ClientTransmit {
+            http: HttpId(http),
+            purpose,
+            kind: ClientTransmitKind::Send {
+                head: RequestHead::post(None, None),
+                body: Vec::new(),
+            },
+        };
+        side.on_transmit(&t, &mut Vec::new());
+        side.on_closed(HttpId(http));
+    }
+
+    fn answer(side: &mut ClientSide, id: i64, result: serde_json::Value) {
+        let m = Message::Response {
+            id: RequestId::Num(id),
+            result: RawJson::from(result),
+        };
+        side.on_received(HttpId(0), &m, &mut Vec::new());
+    }
+
+    fn question() -> serde_json::Value {
+        serde_json::json!({"resultType": "input_required", "requestState": "s"})
+    }
+
+    fn ids(side: &ClientSide, mut flags: Vec<Flag>) -> Vec<&'static str> {
+        side.finish(&mut flags);
+        flags.into_iter().map(|f| f.id).collect()
+    }
+
+    #[test]
+    fn every_round_settles_under_the_one_handle() {
+        let mut side = ClientSide::default();
+        let h = RequestId::Num(1);
+        send(&mut side, 1, Purpose::Request(h.clone()));
+        answer(&mut side, 1, question());
+        let mut flags = Vec::new();
+        let asked = ClientEvent::InputRequired {
+            id: h.clone(),
+            requests: RawJson::empty_object(),
+            round: 1,
+        };
+        side.on_event(&asked, &mut flags);
+        send(
+            &mut side,
+            2,
+            Purpose::Round {
+                handle: h.clone(),
+                request: RequestId::Num(2),
+            },
+        );
+        answer(&mut side, 2, serde_json::json!({"content": []}));
+        let done = ClientEvent::Response {
+            id: h,
+            result: Ok(RawJson::empty_object()),
+        };
+        side.on_event(&done, &mut flags);
+        assert_eq!(ids(&side, flags), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_question_the_caller_never_hears_of_is_c2() {
+        let mut side = ClientSide::default();
+        send(&mut side, 1, Purpose::Request(RequestId::Num(1)));
+        answer(&mut side, 1, question());
+        assert_eq!(ids(&side, Vec::new()), ["C2"]);
+        // A final answer of a later round lost the same way is C2 too.
+        let mut side = ClientSide::default();
+        let h = RequestId::Num(1);
+        send(&mut side, 1, Purpose::Request(h.clone()));
+        answer(&mut side, 1, question());
+        send(
+            &mut side,
+            2,
+            Purpose::Round {
+                handle: h,
+                request: RequestId::Num(2),
+            },
+        );
+        answer(&mut side, 2, serde_json::json!({"content": []}));
+        assert_eq!(ids(&side, Vec::new()), ["C2"]);
     }
 }

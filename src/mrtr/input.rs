@@ -174,6 +174,14 @@ pub fn input_required(
     Ok(RawJson::new(&Value::Object(result)))
 }
 
+/// Whether `result` is an `InputRequiredResult` (the client core and the
+/// monitor decide it alike). Cheap for every other answer: no parse
+/// unless the marker is in the text.
+pub fn is_input_required(result: &RawJson) -> bool {
+    result.as_str().contains("input_required")
+        && result.to_value().get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
 /// The client's answers on a retry (`params.inputResponses`), by key; empty
 /// if it sent none or not a map.
 pub fn input_responses(params: Option<&Value>) -> Map<String, Value> {

@@ -268,6 +268,24 @@ impl World {
         true
     }
 
+    /// The server application answers modern request `id` with an
+    /// `InputRequiredResult` carrying only a state (the sim's clients
+    /// declare no capability to ask of): the client retries at once under
+    /// a new id, which the application then has pending. Whether it could.
+    pub fn server_ask(&mut self, id: &RequestId) -> bool {
+        let Some(pos) = self
+            .server_pending
+            .iter()
+            .position(|(_, r, m)| r == id && m == "tools/call")
+        else {
+            return false;
+        };
+        let (sid, id, _) = self.server_pending.remove(pos);
+        let result = serde_json::json!({"resultType": "input_required", "requestState": "sim"});
+        self.answer(sid, id, result);
+        true
+    }
+
     fn server_respond_at(&mut self, pos: usize) {
         let (sid, id, method) = self.server_pending.remove(pos);
         let result = if method == "initialize" {
@@ -278,6 +296,10 @@ impl World {
         } else {
             serde_json::json!({"content": [{"type": "text", "text": "ok"}]})
         };
+        self.answer(sid, id, result);
+    }
+
+    fn answer(&mut self, sid: SessionId, id: RequestId, result: serde_json::Value) {
         let now = self.now;
         if let Some(s) = self.server.session_mut(&sid) {
             if let Ok(key) = s.respond(&id, Ok(RawJson::from(result)), now) {
@@ -350,6 +372,31 @@ impl World {
         let l = self.clients.get_mut(c)?.listen(filter, now).ok()?;
         self.pump();
         Some(l)
+    }
+
+    /// Client `c`'s listens.
+    pub fn client_listens(&self, c: usize) -> Vec<crate::client::ListenId> {
+        self.clients
+            .get(c)
+            .map(|x| x.listens().collect())
+            .unwrap_or_default()
+    }
+
+    /// Client `c` stops listen `l`.
+    pub fn unlisten_on(&mut self, c: usize, l: crate::client::ListenId) {
+        if let Some(x) = self.clients.get_mut(c) {
+            let _ = x.unlisten(l);
+        }
+        self.pump();
+    }
+
+    /// Client `c`'s application cancels its request `id`.
+    pub fn cancel_on(&mut self, c: usize, id: &RequestId) {
+        let now = self.now;
+        if let Some(x) = self.clients.get_mut(c) {
+            let _ = x.cancel(id, now);
+        }
+        self.pump();
     }
 
     /// The server application sends a request to the client of the first session.

@@ -3,7 +3,8 @@
 //! the test moves. Shared by the driver's tests and the eras' tests.
 
 use mcp_streamable::app::{EverythingApp, Tap};
-use mcp_streamable::head::RequestHead;
+use mcp_streamable::client::{ClientEvent, ClientSession, ClientTransmitKind};
+use mcp_streamable::head::{Content, RequestHead, ResponseHead};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::HttpId;
 use mcp_streamable::monitor::{Monitor, Observation};
@@ -12,6 +13,7 @@ use mcp_streamable::server::wire::Write;
 use mcp_streamable::server::{EndpointConfig, ServerDriver, ServerEndpoint};
 use mcp_streamable::sse::{SseDecoder, SseItem};
 use mcp_streamable::time::Instant;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 pub struct DriverHarness {
@@ -76,4 +78,109 @@ pub fn sse_events(bytes: &[u8]) -> Vec<(Option<String>, String)> {
             SseItem::Retry(_) => None,
         })
         .collect()
+}
+
+/// A client core wired to a [`DriverHarness`] as a transport would wire
+/// them: each request the client sends is handed to the driver whole, each
+/// write goes back (SSE through a decoder per exchange), an abort closes
+/// the server's side, and time moves to the next timer of either.
+#[derive(Default)]
+pub struct Link {
+    to_client: BTreeMap<HttpId, HttpId>,
+    to_server: BTreeMap<HttpId, HttpId>,
+    sse: BTreeMap<HttpId, SseDecoder>,
+}
+
+impl DriverHarness {
+    /// Runs `c` against the driver until both are quiet or `horizon_ms`
+    /// passes; every client event goes to `on_event`, which may command
+    /// the client (answer input, cancel, listen).
+    pub fn link(
+        &mut self,
+        c: &mut ClientSession,
+        link: &mut Link,
+        horizon_ms: u64,
+        mut on_event: impl FnMut(&mut ClientSession, ClientEvent, Instant),
+    ) {
+        let end = self.now + horizon_ms;
+        for _ in 0..10_000 {
+            let now = self.now();
+            let mut moved = false;
+            while let Some(t) = c.poll_transmit() {
+                moved = true;
+                match t.kind {
+                    ClientTransmitKind::Send { head, body } => {
+                        let sh = self.driver.handle_request(&head, Ok(&body), None, now);
+                        link.to_client.insert(sh, t.http);
+                        link.to_server.insert(t.http, sh);
+                    }
+                    ClientTransmitKind::Abort => {
+                        if let Some(sh) = link.to_server.remove(&t.http) {
+                            link.to_client.remove(&sh);
+                            self.driver.handle_http_closed(sh, now);
+                        }
+                    }
+                }
+            }
+            while let Some((sh, w)) = self.driver.poll_write() {
+                moved = true;
+                let Some(&ch) = link.to_client.get(&sh) else {
+                    continue;
+                };
+                let ends = w.ends();
+                let bytes = match w {
+                    Write::Whole { head, body } | Write::Open { head, body } => {
+                        let head = ResponseHead::from_wire(
+                            head.status,
+                            head.headers.iter().map(|(n, v)| (*n, v.as_str())),
+                        );
+                        if head.content == Content::Sse {
+                            link.sse.insert(ch, SseDecoder::new());
+                        }
+                        c.handle_response_head(ch, head, now);
+                        body
+                    }
+                    Write::More(b) | Write::Last(b) => b,
+                };
+                match link.sse.get_mut(&ch) {
+                    Some(decoder) => {
+                        let mut items = Vec::new();
+                        let _ = decoder.feed(&bytes, &mut items);
+                        for item in items {
+                            c.handle_sse_event(ch, item, now);
+                        }
+                    }
+                    None if !bytes.is_empty() => c.handle_body(ch, &bytes, now),
+                    None => {}
+                }
+                if ends {
+                    link.sse.remove(&ch);
+                    link.to_client.remove(&sh);
+                    link.to_server.remove(&ch);
+                    c.handle_http_closed(ch, now);
+                }
+            }
+            while let Some(e) = c.poll_event() {
+                moved = true;
+                on_event(c, e, now);
+            }
+            if moved {
+                continue;
+            }
+            let next = [self.driver.poll_timeout(), c.poll_timeout().map(|(t, _)| t)]
+                .into_iter()
+                .flatten()
+                .min();
+            match next {
+                Some(at) if at.as_millis() <= end => {
+                    self.now = at.as_millis().max(self.now);
+                    let now = self.now();
+                    self.driver.handle_timeout(now);
+                    c.handle_timeout(now);
+                }
+                _ => return,
+            }
+        }
+        panic!("the client and the driver never went quiet");
+    }
 }
