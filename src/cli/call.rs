@@ -1,7 +1,14 @@
 //! `mcp-streamable call URL [TOOL [JSON-ARGS]]`: initialize, call one tool,
 //! print its result, DELETE. Also the conformance suite's client command: the
-//! suite appends the URL last and names the scenario in
-//! `MCP_CONFORMANCE_SCENARIO`, which picks the tool when none is given.
+//! suite appends the URL last, names the scenario in
+//! `MCP_CONFORMANCE_SCENARIO`, which picks the calls when no tool is given
+//! ([`plan`]), and the version in `MCP_CONFORMANCE_PROTOCOL_VERSION`, which
+//! picks the era when `--era` is not given.
+//!
+//! A tool of the 2026-07-28 era may ask for input (MRTR): `--elicit JSON`
+//! answers every elicitation with that `ElicitResult` (in the session era
+//! too); without it, or for sampling and roots, `call` declines (the
+//! request fails with `InputDeclined`, the server's request gets -32601).
 //!
 //! A one-shot call opens no background GET: it has nothing to listen for, and
 //! a GET racing the call would only invite a response on the wrong stream.
@@ -9,6 +16,7 @@
 use mcp_streamable::client::{ClientEra, ClientEvent};
 use mcp_streamable::http::client::{split_url, Client, ClientOptions};
 use mcp_streamable::http::TcpConnect;
+use mcp_streamable::jsonrpc::{ErrorObject, RawJson, METHOD_NOT_FOUND};
 use mcp_streamable::monitor::Monitor;
 use mcp_streamable::policy::BackgroundGet;
 use std::process::ExitCode;
@@ -28,8 +36,14 @@ pub struct CallArgs {
     monitor: bool,
     /// Which protocol era to speak: legacy (initialize, a session), modern
     /// (2026-07-28: server/discover, no session) or auto (probe, fall back).
-    #[arg(long, value_enum, default_value = "legacy")]
-    era: Era,
+    /// Default: modern when `MCP_CONFORMANCE_PROTOCOL_VERSION` is
+    /// 2026-07-28, else legacy.
+    #[arg(long, value_enum)]
+    era: Option<Era>,
+    /// Answer every elicitation with this `ElicitResult` (JSON), e.g.
+    /// '{"action":"accept","content":{"confirmed":true}}'.
+    #[arg(long)]
+    elicit: Option<String>,
 }
 
 /// `--era`.
@@ -49,23 +63,31 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         .ok_or("call needs a URL (http://host:port/path)")?;
     let mut rest = args.args.iter().filter(|a| **a != url);
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let (tool, arguments) = match rest.next() {
+    let steps = match rest.next() {
         Some(tool) => {
             let arguments = match rest.next() {
                 Some(json) => serde_json::from_str(json).map_err(|e| format!("JSON-ARGS: {e}"))?,
                 None => serde_json::json!({}),
             };
-            (Some(tool.clone()), arguments)
+            vec![Step::Call(tool.clone(), arguments)]
         }
-        None => match scenario.as_str() {
-            "tools_call" => (
-                Some("add_numbers".to_owned()),
-                serde_json::json!({"a": 1, "b": 2}),
-            ),
-            "sse-retry" => (Some("test_reconnection".to_owned()), serde_json::json!({})),
-            _ => (None, serde_json::json!({})),
-        },
+        None => plan(&scenario),
     };
+    let mut elicit = args
+        .elicit
+        .as_deref()
+        .map(serde_json::from_str::<serde_json::Value>)
+        .transpose()
+        .map_err(|e| format!("--elicit: {e}"))?;
+    if elicit.is_none() && scenario == "sep-2322-client-request-state" {
+        elicit = Some(serde_json::json!({"action": "accept", "content": {"confirmed": true}}));
+    }
+    let era = args.era.unwrap_or_else(|| {
+        match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").as_deref() {
+            Ok("2026-07-28") => Era::Modern,
+            _ => Era::Legacy,
+        }
+    });
     let (authority, path) = split_url(&url).map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -74,7 +96,6 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     let verbose = args.verbose;
     let use_monitor = args.monitor;
-    let era = args.era;
     rt.block_on(async move {
         let addr = tokio::net::lookup_host(&authority)
             .await
@@ -88,6 +109,15 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
             Era::Modern => ClientEra::Modern,
             Era::Auto => ClientEra::Auto,
         };
+        if let Some(answer) = elicit {
+            options.handler = Some(Box::new(move |method, _| match method {
+                "elicitation/create" => Ok(RawJson::from(answer.clone())),
+                _ => Err(ErrorObject::new(
+                    METHOD_NOT_FOUND,
+                    format!("{method}: not here"),
+                )),
+            }));
+        }
         let monitor = Arc::new(Mutex::new(Monitor::new()));
         if use_monitor {
             let m = monitor.clone();
@@ -117,15 +147,22 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
                 }
             })
         });
-        let outcome = match &tool {
-            Some(tool) if verbose => {
-                client
-                    .call_tool_with_progress(tool, arguments, serde_json::json!("call"))
-                    .await
+        let mut outcome = Ok(Ok(RawJson::empty_object()));
+        for step in steps {
+            outcome = match step {
+                Step::Call(tool, arguments) if verbose => {
+                    client
+                        .call_tool_with_progress(&tool, arguments, serde_json::json!("call"))
+                        .await
+                }
+                Step::Call(tool, arguments) => client.call_tool(&tool, arguments).await,
+                Step::List => client.request("tools/list", None).await,
+            };
+            match &outcome {
+                Ok(Ok(result)) => println!("{}", result.as_str()),
+                _ => break,
             }
-            Some(tool) => client.call_tool(tool, arguments).await,
-            None => client.request("tools/list", None).await,
-        };
+        }
         client.close().await;
         if let Some(w) = watcher {
             w.abort();
@@ -146,12 +183,39 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
             }
         }
         match outcome {
-            Ok(Ok(result)) => {
-                println!("{}", result.as_str());
-                Ok(ExitCode::SUCCESS)
-            }
+            Ok(Ok(_)) => Ok(ExitCode::SUCCESS),
             Ok(Err(e)) => Err(format!("JSON-RPC error {}: {}", e.code, e.message)),
             Err(e) => Err(e.to_string()),
         }
     })
+}
+
+/// One thing `call` does.
+enum Step {
+    /// `tools/list`.
+    List,
+    /// `tools/call` of a tool with these arguments.
+    Call(String, serde_json::Value),
+}
+
+/// What a conformance scenario asks of the client, by its name; a plain
+/// `tools/list` for any other.
+fn plan(scenario: &str) -> Vec<Step> {
+    let call = |tool: &str, args: serde_json::Value| Step::Call(tool.to_owned(), args);
+    let none = serde_json::json!({});
+    match scenario {
+        "tools_call" => vec![call("add_numbers", serde_json::json!({"a": 1, "b": 2}))],
+        "sse-retry" => vec![call("test_reconnection", none)],
+        // MRTR: two multi-round calls, one plain call between them (the
+        // state must not leak into it), and a result without `resultType`.
+        "sep-2322-client-request-state" => vec![
+            Step::List,
+            call("test_mrtr_echo_state", none.clone()),
+            call("test_mrtr_unrelated", none.clone()),
+            call("test_mrtr_no_state", none.clone()),
+            call("test_mrtr_no_result_type", none),
+        ],
+        "http-standard-headers" => vec![Step::List, call("test_headers", none)],
+        _ => vec![Step::List],
+    }
 }

@@ -303,9 +303,11 @@ pub enum ClientEvent {
         /// Result or JSON-RPC error.
         result: Result<RawJson, ErrorObject>,
     },
-    /// The `server/discover` probe (`ClientEra::Auto`) was answered as a
-    /// session-era server answers it: `initialize` follows, under a new id,
-    /// and its outcome is the caller's.
+    /// The `server/discover` probe was answered in a way that asks for
+    /// another attempt, under a new id, whose outcome is the caller's: as a
+    /// session-era server answers it (`ClientEra::Auto`: `initialize`
+    /// follows), or with -32022 naming 2026-07-28 (the probe is sent
+    /// once more).
     FellBack {
         /// The probe.
         id: RequestId,

@@ -166,6 +166,20 @@ impl ClientSession {
             if [HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION].contains(&e.code)
                 && !offers_session_era(e));
         let params = self.init_params.clone();
+        let repeat =
+            matches!(&error, ClientError::Status { error: Some(e), .. } if offers_modern(e));
+        if let (true, false, Some(params)) = (repeat, self.probe_repeated, params.clone()) {
+            // The server names the version we sent as one it supports (a
+            // version negotiated out of band, a server that restarted):
+            // once more, as rmcp and the reference client do, under a new id.
+            self.probe_repeated = true;
+            self.events.push_back(ClientEvent::FellBack {
+                id: RequestId::Num(n),
+                error,
+            });
+            self.discover(params, now);
+            return;
+        }
         match (self.config.era, params) {
             (super::ClientEra::Auto, Some(params)) if !modern_server => {
                 // The same caller waits: its `initialize` goes on as the
@@ -184,23 +198,29 @@ impl ClientSession {
     }
 }
 
+/// Whether a -32022 refusal's `supported` names 2026-07-28.
+fn offers_modern(e: &ErrorObject) -> bool {
+    supported(e).any(|v| v == ProtocolVersion::MODERN)
+}
+
+/// The versions a -32022 refusal's `supported` names that this client knows.
+fn supported(e: &ErrorObject) -> impl Iterator<Item = ProtocolVersion> {
+    let listed = (e.code == UNSUPPORTED_PROTOCOL_VERSION)
+        .then(|| e.data.as_ref().map(RawJson::to_value))
+        .flatten()
+        .and_then(|d| d.get("supported")?.as_array().cloned())
+        .unwrap_or_default();
+    listed
+        .into_iter()
+        .filter_map(|v| v.as_str()?.parse::<ProtocolVersion>().ok())
+}
+
 /// Whether a -32022 refusal's `supported` names a session-era version this
 /// client speaks: the server then wants `initialize`, which `Auto` falls
 /// back to (and negotiates the version there), as rmcp's `Auto` retries
 /// with a supported version.
 fn offers_session_era(e: &ErrorObject) -> bool {
-    e.code == UNSUPPORTED_PROTOCOL_VERSION
-        && e.data
-            .as_ref()
-            .map(RawJson::to_value)
-            .and_then(|d| d.get("supported").cloned())
-            .and_then(|s| s.as_array().cloned())
-            .is_some_and(|s| {
-                s.iter().filter_map(Value::as_str).any(|v| {
-                    v.parse::<ProtocolVersion>()
-                        .is_ok_and(|v| ProtocolVersion::LEGACY.contains(&v))
-                })
-            })
+    supported(e).any(|v| ProtocolVersion::LEGACY.contains(&v))
 }
 
 /// An `Mcp-Name` value: as it is when plain visible ASCII without
@@ -284,6 +304,32 @@ mod tests {
             "{events:?}"
         );
         assert!(sent(&mut c).is_empty());
+    }
+
+    #[test]
+    fn an_unsupported_version_naming_2026_07_28_is_probed_once_more() {
+        let refusal = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}"#;
+        for era in [ClientEra::Modern, ClientEra::Auto] {
+            let (mut c, http) = probe(era);
+            answer(&mut c, http, 400, refusal);
+            let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+            assert!(
+                matches!(&events[..], [ClientEvent::FellBack { .. }]),
+                "{era:?}: {events:?}"
+            );
+            let again = sent(&mut c);
+            assert_eq!(again.len(), 1);
+            assert_eq!(again[0].method.as_deref(), Some("server/discover"));
+            assert_eq!(again[0].body["id"], 2, "a new id");
+            // Only once: the same refusal again fails the caller.
+            answer(&mut c, again[0].http, 400, refusal);
+            let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+            assert!(
+                matches!(&events[..], [ClientEvent::Failed { .. }]),
+                "{era:?}: {events:?}"
+            );
+            assert!(sent(&mut c).is_empty());
+        }
     }
 
     #[test]

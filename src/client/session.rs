@@ -151,6 +151,8 @@ pub struct ClientSession {
     /// era sends them in every request's `_meta`, and `Auto` falls back
     /// with them.
     pub(super) init_params: Option<RawJson>,
+    /// The probe was sent again after a -32022 naming 2026-07-28 (once).
+    pub(super) probe_repeated: bool,
     /// The application's listens (modern era), at most `listens_max`.
     pub(super) listens: BTreeMap<super::ListenId, super::listen::Listen>,
     pub(super) next_listen: u32,
@@ -182,6 +184,7 @@ impl ClientSession {
             duplicates: 0,
             strangers: 0,
             init_params: None,
+            probe_repeated: false,
             listens: BTreeMap::new(),
             next_listen: 1,
             rounds: BTreeMap::new(),
@@ -266,6 +269,7 @@ impl ClientSession {
         if self.config.era != super::ClientEra::Legacy {
             self.session_id = None;
             self.version = None;
+            self.probe_repeated = false;
             return Ok(self.discover(params, now));
         }
         self.initialize_legacy(params, now)
