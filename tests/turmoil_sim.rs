@@ -3,9 +3,11 @@
 
 #![cfg(feature = "http")]
 
-use mcp_streamable::http::client::{Client, ClientOptions};
+use mcp_streamable::client::ClientEra;
+use mcp_streamable::http::client::{Client, ClientOptions, RequestHandler};
 use mcp_streamable::http::{Connect, EverythingApp, Listen, Server, ServerOptions};
 use mcp_streamable::id_source::IdSource;
+use mcp_streamable::jsonrpc::{ErrorObject, RawJson};
 use mcp_streamable::monitor::{Monitor, Observation};
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::server::AllowList;
@@ -93,7 +95,25 @@ fn simulate(
     faults: Faults,
     tools: &'static [&'static str],
 ) -> Outcome {
-    simulate_with(seed, server, client, faults, tools, false)
+    simulate_with(
+        seed,
+        server,
+        client,
+        faults,
+        tools,
+        false,
+        ClientEra::Legacy,
+    )
+}
+
+/// What the simulated user answers: every elicitation accepted with a name.
+fn user() -> RequestHandler {
+    Box::new(|method, _| match method {
+        "elicitation/create" => Ok(RawJson::from(
+            serde_json::json!({"action": "accept", "content": {"name": "Ada", "color": "green"}}),
+        )),
+        _ => Err(ErrorObject::new(-32601, "no")),
+    })
 }
 
 /// The calls of one client, with the arguments every tool of the workload accepts.
@@ -121,6 +141,7 @@ fn simulate_with(
     faults: Faults,
     tools: &'static [&'static str],
     registration_notice: bool,
+    era: ClientEra,
 ) -> Outcome {
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
@@ -188,6 +209,10 @@ fn simulate_with(
                 ..ClientOptions::default()
             };
             o.config = options.config;
+            o.config.era = era;
+            if era != ClientEra::Legacy {
+                o.handler = Some(user());
+            }
             match Client::connect(SimConnect("server:8080"), "server:8080", "/mcp", o).await {
                 Ok((c, _)) => break c,
                 Err(e) if attempt >= 4 => return Err(e.to_string().into()),
@@ -311,6 +336,47 @@ fn fixed_over_simulated_tcp_completes_and_breaks_nothing() {
         wall.as_secs_f64(),
         simulated.as_secs_f64() / wall.as_secs_f64()
     );
+}
+
+/// The 2026-07-28 era over simulated TCP: progress, a tool that takes two
+/// MRTR rounds (the handler answers as a user), echo; then the liveness call.
+const MODERN_WORKLOAD: &[&str] = &[
+    "test_tool_with_progress",
+    "test_input_required_result_multi_round",
+    "echo",
+];
+
+#[test]
+fn fixed_in_the_modern_era_over_simulated_tcp_completes_and_breaks_nothing() {
+    for seed in 0..8 {
+        let faults = Faults {
+            max_latency_ms: 40,
+            ..Faults::default()
+        };
+        let Outcome {
+            ids,
+            completed,
+            alive,
+            trace,
+            ..
+        } = simulate_with(
+            seed,
+            ServerPolicy::FIXED,
+            ClientPolicy::FIXED,
+            faults,
+            MODERN_WORKLOAD,
+            false,
+            ClientEra::Modern,
+        );
+        assert!(ids.is_empty(), "seed {seed}: {ids:?}");
+        assert_eq!(completed, 3, "seed {seed}: every call completed");
+        assert!(alive, "seed {seed}: the liveness call");
+        assert!(
+            trace.len() > 20,
+            "seed {seed}: the monitor saw the run ({} observations)",
+            trace.len()
+        );
+    }
 }
 
 #[test]
@@ -437,6 +503,7 @@ fn race_a(seed: u64, server: ServerPolicy) -> Outcome {
         },
         &["notify", "echo", "notify", "echo"],
         true,
+        ClientEra::Legacy,
     )
 }
 

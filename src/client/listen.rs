@@ -30,6 +30,16 @@ use std::time::Duration;
 /// The notification that opens every listen stream.
 pub const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
+/// The notification a server may end a listen with (cancellation.mdx).
+const CANCELLED: &str = "notifications/cancelled";
+
+/// Whether a `notifications/cancelled`'s `requestId` is request `n`.
+fn names_request(params: Option<&RawJson>, n: Option<i64>) -> bool {
+    let id = params.map(RawJson::to_value);
+    let id = id.as_ref().and_then(|p| p.get("requestId"));
+    matches!((id.and_then(serde_json::Value::as_i64), n), (Some(a), Some(b)) if a == b)
+}
+
 /// One listen the application asked for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Listen {
@@ -157,6 +167,14 @@ impl ClientSession {
                     resumed,
                 });
             }
+            // cancellation.mdx: a server tearing a subscription down sends
+            // `notifications/cancelled` naming the listen; it ends here, as
+            // a `complete` would (subscriptions.mdx's way of saying it).
+            Message::Notification { method, params }
+                if method == CANCELLED && names_request(params.as_ref(), x.request) =>
+            {
+                self.end_listen(l, None);
+            }
             Message::Notification { method, params } => {
                 if !x.acked {
                     // Nothing may precede the acknowledgement (M2): a
@@ -253,5 +271,57 @@ impl ClientSession {
             Role::Listen(l, _) => Some(ListenId(l)),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::client::testing::{modern, sent};
+    use crate::client::{ClientEvent, ListenId};
+    use crate::head::ResponseHead;
+    use crate::server::modern::ListenFilter;
+    use crate::sse::SseItem;
+    use crate::time::Instant;
+
+    fn message(data: serde_json::Value) -> SseItem {
+        SseItem::Message {
+            id: None,
+            event: None,
+            data: data.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_server_cancelling_the_listen_ends_it_and_nothing_is_listened_again() {
+        let now = Instant::ZERO;
+        let mut c = modern(serde_json::json!({}));
+        let filter = ListenFilter {
+            tools: true,
+            ..ListenFilter::default()
+        };
+        let l = c.listen(filter, now).unwrap();
+        let s = sent(&mut c).remove(0);
+        let n = s.body["id"].as_i64().unwrap();
+        let head = ResponseHead::from_wire(200, [("content-type", "text/event-stream")]);
+        c.handle_response_head(s.http, head, now);
+        let ack = serde_json::json!({"jsonrpc": "2.0", "method": super::ACKNOWLEDGED,
+            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": n}}});
+        c.handle_sse_event(s.http, message(ack), now);
+        // Another request's cancellation is not this listen's end.
+        let other = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": n + 100}});
+        c.handle_sse_event(s.http, message(other), now);
+        assert!(c.is_listening(l));
+        let cancelled = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": n, "reason": "shutting down"}});
+        c.handle_sse_event(s.http, message(cancelled), now);
+        c.handle_http_closed(s.http, now);
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(events.last(), Some(ClientEvent::ListenEnded { listen, error: None }) if *listen == l),
+            "{events:?}"
+        );
+        assert_eq!(c.listens().collect::<Vec<ListenId>>(), []);
+        assert_eq!(c.poll_timeout(), None, "no re-listen is scheduled");
     }
 }
