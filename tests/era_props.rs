@@ -9,12 +9,16 @@
 
 #![cfg(feature = "check")]
 
+mod common;
+
+use common::{pick, runner};
+
 use mcp_streamable::client::{ClientEra, ClientEvent};
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::policy::ClientPolicy;
 use mcp_streamable::sim::{Pair, PairConfig};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use proptest::test_runner::{TestCaseError, TestError};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static CASES: AtomicUsize = AtomicUsize::new(0);
@@ -61,10 +65,6 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0u16..2500).prop_map(Op::Advance),
         1 => any::<u8>().prop_map(Op::Cancel),
     ]
-}
-
-fn pick<T: Clone>(items: &[T], i: u8) -> Option<T> {
-    (!items.is_empty()).then(|| items[i as usize % items.len()].clone())
 }
 
 struct Run {
@@ -259,14 +259,6 @@ fn run(eras: Eras, client: ClientPolicy, ops: &[Op], targets: &[&str]) -> Result
         r.count_coverage();
     }
     r.verdict(targets)
-}
-
-fn runner(cases: u32) -> TestRunner {
-    TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    })
 }
 
 fn strategy() -> impl Strategy<Value = Vec<Op>> {

@@ -7,6 +7,10 @@
 
 #![cfg(feature = "check")]
 
+mod common;
+
+use common::{pick, runner};
+
 use mcp_streamable::client::ClientEvent;
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::monitor::Monitor;
@@ -14,7 +18,7 @@ use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::server::Cause;
 use mcp_streamable::sim::{Pair, PairConfig};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use proptest::test_runner::{TestCaseError, TestError};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Coverage of the FIXED x FIXED run, so its verdict is not vacuous.
@@ -59,10 +63,6 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::ClientStep),
         2 => any::<u8>().prop_map(Op::ServerStep),
     ]
-}
-
-fn pick<T: Clone>(items: &[T], i: u8) -> Option<T> {
-    (!items.is_empty()).then(|| items[i as usize % items.len()].clone())
 }
 
 struct Run {
@@ -302,14 +302,6 @@ fn run(
         r.count_coverage();
     }
     r.verdict(targets)
-}
-
-fn runner(cases: u32) -> TestRunner {
-    TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    })
 }
 
 fn strategy() -> impl Strategy<Value = (bool, Vec<Op>)> {

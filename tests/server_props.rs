@@ -5,13 +5,13 @@
 
 mod common;
 
-use common::{pick, Harness};
+use common::{pick, runner, Harness};
 use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{Cause, RequestHead};
 use mcp_streamable::version::ProtocolVersion;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use proptest::test_runner::{TestCaseError, TestError};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -147,14 +147,6 @@ fn run(policy: ServerPolicy, ops: &[Op], targets: &[&str]) -> Result<(), String>
         Some(v) => Err(format!("{} {}", v.id, v.detail)),
         None => Ok(()),
     }
-}
-
-fn runner(cases: u32) -> TestRunner {
-    TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    })
 }
 
 fn strategy() -> impl Strategy<Value = Vec<Op>> {

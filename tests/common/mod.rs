@@ -67,6 +67,16 @@ pub fn pick<T: Clone>(items: &[T], i: u8) -> Option<T> {
     (!items.is_empty()).then(|| items[usize::from(i) % items.len()].clone())
 }
 
+/// A proptest runner of `cases` cases that writes no regression files
+/// (the shrunk case is printed by each test instead).
+pub fn runner(cases: u32) -> proptest::test_runner::TestRunner {
+    proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+        cases,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    })
+}
+
 pub fn test_config() -> EndpointConfig {
     EndpointConfig {
         session: SessionConfig {
