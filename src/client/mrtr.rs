@@ -18,15 +18,17 @@
 //! that retry, never inspected; no `requestState` is sent when the server
 //! sent none; input is asked of the application only when the server asked
 //! (`inputRequests`), and only of kinds the client declared. A server that
-//! breaks its side (an `InputRequiredResult` on another method, with
-//! neither field, of an undeclared kind, or more than
-//! [`INPUT_REQUESTS_MAX`] requests) fails the request as `Malformed`.
+//! breaks its side (`mrtr::check_asked`, the check the server makes too:
+//! an `InputRequiredResult` on another method, with neither field, of an
+//! undeclared kind, or more than `INPUT_REQUESTS_MAX` requests) fails the
+//! request as `Malformed`.
 
 use super::session::{ClientSession, Role};
 use super::{ClientError, ClientEvent, ClientUsageError, ServerRequests};
 use crate::ids::RequestId;
 use crate::jsonrpc::{Message, RawJson};
-use crate::mrtr::input::{InputKind, INPUT_REQUESTS_MAX, METHODS};
+use crate::mrtr::input::METHODS;
+use crate::mrtr::{check_asked, Asked, ClientCapabilities, InputError};
 use crate::time::Instant;
 use serde_json::{Map, Value};
 
@@ -44,12 +46,6 @@ pub(super) struct Rounds {
     /// The request carrying the current round, `None` while the
     /// application gathers input.
     wire: Option<i64>,
-}
-
-/// What one `InputRequiredResult` asks, checked.
-struct Asked {
-    requests: Option<Map<String, Value>>,
-    state: Option<String>,
 }
 
 impl ClientSession {
@@ -163,15 +159,12 @@ impl ClientSession {
         let v = result.to_value();
         let h = self.handle_of(n);
         self.retire(n);
-        if !self.rounds.contains_key(&h) {
-            let why = "an InputRequiredResult answered a request that cannot take one";
-            self.fail_rounds(h, ClientError::Malformed(why));
-            return true;
-        }
-        let asked = match self.check_asked(&v) {
+        // Only the methods that may take one have rounds.
+        let method = self.rounds.get(&h).map_or("", |r| r.method.as_str());
+        let asked = match self.check_asked(method, &v) {
             Ok(asked) => asked,
             Err(why) => {
-                self.fail_rounds(h, ClientError::Malformed(why));
+                self.fail_rounds(h, ClientError::Malformed(why.as_static()));
                 return true;
             }
         };
@@ -202,46 +195,12 @@ impl ClientSession {
         true
     }
 
-    /// The server's side of the rules, checked before the application is asked.
-    fn check_asked(&self, v: &Value) -> Result<Asked, &'static str> {
-        let state = match v.get("requestState") {
-            None => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err("requestState is not a string"),
-        };
-        let requests = match v.get("inputRequests") {
-            None => None,
-            Some(Value::Object(m)) if m.is_empty() => None,
-            Some(Value::Object(m)) => Some(m.clone()),
-            Some(_) => return Err("inputRequests is not a map"),
-        };
-        if requests.is_none() && state.is_none() {
-            return Err("an InputRequiredResult with neither inputRequests nor requestState");
-        }
-        if let Some(m) = &requests {
-            if m.len() > INPUT_REQUESTS_MAX {
-                return Err("more input requests than INPUT_REQUESTS_MAX");
-            }
-            for request in m.values() {
-                let method = request.get("method").and_then(Value::as_str);
-                let Some(kind) = method.and_then(InputKind::of_method) else {
-                    return Err("an input request of no known kind");
-                };
-                if !self.declared(kind) {
-                    return Err("an input request of a kind the client did not declare");
-                }
-            }
-        }
-        Ok(Asked { requests, state })
-    }
-
-    /// Whether the client declared the capability input of `kind` needs.
-    fn declared(&self, kind: InputKind) -> bool {
-        self.init_params
-            .as_ref()
-            .map(RawJson::to_value)
-            .and_then(|p| p.get("capabilities")?.get(kind.capability()).cloned())
-            .is_some_and(|c| c.is_object())
+    /// The server's side of the rules, checked before the application is
+    /// asked (the same check the server makes before it sends one).
+    fn check_asked(&self, method: &str, v: &Value) -> Result<Asked, InputError> {
+        let params = self.init_params.as_ref().map(RawJson::to_value);
+        let declared = params.as_ref().and_then(|p| p.get("capabilities"));
+        check_asked(method, &ClientCapabilities::declared(declared), v)
     }
 
     /// Sends handle `h`'s next round: its parameters as first given, the

@@ -62,7 +62,9 @@ impl InputKind {
     }
 }
 
-/// An application's misuse of MRTR: nothing was sent.
+/// Why an `InputRequiredResult` is not one the spec allows: a server
+/// application's misuse (nothing was sent), or, read by a client, a
+/// server's breach.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
     /// The spec allows an `InputRequiredResult` only on [`METHODS`].
@@ -77,6 +79,83 @@ pub enum InputError {
     /// The client did not declare the capability this input request needs.
     #[error("the client did not declare {}", .0.capability())]
     Undeclared(InputKind),
+    /// An input request of no known kind, or `inputRequests` not a map
+    /// (only a result read off the wire can be this).
+    #[error("an input request of no known kind")]
+    UnknownKind,
+    /// `requestState` that is not a string (off the wire only).
+    #[error("requestState is not a string")]
+    StateNotAString,
+}
+
+impl InputError {
+    /// The reason as a `ClientError::Malformed` carries it.
+    pub const fn as_static(&self) -> &'static str {
+        match self {
+            InputError::NotForMethod(_) => {
+                "an InputRequiredResult on a method that cannot take one"
+            }
+            InputError::Empty => {
+                "an InputRequiredResult with neither inputRequests nor requestState"
+            }
+            InputError::TooMany => "more input requests than INPUT_REQUESTS_MAX",
+            InputError::Undeclared(_) => "an input request of a kind the client did not declare",
+            InputError::UnknownKind => "an input request of no known kind",
+            InputError::StateNotAString => "requestState is not a string",
+        }
+    }
+}
+
+/// What a lawful `InputRequiredResult` asks: its input requests (none when
+/// absent or empty) and its state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    /// `inputRequests`, by the server's keys.
+    pub requests: Option<Map<String, Value>>,
+    /// `requestState`, to be echoed verbatim.
+    pub state: Option<String>,
+}
+
+/// The spec's rules for an `InputRequiredResult` answering `method` from a
+/// client with `capabilities`, checked once for both sides: the server
+/// before it sends one ([`input_required`]), the client before it asks its
+/// application.
+pub fn check_asked(
+    method: &str,
+    capabilities: &ClientCapabilities,
+    result: &Value,
+) -> Result<Asked, InputError> {
+    if !METHODS.contains(&method) {
+        return Err(InputError::NotForMethod(method.to_owned()));
+    }
+    let state = match result.get("requestState") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(InputError::StateNotAString),
+    };
+    let requests = match result.get("inputRequests") {
+        None => None,
+        Some(Value::Object(m)) if m.is_empty() => None,
+        Some(Value::Object(m)) => Some(m.clone()),
+        Some(_) => return Err(InputError::UnknownKind),
+    };
+    if requests.is_none() && state.is_none() {
+        return Err(InputError::Empty);
+    }
+    let asked = requests.iter().flat_map(Map::values);
+    if asked.clone().count() > INPUT_REQUESTS_MAX {
+        return Err(InputError::TooMany);
+    }
+    for request in asked {
+        let method = request.get("method").and_then(Value::as_str);
+        let kind = method
+            .and_then(InputKind::of_method)
+            .ok_or(InputError::UnknownKind)?;
+        if !capabilities.allows(kind) {
+            return Err(InputError::Undeclared(kind));
+        }
+    }
+    Ok(Asked { requests, state })
 }
 
 /// The capabilities a modern request's client declared (`_meta`).
@@ -86,10 +165,14 @@ pub struct ClientCapabilities(Map<String, Value>);
 impl ClientCapabilities {
     /// The capabilities in `params._meta` of a modern request (none if absent).
     pub fn of(params: Option<&Value>) -> Self {
+        let meta = params.and_then(|p| p.get("_meta"));
+        Self::declared(meta.and_then(|m| m.get(META_CLIENT_CAPABILITIES)))
+    }
+
+    /// A client's own `capabilities` object (none if absent or not an object).
+    pub fn declared(capabilities: Option<&Value>) -> Self {
         ClientCapabilities(
-            params
-                .and_then(|p| p.get("_meta"))
-                .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+            capabilities
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_default(),
@@ -151,18 +234,6 @@ pub fn input_required(
     requests: &InputRequests,
     request_state: Option<&str>,
 ) -> Result<RawJson, InputError> {
-    if !METHODS.contains(&method) {
-        return Err(InputError::NotForMethod(method.to_owned()));
-    }
-    if requests.is_empty() && request_state.is_none() {
-        return Err(InputError::Empty);
-    }
-    if requests.len() > INPUT_REQUESTS_MAX {
-        return Err(InputError::TooMany);
-    }
-    if let Some((kind, _)) = requests.0.values().find(|(k, _)| !capabilities.allows(*k)) {
-        return Err(InputError::Undeclared(*kind));
-    }
     let mut result = Map::new();
     result.insert("resultType".into(), Value::from("input_required"));
     if !requests.is_empty() {
@@ -171,7 +242,9 @@ pub fn input_required(
     if let Some(s) = request_state {
         result.insert("requestState".into(), Value::from(s));
     }
-    Ok(RawJson::new(&Value::Object(result)))
+    let result = Value::Object(result);
+    check_asked(method, capabilities, &result)?;
+    Ok(RawJson::new(&result))
 }
 
 /// Whether `result` is an `InputRequiredResult` (the client core and the

@@ -14,7 +14,7 @@ pub mod input;
 pub mod state;
 
 pub use input::{
-    input_required, input_responses, is_input_required, missing_capability, request_state,
-    ClientCapabilities, InputError, InputKind, InputRequests,
+    check_asked, input_required, input_responses, is_input_required, missing_capability,
+    request_state, Asked, ClientCapabilities, InputError, InputKind, InputRequests,
 };
 pub use state::{Binding, StateError, StateSealer};
