@@ -254,4 +254,7 @@ pub enum UsageError {
     /// Not in the modern era (2026-07-28), and why.
     #[error("not in the 2026-07-28 era: {0}")]
     ModernEra(&'static str),
+    /// The `initialize` answer was already sent: the version is settled.
+    #[error("the initialize answer was already sent")]
+    AlreadyInitialized,
 }

@@ -43,5 +43,7 @@ pub mod check;
 pub mod client;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "rmcp")]
+pub mod rmcp;
 #[cfg(feature = "check")]
 pub mod sim;

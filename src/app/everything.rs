@@ -97,7 +97,8 @@ fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
 
-fn tools() -> Value {
+/// The tools, as `tools/list` answers (both eras' fixtures).
+pub fn tools() -> Value {
     let empty = object(json!({}), &[]);
     let mut tools = json!({"tools": [
         {"name": "echo", "description": "Echoes its text argument.",
@@ -134,7 +135,51 @@ fn tools() -> Value {
     tools
 }
 
-fn resources() -> Value {
+/// The tools whose answer depends on their arguments alone (no request to
+/// the client, no notification, no timer): their result, or `None` for
+/// any other tool. Shared with every embedding of these fixtures (the rmcp
+/// example serves them too).
+pub fn static_tool(name: &str, args: &Value) -> Option<Result<RawJson, ErrorObject>> {
+    Some(match name {
+        "echo" => tool_result(vec![text(
+            args.get("text").and_then(Value::as_str).unwrap_or(""),
+        )]),
+        "test_simple_text" => {
+            tool_result(vec![text("This is a simple text response for testing.")])
+        }
+        "test_image_content" => tool_result(vec![
+            json!({"type": "image", "data": IMG, "mimeType": "image/png"}),
+        ]),
+        "test_audio_content" => tool_result(vec![
+            json!({"type": "audio", "data": WAV, "mimeType": "audio/wav"}),
+        ]),
+        "test_embedded_resource" => tool_result(vec![
+            json!({"type": "resource", "resource": {"uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content."}}),
+        ]),
+        "test_multiple_content_types" => tool_result(vec![
+            text("Multiple content types test:"),
+            json!({"type": "image", "data": IMG, "mimeType": "image/png"}),
+            json!({"type": "resource", "resource": {"uri": "test://mixed-content-resource", "mimeType": "application/json", "text": "{\"test\":\"data\",\"value\":123}"}}),
+        ]),
+        "test_error_handling" => ok(
+            json!({"content": [text("This tool intentionally returns an error for testing")], "isError": true}),
+        ),
+        "json_schema_2020_12_tool" => tool_result(vec![text(format!(
+            "JSON Schema 2020-12 tool called with: {args}"
+        ))]),
+        _ => return None,
+    })
+}
+
+/// The resource templates, as `resources/templates/list` answers.
+pub fn resource_templates() -> Value {
+    json!({"resourceTemplates": [{"name": "template",
+        "uriTemplate": "test://template/{id}/data", "title": "Resource Template",
+        "description": "A resource template with parameter substitution", "mimeType": "application/json"}]})
+}
+
+/// The resources, as `resources/list` answers.
+pub fn resources() -> Value {
     json!({"resources": [
         {"uri": "test://static-text", "name": "static-text", "title": "Static Text Resource", "description": "A static text resource for testing", "mimeType": "text/plain"},
         {"uri": "test://static-binary", "name": "static-binary", "title": "Static Binary Resource", "description": "A static binary resource (image) for testing", "mimeType": "image/png"},
@@ -142,7 +187,8 @@ fn resources() -> Value {
     ]})
 }
 
-fn read(uri: &str) -> Result<RawJson, ErrorObject> {
+/// `resources/read` of `uri`.
+pub fn read(uri: &str) -> Result<RawJson, ErrorObject> {
     let content = match uri {
         "test://static-text" => {
             json!({"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."})
@@ -168,7 +214,8 @@ fn read(uri: &str) -> Result<RawJson, ErrorObject> {
     ok(json!({ "contents": [content] }))
 }
 
-fn prompts() -> Value {
+/// The prompts, as `prompts/list` answers.
+pub fn prompts() -> Value {
     json!({"prompts": [
         {"name": "test_simple_prompt", "title": "Simple Test Prompt", "description": "A simple prompt without arguments"},
         {"name": "test_prompt_with_arguments", "title": "Prompt With Arguments", "description": "A prompt with required arguments",
@@ -181,7 +228,8 @@ fn prompts() -> Value {
     ]})
 }
 
-fn prompt(name: &str, args: &Value) -> Result<RawJson, ErrorObject> {
+/// `prompts/get` of `name` with `args`.
+pub fn prompt(name: &str, args: &Value) -> Result<RawJson, ErrorObject> {
     let user = |content: Value| json!({"role": "user", "content": content});
     let arg = |k: &str| -> Result<String, ErrorObject> {
         args.get(k)
@@ -268,10 +316,11 @@ impl EverythingApp {
     }
 
     fn call(&mut self, cx: &mut Cx<'_>, id: RequestId, name: &str, args: Value, meta: Value) {
+        if let Some(answer) = static_tool(name, &args) {
+            cx.respond(&id, answer);
+            return;
+        }
         let answer = match name {
-            "echo" => tool_result(vec![text(
-                args.get("text").and_then(Value::as_str).unwrap_or(""),
-            )]),
             "notify" => {
                 let delay = args
                     .get("delay_ms")
@@ -288,29 +337,6 @@ impl EverythingApp {
                 }
                 tool_result(vec![text(format!("notifying in {delay} ms"))])
             }
-            "test_simple_text" => {
-                tool_result(vec![text("This is a simple text response for testing.")])
-            }
-            "test_image_content" => tool_result(vec![
-                json!({"type": "image", "data": IMG, "mimeType": "image/png"}),
-            ]),
-            "test_audio_content" => tool_result(vec![
-                json!({"type": "audio", "data": WAV, "mimeType": "audio/wav"}),
-            ]),
-            "test_embedded_resource" => tool_result(vec![
-                json!({"type": "resource", "resource": {"uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content."}}),
-            ]),
-            "test_multiple_content_types" => tool_result(vec![
-                text("Multiple content types test:"),
-                json!({"type": "image", "data": IMG, "mimeType": "image/png"}),
-                json!({"type": "resource", "resource": {"uri": "test://mixed-content-resource", "mimeType": "application/json", "text": "{\"test\":\"data\",\"value\":123}"}}),
-            ]),
-            "test_error_handling" => ok(
-                json!({"content": [text("This tool intentionally returns an error for testing")], "isError": true}),
-            ),
-            "json_schema_2020_12_tool" => tool_result(vec![text(format!(
-                "JSON Schema 2020-12 tool called with: {args}"
-            ))]),
             "test_tool_with_logging" => {
                 Self::log(cx, "Tool execution started", Cause::Request(id.clone()));
                 self.later(cx, 50, Pending::Log { id, step: 1 });
@@ -553,9 +579,7 @@ impl App for EverythingApp {
                 }
             }
             "resources/list" => ok(resources()),
-            "resources/templates/list" => ok(json!({"resourceTemplates": [{"name": "template",
-                "uriTemplate": "test://template/{id}/data", "title": "Resource Template",
-                "description": "A resource template with parameter substitution", "mimeType": "application/json"}]})),
+            "resources/templates/list" => ok(resource_templates()),
             "resources/read" => read(p.get("uri").and_then(Value::as_str).unwrap_or("")),
             "resources/subscribe" | "resources/unsubscribe" => {
                 let uri = p.get("uri").and_then(Value::as_str).unwrap_or("");
@@ -677,7 +701,7 @@ impl App for EverythingApp {
 }
 
 /// What this server can do, in both eras.
-fn capabilities() -> Value {
+pub fn capabilities() -> Value {
     json!({
         "tools": {"listChanged": true},
         "resources": {"subscribe": true, "listChanged": true},
@@ -687,6 +711,7 @@ fn capabilities() -> Value {
     })
 }
 
-fn server_info() -> Value {
+/// Who this server is.
+pub fn server_info() -> Value {
     json!({"name": "mcp-streamable-everything", "version": env!("CARGO_PKG_VERSION")})
 }

@@ -6,7 +6,7 @@
 
 mod body;
 pub mod client;
-mod clock;
+pub(crate) mod clock;
 mod io;
 pub mod server;
 

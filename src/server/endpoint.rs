@@ -760,21 +760,7 @@ impl ServerEndpoint {
         admit: Admit<'_>,
         now: Instant,
     ) -> Result<SessionId, RequestError> {
-        let offered = match initialize {
-            Message::Request {
-                params: Some(p), ..
-            } => p
-                .to_value()
-                .get("protocolVersion")
-                .and_then(|v| v.as_str())
-                .and_then(|v| v.parse::<ProtocolVersion>().ok()),
-            _ => None,
-        };
-        // `initialize` selects the session era: a modern version offered
-        // there is answered with the newest session-era one.
-        let version = offered
-            .filter(|v| !v.is_modern())
-            .unwrap_or(ProtocolVersion::LATEST);
+        let version = session_version(initialize);
         let id = self.fresh_session_id();
         let limits = self.config.admission_limits();
         let admission = match admit.to {
@@ -818,6 +804,26 @@ impl ServerEndpoint {
     fn push(&mut self, http: HttpId, kind: TransmitKind) {
         self.transmits.push_back(Transmit { http, kind });
     }
+}
+
+/// The version a session opened by `initialize` speaks: the one offered
+/// when this crate knows it, else the newest. `initialize` selects the
+/// session era, so a modern version offered there is answered with the
+/// newest session-era one.
+pub(crate) fn session_version(initialize: &Message) -> ProtocolVersion {
+    let offered = match initialize {
+        Message::Request {
+            params: Some(p), ..
+        } => p
+            .to_value()
+            .get("protocolVersion")
+            .and_then(|v| v.as_str())
+            .and_then(|v| v.parse::<ProtocolVersion>().ok()),
+        _ => None,
+    };
+    offered
+        .filter(|v| !v.is_modern())
+        .unwrap_or(ProtocolVersion::LATEST)
 }
 
 /// Where a new session asks to be let in.

@@ -644,6 +644,21 @@ impl ServerSession {
         Ok(())
     }
 
+    /// The version an application that negotiates by itself (rmcp's
+    /// handler) agreed to, before the `initialize` answer is sent: the
+    /// answer is stamped with it and the session follows its rules.
+    /// Session-era versions only, and only until that answer.
+    pub fn agree_version(&mut self, version: ProtocolVersion) -> Result<(), UsageError> {
+        if version.is_modern() {
+            return Err(UsageError::ModernEra("2026-07-28 has no sessions"));
+        }
+        if self.phase != Phase::New {
+            return Err(UsageError::AlreadyInitialized);
+        }
+        self.version = version;
+        Ok(())
+    }
+
     /// Ends the session from the server side (R24).
     pub fn close(&mut self, now: Instant) {
         self.end_session(now);

@@ -1,0 +1,406 @@
+//! An rmcp 3.9 server on our core: rmcp's `StreamableHttpService` and its
+//! handler, with [`CoreSessionManager`] in place of rmcp's
+//! `LocalSessionManager` — the one line that changes.
+//!
+//! ```text
+//! cargo run --release --features rmcp --example rmcp_server -- \
+//!     --addr 127.0.0.1:3003 [--session-manager core|local] [--monitor]
+//! ```
+//!
+//! The endpoint is `/mcp`. The handler serves the reference fixtures the
+//! conformance suite calls (`mcp_streamable::app::everything`'s tools,
+//! resources and prompts) in rmcp's own terms: logging, progress, sampling
+//! and elicitation through rmcp's `Peer`, and `notify` (sends
+//! `notifications/tools/list_changed` after `delay_ms`), what `probe` uses
+//! to make a server notify. `--session-manager local` runs the same handler
+//! on rmcp's own manager, for side-by-side comparisons (`scripts/compat.sh`,
+//! `benches/http`). With `--monitor` (core only) the monitor watches every
+//! observation and prints each violation as it finds it.
+
+use mcp_streamable::app::{self, everything};
+use mcp_streamable::rmcp::CoreSessionManager;
+#[allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still in 2025-11-25
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, CompleteRequestParams,
+    CompleteResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerConfig,
+    ServerNotification, ServerRequest, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Tools rmcp's API can serve: all of the reference set but
+/// `test_reconnection` (rmcp has no way for a handler to close its stream)
+/// and the 2026-07-28 MRTR fixtures (rmcp serves that era without a
+/// session manager).
+const INTERACTIVE: [&str; 7] = [
+    "notify",
+    "test_tool_with_logging",
+    "test_tool_with_progress",
+    "test_sampling",
+    "test_elicitation",
+    "test_elicitation_sep1034_defaults",
+    "test_elicitation_sep1330_enums",
+];
+
+#[derive(Clone)]
+struct Reference;
+
+fn from_json<T: DeserializeOwned>(v: Value) -> Result<T, McpError> {
+    serde_json::from_value(v).map_err(|e| McpError::internal_error(e.to_string(), None))
+}
+
+fn served(name: &str) -> bool {
+    INTERACTIVE.contains(&name) || everything::static_tool(name, &json!({})).is_some()
+}
+
+fn text_result(text: impl Into<String>) -> Result<CallToolResponse, McpError> {
+    let result: CallToolResult =
+        from_json(json!({"content": [{"type": "text", "text": text.into()}]}))?;
+    Ok(result.into())
+}
+
+async fn notify(peer: &Peer<RoleServer>, method: &str, params: Value) {
+    let n = from_json::<ServerNotification>(json!({"method": method, "params": params}));
+    if let Ok(n) = n {
+        let _ = peer.send_notification(n).await;
+    }
+}
+
+/// A request to the client, sent while serving the call (rmcp marks it with
+/// the call's id: it goes on the call's own stream).
+async fn ask(peer: &Peer<RoleServer>, method: &str, params: Value) -> Result<Value, McpError> {
+    let request = from_json::<ServerRequest>(json!({"method": method, "params": params}))?;
+    match peer.send_request(request).await {
+        Ok(result) => serde_json::to_value::<&ClientResult>(&result)
+            .map_err(|e| McpError::internal_error(e.to_string(), None)),
+        Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+    }
+}
+
+fn elicitation_schema(name: &str) -> (&'static str, Value) {
+    let object = |properties: Value, required: Value| json!({"type": "object", "properties": properties, "required": required});
+    match name {
+        "test_elicitation_sep1034_defaults" => (
+            "Please review and update the form fields with defaults",
+            object(
+                json!({
+                    "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                    "age": {"type": "integer", "description": "User age", "default": 30},
+                    "score": {"type": "number", "description": "User score", "default": 95.5},
+                    "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                    "verified": {"type": "boolean", "description": "Verification status", "default": true}
+                }),
+                json!([]),
+            ),
+        ),
+        _ => (
+            "Please select options from the enum fields",
+            object(
+                json!({
+                    "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
+                    "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
+                        {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}]},
+                    "legacyEnum": {"type": "string", "description": "Select one option (legacy)", "enum": ["opt1", "opt2", "opt3"],
+                        "enumNames": ["Option One", "Option Two", "Option Three"]},
+                    "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3,
+                        "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                    "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3,
+                        "items": {"anyOf": [{"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}
+                }),
+                json!([]),
+            ),
+        ),
+    }
+}
+
+impl Reference {
+    async fn interactive(
+        &self,
+        name: &str,
+        args: Value,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let peer = cx.peer.clone();
+        match name {
+            "notify" => {
+                let delay = args
+                    .get("delay_ms")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+                    .min(10_000);
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(delay)).await;
+                    let _ = peer.notify_tool_list_changed().await;
+                });
+                text_result(format!("notifying in {delay} ms"))
+            }
+            "test_tool_with_logging" => {
+                for (i, data) in [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ]
+                .iter()
+                .enumerate()
+                {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    let params = json!({"level": "info", "logger": "rmcp-reference", "data": data});
+                    notify(&peer, "notifications/message", params).await;
+                }
+                text_result("Tool with logging executed successfully")
+            }
+            "test_tool_with_progress" => {
+                let token = serde_json::to_value(&cx.meta)
+                    .ok()
+                    .and_then(|m| m.get("progressToken").cloned())
+                    .unwrap_or(json!(0));
+                for step in 0..3u32 {
+                    if step > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    let progress = step * 50;
+                    let params = json!({"progressToken": token, "progress": progress, "total": 100,
+                        "message": format!("Completed step {progress} of 100")});
+                    notify(&peer, "notifications/progress", params).await;
+                }
+                text_result(match &token {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            }
+            "test_sampling" => {
+                let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("");
+                let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100});
+                let answer = ask(&peer, "sampling/createMessage", params).await?;
+                let said = answer
+                    .pointer("/content/text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                text_result(format!("LLM response: {said}"))
+            }
+            "test_elicitation" => {
+                let message = args.get("message").and_then(Value::as_str).unwrap_or("");
+                let schema = json!({"type": "object", "properties": {"response": {"type": "string", "description": "User's response"}}, "required": ["response"]});
+                let params = json!({"message": message, "requestedSchema": schema});
+                let answer = ask(&peer, "elicitation/create", params).await?;
+                text_result(format!(
+                    "User response: action={}, content={}",
+                    answer["action"].as_str().unwrap_or(""),
+                    answer.get("content").cloned().unwrap_or(json!({}))
+                ))
+            }
+            _ => {
+                let (message, schema) = elicitation_schema(name);
+                let params = json!({"message": message, "requestedSchema": schema});
+                let answer = ask(&peer, "elicitation/create", params).await?;
+                text_result(format!(
+                    "Elicitation completed: action={}, content={}",
+                    answer["action"].as_str().unwrap_or(""),
+                    answer.get("content").cloned().unwrap_or(json!({}))
+                ))
+            }
+        }
+    }
+}
+
+impl ServerHandler for Reference {
+    fn get_info(&self) -> ServerConfig {
+        from_json(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": everything::capabilities(),
+            "serverInfo": everything::server_info()
+        }))
+        .expect("the reference server's self-description is an InitializeResult")
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let mut tools = everything::tools();
+        if let Some(list) = tools["tools"].as_array_mut() {
+            list.retain(|t| t["name"].as_str().is_some_and(served));
+        }
+        from_json(tools)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        if let Some(answer) = everything::static_tool(&request.name, &args) {
+            let answer = answer.map_err(|e| McpError::invalid_params(e.message, None))?;
+            return Ok(from_json::<CallToolResult>(answer.to_value())?.into());
+        }
+        if !INTERACTIVE.contains(&request.name.as_ref()) {
+            let unknown = format!("Unknown tool: {}", request.name);
+            return Err(McpError::invalid_params(unknown, None));
+        }
+        self.interactive(&request.name, args, cx).await
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        from_json(everything::resources())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        from_json(everything::resource_templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let read = everything::read(&request.uri)
+            .map_err(|e| McpError::resource_not_found(e.message, None))?;
+        Ok(from_json::<ReadResourceResult>(read.to_value())?.into())
+    }
+
+    async fn subscribe(
+        &self,
+        _: SubscribeRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        _: UnsubscribeRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        from_json(everything::prompts())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let prompt = everything::prompt(&request.name, &args)
+            .map_err(|e| McpError::invalid_params(e.message, None))?;
+        Ok(from_json::<GetPromptResult>(prompt.to_value())?.into())
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _: SetLevelRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        _: CompleteRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        from_json(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let config = StreamableHttpServerConfig::default();
+    let router = if args.local {
+        let manager = Arc::new(LocalSessionManager::default());
+        let svc = StreamableHttpService::new(|| Ok(Reference), manager, config);
+        axum::Router::new().nest_service("/mcp", svc)
+    } else {
+        let tap = args.monitor.then(|| {
+            app::watching(|v| println!("monitor violation {} {:?}: {}", v.id, v.http, v.detail))
+        });
+        let manager = Arc::new(CoreSessionManager::default().with_tap(tap));
+        let svc = StreamableHttpService::new(|| Ok(Reference), manager, config);
+        axum::Router::new().nest_service("/mcp", svc)
+    };
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .unwrap_or_else(|e| exit(&format!("{}: {e}", args.addr)));
+    let listener = axum::serve::ListenerExt::tap_io(listener, |t| {
+        let _ = t.set_nodelay(true);
+    });
+    let manager = if args.local { "local" } else { "core" };
+    println!(
+        "rmcp on the {manager} session manager, http://{}/mcp",
+        args.addr
+    );
+    if let Err(e) = axum::serve(listener, router).await {
+        exit(&e.to_string());
+    }
+}
+
+struct Args {
+    addr: SocketAddr,
+    local: bool,
+    monitor: bool,
+}
+
+impl Args {
+    fn parse() -> Args {
+        let usage =
+            "usage: rmcp_server [--addr HOST:PORT] [--session-manager core|local] [--monitor]";
+        let mut parsed = Args {
+            addr: "127.0.0.1:3003".parse().expect("an address"),
+            local: false,
+            monitor: false,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--addr" => match args.next().map(|a| a.parse()) {
+                    Some(Ok(a)) => parsed.addr = a,
+                    _ => exit(usage),
+                },
+                "--session-manager" => match args.next().as_deref() {
+                    Some("core") => parsed.local = false,
+                    Some("local") => parsed.local = true,
+                    _ => exit(usage),
+                },
+                "--monitor" => parsed.monitor = true,
+                _ => exit(usage),
+            }
+        }
+        parsed
+    }
+}
+
+fn exit(why: &str) -> ! {
+    eprintln!("{why}");
+    std::process::exit(2)
+}

@@ -1,0 +1,266 @@
+//! [`CoreSessionManager`]: rmcp's `SessionManager` on our server core.
+
+use super::bridge::Bridge;
+use super::live::{run_timers, LiveSession};
+use super::stream::CoreStream;
+use super::transport::CoreTransport;
+use super::{convert, CoreConfig, CoreError};
+use crate::app::Tap;
+use crate::id_source::IdSource;
+use crate::ids::SessionId;
+use crate::jsonrpc::Message;
+use crate::server::{Admission, ServerSession, SessionState};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::{
+    ServerSseMessage, SessionId as RmcpSessionId, SessionManager,
+};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// rmcp's `SessionManager`, each session a [`ServerSession`] core: its
+/// routing, event ids, replay, takeover and bounds, instead of rmcp's
+/// `LocalSessionManager`. The one-line change in an rmcp server:
+///
+/// ```ignore
+/// let service = StreamableHttpService::new(
+///     factory,
+///     Arc::new(mcp_streamable::rmcp::CoreSessionManager::default()),
+///     StreamableHttpServerConfig::default(),
+/// );
+/// ```
+pub struct CoreSessionManager {
+    config: CoreConfig,
+    start: tokio::time::Instant,
+    table: Arc<Mutex<Table>>,
+    tap: Option<Arc<Mutex<Tap>>>,
+}
+
+/// All sessions, and who may open one.
+pub(crate) struct Table {
+    sessions: BTreeMap<Arc<str>, Arc<LiveSession>>,
+    admission: Admission,
+    ids: IdSource,
+}
+
+impl Table {
+    /// What `id` is now, for admission's choice of whom to evict.
+    pub(super) fn report(&mut self, id: &SessionId, state: SessionState) {
+        if self.admission.differs(id, state) {
+            self.admission.handle_session(id, state);
+        }
+    }
+
+    /// `id` ended: it leaves the table (idempotent).
+    pub(super) fn forget(&mut self, id: &SessionId) {
+        self.sessions.remove(id.as_str());
+        self.admission.remove(id);
+    }
+}
+
+impl Default for CoreSessionManager {
+    fn default() -> Self {
+        Self::new(CoreConfig::default())
+    }
+}
+
+impl CoreSessionManager {
+    /// A manager with session ids from the OS-keyed CSPRNG.
+    pub fn new(config: CoreConfig) -> Self {
+        Self::with_ids(config, IdSource::from_os())
+    }
+
+    /// A manager drawing session ids and event-id namespaces from `ids`.
+    pub fn with_ids(config: CoreConfig, ids: IdSource) -> Self {
+        CoreSessionManager {
+            config,
+            start: tokio::time::Instant::now(),
+            table: Arc::new(Mutex::new(Table {
+                sessions: BTreeMap::new(),
+                admission: Admission::default(),
+                ids,
+            })),
+            tap: None,
+        }
+    }
+
+    /// Shows every session's requests, transmits, closes and sends to `tap`
+    /// (a monitor: [`crate::app::watching`]).
+    pub fn with_tap(mut self, tap: Option<Tap>) -> Self {
+        self.tap = tap.map(|t| Arc::new(Mutex::new(t)));
+        self
+    }
+
+    // ----- getters -----
+
+    /// Sessions open now.
+    pub fn sessions(&self) -> usize {
+        self.lock().sessions.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get(&self, id: &RmcpSessionId) -> Result<Arc<LiveSession>, CoreError> {
+        self.lock()
+            .sessions
+            .get(id)
+            .cloned()
+            .ok_or(CoreError::UnknownSession)
+    }
+
+    /// Opens a session: admitted (evicting whom the bounds require), its
+    /// core created, its timers started.
+    fn open(&self) -> Result<Arc<LiveSession>, CoreError> {
+        let now = crate::http::clock::now(self.start);
+        let (session, evicted) = {
+            let mut table = self.lock();
+            let id = loop {
+                let candidate = SessionId::from_bits(table.ids.next_u128());
+                if !table.sessions.contains_key(candidate.as_str()) {
+                    break candidate;
+                }
+            };
+            table
+                .admission
+                .admit(&id, None, self.config.admission, now)
+                .map_err(CoreError::Refused)?;
+            let mut evicted = Vec::new();
+            while let Some(victim) = table.admission.poll_evicted() {
+                evicted.extend(table.sessions.get(victim.as_str()).cloned());
+            }
+            let namespace = (table.ids.next_u64() >> 32) as u32;
+            let core = ServerSession::new(
+                id.clone(),
+                namespace,
+                crate::version::ProtocolVersion::LATEST,
+                self.config.session_config(),
+                self.config.policy,
+            );
+            let bridge = Bridge::new(core).with_tap(self.tap.clone());
+            let session = Arc::new(LiveSession::new(
+                id.clone(),
+                bridge,
+                self.start,
+                self.config.stream_queued_max,
+                self.config.inbox_max,
+                Arc::downgrade(&self.table),
+            ));
+            table.sessions.insert(id.as_str().into(), session.clone());
+            (session, evicted)
+        };
+        // Outside the table's lock: a session's lock comes first.
+        for victim in evicted {
+            victim.with(|b, now| b.end(now));
+        }
+        tokio::spawn(run_timers(session.clone()));
+        Ok(session)
+    }
+}
+
+#[allow(refining_impl_trait)] // CoreStream is public: callers may name it.
+impl SessionManager for CoreSessionManager {
+    type Error = CoreError;
+    type Transport = CoreTransport;
+
+    async fn create_session(&self) -> Result<(RmcpSessionId, CoreTransport), CoreError> {
+        let session = self.open()?;
+        let id: RmcpSessionId = session.id.as_str().into();
+        Ok((id, CoreTransport::new(session)))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &RmcpSessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, CoreError> {
+        let session = self.get(id)?;
+        let core = convert::from_client(&message)?;
+        let mut stream = session.open(|b, now| {
+            b.handle_initialize(core, message, now)
+                .map_err(CoreError::Refused)
+        })?;
+        // The answer; the priming before it is rmcp's to write (id "0").
+        while let Some(event) = std::future::poll_fn(|cx| {
+            futures_core::Stream::poll_next(std::pin::Pin::new(&mut stream), cx)
+        })
+        .await
+        {
+            if let Some(m) = event.message {
+                return Ok(Arc::unwrap_or_clone(m));
+            }
+        }
+        Err(CoreError::NoAnswer)
+    }
+
+    async fn has_session(&self, id: &RmcpSessionId) -> Result<bool, CoreError> {
+        Ok(self.get(id).is_ok_and(|s| !s.lock().ended))
+    }
+
+    async fn close_session(&self, id: &RmcpSessionId) -> Result<(), CoreError> {
+        if let Ok(session) = self.get(id) {
+            session.with(|b, now| b.handle_delete(now));
+        }
+        Ok(())
+    }
+
+    async fn create_stream(
+        &self,
+        id: &RmcpSessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<CoreStream, CoreError> {
+        let session = self.get(id)?;
+        let core = convert::from_client(&message)?;
+        let request_id = core.id().cloned();
+        match session.open(|b, now| {
+            b.handle_request(core, message, now)
+                .map_err(CoreError::Refused)
+        }) {
+            // The core's JSON-RPC error, on the stream rmcp asked for
+            // (rmcp would make any error a plain-text 500).
+            Err(CoreError::Refused(e)) => {
+                let error = Message::Error {
+                    id: e.request_id().cloned().or(request_id),
+                    error: e.error_object(),
+                };
+                let mut sse = ServerSseMessage::default();
+                sse.message = Some(Arc::new(
+                    serde_json::from_str(&error.to_json())
+                        .map_err(|e| CoreError::Convert(e.to_string()))?,
+                ));
+                Ok(CoreStream::of(vec![sse]))
+            }
+            other => other,
+        }
+    }
+
+    async fn accept_message(
+        &self,
+        id: &RmcpSessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), CoreError> {
+        let session = self.get(id)?;
+        let core = convert::from_client(&message)?;
+        session.accept(|b, now| {
+            b.handle_message(core, message, now)
+                .map_err(CoreError::Refused)
+        })
+    }
+
+    async fn create_standalone_stream(&self, id: &RmcpSessionId) -> Result<CoreStream, CoreError> {
+        let session = self.get(id)?;
+        session.open(|b, now| b.handle_get(None, now).map_err(CoreError::Refused))
+    }
+
+    async fn resume(
+        &self,
+        id: &RmcpSessionId,
+        last_event_id: String,
+    ) -> Result<CoreStream, CoreError> {
+        let session = self.get(id)?;
+        session.open(|b, now| {
+            b.handle_get(Some(&last_event_id), now)
+                .map_err(CoreError::Refused)
+        })
+    }
+}
