@@ -38,12 +38,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Tools rmcp's API can serve: all of the reference set but
-/// `test_reconnection` (rmcp has no way for a handler to close its stream)
-/// and the 2026-07-28 MRTR fixtures (rmcp serves that era without a
-/// session manager).
-const INTERACTIVE: [&str; 7] = [
+/// The tools this handler serves: all of the reference set but the
+/// 2026-07-28 MRTR fixtures (rmcp serves that era without a session
+/// manager). `test_reconnection` only on our core: rmcp's own manager has
+/// no way for a handler to close its stream (polling, SEP-1699).
+const INTERACTIVE: [&str; 8] = [
     "notify",
+    "test_reconnection",
     "test_tool_with_logging",
     "test_tool_with_progress",
     "test_sampling",
@@ -53,19 +54,34 @@ const INTERACTIVE: [&str; 7] = [
 ];
 
 #[derive(Clone)]
-struct Reference;
+struct Reference {
+    /// Our manager, when the server runs on it (for `test_reconnection`).
+    core: Option<Arc<CoreSessionManager>>,
+}
 
 fn from_json<T: DeserializeOwned>(v: Value) -> Result<T, McpError> {
     serde_json::from_value(v).map_err(|e| McpError::internal_error(e.to_string(), None))
 }
 
-fn served(name: &str) -> bool {
-    INTERACTIVE.contains(&name) || everything::static_tool(name, &json!({})).is_some()
+/// A final result (`resultType: "complete"`, which 2026-07-28 requires;
+/// rmcp strips it for session-era peers), as rmcp's constructors make it.
+fn complete<T: DeserializeOwned>(mut v: Value) -> Result<T, McpError> {
+    if let Some(o) = v.as_object_mut() {
+        o.insert("resultType".into(), json!("complete"));
+    }
+    from_json(v)
+}
+
+impl Reference {
+    fn serves(&self, name: &str) -> bool {
+        (INTERACTIVE.contains(&name) && (name != "test_reconnection" || self.core.is_some()))
+            || everything::static_tool(name, &json!({})).is_some()
+    }
 }
 
 fn text_result(text: impl Into<String>) -> Result<CallToolResponse, McpError> {
     let result: CallToolResult =
-        from_json(json!({"content": [{"type": "text", "text": text.into()}]}))?;
+        complete(json!({"content": [{"type": "text", "text": text.into()}]}))?;
     Ok(result.into())
 }
 
@@ -180,6 +196,21 @@ impl Reference {
                     other => other.to_string(),
                 })
             }
+            "test_reconnection" => {
+                // Close the connection now; the answer comes after the
+                // client resumed with Last-Event-ID.
+                let session = cx
+                    .extensions
+                    .get::<hyper::http::request::Parts>()
+                    .and_then(|p| p.headers.get("mcp-session-id"))
+                    .and_then(|v| v.to_str().ok());
+                if let (Some(core), Some(session)) = (&self.core, session) {
+                    core.close_connection(session, &cx.id)
+                        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                text_result("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.")
+            }
             "test_sampling" => {
                 let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("");
                 let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100});
@@ -232,9 +263,9 @@ impl ServerHandler for Reference {
     ) -> Result<ListToolsResult, McpError> {
         let mut tools = everything::tools();
         if let Some(list) = tools["tools"].as_array_mut() {
-            list.retain(|t| t["name"].as_str().is_some_and(served));
+            list.retain(|t| t["name"].as_str().is_some_and(|n| self.serves(n)));
         }
-        from_json(tools)
+        complete(tools)
     }
 
     async fn call_tool(
@@ -245,9 +276,9 @@ impl ServerHandler for Reference {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         if let Some(answer) = everything::static_tool(&request.name, &args) {
             let answer = answer.map_err(|e| McpError::invalid_params(e.message, None))?;
-            return Ok(from_json::<CallToolResult>(answer.to_value())?.into());
+            return Ok(complete::<CallToolResult>(answer.to_value())?.into());
         }
-        if !INTERACTIVE.contains(&request.name.as_ref()) {
+        if !self.serves(&request.name) {
             let unknown = format!("Unknown tool: {}", request.name);
             return Err(McpError::invalid_params(unknown, None));
         }
@@ -259,7 +290,7 @@ impl ServerHandler for Reference {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        from_json(everything::resources())
+        complete(everything::resources())
     }
 
     async fn list_resource_templates(
@@ -267,7 +298,7 @@ impl ServerHandler for Reference {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        from_json(everything::resource_templates())
+        complete(everything::resource_templates())
     }
 
     async fn read_resource(
@@ -277,7 +308,7 @@ impl ServerHandler for Reference {
     ) -> Result<ReadResourceResponse, McpError> {
         let read = everything::read(&request.uri)
             .map_err(|e| McpError::resource_not_found(e.message, None))?;
-        Ok(from_json::<ReadResourceResult>(read.to_value())?.into())
+        Ok(complete::<ReadResourceResult>(read.to_value())?.into())
     }
 
     async fn subscribe(
@@ -301,7 +332,7 @@ impl ServerHandler for Reference {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        from_json(everything::prompts())
+        complete(everything::prompts())
     }
 
     async fn get_prompt(
@@ -312,7 +343,7 @@ impl ServerHandler for Reference {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let prompt = everything::prompt(&request.name, &args)
             .map_err(|e| McpError::invalid_params(e.message, None))?;
-        Ok(from_json::<GetPromptResult>(prompt.to_value())?.into())
+        Ok(complete::<GetPromptResult>(prompt.to_value())?.into())
     }
 
     #[allow(deprecated)]
@@ -329,7 +360,7 @@ impl ServerHandler for Reference {
         _: CompleteRequestParams,
         _: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        from_json(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
+        complete(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
     }
 }
 
@@ -339,14 +370,19 @@ async fn main() {
     let config = StreamableHttpServerConfig::default();
     let router = if args.local {
         let manager = Arc::new(LocalSessionManager::default());
-        let svc = StreamableHttpService::new(|| Ok(Reference), manager, config);
+        let svc = StreamableHttpService::new(|| Ok(Reference { core: None }), manager, config);
         axum::Router::new().nest_service("/mcp", svc)
     } else {
         let tap = args.monitor.then(|| {
             app::watching(|v| println!("monitor violation {} {:?}: {}", v.id, v.http, v.detail))
         });
         let manager = Arc::new(CoreSessionManager::default().with_tap(tap));
-        let svc = StreamableHttpService::new(|| Ok(Reference), manager, config);
+        let core = Some(manager.clone());
+        let svc = StreamableHttpService::new(
+            move || Ok(Reference { core: core.clone() }),
+            manager,
+            config,
+        );
         axum::Router::new().nest_service("/mcp", svc)
     };
     let listener = tokio::net::TcpListener::bind(args.addr)

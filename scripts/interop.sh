@@ -4,12 +4,13 @@
 #   the conformance 0.2.0-alpha's 2026-07-28 requirement set against `serve` (whole, no baseline),
 #   the conformance client scenarios initialize, tools_call, sse-retry with `call`,
 #   the alpha's non-OAuth 2026-07-28 client scenarios (but SEP-2243's custom headers) with `call`,
-#   our client and `probe` against the TS and Python SDK servers, `probe` against rmcp 3.9.0,
+#   our client and `probe` against the TS and Python SDK servers,
 #   rmcp 3.9's client in its initialize, discover and auto modes;
 #   the TS SDK 2.x client in its legacy, auto and pinned 2026-07-28 modes;
-#   and against examples/blocking.rs (the core on std::net alone) and examples/axum.rs (mounted
-#   in an axum Router): the conformance server suite, the TS (1.x, 2.x) and Python clients and `probe`,
-#   with the monitor watching.
+#   and against examples/blocking.rs (the core on std::net alone), examples/axum.rs (mounted
+#   in an axum Router) and examples/rmcp_server.rs (rmcp 3.9 on our CoreSessionManager):
+#   the conformance server suite, the TS (1.x, 2.x), Python, rmcp and our clients and `probe`,
+#   with the monitor watching; `probe` against rmcp 3.9 on its own session manager.
 # Installs the peers first (scripts/install-peers.sh). Exits non-zero on any
 # failure, warning or monitor violation.
 set -euo pipefail
@@ -188,11 +189,13 @@ for peer in "ts $((PORT + 1)) F1,R42" "python $((PORT + 2)) -" "ts2 $((PORT + 6)
 done
 kill $TS_SERVER $PY_SERVER $TS2_SERVER 2>/dev/null || true
 
-# The prober against rmcp 3.9.0 (built from crates.io, about 5 min the first
-# time): it must find on its own what peers.md measured by hand.
-echo "== probe against the rmcp 3.9.0 server"
-(cd benches/peers/rmcp-server && CARGO_TARGET_DIR="$PWD/../../../target/bench-peers" cargo build --release -q) || status=1
-"$PWD/target/bench-peers/release/rmcp-bench-server" $((PORT + 3)) > "$LOG/rmcp-server.log" 2>&1 &
+# The prober against rmcp 3.9.0 on its own LocalSessionManager (examples/rmcp_server.rs
+# --session-manager local, rmcp built from crates.io): it must find on its own what
+# peers.md measured by hand.
+echo "== probe against rmcp 3.9.0 on its own session manager"
+cargo build --release -q --features rmcp --example rmcp_server || status=1
+RMCP_BIN="$PWD/target/release/examples/rmcp_server"
+"$RMCP_BIN" --addr "127.0.0.1:$((PORT + 3))" --session-manager local > "$LOG/rmcp-server.log" 2>&1 &
 RMCP_SERVER=$!
 trap 'kill $SERVE $TS_SERVER $PY_SERVER $RMCP_SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 100); do answers $((PORT + 3)) && break; sleep 0.1; done
@@ -207,10 +210,11 @@ kill $RMCP_SERVER 2>/dev/null || true
 # `serve`, the monitor printing any violation the moment it is found.
 EXAMPLE=""
 trap 'kill $SERVE $TS_SERVER $PY_SERVER $RMCP_SERVER $EXAMPLE 2>/dev/null || true' EXIT
+# against_example NAME PORT [FEATURES] [PROBE-VIOLATIONS] [LISTEN: yes|no]
 against_example() {
-    local name=$1 port=$2
+    local name=$1 port=$2 features=${3:-} expected=${4:--} listen=${5:-yes}
     echo "== examples/$name.rs: conformance server suite (all), TS (1.x, 2.x) and Python clients, probe"
-    cargo build --release -q --example "$name" || { status=1; return; }
+    cargo build --release -q --example "$name" ${features:+--features "$features"} || { status=1; return; }
     "$PWD/target/release/examples/$name" --addr "127.0.0.1:$port" --monitor > "$LOG/$name.log" 2>&1 &
     EXAMPLE=$!
     for _ in $(seq 50); do answers "$port" && break; sleep 0.1; done
@@ -225,13 +229,20 @@ against_example() {
     for m in $PY_MODES; do
         timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "http://localhost:$port/mcp" "${m%%:*}" "${m#*:}" || status=1
     done
-    timeout 60 "$PEERS/py/bin/python" scripts/peers/py-listen.py "http://localhost:$port/mcp" || status=1
+    if [ "$listen" = yes ]; then
+        timeout 60 "$PEERS/py/bin/python" scripts/peers/py-listen.py "http://localhost:$port/mcp" || status=1
+    fi
     rmcp_modes "$port"
+    for tool in test_tool_with_progress test_reconnection; do
+        timeout 30 "$BIN" call --monitor "http://127.0.0.1:$port/mcp" "$tool" > /dev/null 2> "$LOG/call-$name-$tool.err" \
+            || { status=1; cat "$LOG/call-$name-$tool.err"; }
+        grep -h "^monitor" "$LOG/call-$name-$tool.err" || true
+    done
     timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$port/mcp" > "$LOG/probe-$name.json" || true
     local got
     got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-$name.json" 2>/dev/null || echo "unreadable")
     echo "probe violations: $got"
-    [ "$got" = "-" ] || status=1
+    [ "$got" = "$expected" ] || { echo "expected $expected"; status=1; }
     kill "$EXAMPLE" 2>/dev/null || true
     if grep -q "^monitor violation" "$LOG/$name.log"; then
         echo "monitor found violations:"; grep "^monitor violation" "$LOG/$name.log"; status=1
@@ -241,6 +252,10 @@ against_example() {
 }
 against_example blocking $((PORT + 4))
 against_example axum $((PORT + 5))
+# rmcp 3.9 on our core (feature rmcp): rmcp's HTTP service and handler, our
+# CoreSessionManager. rmcp still answers a bad Origin itself (R42: docs/rmcp.md),
+# and has no subscriptions/listen (so no py-listen).
+against_example rmcp_server $((PORT + 7)) rmcp R42 no
 
 [ "$status" = 0 ] && echo "interop: all passed" || echo "interop: FAILED (logs in $LOG)"
 exit "$status"

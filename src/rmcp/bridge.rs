@@ -344,6 +344,16 @@ impl<X> Bridge<X> {
         sent
     }
 
+    /// Closes the connection carrying client request `id`'s stream without
+    /// ending the stream (polling, SEP-1699): the client resumes with
+    /// `Last-Event-ID` and the answer comes on the resumed stream. rmcp's
+    /// own manager has no way to do this.
+    pub fn close_connection(&mut self, id: &RequestId, now: Instant) -> Result<(), UsageError> {
+        let closed = self.core.close_connection(id, now);
+        self.drain(now);
+        closed
+    }
+
     fn answer(
         &mut self,
         id: RequestId,

@@ -97,6 +97,28 @@ impl CoreSessionManager {
         self.lock().sessions.len()
     }
 
+    // ----- commands -----
+
+    /// Closes the connection carrying request `request`'s stream in
+    /// `session` without ending the stream (polling, SEP-1699): the client
+    /// resumes with `Last-Event-ID` after the stream's `retry`, and the
+    /// handler's answer comes on the resumed stream. A handler finds its
+    /// session in the `Mcp-Session-Id` header of the `http::request::Parts`
+    /// rmcp puts in its context's extensions.
+    pub fn close_connection(
+        &self,
+        session: &str,
+        request: &rmcp::model::RequestId,
+    ) -> Result<(), CoreError> {
+        let id = serde_json::to_value(request)
+            .and_then(serde_json::from_value)
+            .map_err(|e| CoreError::Convert(e.to_string()))?;
+        let session = self.get(&RmcpSessionId::from(session))?;
+        session
+            .with(|b, now| b.close_connection(&id, now))
+            .map_err(|e| CoreError::Send(e.into()))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
