@@ -41,7 +41,7 @@ use crate::monitor::Observation;
 use crate::server::{Cause, EndReason, ServerEvent, ServerSession, TransmitKind};
 use crate::time::Instant;
 use crate::version::ProtocolVersion;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 /// The event id rmcp gives the priming event it puts before a standalone
@@ -112,6 +112,8 @@ pub struct Bridge<X> {
     /// (the core turns each into exactly one event, in order).
     notification_extras: VecDeque<X>,
     outputs: VecDeque<Output<X>>,
+    /// Exchanges the embedder holds a stream for, until their end.
+    streams: BTreeSet<HttpId>,
     tap: Option<Arc<Mutex<Tap>>>,
 }
 
@@ -128,6 +130,7 @@ impl<X> Bridge<X> {
             request_extras: BTreeMap::new(),
             notification_extras: VecDeque::new(),
             outputs: VecDeque::new(),
+            streams: BTreeSet::new(),
             tap: None,
         }
     }
@@ -199,6 +202,7 @@ impl<X> Bridge<X> {
             self.progress.insert(token, id.clone());
         }
         self.request_extras.insert(id, extra);
+        self.streams.insert(http);
         self.drain(now);
         Ok(http)
     }
@@ -241,6 +245,7 @@ impl<X> Bridge<X> {
             other => other,
         };
         opened?;
+        self.streams.insert(http);
         self.observe(&Observation::Request {
             http,
             method: Method::Get,
@@ -440,6 +445,13 @@ impl<X> Bridge<X> {
                     unreachable!()
                 };
                 let http = t.http;
+                if !self.streams.contains(&http) {
+                    // A 202, a DELETE's answer: no stream to write on.
+                    if matches!(t.kind, TransmitKind::End(_)) {
+                        ended.push(http);
+                    }
+                    continue;
+                }
                 match t.kind {
                     TransmitKind::Head(_) | TransmitKind::Comment => {}
                     TransmitKind::Json(message) => self.outputs.push_back(Output::Event {
@@ -459,6 +471,7 @@ impl<X> Bridge<X> {
                         message: message.map(|o| o.message.clone()),
                     }),
                     TransmitKind::End(reason) => {
+                        self.streams.remove(&http);
                         self.outputs.push_back(Output::End { http, reason });
                         ended.push(http);
                     }
@@ -539,4 +552,337 @@ fn answered_version(result: &RawJson) -> Option<ProtocolVersion> {
         .parse::<ProtocolVersion>()
         .ok()
         .filter(|v| !v.is_modern())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::SessionId;
+    use crate::policy::ServerPolicy;
+    use crate::server::{ResponseMode, SessionConfig};
+    use serde_json::json;
+
+    const T0: Instant = Instant::ZERO;
+
+    fn bridge() -> Bridge<&'static str> {
+        let config = SessionConfig {
+            response_mode: ResponseMode::Sse,
+            keepalive_ms: None,
+            ..SessionConfig::default()
+        };
+        let core = ServerSession::new(
+            SessionId::from_bits(1),
+            7,
+            ProtocolVersion::LATEST,
+            config,
+            ServerPolicy::FIXED,
+        );
+        Bridge::new(core)
+    }
+
+    fn request(id: i64, method: &str, params: serde_json::Value) -> Message {
+        Message::request(RequestId::Num(id), method, Some(RawJson::from(params)))
+    }
+
+    fn outputs(b: &mut Bridge<&'static str>) -> Vec<Output<&'static str>> {
+        std::iter::from_fn(|| b.poll_output()).collect()
+    }
+
+    /// The messages written on `http`, in order (priming events left out).
+    fn written(outs: &[Output<&'static str>], http: HttpId) -> Vec<Message> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Output::Event {
+                    http: h,
+                    message: Some(m),
+                    ..
+                } if *h == http => Some(m.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn ended(outs: &[Output<&'static str>], http: HttpId) -> bool {
+        outs.iter()
+            .any(|o| matches!(o, Output::End { http: h, .. } if *h == http))
+    }
+
+    /// Initialized, with the handler having answered at `version`.
+    fn ready(version: &str) -> Bridge<&'static str> {
+        let mut b = bridge();
+        let init = request(0, "initialize", json!({"protocolVersion": "2025-11-25"}));
+        let http = b.handle_initialize(init, "init", T0).unwrap();
+        let outs = outputs(&mut b);
+        assert!(
+            matches!(&outs[0], Output::Deliver { extra: Some("init"), message } if message.is_initialize())
+        );
+        let answer = Message::Response {
+            id: RequestId::Num(0),
+            result: RawJson::from(json!({"protocolVersion": version})),
+        };
+        b.send(answer, None, T0).unwrap();
+        let outs = outputs(&mut b);
+        assert_eq!(written(&outs, http).len(), 1);
+        assert!(ended(&outs, http));
+        let initialized = Message::notification("notifications/initialized", None);
+        b.handle_message(initialized, "initialized", T0).unwrap();
+        outputs(&mut b);
+        b
+    }
+
+    #[test]
+    fn the_session_speaks_the_version_the_handler_answered() {
+        assert_eq!(
+            ready("2025-06-18").core().version(),
+            ProtocolVersion::V2025_06_18
+        );
+        assert_eq!(
+            ready("2025-11-25").core().version(),
+            ProtocolVersion::V2025_11_25
+        );
+        // A version this crate does not know leaves the offered one.
+        assert_eq!(
+            ready("2099-01-01").core().version(),
+            ProtocolVersion::V2025_11_25
+        );
+    }
+
+    #[test]
+    fn a_request_is_delivered_with_its_extra_and_answered_on_its_stream() {
+        let mut b = ready("2025-11-25");
+        let http = b
+            .handle_request(request(5, "tools/call", json!({})), "call", T0)
+            .unwrap();
+        let outs = outputs(&mut b);
+        assert!(outs.iter().any(|o| matches!(
+            o,
+            Output::Deliver {
+                extra: Some("call"),
+                ..
+            }
+        )));
+        // 2025-11-25: primed at once, with an id to resume from.
+        assert!(outs.iter().any(
+            |o| matches!(o, Output::Event { http: h, id: Some(_), message: None, .. } if *h == http)
+        ));
+        let answer = Message::Response {
+            id: RequestId::Num(5),
+            result: RawJson::empty_object(),
+        };
+        b.send(answer, None, T0).unwrap();
+        let outs = outputs(&mut b);
+        assert_eq!(written(&outs, http)[0].id(), Some(&RequestId::Num(5)));
+        assert!(ended(&outs, http));
+        // Answered once: a second answer is refused, nothing is written.
+        let again = Message::Response {
+            id: RequestId::Num(5),
+            result: RawJson::empty_object(),
+        };
+        assert!(b.send(again, None, T0).is_err());
+        assert!(written(&outputs(&mut b), http).is_empty());
+    }
+
+    #[test]
+    fn progress_rides_its_request_stream_and_other_notifications_the_get() {
+        let mut b = ready("2025-11-25");
+        let call = request(9, "tools/call", json!({"_meta": {"progressToken": "tok"}}));
+        let post = b.handle_request(call, "call", T0).unwrap();
+        let get = b.handle_get(None, T0).unwrap();
+        outputs(&mut b);
+        let progress = Message::notification(
+            "notifications/progress",
+            Some(RawJson::from(
+                json!({"progressToken": "tok", "progress": 1}),
+            )),
+        );
+        b.send(progress, None, T0).unwrap();
+        let changed = Message::notification("notifications/tools/list_changed", None);
+        b.send(changed, None, T0).unwrap();
+        let outs = outputs(&mut b);
+        let on_post = written(&outs, post);
+        let on_get = written(&outs, get);
+        assert_eq!(on_post.len(), 1);
+        assert_eq!(on_post[0].method(), Some("notifications/progress"));
+        assert_eq!(on_get.len(), 1);
+        assert_eq!(on_get[0].method(), Some("notifications/tools/list_changed"));
+        // A token of a request no longer in flight is unrelated.
+        let answer = Message::Response {
+            id: RequestId::Num(9),
+            result: RawJson::empty_object(),
+        };
+        b.send(answer, None, T0).unwrap();
+        let late = Message::notification(
+            "notifications/progress",
+            Some(RawJson::from(
+                json!({"progressToken": "tok", "progress": 2}),
+            )),
+        );
+        b.send(late, None, T0).unwrap();
+        let outs = outputs(&mut b);
+        assert_eq!(written(&outs, get).len(), 1);
+    }
+
+    #[test]
+    fn server_requests_follow_their_origin_and_answers_get_the_handlers_ids() {
+        let mut b = ready("2025-11-25");
+        let post = b
+            .handle_request(request(3, "tools/call", json!({})), "call", T0)
+            .unwrap();
+        outputs(&mut b);
+        let ask = Message::request(
+            RequestId::Str("rmcp-77".into()),
+            "sampling/createMessage",
+            None,
+        );
+        b.send(ask, Some(RequestId::Num(3)), T0).unwrap();
+        let outs = outputs(&mut b);
+        let on_post = written(&outs, post);
+        assert_eq!(on_post.len(), 1);
+        let wire_id = on_post[0].id().cloned().unwrap();
+        // The client answers the id it saw; the handler gets its own.
+        let answer = Message::Response {
+            id: wire_id,
+            result: RawJson::empty_object(),
+        };
+        b.handle_message(answer, "answer", T0).unwrap();
+        let outs = outputs(&mut b);
+        assert!(outs.iter().any(|o| matches!(o,
+            Output::Deliver { message: Message::Response { id, .. }, extra: None }
+                if *id == RequestId::Str("rmcp-77".into()))));
+        // Without an origin in flight the request is unrelated: held for a GET.
+        let ask = Message::request(RequestId::Num(1), "roots/list", None);
+        b.send(ask, Some(RequestId::Num(42)), T0).unwrap();
+        assert!(written(&outputs(&mut b), post).is_empty());
+        let get = b.handle_get(None, T0).unwrap();
+        assert_eq!(written(&outputs(&mut b), get).len(), 1);
+    }
+
+    #[test]
+    fn a_refused_server_request_fails_at_once_for_the_handler() {
+        let mut b = ready("2025-11-25");
+        for i in 0..SessionConfig::default().outbound_requests_max as i64 {
+            let ask = Message::request(RequestId::Num(i + 100), "roots/list", None);
+            b.send(ask, None, T0).unwrap();
+        }
+        outputs(&mut b);
+        let ask = Message::request(RequestId::Num(1), "roots/list", None);
+        assert!(matches!(
+            b.send(ask, None, T0),
+            Err(SendError::Usage(UsageError::TooManyRequests))
+        ));
+        let outs = outputs(&mut b);
+        assert!(outs.iter().any(|o| matches!(
+            o,
+            Output::Deliver {
+                message: Message::Error {
+                    id: Some(RequestId::Num(1)),
+                    ..
+                },
+                ..
+            }
+        )));
+    }
+
+    #[test]
+    fn rmcp_priming_id_resumes_as_a_fresh_get_and_unknown_ids_are_refused() {
+        let mut b = ready("2025-11-25");
+        assert!(b.handle_get(Some(RMCP_PRIMING_ID), T0).is_ok());
+        assert!(matches!(
+            b.handle_get(Some("nonsense"), T0),
+            Err(RequestError::UnknownEventId(_))
+        ));
+    }
+
+    #[test]
+    fn a_dropped_stream_resumes_strictly_after_its_last_event() {
+        let mut b = ready("2025-11-25");
+        let get = b.handle_get(None, T0).unwrap();
+        for n in 0..3 {
+            let m = Message::notification(
+                "notifications/message",
+                Some(RawJson::from(json!({"n": n}))),
+            );
+            b.send(m, None, T0).unwrap();
+        }
+        let outs = outputs(&mut b);
+        let ids: Vec<String> = outs
+            .iter()
+            .filter_map(|o| match o {
+                Output::Event {
+                    http,
+                    id: Some(id),
+                    message: Some(_),
+                    ..
+                } if *http == get => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids.len(), 3);
+        b.handle_stream_dropped(get, T0);
+        let resumed = b.handle_get(Some(&ids[0]), T0).unwrap();
+        let replay = written(&outputs(&mut b), resumed);
+        let ns: Vec<_> = replay.iter().map(|m| m.to_json()).collect();
+        assert_eq!(replay.len(), 2, "{ns:?}");
+        assert!(ns[0].contains("\"n\":1") && ns[1].contains("\"n\":2"));
+    }
+
+    #[test]
+    fn notifications_keep_their_extras_in_order_and_delete_ends_the_session() {
+        let mut b = ready("2025-11-25");
+        for extra in ["a", "b"] {
+            let m = Message::notification("notifications/roots/list_changed", None);
+            b.handle_message(m, extra, T0).unwrap();
+        }
+        let extras: Vec<_> = outputs(&mut b)
+            .into_iter()
+            .filter_map(|o| match o {
+                Output::Deliver { extra, .. } => extra,
+                _ => None,
+            })
+            .collect();
+        assert_eq!(extras, ["a", "b"]);
+        let get = b.handle_get(None, T0).unwrap();
+        outputs(&mut b);
+        b.handle_delete(T0);
+        let outs = outputs(&mut b);
+        assert!(ended(&outs, get));
+        assert!(outs.contains(&Output::SessionEnded));
+        assert!(b.is_ended());
+        assert!(b.handle_get(None, T0).is_err());
+    }
+
+    #[test]
+    fn polling_closes_the_connection_and_the_answer_waits_for_the_resume() {
+        let mut b = ready("2025-11-25");
+        let post = b
+            .handle_request(request(4, "tools/call", json!({})), "call", T0)
+            .unwrap();
+        let primed = outputs(&mut b)
+            .into_iter()
+            .find_map(|o| match o {
+                Output::Event {
+                    http, id: Some(id), ..
+                } if http == post => Some(id),
+                _ => None,
+            })
+            .unwrap();
+        b.close_connection(&RequestId::Num(4), T0).unwrap();
+        assert!(matches!(
+            outputs(&mut b).as_slice(),
+            [Output::End {
+                reason: EndReason::Polling,
+                ..
+            }]
+        ));
+        let answer = Message::Response {
+            id: RequestId::Num(4),
+            result: RawJson::empty_object(),
+        };
+        b.send(answer, None, T0).unwrap();
+        outputs(&mut b);
+        let resumed = b.handle_get(Some(&primed), T0).unwrap();
+        let replay = written(&outputs(&mut b), resumed);
+        assert_eq!(replay.len(), 1);
+        assert_eq!(replay[0].id(), Some(&RequestId::Num(4)));
+    }
 }
