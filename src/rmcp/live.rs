@@ -101,10 +101,11 @@ impl LiveSession {
         out
     }
 
-    /// Opens a stream for the exchange `f` starts; the inbox must have room
-    /// for what the client sends (`inbox_max`).
+    /// Opens a stream for the exchange `f` starts. One that carries a
+    /// client message needs room for it in the inbox (`inbox_max`).
     pub(super) fn open(
         self: &Arc<Self>,
+        carries_message: bool,
         f: impl FnOnce(&mut Bridge<ClientJsonRpcMessage>, Instant) -> Result<HttpId, CoreError>,
     ) -> Result<CoreStream, CoreError> {
         let now = self.now();
@@ -112,7 +113,9 @@ impl LiveSession {
         if state.ended {
             return Err(CoreError::UnknownSession);
         }
-        self.check_inbox(&state)?;
+        if carries_message {
+            self.check_inbox(&state)?;
+        }
         let http = f(&mut state.bridge, now)?;
         let (tx, rx) = mpsc::channel(self.stream_queued_max);
         state.streams.insert(http, tx);

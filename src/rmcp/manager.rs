@@ -198,7 +198,7 @@ impl SessionManager for CoreSessionManager {
     ) -> Result<ServerJsonRpcMessage, CoreError> {
         let session = self.get(id)?;
         let core = convert::from_client(&message)?;
-        let mut stream = session.open(|b, now| {
+        let mut stream = session.open(true, |b, now| {
             b.handle_initialize(core, message, now)
                 .map_err(CoreError::Refused)
         })?;
@@ -234,7 +234,7 @@ impl SessionManager for CoreSessionManager {
         let session = self.get(id)?;
         let core = convert::from_client(&message)?;
         let request_id = core.id().cloned();
-        match session.open(|b, now| {
+        match session.open(true, |b, now| {
             b.handle_request(core, message, now)
                 .map_err(CoreError::Refused)
         }) {
@@ -271,7 +271,9 @@ impl SessionManager for CoreSessionManager {
 
     async fn create_standalone_stream(&self, id: &RmcpSessionId) -> Result<CoreStream, CoreError> {
         let session = self.get(id)?;
-        session.open(|b, now| b.handle_get(None, now).map_err(CoreError::Refused))
+        session.open(false, |b, now| {
+            b.handle_get(None, now).map_err(CoreError::Refused)
+        })
     }
 
     async fn resume(
@@ -280,7 +282,7 @@ impl SessionManager for CoreSessionManager {
         last_event_id: String,
     ) -> Result<CoreStream, CoreError> {
         let session = self.get(id)?;
-        session.open(|b, now| {
+        session.open(false, |b, now| {
             b.handle_get(Some(&last_event_id), now)
                 .map_err(CoreError::Refused)
         })

@@ -21,6 +21,7 @@ pub use crate::head::{Content, Method, RequestHead, ResponseHead};
 pub use admission::{Admission, AdmissionLimits, SessionState};
 pub use drain::{BroadcastOrigin, ServerOutput};
 pub use driver::{AppTimer, ServerDriver};
+#[cfg(feature = "rmcp")]
 pub(crate) use endpoint::session_version;
 pub use endpoint::{EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};
