@@ -18,6 +18,7 @@
 //! observation and prints each violation as it finds it.
 
 use mcp_streamable::app::{self, everything};
+use mcp_streamable::jsonrpc::ErrorObject;
 use mcp_streamable::rmcp::CoreSessionManager;
 #[allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still in 2025-11-25
 use rmcp::model::{
@@ -94,49 +95,16 @@ async fn notify(peer: &Peer<RoleServer>, method: &str, params: Value) {
 
 /// A request to the client, sent while serving the call (rmcp marks it with
 /// the call's id: it goes on the call's own stream).
-async fn ask(peer: &Peer<RoleServer>, method: &str, params: Value) -> Result<Value, McpError> {
-    let request = from_json::<ServerRequest>(json!({"method": method, "params": params}))?;
-    match peer.send_request(request).await {
-        Ok(result) => serde_json::to_value::<&ClientResult>(&result)
-            .map_err(|e| McpError::internal_error(e.to_string(), None)),
-        Err(e) => Err(McpError::internal_error(e.to_string(), None)),
-    }
-}
-
-fn elicitation_schema(name: &str) -> (&'static str, Value) {
-    let object = |properties: Value, required: Value| json!({"type": "object", "properties": properties, "required": required});
-    match name {
-        "test_elicitation_sep1034_defaults" => (
-            "Please review and update the form fields with defaults",
-            object(
-                json!({
-                    "name": {"type": "string", "description": "User name", "default": "John Doe"},
-                    "age": {"type": "integer", "description": "User age", "default": 30},
-                    "score": {"type": "number", "description": "User score", "default": 95.5},
-                    "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
-                    "verified": {"type": "boolean", "description": "Verification status", "default": true}
-                }),
-                json!([]),
-            ),
-        ),
-        _ => (
-            "Please select options from the enum fields",
-            object(
-                json!({
-                    "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
-                    "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
-                        {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}]},
-                    "legacyEnum": {"type": "string", "description": "Select one option (legacy)", "enum": ["opt1", "opt2", "opt3"],
-                        "enumNames": ["Option One", "Option Two", "Option Three"]},
-                    "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3,
-                        "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-                    "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3,
-                        "items": {"anyOf": [{"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}
-                }),
-                json!([]),
-            ),
-        ),
-    }
+async fn ask(peer: &Peer<RoleServer>, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    let failed = |e: String| ErrorObject::new(-32603, e);
+    let request =
+        serde_json::from_value::<ServerRequest>(json!({"method": method, "params": params}))
+            .map_err(|e| failed(e.to_string()))?;
+    let result = peer
+        .send_request(request)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    serde_json::to_value::<&ClientResult>(&result).map_err(|e| failed(e.to_string()))
 }
 
 impl Reference {
@@ -212,35 +180,19 @@ impl Reference {
                 text_result("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.")
             }
             "test_sampling" => {
-                let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("");
-                let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100});
-                let answer = ask(&peer, "sampling/createMessage", params).await?;
-                let said = answer
-                    .pointer("/content/text")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                text_result(format!("LLM response: {said}"))
-            }
-            "test_elicitation" => {
-                let message = args.get("message").and_then(Value::as_str).unwrap_or("");
-                let schema = json!({"type": "object", "properties": {"response": {"type": "string", "description": "User's response"}}, "required": ["response"]});
-                let params = json!({"message": message, "requestedSchema": schema});
-                let answer = ask(&peer, "elicitation/create", params).await?;
-                text_result(format!(
-                    "User response: action={}, content={}",
-                    answer["action"].as_str().unwrap_or(""),
-                    answer.get("content").cloned().unwrap_or(json!({}))
-                ))
+                let params = everything::sampling(&args);
+                let answer = ask(&peer, "sampling/createMessage", params).await;
+                text_result(everything::sampling_answer(answer))
             }
             _ => {
-                let (message, schema) = elicitation_schema(name);
-                let params = json!({"message": message, "requestedSchema": schema});
-                let answer = ask(&peer, "elicitation/create", params).await?;
-                text_result(format!(
-                    "Elicitation completed: action={}, content={}",
-                    answer["action"].as_str().unwrap_or(""),
-                    answer.get("content").cloned().unwrap_or(json!({}))
-                ))
+                let Some((params, prefix)) = everything::elicitation(name, &args) else {
+                    return Err(McpError::invalid_params(
+                        format!("Unknown tool: {name}"),
+                        None,
+                    ));
+                };
+                let answer = ask(&peer, "elicitation/create", params).await;
+                text_result(everything::elicitation_answer(prefix, answer))
             }
         }
     }

@@ -178,6 +178,91 @@ pub fn resource_templates() -> Value {
         "description": "A resource template with parameter substitution", "mimeType": "application/json"}]})
 }
 
+/// The `elicitation/create` params a tool asks with, and the prefix of its
+/// answer ([`elicitation_answer`]); `None` for tools that do not elicit.
+pub fn elicitation(name: &str, args: &Value) -> Option<(Value, &'static str)> {
+    let (message, schema, prefix) = match name {
+        "test_elicitation" => (
+            json!(args.get("message").and_then(Value::as_str).unwrap_or("")),
+            object(
+                json!({"response": {"type": "string", "description": "User's response"}}),
+                &["response"],
+            ),
+            "User response",
+        ),
+        "test_elicitation_sep1034_defaults" => (
+            json!("Please review and update the form fields with defaults"),
+            object(
+                json!({
+                    "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                    "age": {"type": "integer", "description": "User age", "default": 30},
+                    "score": {"type": "number", "description": "User score", "default": 95.5},
+                    "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                    "verified": {"type": "boolean", "description": "Verification status", "default": true}
+                }),
+                &[],
+            ),
+            "Elicitation completed",
+        ),
+        "test_elicitation_sep1330_enums" => (
+            json!("Please select options from the enum fields"),
+            object(
+                json!({
+                    "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
+                    "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
+                        {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}]},
+                    "legacyEnum": {"type": "string", "description": "Select one option (legacy)", "enum": ["opt1", "opt2", "opt3"],
+                        "enumNames": ["Option One", "Option Two", "Option Three"]},
+                    "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3,
+                        "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                    "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3,
+                        "items": {"anyOf": [{"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}
+                }),
+                &[],
+            ),
+            "Elicitation completed",
+        ),
+        _ => return None,
+    };
+    Some((
+        json!({"message": message, "requestedSchema": schema}),
+        prefix,
+    ))
+}
+
+/// What an eliciting tool answers, given the client's answer.
+pub fn elicitation_answer(prefix: &str, answer: Result<Value, ErrorObject>) -> String {
+    match answer {
+        Ok(v) => {
+            let action = v.get("action").and_then(Value::as_str).unwrap_or("");
+            let content = v.get("content").cloned().unwrap_or(json!({}));
+            format!("{prefix}: action={action}, content={content}")
+        }
+        Err(e) => format!("Elicitation not supported or error: {}", e.message),
+    }
+}
+
+/// The `sampling/createMessage` params `test_sampling` asks with.
+pub fn sampling(args: &Value) -> Value {
+    let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("");
+    json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100})
+}
+
+/// What `test_sampling` answers, given the client's answer.
+pub fn sampling_answer(answer: Result<Value, ErrorObject>) -> String {
+    match answer {
+        Ok(v) => {
+            let said = v
+                .pointer("/content/text")
+                .or_else(|| v.pointer("/message/content/text"))
+                .and_then(Value::as_str)
+                .unwrap_or("No response");
+            format!("LLM response: {said}")
+        }
+        Err(e) => format!("Sampling not supported or error: {}", e.message),
+    }
+}
+
 /// The resources, as `resources/list` answers.
 pub fn resources() -> Value {
     json!({"resources": [
@@ -296,28 +381,17 @@ impl EverythingApp {
         }
     }
 
-    /// Asks the client for input; the answer becomes `"<prefix>: action=…, content=…"`.
-    fn elicit(
-        &mut self,
-        cx: &mut Cx<'_>,
-        id: RequestId,
-        message: impl Into<Value>,
-        schema: Value,
-        prefix: &'static str,
-    ) {
-        let params = json!({"message": message.into(), "requestedSchema": schema});
-        self.ask(
-            cx,
-            id.clone(),
-            "elicitation/create",
-            params,
-            Pending::Elicitation { id, prefix },
-        );
-    }
-
     fn call(&mut self, cx: &mut Cx<'_>, id: RequestId, name: &str, args: Value, meta: Value) {
         if let Some(answer) = static_tool(name, &args) {
             cx.respond(&id, answer);
+            return;
+        }
+        if let Some((params, prefix)) = elicitation(name, &args) {
+            let p = Pending::Elicitation {
+                id: id.clone(),
+                prefix,
+            };
+            self.ask(cx, id, "elicitation/create", params, p);
             return;
         }
         let answer = match name {
@@ -354,75 +428,13 @@ impl EverythingApp {
                 return;
             }
             "test_sampling" => {
-                let prompt = args
-                    .get("prompt")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100});
+                let params = sampling(&args);
                 self.ask(
                     cx,
                     id.clone(),
                     "sampling/createMessage",
                     params,
                     Pending::Sampling { id },
-                );
-                return;
-            }
-            "test_elicitation" => {
-                let message = args
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let schema = object(
-                    json!({"response": {"type": "string", "description": "User's response"}}),
-                    &["response"],
-                );
-                self.elicit(cx, id, message, schema, "User response");
-                return;
-            }
-            "test_elicitation_sep1034_defaults" => {
-                let schema = object(
-                    json!({
-                        "name": {"type": "string", "description": "User name", "default": "John Doe"},
-                        "age": {"type": "integer", "description": "User age", "default": 30},
-                        "score": {"type": "number", "description": "User score", "default": 95.5},
-                        "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
-                        "verified": {"type": "boolean", "description": "Verification status", "default": true}
-                    }),
-                    &[],
-                );
-                self.elicit(
-                    cx,
-                    id,
-                    "Please review and update the form fields with defaults",
-                    schema,
-                    "Elicitation completed",
-                );
-                return;
-            }
-            "test_elicitation_sep1330_enums" => {
-                let schema = object(
-                    json!({
-                        "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
-                        "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
-                            {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}]},
-                        "legacyEnum": {"type": "string", "description": "Select one option (legacy)", "enum": ["opt1", "opt2", "opt3"],
-                            "enumNames": ["Option One", "Option Two", "Option Three"]},
-                        "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3,
-                            "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-                        "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3,
-                            "items": {"anyOf": [{"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}
-                    }),
-                    &[],
-                );
-                self.elicit(
-                    cx,
-                    id,
-                    "Please select options from the enum fields",
-                    schema,
-                    "Elicitation completed",
                 );
                 return;
             }
@@ -628,35 +640,11 @@ impl App for EverythingApp {
         };
         match p {
             Pending::Sampling { id } => {
-                let t = match result {
-                    Ok(r) => {
-                        let v = r.to_value();
-                        let said = v
-                            .pointer("/content/text")
-                            .or_else(|| v.pointer("/message/content/text"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("No response")
-                            .to_owned();
-                        format!("LLM response: {said}")
-                    }
-                    Err(e) => format!("Sampling not supported or error: {}", e.message),
-                };
+                let t = sampling_answer(result.map(|r| r.to_value()));
                 cx.respond(&id, tool_result(vec![text(t)]));
             }
             Pending::Elicitation { id, prefix } => {
-                let t = match result {
-                    Ok(r) => {
-                        let v = r.to_value();
-                        let action = v
-                            .get("action")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned();
-                        let content = v.get("content").cloned().unwrap_or(json!({}));
-                        format!("{prefix}: action={action}, content={content}")
-                    }
-                    Err(e) => format!("Elicitation not supported or error: {}", e.message),
-                };
+                let t = elicitation_answer(prefix, result.map(|r| r.to_value()));
                 cx.respond(&id, tool_result(vec![text(t)]));
             }
             _ => {}
