@@ -117,11 +117,7 @@ impl Reference {
         let peer = cx.peer.clone();
         match name {
             "notify" => {
-                let delay = args
-                    .get("delay_ms")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0)
-                    .min(10_000);
+                let delay = everything::notify_delay(&args);
                 tokio::spawn(async move {
                     tokio::time::sleep(Duration::from_millis(delay)).await;
                     let _ = peer.notify_tool_list_changed().await;

@@ -242,6 +242,14 @@ pub fn elicitation_answer(prefix: &str, answer: Result<Value, ErrorObject>) -> S
     }
 }
 
+/// How long `notify` waits before it notifies, in ms (at most 10 s).
+pub fn notify_delay(args: &Value) -> u64 {
+    args.get("delay_ms")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(10_000)
+}
+
 /// The `sampling/createMessage` params `test_sampling` asks with.
 pub fn sampling(args: &Value) -> Value {
     let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("");
@@ -396,11 +404,7 @@ impl EverythingApp {
         }
         let answer = match name {
             "notify" => {
-                let delay = args
-                    .get("delay_ms")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0)
-                    .min(10_000);
+                let delay = notify_delay(&args);
                 if delay == 0 {
                     Self::notify_unrelated(cx, "notifications/tools/list_changed");
                 } else if cx.is_modern() {
