@@ -99,6 +99,25 @@ impl IdSource {
         (u128::from(self.next_u64()) << 64) | u128::from(self.next_u64())
     }
 
+    /// A session id from this source (128 bits) that `taken` does not name.
+    pub fn session_id(
+        &mut self,
+        taken: impl Fn(&crate::ids::SessionId) -> bool,
+    ) -> crate::ids::SessionId {
+        loop {
+            let candidate = crate::ids::SessionId::from_bits(self.next_u128());
+            if !taken(&candidate) {
+                return candidate;
+            }
+        }
+    }
+
+    /// A session's event-id namespace (32 bits), which keeps the event ids
+    /// of different sessions apart.
+    pub fn namespace(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
     /// 256 bits from the source: a key (the application secret of
     /// [`crate::server::ServerEndpoint::app_secret`], say).
     pub fn secret(&mut self) -> [u8; 32] {

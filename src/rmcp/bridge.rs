@@ -153,14 +153,6 @@ impl<X> Bridge<X> {
         self.core.is_ended()
     }
 
-    /// Messages waiting to be delivered to the application.
-    pub fn undelivered(&self) -> usize {
-        self.outputs
-            .iter()
-            .filter(|o| matches!(o, Output::Deliver { .. }))
-            .count()
-    }
-
     // ----- handle_* -----
 
     /// rmcp's `initialize_session`: the `initialize` request. Its answer
@@ -308,6 +300,7 @@ impl<X> Bridge<X> {
         origin: Option<RequestId>,
         now: Instant,
     ) -> Result<(), SendError> {
+        let progress_of = self.progress_request(&message);
         let sent = match message {
             Message::Response { id, result } => self.answer(id, Ok(result), now),
             Message::Error {
@@ -316,7 +309,7 @@ impl<X> Bridge<X> {
             } => self.answer(id, Err(error), now),
             Message::Error { id: None, .. } => Err(SendError::Unroutable),
             Message::Notification { method, params } => {
-                let cause = self.cause_of_notification(&method, params.as_ref());
+                let cause = progress_of.map_or(Cause::Unrelated, Cause::Request);
                 let key = self.core.notify(&method, params, cause.clone(), now);
                 key.map(|k| self.sent(k, cause)).map_err(SendError::from)
             }
@@ -379,17 +372,18 @@ impl<X> Bridge<X> {
         Ok(())
     }
 
-    /// Progress rides the stream of the request whose token it names; every
-    /// other notification is unrelated (rmcp says no more of it).
-    fn cause_of_notification(&self, method: &str, params: Option<&RawJson>) -> Cause {
-        if method != "notifications/progress" {
-            return Cause::Unrelated;
+    /// The request in flight whose stream a progress notification rides:
+    /// the one whose token it names. Every other notification is unrelated
+    /// (rmcp says no more of it).
+    fn progress_request(&self, message: &Message) -> Option<RequestId> {
+        if !matches!(message, Message::Notification { .. }) {
+            return None;
         }
-        let token = params.and_then(|p| p.to_value().get("progressToken").map(|t| t.to_string()));
-        token
-            .and_then(|t| self.progress.get(&t))
+        let token = message.progress_token()?.to_string();
+        self.progress
+            .get(&token)
             .filter(|r| self.core.in_flight().any(|f| f == *r))
-            .map_or(Cause::Unrelated, |r| Cause::Request(r.clone()))
+            .cloned()
     }
 
     // ----- poll_* -----

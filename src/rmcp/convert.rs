@@ -31,14 +31,20 @@ pub(super) fn from_server(
             .request
             .extensions()
             .get::<OriginatingRequestId>()
-            .and_then(|o| serde_json::to_value(&o.0).ok())
-            .and_then(|v| serde_json::from_value::<RequestId>(v).ok()),
+            .and_then(|o| request_id(&o.0).ok()),
         _ => None,
     };
     let text = serde_json::to_string(message).map_err(|e| CoreError::Convert(e.to_string()))?;
     let message =
         crate::jsonrpc::parse_message(&text).map_err(|e| CoreError::Convert(e.to_string()))?;
     Ok((message, origin))
+}
+
+/// rmcp's request id as the core's (both are a JSON-RPC number or string).
+pub(super) fn request_id(id: &rmcp::model::RequestId) -> Result<RequestId, CoreError> {
+    serde_json::to_value(id)
+        .and_then(serde_json::from_value)
+        .map_err(|e| CoreError::Convert(e.to_string()))
 }
 
 /// One SSE event for rmcp to write.

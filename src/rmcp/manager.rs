@@ -12,7 +12,7 @@ use crate::jsonrpc::Message;
 use crate::server::{Admission, ServerSession, SessionState};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::{
-    ServerSseMessage, SessionId as RmcpSessionId, SessionManager,
+    SessionId as RmcpSessionId, SessionManager,
 };
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -110,9 +110,7 @@ impl CoreSessionManager {
         session: &str,
         request: &rmcp::model::RequestId,
     ) -> Result<(), CoreError> {
-        let id = serde_json::to_value(request)
-            .and_then(serde_json::from_value)
-            .map_err(|e| CoreError::Convert(e.to_string()))?;
+        let id = convert::request_id(request)?;
         let session = self.get(&RmcpSessionId::from(session))?;
         session
             .with(|b, now| b.close_connection(&id, now))
@@ -137,12 +135,8 @@ impl CoreSessionManager {
         let now = crate::http::clock::now(self.start);
         let (session, evicted) = {
             let mut table = self.lock();
-            let id = loop {
-                let candidate = SessionId::from_bits(table.ids.next_u128());
-                if !table.sessions.contains_key(candidate.as_str()) {
-                    break candidate;
-                }
-            };
+            let Table { sessions, ids, .. } = &mut *table;
+            let id = ids.session_id(|id| sessions.contains_key(id.as_str()));
             table
                 .admission
                 .admit(&id, None, self.config.admission, now)
@@ -151,7 +145,7 @@ impl CoreSessionManager {
             while let Some(victim) = table.admission.poll_evicted() {
                 evicted.extend(table.sessions.get(victim.as_str()).cloned());
             }
-            let namespace = (table.ids.next_u64() >> 32) as u32;
+            let namespace = table.ids.namespace();
             let core = ServerSession::new(
                 id.clone(),
                 namespace,
@@ -245,12 +239,11 @@ impl SessionManager for CoreSessionManager {
                     id: e.request_id().cloned().or(request_id),
                     error: e.error_object(),
                 };
-                let mut sse = ServerSseMessage::default();
-                sse.message = Some(Arc::new(
-                    serde_json::from_str(&error.to_json())
-                        .map_err(|e| CoreError::Convert(e.to_string()))?,
-                ));
-                Ok(CoreStream::of(vec![sse]))
+                Ok(CoreStream::of(vec![convert::sse(
+                    None,
+                    None,
+                    Some(&error),
+                )?]))
             }
             other => other,
         }

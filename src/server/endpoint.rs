@@ -695,12 +695,8 @@ impl ServerEndpoint {
 
     /// A session id from the CSPRNG that no live session holds.
     fn fresh_session_id(&mut self) -> SessionId {
-        loop {
-            let candidate = SessionId::from_bits(self.ids.next_u128());
-            if !self.sessions.contains_key(&candidate) {
-                return candidate;
-            }
-        }
+        let sessions = &self.sessions;
+        self.ids.session_id(|id| sessions.contains_key(id))
     }
 
     /// A modern (2026-07-28) POST: checked, then run in a session of its
@@ -768,7 +764,7 @@ impl ServerEndpoint {
             AdmitTo::Own(a) => Arc::make_mut(a),
         };
         admission.admit(&id, admit.peer, limits, now)?;
-        let namespace = (self.ids.next_u64() >> 32) as u32;
+        let namespace = self.ids.namespace();
         let session = ServerSession::new(
             id.clone(),
             namespace,
