@@ -34,6 +34,11 @@ pub mod time;
 pub mod unhashed;
 pub mod version;
 
+// The loom support module of `tests/` is shared with the unit tests' loom
+// models, and names the crate as the integration tests do.
+#[cfg(test)]
+extern crate self as mcp_streamable;
+
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

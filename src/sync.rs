@@ -41,6 +41,36 @@ impl<T: Send> Lock<T> for StdLock<T> {
     }
 }
 
+/// A wake-up that keeps one permit while nobody waits, as tokio's
+/// `Notify::notify_one` does: a waiter that looked under the lock, found
+/// nothing and is about to wait still sees a notice given in between, so
+/// "look under the lock, then wait" loses no wake-up. A notice that wakes
+/// only those already waiting (a condition variable, `notify_waiters`) does
+/// lose it; the loom model of the rmcp adapter shows loom finding that.
+pub trait Signal: Send + Sync {
+    /// A signal with no permit.
+    fn new() -> Self;
+    /// Wakes the waiter, or keeps a permit for the next one.
+    fn notify_one(&self);
+    /// Completes once a permit is there (taking it).
+    fn notified(&self) -> impl std::future::Future<Output = ()> + Send + '_;
+}
+
+#[cfg(feature = "http")]
+impl Signal for tokio::sync::Notify {
+    fn new() -> Self {
+        tokio::sync::Notify::new()
+    }
+
+    fn notify_one(&self) {
+        tokio::sync::Notify::notify_one(self)
+    }
+
+    fn notified(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
+        tokio::sync::Notify::notified(self)
+    }
+}
+
 /// Why [`Mailbox::send`] gave the message back.
 #[derive(Debug, PartialEq, Eq)]
 pub enum SendError<T> {

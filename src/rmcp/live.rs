@@ -11,60 +11,120 @@ use super::manager::Table;
 use super::stream::CoreStream;
 use super::{convert, CoreError};
 use crate::ids::{HttpId, SessionId};
+use crate::sync::{Lock, Signal, StdLock};
 use crate::time::Instant;
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::future::Future;
+use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::{mpsc, Notify};
+
+/// What a [`LiveSession`] takes from whatever runs it: its locks, its
+/// wake-ups and its clock. [`Tokio`] in the adapter; loom's stand-ins in
+/// the loom model (`loom_model.rs`), so loom explores this file's own code.
+pub(crate) trait Platform: Send + Sync + Sized + 'static {
+    /// The session's lock.
+    type SessionLock: Lock<State>;
+    /// The manager's table's lock.
+    type TableLock: Lock<Table<Self>>;
+    /// The inbox's and the timer's wake-ups.
+    type Signal: Signal;
+    /// Where core time is measured from.
+    type Clock: Copy + Send + Sync;
+    /// Core time now.
+    fn now(clock: Self::Clock) -> Instant;
+    /// Completes at core time `at` (never, without a deadline).
+    fn sleep_until(clock: Self::Clock, at: Option<Instant>) -> impl Future<Output = ()> + Send;
+}
+
+/// The adapter's platform: std locks, tokio's `Notify` and clock.
+pub(crate) struct Tokio;
+
+impl Platform for Tokio {
+    type SessionLock = SessionMutex;
+    type TableLock = StdLock<Table<Tokio>>;
+    type Signal = Notify;
+    type Clock = tokio::time::Instant;
+
+    fn now(clock: Self::Clock) -> Instant {
+        crate::http::clock::now(clock)
+    }
+
+    fn sleep_until(clock: Self::Clock, at: Option<Instant>) -> impl Future<Output = ()> + Send {
+        crate::http::clock::sleep_until(clock, at)
+    }
+}
+
+/// The session's std lock. A panic while holding it left a bridge
+/// mid-change: nothing sound can be said of it, so the session reads as
+/// ended.
+pub(crate) struct SessionMutex(Mutex<State>);
+
+impl Lock<State> for SessionMutex {
+    fn new(value: State) -> Self {
+        SessionMutex(Mutex::new(value))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut state = self.0.lock().unwrap_or_else(|poisoned| {
+            let mut s = poisoned.into_inner();
+            s.ended = true;
+            s
+        });
+        f(&mut state)
+    }
+}
 
 /// One session, shared by rmcp's calls, its transport, its streams and the
 /// timer task.
-pub(crate) struct LiveSession {
+pub(crate) struct LiveSession<P: Platform = Tokio> {
     pub(super) id: SessionId,
-    start: tokio::time::Instant,
-    state: Mutex<State>,
+    clock: P::Clock,
+    state: P::SessionLock,
     /// A message waits in the inbox, or the session ended.
-    pub(super) inbox_ready: Notify,
+    inbox_ready: P::Signal,
     /// The next deadline changed, or the session ended.
-    pub(super) timer_changed: Notify,
+    timer_changed: P::Signal,
     stream_queued_max: usize,
     inbox_max: usize,
     /// The manager's table: told of every change (admission's view of the
-    /// session), and of the end (the session leaves it).
-    table: Weak<Mutex<Table>>,
+    /// session), and of the end (the session leaves it). Its lock is only
+    /// ever taken inside the session's (or alone): session, then table.
+    table: Weak<P::TableLock>,
 }
 
-pub(super) struct State {
-    pub(super) bridge: Bridge<ClientJsonRpcMessage>,
+/// What a session's lock guards.
+pub(crate) struct State {
+    bridge: Bridge<ClientJsonRpcMessage>,
     streams: BTreeMap<HttpId, mpsc::Sender<ServerSseMessage>>,
-    pub(super) inbox: VecDeque<ClientJsonRpcMessage>,
-    pub(super) ended: bool,
+    inbox: VecDeque<ClientJsonRpcMessage>,
+    ended: bool,
     deadline: Option<Instant>,
 }
 
-impl LiveSession {
-    pub(super) fn new(
+impl<P: Platform> LiveSession<P> {
+    pub(crate) fn new(
         id: SessionId,
         bridge: Bridge<ClientJsonRpcMessage>,
-        start: tokio::time::Instant,
+        clock: P::Clock,
         stream_queued_max: usize,
         inbox_max: usize,
-        table: Weak<Mutex<Table>>,
+        table: Weak<P::TableLock>,
     ) -> Self {
         LiveSession {
             id,
             table,
-            start,
-            state: Mutex::new(State {
+            clock,
+            state: P::SessionLock::new(State {
                 bridge,
                 streams: BTreeMap::new(),
                 inbox: VecDeque::new(),
                 ended: false,
                 deadline: None,
             }),
-            inbox_ready: Notify::new(),
-            timer_changed: Notify::new(),
+            inbox_ready: P::Signal::new(),
+            timer_changed: P::Signal::new(),
             stream_queued_max: stream_queued_max.max(1),
             inbox_max,
         }
@@ -72,21 +132,29 @@ impl LiveSession {
 
     /// Core time now.
     pub(super) fn now(&self) -> Instant {
-        crate::http::clock::now(self.start)
+        P::now(self.clock)
     }
 
-    pub(super) fn start(&self) -> tokio::time::Instant {
-        self.start
+    /// Whether the session ended.
+    pub(crate) fn is_ended(&self) -> bool {
+        self.state.with(|s| s.ended)
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock left a bridge mid-change: nothing
-        // sound can be said of it, so the session reads as ended.
-        self.state.lock().unwrap_or_else(|poisoned| {
-            let mut s = poisoned.into_inner();
-            s.ended = true;
-            s
-        })
+    /// The next client message for the handler, in the order the core
+    /// delivered them; `None` once the session ended and all are read.
+    pub(crate) async fn recv(&self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            let next = self.state.with(|s| match s.inbox.pop_front() {
+                Some(m) => Some(Some(m)),
+                None if s.ended => Some(None),
+                None => None,
+            });
+            if let Some(next) = next {
+                return next;
+            }
+            // A permit is kept if the notice came between the look and here.
+            self.inbox_ready.notified().await;
+        }
     }
 
     /// Feeds the bridge with `f`, then drains it.
@@ -95,32 +163,35 @@ impl LiveSession {
         f: impl FnOnce(&mut Bridge<ClientJsonRpcMessage>, Instant) -> T,
     ) -> T {
         let now = self.now();
-        let mut state = self.lock();
-        let out = f(&mut state.bridge, now);
-        self.drain(&mut state, now);
-        out
+        self.state.with(|state| {
+            let out = f(&mut state.bridge, now);
+            self.drain(state, now);
+            out
+        })
     }
 
-    /// Opens a stream for the exchange `f` starts. One that carries a
-    /// client message needs room for it in the inbox (`inbox_max`).
-    pub(super) fn open(
-        self: &Arc<Self>,
+    /// Opens a stream for the exchange `f` starts: its events' receiver.
+    /// One that carries a client message needs room for it in the inbox
+    /// (`inbox_max`).
+    pub(crate) fn open_exchange(
+        &self,
         carries_message: bool,
         f: impl FnOnce(&mut Bridge<ClientJsonRpcMessage>, Instant) -> Result<HttpId, CoreError>,
-    ) -> Result<CoreStream, CoreError> {
+    ) -> Result<(mpsc::Receiver<ServerSseMessage>, HttpId), CoreError> {
         let now = self.now();
-        let mut state = self.lock();
-        if state.ended {
-            return Err(CoreError::UnknownSession);
-        }
-        if carries_message {
-            self.check_inbox(&state)?;
-        }
-        let http = f(&mut state.bridge, now)?;
-        let (tx, rx) = mpsc::channel(self.stream_queued_max);
-        state.streams.insert(http, tx);
-        self.drain(&mut state, now);
-        Ok(CoreStream::new(rx, Some((self.clone(), http))))
+        self.state.with(|state| {
+            if state.ended {
+                return Err(CoreError::UnknownSession);
+            }
+            if carries_message {
+                self.check_inbox(state)?;
+            }
+            let http = f(&mut state.bridge, now)?;
+            let (tx, rx) = mpsc::channel(self.stream_queued_max);
+            state.streams.insert(http, tx);
+            self.drain(state, now);
+            Ok((rx, http))
+        })
     }
 
     /// A message that opens no stream (a notification, a response).
@@ -129,14 +200,15 @@ impl LiveSession {
         f: impl FnOnce(&mut Bridge<ClientJsonRpcMessage>, Instant) -> Result<(), CoreError>,
     ) -> Result<(), CoreError> {
         let now = self.now();
-        let mut state = self.lock();
-        if state.ended {
-            return Err(CoreError::UnknownSession);
-        }
-        self.check_inbox(&state)?;
-        let out = f(&mut state.bridge, now);
-        self.drain(&mut state, now);
-        out
+        self.state.with(|state| {
+            if state.ended {
+                return Err(CoreError::UnknownSession);
+            }
+            self.check_inbox(state)?;
+            let out = f(&mut state.bridge, now);
+            self.drain(state, now);
+            out
+        })
     }
 
     fn check_inbox(&self, state: &State) -> Result<(), CoreError> {
@@ -212,31 +284,46 @@ impl LiveSession {
             self.timer_changed.notify_one();
         }
         if let Some(table) = self.table.upgrade() {
-            let mut table = table.lock().unwrap_or_else(|p| p.into_inner());
-            if state.ended {
-                table.forget(&self.id);
-            } else {
-                table.report(&self.id, state.bridge.core().admission_state());
-            }
+            table.with(|table| {
+                if state.ended {
+                    table.forget(&self.id);
+                } else {
+                    table.report(&self.id, state.bridge.core().admission_state());
+                }
+            });
         }
     }
 }
 
 /// Fires the session's timers until it ends.
-pub(super) async fn run_timers(session: Arc<LiveSession>) {
+pub(crate) async fn run_timers<P: Platform>(session: Arc<LiveSession<P>>) {
     loop {
-        let deadline = {
-            let state = session.lock();
-            if state.ended {
-                return;
-            }
-            state.bridge.poll_timeout()
+        let Some(deadline) = session
+            .state
+            .with(|s| (!s.ended).then(|| s.bridge.poll_timeout()))
+        else {
+            return;
         };
         tokio::select! {
-            _ = crate::http::clock::sleep_until(session.start(), deadline) => {
+            // Biased: no thread-local randomness (loom replays executions).
+            biased;
+            _ = session.timer_changed.notified() => {}
+            _ = P::sleep_until(session.clock, deadline) => {
                 session.with(|b, now| b.handle_timeout(now));
             }
-            _ = session.timer_changed.notified() => {}
         }
+    }
+}
+
+impl LiveSession<Tokio> {
+    /// [`LiveSession::open_exchange`], as the stream rmcp writes (dropping
+    /// it closes the exchange).
+    pub(super) fn open(
+        self: &Arc<Self>,
+        carries_message: bool,
+        f: impl FnOnce(&mut Bridge<ClientJsonRpcMessage>, Instant) -> Result<HttpId, CoreError>,
+    ) -> Result<CoreStream, CoreError> {
+        let (rx, http) = self.open_exchange(carries_message, f)?;
+        Ok(CoreStream::new(rx, Some((self.clone(), http))))
     }
 }

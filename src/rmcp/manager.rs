@@ -1,7 +1,7 @@
 //! [`CoreSessionManager`]: rmcp's `SessionManager` on our server core.
 
 use super::bridge::Bridge;
-use super::live::{run_timers, LiveSession};
+use super::live::{run_timers, LiveSession, Platform, Tokio};
 use super::stream::CoreStream;
 use super::transport::CoreTransport;
 use super::{convert, CoreConfig, CoreError};
@@ -10,6 +10,8 @@ use crate::id_source::IdSource;
 use crate::ids::SessionId;
 use crate::jsonrpc::Message;
 use crate::server::{Admission, ServerSession, SessionState};
+use crate::sync::{Lock, StdLock};
+use crate::time::Instant;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::{
     SessionId as RmcpSessionId, SessionManager,
@@ -31,18 +33,76 @@ use std::sync::{Arc, Mutex};
 pub struct CoreSessionManager {
     config: CoreConfig,
     start: tokio::time::Instant,
-    table: Arc<Mutex<Table>>,
+    table: Arc<StdLock<Table>>,
     tap: Option<Arc<Mutex<Tap>>>,
 }
 
 /// All sessions, and who may open one.
-pub(crate) struct Table {
-    sessions: BTreeMap<Arc<str>, Arc<LiveSession>>,
+pub(crate) struct Table<P: Platform = Tokio> {
+    sessions: BTreeMap<Arc<str>, Arc<LiveSession<P>>>,
     admission: Admission,
     ids: IdSource,
 }
 
-impl Table {
+/// A session [`Table::admit`] made room for.
+pub(crate) struct Admitted<P: Platform> {
+    /// The new session.
+    pub(crate) session: Arc<LiveSession<P>>,
+    /// Whom the bounds evicted for it: ended by the caller outside the
+    /// table's lock (a session's lock comes first).
+    pub(crate) evicted: Vec<Arc<LiveSession<P>>>,
+}
+
+impl<P: Platform> Table<P> {
+    /// An empty table drawing ids from `ids`.
+    pub(crate) fn new(ids: IdSource) -> Self {
+        Table {
+            sessions: BTreeMap::new(),
+            admission: Admission::default(),
+            ids,
+        }
+    }
+
+    /// Sessions in the table.
+    pub(crate) fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// The session `id`, if it is in the table.
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<LiveSession<P>>> {
+        self.sessions.get(id).cloned()
+    }
+
+    /// Admits a new session (choosing whom to evict to make room) and
+    /// makes its core; `start` makes the live session from them.
+    pub(crate) fn admit(
+        &mut self,
+        config: &CoreConfig,
+        now: Instant,
+        start: impl FnOnce(SessionId, ServerSession) -> LiveSession<P>,
+    ) -> Result<Admitted<P>, CoreError> {
+        let Table { sessions, ids, .. } = self;
+        let id = ids.session_id(|id| sessions.contains_key(id.as_str()));
+        self.admission
+            .admit(&id, None, config.admission, now)
+            .map_err(CoreError::Refused)?;
+        let mut evicted = Vec::new();
+        while let Some(victim) = self.admission.poll_evicted() {
+            evicted.extend(self.sessions.get(victim.as_str()).cloned());
+        }
+        let namespace = self.ids.namespace();
+        let core = ServerSession::new(
+            id.clone(),
+            namespace,
+            crate::version::ProtocolVersion::LATEST,
+            config.session_config(),
+            config.policy,
+        );
+        let session = Arc::new(start(id.clone(), core));
+        self.sessions.insert(id.as_str().into(), session.clone());
+        Ok(Admitted { session, evicted })
+    }
+
     /// What `id` is now, for admission's choice of whom to evict.
     pub(super) fn report(&mut self, id: &SessionId, state: SessionState) {
         if self.admission.differs(id, state) {
@@ -74,11 +134,7 @@ impl CoreSessionManager {
         CoreSessionManager {
             config,
             start: tokio::time::Instant::now(),
-            table: Arc::new(Mutex::new(Table {
-                sessions: BTreeMap::new(),
-                admission: Admission::default(),
-                ids,
-            })),
+            table: Arc::new(StdLock::new(Table::new(ids))),
             tap: None,
         }
     }
@@ -94,7 +150,7 @@ impl CoreSessionManager {
 
     /// Sessions open now.
     pub fn sessions(&self) -> usize {
-        self.lock().sessions.len()
+        self.table.with(|t| t.len())
     }
 
     // ----- commands -----
@@ -117,15 +173,9 @@ impl CoreSessionManager {
             .map_err(|e| CoreError::Send(e.into()))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn get(&self, id: &RmcpSessionId) -> Result<Arc<LiveSession>, CoreError> {
-        self.lock()
-            .sessions
-            .get(id)
-            .cloned()
+        self.table
+            .with(|t| t.get(id))
             .ok_or(CoreError::UnknownSession)
     }
 
@@ -133,38 +183,18 @@ impl CoreSessionManager {
     /// core created, its timers started.
     fn open(&self) -> Result<Arc<LiveSession>, CoreError> {
         let now = crate::http::clock::now(self.start);
-        let (session, evicted) = {
-            let mut table = self.lock();
-            let Table { sessions, ids, .. } = &mut *table;
-            let id = ids.session_id(|id| sessions.contains_key(id.as_str()));
-            table
-                .admission
-                .admit(&id, None, self.config.admission, now)
-                .map_err(CoreError::Refused)?;
-            let mut evicted = Vec::new();
-            while let Some(victim) = table.admission.poll_evicted() {
-                evicted.extend(table.sessions.get(victim.as_str()).cloned());
-            }
-            let namespace = table.ids.namespace();
-            let core = ServerSession::new(
-                id.clone(),
-                namespace,
-                crate::version::ProtocolVersion::LATEST,
-                self.config.session_config(),
-                self.config.policy,
-            );
-            let bridge = Bridge::new(core).with_tap(self.tap.clone());
-            let session = Arc::new(LiveSession::new(
-                id.clone(),
-                bridge,
-                self.start,
-                self.config.stream_queued_max,
-                self.config.inbox_max,
-                Arc::downgrade(&self.table),
-            ));
-            table.sessions.insert(id.as_str().into(), session.clone());
-            (session, evicted)
-        };
+        let Admitted { session, evicted } = self.table.with(|table| {
+            table.admit(&self.config, now, |id, core| {
+                LiveSession::new(
+                    id,
+                    Bridge::new(core).with_tap(self.tap.clone()),
+                    self.start,
+                    self.config.stream_queued_max,
+                    self.config.inbox_max,
+                    Arc::downgrade(&self.table),
+                )
+            })
+        })?;
         // Outside the table's lock: a session's lock comes first.
         for victim in evicted {
             victim.with(|b, now| b.end(now));
@@ -210,7 +240,7 @@ impl SessionManager for CoreSessionManager {
     }
 
     async fn has_session(&self, id: &RmcpSessionId) -> Result<bool, CoreError> {
-        Ok(self.get(id).is_ok_and(|s| !s.lock().ended))
+        Ok(self.get(id).is_ok_and(|s| !s.is_ended()))
     }
 
     async fn close_session(&self, id: &RmcpSessionId) -> Result<(), CoreError> {

@@ -18,6 +18,8 @@
 pub mod bridge;
 mod convert;
 mod live;
+#[cfg(test)]
+mod loom_model;
 mod manager;
 mod stream;
 mod transport;
@@ -63,7 +65,7 @@ impl Default for CoreConfig {
 }
 
 impl CoreConfig {
-    fn session_config(&self) -> SessionConfig {
+    pub(crate) fn session_config(&self) -> SessionConfig {
         SessionConfig {
             response_mode: ResponseMode::Sse,
             keepalive_ms: None,

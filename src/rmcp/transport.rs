@@ -39,19 +39,7 @@ impl Transport<RoleServer> for CoreTransport {
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
-        loop {
-            {
-                let mut state = self.session.lock();
-                if let Some(m) = state.inbox.pop_front() {
-                    return Some(m);
-                }
-                if state.ended {
-                    return None;
-                }
-            }
-            // A permit is kept if the notice came between the look and here.
-            self.session.inbox_ready.notified().await;
-        }
+        self.session.recv().await
     }
 
     async fn close(&mut self) -> Result<(), CoreError> {
