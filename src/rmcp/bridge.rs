@@ -153,6 +153,15 @@ impl<X> Bridge<X> {
         self.core.is_ended()
     }
 
+    /// Events waiting in [`poll_output`](Self::poll_output) for the
+    /// exchange `http` (right after a GET opened it: its replay).
+    pub fn queued_events(&self, http: HttpId) -> usize {
+        self.outputs
+            .iter()
+            .filter(|o| matches!(o, Output::Event { http: h, .. } if *h == http))
+            .count()
+    }
+
     // ----- handle_* -----
 
     /// rmcp's `initialize_session`: the `initialize` request. Its answer

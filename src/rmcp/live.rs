@@ -187,7 +187,12 @@ impl<P: Platform> LiveSession<P> {
                 self.check_inbox(state)?;
             }
             let http = f(&mut state.bridge, now)?;
-            let (tx, rx) = mpsc::channel(self.stream_queued_max);
+            // What the core replays at the open is written whatever the
+            // bound (the core retains it already, within its `events_max`):
+            // a reader that fell behind must be able to catch up by
+            // resuming. `stream_queued_max` bounds what comes after.
+            let replay = state.bridge.queued_events(http);
+            let (tx, rx) = mpsc::channel(self.stream_queued_max + replay);
             state.streams.insert(http, tx);
             self.drain(state, now);
             Ok((rx, http))

@@ -43,9 +43,10 @@ pub struct CoreConfig {
     pub policy: ServerPolicy,
     /// Who may open a session, and who makes room.
     pub admission: AdmissionLimits,
-    /// Events queued on one stream that rmcp has not yet written: past it
-    /// the reader is too slow and its stream is dropped (it stays
-    /// resumable from its last event).
+    /// Events queued on one stream that rmcp has not yet written, beyond
+    /// the replay a resumption starts with: past it the reader is too slow
+    /// and its stream is dropped (it stays resumable from its last event,
+    /// and the replay of a resumption always fits, so it can catch up).
     pub stream_queued_max: usize,
     /// Client messages waiting for the session's handler: past it a new
     /// one is refused (rmcp answers 500) until the handler catches up.
