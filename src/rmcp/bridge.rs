@@ -630,6 +630,7 @@ mod tests {
         let initialized = Message::notification("notifications/initialized", None);
         b.handle_message(initialized, "initialized", T0).unwrap();
         outputs(&mut b);
+        assert!(!b.is_ended());
         b
     }
 
@@ -676,6 +677,8 @@ mod tests {
         let outs = outputs(&mut b);
         assert_eq!(written(&outs, http)[0].id(), Some(&RequestId::Num(5)));
         assert!(ended(&outs, http));
+        // Ended, the exchange is closed in the core too (nothing held for it).
+        assert!(!b.core().exchanges().any(|h| h == http));
         // Answered once: a second answer is refused, nothing is written.
         let again = Message::Response {
             id: RequestId::Num(5),
@@ -779,10 +782,10 @@ mod tests {
             Output::Deliver {
                 message: Message::Error {
                     id: Some(RequestId::Num(1)),
-                    ..
+                    error,
                 },
                 ..
-            }
+            } if error.code == -32603
         )));
     }
 
@@ -844,6 +847,8 @@ mod tests {
             })
             .collect();
         assert_eq!(extras, ["a", "b"]);
+        // Their 202 exchanges are closed in the core.
+        assert_eq!(b.core().exchanges().count(), 0);
         let get = b.handle_get(None, T0).unwrap();
         outputs(&mut b);
         b.handle_delete(T0);
@@ -887,5 +892,74 @@ mod tests {
         let replay = written(&outputs(&mut b), resumed);
         assert_eq!(replay.len(), 1);
         assert_eq!(replay[0].id(), Some(&RequestId::Num(4)));
+    }
+
+    #[test]
+    fn answering_one_request_keeps_the_progress_route_of_another() {
+        let mut b = ready("2025-11-25");
+        let a = request(1, "tools/call", json!({"_meta": {"progressToken": "a"}}));
+        let c = request(2, "tools/call", json!({"_meta": {"progressToken": "c"}}));
+        b.handle_request(a, "a", T0).unwrap();
+        let second = b.handle_request(c, "c", T0).unwrap();
+        let get = b.handle_get(None, T0).unwrap();
+        outputs(&mut b);
+        let answer = Message::Response {
+            id: RequestId::Num(1),
+            result: RawJson::empty_object(),
+        };
+        b.send(answer, None, T0).unwrap();
+        let progress = Message::notification(
+            "notifications/progress",
+            Some(RawJson::from(json!({"progressToken": "c", "progress": 1}))),
+        );
+        b.send(progress, None, T0).unwrap();
+        let outs = outputs(&mut b);
+        assert_eq!(written(&outs, second).len(), 1);
+        assert!(written(&outs, get).is_empty());
+    }
+
+    #[test]
+    fn a_stream_dropped_while_open_is_observed_closed_once() {
+        let seen: Arc<Mutex<Vec<HttpId>>> = Arc::default();
+        let log = seen.clone();
+        let tap: Tap = Box::new(move |o: &Observation| {
+            if let Observation::Closed { http } = o {
+                log.lock().unwrap().push(*http);
+            }
+        });
+        let mut b = ready("2025-11-25").with_tap(Some(Arc::new(Mutex::new(tap))));
+        let get = b.handle_get(None, T0).unwrap();
+        outputs(&mut b);
+        b.handle_stream_dropped(get, T0);
+        b.handle_stream_dropped(get, T0);
+        b.handle_stream_dropped(HttpId(999), T0);
+        assert_eq!(*seen.lock().unwrap(), vec![get]);
+    }
+
+    #[test]
+    fn ending_from_the_server_side_ends_the_session_and_its_streams() {
+        let mut b = ready("2025-11-25");
+        let get = b.handle_get(None, T0).unwrap();
+        outputs(&mut b);
+        b.end(T0);
+        let outs = outputs(&mut b);
+        assert!(b.is_ended());
+        assert!(ended(&outs, get));
+        assert!(outs.iter().any(|o| matches!(o, Output::SessionEnded)));
+    }
+
+    #[test]
+    fn the_idle_deadline_is_polled_and_ends_the_session_when_it_comes() {
+        let mut b = ready("2025-11-25");
+        let idle = SessionConfig::default().idle_timeout_ms.unwrap();
+        let deadline = b.poll_timeout().expect("an idle session has a deadline");
+        assert_eq!(deadline, Instant::from_millis(idle));
+        assert_eq!(Some(deadline), b.core().poll_timeout().map(|(t, _)| t));
+        b.handle_timeout(Instant::from_millis(idle - 1));
+        assert!(!b.is_ended());
+        b.handle_timeout(deadline);
+        let outs = outputs(&mut b);
+        assert!(b.is_ended());
+        assert!(outs.iter().any(|o| matches!(o, Output::SessionEnded)));
     }
 }
