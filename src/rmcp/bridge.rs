@@ -962,4 +962,31 @@ mod tests {
         assert!(b.is_ended());
         assert!(outs.iter().any(|o| matches!(o, Output::SessionEnded)));
     }
+
+    #[test]
+    fn what_the_handler_sends_is_observed_with_its_cause() {
+        let seen: Arc<Mutex<Vec<Cause>>> = Arc::default();
+        let log = seen.clone();
+        let tap: Tap = Box::new(move |o: &Observation| {
+            if let Observation::Sent { cause, .. } = o {
+                log.lock().unwrap().push(cause.clone());
+            }
+        });
+        let mut b = ready("2025-11-25").with_tap(Some(Arc::new(Mutex::new(tap))));
+        b.handle_get(None, T0).unwrap();
+        b.handle_request(request(4, "tools/call", json!({})), "call", T0)
+            .unwrap();
+        outputs(&mut b);
+        let changed = Message::notification("notifications/tools/list_changed", None);
+        b.send(changed, None, T0).unwrap();
+        let answer = Message::Response {
+            id: RequestId::Num(4),
+            result: RawJson::empty_object(),
+        };
+        b.send(answer, None, T0).unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![Cause::Unrelated, Cause::Request(RequestId::Num(4))]
+        );
+    }
 }
