@@ -3,11 +3,25 @@
 #   bash scripts/mutants.sh                      every core file (hours on 2 cores)
 #   bash scripts/mutants.sh -f src/server/admission.rs   one file
 #   bash scripts/mutants.sh --in-diff            only what the working tree changes against HEAD
+#   bash scripts/mutants.sh --rmcp [-f FILE]     the rmcp adapter (src/rmcp/), feature rmcp, built
+#                                                and tested with its own test files only (the loom
+#                                                model skipped: too slow per mutant; run it by hand)
 # Results in mutants.out/ (caught.txt, missed.txt, timeout.txt, unviable.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked --version 27.1.0
 args=()
+if [ "${1:-}" = "--rmcp" ]; then
+    shift
+    case " $* " in
+        *" -f "* | *" --file "* | *" --file="*) ;;
+        *) set -- -f 'src/rmcp/*.rs' "$@" ;;
+    esac
+    # -C: for the build as well as the test run, so only these targets build.
+    exec cargo mutants --no-config --features rmcp --profile mutants --timeout 180 \
+        -C --lib -C --test=rmcp_manager -C --test=rmcp_adapter -C --test=rmcp_props \
+        "$@" -- -- --skip loom_model
+fi
 if [ "${1:-}" = "--in-diff" ]; then
     shift
     diff="$(mktemp)"

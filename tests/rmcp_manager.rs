@@ -7,7 +7,9 @@
 
 use mcp_streamable::error::RequestError;
 use mcp_streamable::rmcp::{CoreConfig, CoreError, CoreSessionManager, CoreStream, CoreTransport};
+use rmcp::model::GetExtensions;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::service::OriginatingRequestId;
 use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
@@ -220,4 +222,42 @@ async fn delete_ends_the_handler_and_leaves_the_table() {
     assert_eq!(manager.sessions(), 0);
     let after = manager.accept_message(&id, changed()).await;
     assert!(matches!(after, Err(CoreError::UnknownSession)), "{after:?}");
+}
+
+#[tokio::test]
+async fn a_server_request_rides_the_stream_of_the_request_it_serves() {
+    let manager = CoreSessionManager::default();
+    let (id, mut handler) = open(&manager).await;
+    let mut get = manager.create_standalone_stream(&id).await.unwrap();
+    let call = client(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "t"}}));
+    let mut post = manager.create_stream(&id, call).await.unwrap();
+    assert_eq!(json_of(&handler.receive().await.unwrap())["id"], 2);
+    // Sent while serving request 2 (rmcp marks it with the origin).
+    let mut ping = server(json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+    if let ServerJsonRpcMessage::Request(r) = &mut ping {
+        r.request
+            .extensions_mut()
+            .insert(OriginatingRequestId(rmcp::model::RequestId::Number(2)));
+    }
+    handler.send(ping).await.unwrap();
+    let on_post = loop {
+        match next(&mut post).await {
+            Some(Some(event)) => {
+                if let Some(m) = event.message {
+                    break json_of(&*m);
+                }
+            }
+            other => panic!("nothing on the request's stream: {other:?}"),
+        }
+    };
+    assert_eq!(on_post["method"], "ping");
+    // And not on the GET.
+    loop {
+        match next(&mut get).await {
+            Some(Some(event)) => assert!(event.message.is_none(), "{event:?}"),
+            None => break,
+            Some(None) => panic!("the GET ended"),
+        }
+    }
 }
