@@ -261,3 +261,17 @@ async fn a_server_request_rides_the_stream_of_the_request_it_serves() {
         }
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_session_expires_on_the_adapters_clock() {
+    let mut config = CoreConfig::default();
+    config.session.idle_timeout_ms = Some(1_000);
+    let manager = CoreSessionManager::new(config);
+    let (id, mut handler) = open(&manager).await;
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert!(manager.has_session(&id).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!manager.has_session(&id).await.unwrap());
+    assert_eq!(manager.sessions(), 0);
+    assert!(handler.receive().await.is_none());
+}
