@@ -213,3 +213,90 @@ fn a_replay_buffer_trimmed_by_bytes_answers_400_for_an_evicted_cursor() {
     );
     assert!(h.violations().is_empty(), "{:?}", h.violations());
 }
+
+/// A session whose only tight budget is `session_bytes_max`, exactly `n`
+/// messages of `payload(300)` ("notifications/message").
+fn session_budget_of(n: usize) -> (Harness, usize) {
+    let one = Message::notification("notifications/message", Some(payload(300))).approx_len();
+    let mut c = common::test_config();
+    c.session.events_bytes_max = 100_000;
+    c.session.held_bytes_max = 100_000;
+    c.session.session_bytes_max = n * one;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, c);
+    h.initialize();
+    h.initialized();
+    (h, one)
+}
+
+fn message(h: &mut Harness, cause: Cause) {
+    assert!(h.notify_with("notifications/message", Some(payload(300)), cause));
+}
+
+fn retained(h: &Harness) -> usize {
+    h.ep.session(h.session.as_ref().unwrap())
+        .unwrap()
+        .retained_bytes()
+}
+
+/// `session_bytes_max` at its edge: exactly the budget evicts nothing; one
+/// message past it evicts exactly one message's worth (not two), and from a
+/// stream whose client is gone (detached) before a stream still being read,
+/// with the held message (not yet delivered at all) left alone.
+#[test]
+fn the_session_budget_evicts_one_detached_event_first_at_its_exact_edge() {
+    let (mut h, one) = session_budget_of(4);
+    let (x_http, x) = h.call();
+    message(&mut h, Cause::Request(x.clone()));
+    let (y_http, y) = h.call();
+    message(&mut h, Cause::Request(y.clone()));
+    message(&mut h, Cause::Request(y.clone()));
+    h.client_drop(y_http, true);
+    // No standalone stream: the unrelated message is held.
+    message(&mut h, Cause::Unrelated);
+    assert_eq!(retained(&h), 4 * one, "exactly the budget");
+    assert!(h.dropped.is_empty(), "nothing evicted at the budget");
+
+    message(&mut h, Cause::Request(x.clone()));
+    assert_eq!(retained(&h), 4 * one, "one message's worth evicted");
+    assert!(h.dropped.is_empty(), "the held message survives");
+    // y's first event (detached) was the one evicted: resuming y from its
+    // priming event is past the floor (400); from its first event, the second
+    // is still there. x kept both of its events.
+    let y_ids: Vec<String> = h.log[&y_http]
+        .events
+        .iter()
+        .filter_map(|(id, _)| id.clone())
+        .collect();
+    let from_priming = h.get(Some(&y_ids[0]));
+    assert_eq!(h.log[&from_priming].status, Some(400));
+    let from_first = h.get(Some(&y_ids[1]));
+    assert_eq!(h.log[&from_first].status, Some(200));
+    assert_eq!(h.log[&from_first].messages().len(), 1, "y's second kept");
+    h.client_drop(from_first, true);
+    h.client_drop(x_http, true);
+    let x_priming = h.log[&x_http].events[0].0.clone().expect("priming id");
+    let resumed_x = h.get(Some(&x_priming));
+    assert_eq!(h.log[&resumed_x].status, Some(200));
+    assert_eq!(h.log[&resumed_x].messages().len(), 2, "x lost nothing");
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// Held messages count toward `session_bytes_max` too: at the budget all are
+/// kept; past it the oldest is dropped, visibly, and only it.
+#[test]
+fn held_messages_count_toward_the_session_budget_at_its_edge() {
+    let (mut h, one) = session_budget_of(2);
+    message(&mut h, Cause::Unrelated);
+    message(&mut h, Cause::Unrelated);
+    assert_eq!(retained(&h), 2 * one);
+    assert!(h.dropped.is_empty(), "two fit exactly");
+    message(&mut h, Cause::Unrelated);
+    assert_eq!(h.dropped.len(), 1, "the oldest, and only it");
+    assert_eq!(retained(&h), 2 * one);
+    let s = h.ep.session(h.session.as_ref().unwrap()).unwrap();
+    assert_eq!(s.held_bytes(), 2 * one);
+    // The two kept are delivered, in order, to the next standalone stream.
+    let get = h.get(None);
+    assert_eq!(h.log[&get].messages().len(), 2);
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}

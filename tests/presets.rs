@@ -290,3 +290,67 @@ fn monitor_b5_bounds_gets_without_faults() {
         vec!["B5"]
     );
 }
+
+/// mcp-go's scheduling points, as the checker and the driver see them: a
+/// notification POST offers its handler's steps until the handler returns, and
+/// its listener's wake until the listener, finding the queue empty after the
+/// handler returned, exits; then the exchange is gone and nothing is offered.
+#[test]
+fn mcp_go_0_44_offers_each_step_until_it_is_taken_and_a_retired_listener_leaves() {
+    use mcp_streamable::server::SchedulingPoint::{HandlerStep, ListenerWake};
+    let mut h = Harness::new(ServerPolicy::MCP_GO_0_44);
+    h.initialize();
+    let n = h.initialized();
+    let points = |h: &Harness| -> Vec<_> {
+        let s = h.ep.session(h.session.as_ref().unwrap()).unwrap();
+        s.scheduling_points()
+            .into_iter()
+            .filter(|(http, _)| *http == n)
+            .map(|(_, p)| p)
+            .collect()
+    };
+    assert_eq!(points(&h), [HandlerStep, ListenerWake], "running handler");
+    assert!(h.handler_step(n)); // WriteHeader(202)
+    assert_eq!(points(&h), [HandlerStep, ListenerWake]);
+    assert!(h.handler_step(n)); // returns
+    assert!(!h.handler_step(n), "a returned handler has no step left");
+    assert_eq!(points(&h), [ListenerWake], "only the listener is left");
+    assert!(h.listener_wake(n), "the listener sees it is done and exits");
+    assert!(points(&h).is_empty(), "{:?}", points(&h));
+    assert!(!h.listener_wake(n), "an exited listener never wakes again");
+    let s = h.ep.session(h.session.as_ref().unwrap()).unwrap();
+    assert!(
+        s.exchanges().all(|http| http != n),
+        "the ended exchange is forgotten with its listener"
+    );
+    h.finish();
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// mcp-go's session channel holds exactly `shared_queue_max`; a send past it
+/// is dropped silently (a non-blocking send on a full Go channel): no
+/// `Dropped` event tells the application.
+#[test]
+fn mcp_go_0_44_shared_queue_holds_exactly_its_max_and_drops_the_next_silently() {
+    let mut config = common::test_config();
+    config.session.shared_queue_max = 3;
+    let mut h = Harness::with(
+        ServerPolicy::MCP_GO_0_44,
+        mcp_streamable::version::ProtocolVersion::V2025_11_25,
+        config,
+    );
+    h.initialize();
+    let queued = |h: &Harness| {
+        h.ep.session(h.session.as_ref().unwrap())
+            .unwrap()
+            .queued_keys()
+            .len()
+    };
+    for n in 1..=3 {
+        h.notify("notifications/tools/list_changed", Cause::Unrelated);
+        assert_eq!(queued(&h), n, "within the bound");
+    }
+    h.notify("notifications/tools/list_changed", Cause::Unrelated);
+    assert_eq!(queued(&h), 3, "one past the bound: not queued");
+    assert!(h.dropped.is_empty(), "and not reported: mcp-go drops silently");
+}

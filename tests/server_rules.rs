@@ -751,3 +751,35 @@ fn the_server_wide_byte_budget_follows_what_sessions_keep() {
     );
     assert!(h.ep.session(h.session.as_ref().unwrap()).is_some());
 }
+
+/// What the server sends on the `initialize` POST's stream before its answer
+/// (a log line, a progress step) carries an event id under FIXED like every
+/// other SSE event, so a client that loses it can resume; only rmcp v0.16's
+/// codec sends it unnumbered.
+#[test]
+fn events_before_the_initialize_answer_are_numbered_except_under_rmcp_0_16() {
+    for (policy, numbered) in [
+        (ServerPolicy::FIXED, true),
+        (ServerPolicy::RMCP_0_16, false),
+    ] {
+        let mut h = Harness::new(policy);
+        let id = h.next_id();
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":"{}","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#,
+            h.version
+        );
+        let http = h.request(&RequestHead::post(None, None), body.as_bytes());
+        h.session = h.ep.route(http).cloned();
+        assert!(h.notify("notifications/message", Cause::Request(id.clone())));
+        h.respond(&id);
+        let log = &h.log[&http];
+        assert_eq!(log.content, Some(Content::Sse), "{policy:?}");
+        let ids: Vec<bool> = log
+            .events
+            .iter()
+            .filter(|(_, m)| m.is_some())
+            .map(|(id, _)| id.is_some())
+            .collect();
+        assert_eq!(ids, [numbered, numbered], "{policy:?}: {:?}", log.events);
+    }
+}
