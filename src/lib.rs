@@ -16,6 +16,7 @@ pub mod app;
 pub mod base64;
 pub mod chacha;
 pub mod error;
+pub mod fleet;
 pub mod head;
 pub mod headers;
 pub mod id_source;

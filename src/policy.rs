@@ -129,6 +129,34 @@ pub enum DetachedResponse {
     NextGet,
 }
 
+/// How a reader on one instance follows a stream's log written on another
+/// (`fleet::follow`, `docs/fleets.md`): the order of its subscription, its
+/// read of what is stored, and what it forwards.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Relay {
+    /// Subscribe, wait for the store's confirmation, then read after the
+    /// cursor; publications that arrive first wait for the read; every entry
+    /// is delivered once, in number order; a publication that skips a number
+    /// makes it read again (another writer appended in between).
+    #[default]
+    Ordered,
+    /// Read what is stored, send it, then subscribe and forward every
+    /// publication: what is appended between the read and the subscription is
+    /// never sent (a gap), and what was read can be published again (twice).
+    ReplayThenSubscribe,
+    /// Subscribe, then replay what is stored, forwarding publications as they
+    /// come: an entry stored before the read and published after the
+    /// subscription is sent twice (the TypeScript SDK before PR #2335:
+    /// "store, replay, then send").
+    SubscribeThenReplay,
+    /// Subscribe and read at once, deduplicating: without waiting for the
+    /// subscription to be in effect, a read that runs before it misses what is
+    /// published in between, and nothing comes to fill the hole when that was
+    /// the last entry (the stream's end).
+    ConcurrentDeduplicated,
+}
+
 /// All server knobs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]

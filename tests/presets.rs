@@ -352,5 +352,8 @@ fn mcp_go_0_44_shared_queue_holds_exactly_its_max_and_drops_the_next_silently() 
     }
     h.notify("notifications/tools/list_changed", Cause::Unrelated);
     assert_eq!(queued(&h), 3, "one past the bound: not queued");
-    assert!(h.dropped.is_empty(), "and not reported: mcp-go drops silently");
+    assert!(
+        h.dropped.is_empty(),
+        "and not reported: mcp-go drops silently"
+    );
 }

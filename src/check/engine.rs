@@ -28,6 +28,7 @@ mod pool;
 use super::memory;
 use super::model::{Action, CheckModel, State};
 use super::run::{Counterexample, Outcome};
+use crate::monitor::Violation;
 use pool::{Item, Pool};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -63,6 +64,60 @@ impl Limits {
             bfs_memory_max: None,
             depth_first: false,
         }
+    }
+}
+
+/// What the explorer needs of a model: states, the actions enabled in one,
+/// their successors, a fingerprint, a judge and a depth bound. [`CheckModel`]
+/// (the world of clients and one server) is one; `check::fleet`'s relay
+/// model (instances sharing a store) is another, explored by the same code.
+pub trait Explorable: Sync {
+    /// A whole state of the model.
+    type State: Clone + Send;
+    /// One step a state can take.
+    type Action: Clone + Send;
+    /// What a judged state can break.
+    type Violation;
+    /// The initial state.
+    fn initial(&self) -> Self::State;
+    /// The actions enabled in `s`, in a deterministic order.
+    fn enabled(&self, s: &Self::State, out: &mut Vec<Self::Action>);
+    /// The successor of `s` by `a`; `None` when `a` turns out to do nothing.
+    fn step(&self, s: &Self::State, a: &Self::Action) -> Option<Self::State>;
+    /// A 64-bit fingerprint; equal states have equal fingerprints.
+    fn fingerprint(&self, s: &Self::State) -> u64;
+    /// What `s` breaks, if anything.
+    fn violation(&self, s: &Self::State) -> Option<Self::Violation>;
+    /// The deepest path explored (the initial state is depth 1).
+    fn depth_bound(&self) -> usize;
+    /// The simulated time of `s` in ms, for counterexamples.
+    fn time_of(&self, s: &Self::State) -> u64;
+}
+
+impl Explorable for CheckModel {
+    type State = State;
+    type Action = Action;
+    type Violation = Violation;
+    fn initial(&self) -> State {
+        CheckModel::initial(self)
+    }
+    fn enabled(&self, s: &State, out: &mut Vec<Action>) {
+        CheckModel::enabled(self, s, out)
+    }
+    fn step(&self, s: &State, a: &Action) -> Option<State> {
+        CheckModel::step(self, s, a)
+    }
+    fn fingerprint(&self, s: &State) -> u64 {
+        CheckModel::fingerprint(self, s)
+    }
+    fn violation(&self, s: &State) -> Option<Violation> {
+        CheckModel::violation(self, s)
+    }
+    fn depth_bound(&self) -> usize {
+        self.scenario.bounds.depth
+    }
+    fn time_of(&self, s: &State) -> u64 {
+        s.world.now.as_millis()
     }
 }
 
@@ -186,8 +241,8 @@ const STATES: u8 = 2;
 const MEMORY: u8 = 3;
 
 /// What every worker of one run shares.
-struct Explorer<'m> {
-    model: &'m CheckModel,
+struct Explorer<'m, M: Explorable> {
+    model: &'m M,
     seen: Seen,
     states: AtomicUsize,
     max_depth: AtomicUsize,
@@ -202,15 +257,21 @@ struct Explorer<'m> {
     states_max: usize,
 }
 
-impl Explorer<'_> {
+impl<M: Explorable> Explorer<'_, M> {
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed) != RUNNING
     }
 
     /// The successors of `(fp, s)` at depth `d` that are new, judged; each
     /// goes to `sink`. Returns false once the run stops.
-    fn expand(&self, fp: u64, s: &State, d: u32, mut sink: impl FnMut(u64, State, u32)) -> bool {
-        let mut actions: Vec<Action> = Vec::new();
+    fn expand(
+        &self,
+        fp: u64,
+        s: &M::State,
+        d: u32,
+        mut sink: impl FnMut(u64, M::State, u32),
+    ) -> bool {
+        let mut actions: Vec<M::Action> = Vec::new();
         if d + 1 >= self.depth_bound {
             // stateright's convention: depth D is generated, not expanded.
             if self.dfs.load(Ordering::Relaxed) && !self.dfs_cut.load(Ordering::Relaxed) {
@@ -263,8 +324,8 @@ impl Explorer<'_> {
 
     /// One depth-first worker: its own stack, fed from and shared with
     /// `pool`, against the shared visited set.
-    fn dfs_worker(&self, pool: &Pool) {
-        let mut stack: Vec<Item> = Vec::new();
+    fn dfs_worker(&self, pool: &Pool<M::State>) {
+        let mut stack: Vec<Item<M::State>> = Vec::new();
         loop {
             let Some((fp, s, d)) = stack.pop().or_else(|| pool.take(|| self.stopped())) else {
                 return;
@@ -283,7 +344,11 @@ impl Explorer<'_> {
 /// Explores `model` within its bounds and `limits`, calling `progress` about
 /// every quarter second from the calling thread (which only watches).
 #[allow(clippy::disallowed_methods)] // wall time and RSS are report figures, never model inputs
-pub fn explore(model: &CheckModel, limits: Limits, mut progress: impl FnMut(&Progress)) -> Outcome {
+pub fn explore<M: Explorable>(
+    model: &M,
+    limits: Limits,
+    mut progress: impl FnMut(&Progress),
+) -> Outcome<M::Action, M::Violation> {
     let start = Instant::now();
     let init = model.initial();
     let init_fp = model.fingerprint(&init);
@@ -296,7 +361,7 @@ pub fn explore(model: &CheckModel, limits: Limits, mut progress: impl FnMut(&Pro
         dfs: AtomicBool::new(limits.depth_first),
         dfs_cut: AtomicBool::new(false),
         found: Mutex::new(None),
-        depth_bound: model.scenario.bounds.depth.min(u32::MAX as usize) as u32,
+        depth_bound: model.depth_bound().min(u32::MAX as usize) as u32,
         states_max: limits.states_max.unwrap_or(usize::MAX),
     };
     shared.seen.visit(
@@ -350,8 +415,8 @@ pub fn explore(model: &CheckModel, limits: Limits, mut progress: impl FnMut(&Pro
         }
     };
     // Breadth first, level by level, until done or switched.
-    let mut level: Vec<Item> = vec![(init_fp, init, 0)];
-    let mut left: Vec<Item> = Vec::new();
+    let mut level: Vec<Item<M::State>> = vec![(init_fp, init, 0)];
+    let mut left: Vec<Item<M::State>> = Vec::new();
     let mut depth = 0u32;
     while !level.is_empty() && !shared.stopped() && !shared.dfs.load(Ordering::Relaxed) {
         let work = Mutex::new(level);
@@ -426,16 +491,16 @@ fn order_of(switched_at: Option<usize>) -> Order {
 /// new states into `next`; once the search has turned depth first, it puts
 /// what it has not expanded into `unexpanded` instead (the depth-first
 /// workers take it from there).
-fn worker(
-    shared: &Explorer<'_>,
-    work: &Mutex<Vec<Item>>,
-    next: &Mutex<Vec<Item>>,
-    unexpanded: &Mutex<Vec<Item>>,
+fn worker<M: Explorable>(
+    shared: &Explorer<'_, M>,
+    work: &Mutex<Vec<Item<M::State>>>,
+    next: &Mutex<Vec<Item<M::State>>>,
+    unexpanded: &Mutex<Vec<Item<M::State>>>,
 ) {
     const CHUNK: usize = 64;
     let mut local = Vec::new();
     loop {
-        let mut chunk: Vec<Item> = {
+        let mut chunk: Vec<Item<M::State>> = {
             let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
             let at = w.len().saturating_sub(CHUNK);
             w.split_off(at)
@@ -470,7 +535,11 @@ fn worker(
 /// (they share a fingerprint), so the index can name another client's
 /// action; then the step takes the enabled action whose successor has the
 /// recorded fingerprint (one does, by the symmetry).
-fn rebuild(model: &CheckModel, seen: &Seen, target: u64) -> Option<Counterexample> {
+fn rebuild<M: Explorable>(
+    model: &M,
+    seen: &Seen,
+    target: u64,
+) -> Option<Counterexample<M::Action, M::Violation>> {
     let mut path = Vec::new();
     let mut fp = target;
     loop {
@@ -501,7 +570,7 @@ fn rebuild(model: &CheckModel, seen: &Seen, target: u64) -> Option<Counterexampl
                 (model.fingerprint(&n) == want).then(|| (a.clone(), n))
             })?,
         };
-        steps.push((s.world.now.as_millis(), a));
+        steps.push((model.time_of(&s), a));
         s = n;
     }
     let violation = model.violation(&s)?;

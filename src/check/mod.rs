@@ -3,6 +3,7 @@
 
 pub mod diagram;
 pub mod engine;
+pub mod fleet;
 pub mod memory;
 mod model;
 mod run;

@@ -11,16 +11,16 @@ use std::time::{Duration, Instant};
 /// A counterexample: the actions from the initial state, with the simulated
 /// time at which each was taken, and what broke.
 #[derive(Clone, Debug)]
-pub struct Counterexample {
+pub struct Counterexample<A = Action, V = Violation> {
     /// `(time in ms, action)` in order.
-    pub steps: Vec<(u64, Action)>,
+    pub steps: Vec<(u64, A)>,
     /// The violation in the last state.
-    pub violation: Violation,
+    pub violation: V,
 }
 
 /// What one exploration found.
 #[derive(Clone, Debug)]
-pub struct Outcome {
+pub struct Outcome<A = Action, V = Violation> {
     /// Distinct states visited.
     pub states: usize,
     /// Deepest path explored.
@@ -28,7 +28,7 @@ pub struct Outcome {
     /// Wall time.
     pub elapsed: Duration,
     /// The counterexample, if any (shortest under [`Order::Bfs`]).
-    pub counterexample: Option<Counterexample>,
+    pub counterexample: Option<Counterexample<A, V>>,
     /// The budget the run reached before exhausting its bounds: then no
     /// counterexample means "bounded", never "holds".
     pub limit: Option<Limit>,
@@ -38,7 +38,7 @@ pub struct Outcome {
     pub rss_peak: Option<u64>,
 }
 
-impl Outcome {
+impl<A, V> Outcome<A, V> {
     /// Whether the exploration covered everything within the model's bounds.
     pub fn exhaustive(&self) -> bool {
         self.limit.is_none()

@@ -3,16 +3,15 @@
 //! to the pool when another worker is waiting. The search is over when every
 //! worker waits on an empty pool, or when the run stops.
 
-use crate::check::model::State;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// A state to expand: fingerprint, state, depth.
-pub(super) type Item = (u64, State, u32);
+pub(super) type Item<S> = (u64, S, u32);
 
-struct Inner {
-    items: Vec<Item>,
+struct Inner<S> {
+    items: Vec<Item<S>>,
     /// Workers waiting in [`Pool::take`].
     idle: usize,
     /// Nothing left anywhere, or the run stopped.
@@ -20,15 +19,15 @@ struct Inner {
 }
 
 /// Work shared by `threads` depth-first workers.
-pub(super) struct Pool {
-    inner: Mutex<Inner>,
+pub(super) struct Pool<S> {
+    inner: Mutex<Inner<S>>,
     wake: Condvar,
     waiting: AtomicUsize,
     threads: usize,
 }
 
-impl Pool {
-    pub(super) fn new(items: Vec<Item>, threads: usize) -> Self {
+impl<S> Pool<S> {
+    pub(super) fn new(items: Vec<Item<S>>, threads: usize) -> Self {
         Pool {
             inner: Mutex::new(Inner {
                 items,
@@ -41,13 +40,13 @@ impl Pool {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    fn lock(&self) -> MutexGuard<'_, Inner<S>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The next item for a worker whose own stack is empty; `None` when the
     /// search is over (`stopped` says whether the run was stopped).
-    pub(super) fn take(&self, stopped: impl Fn() -> bool) -> Option<Item> {
+    pub(super) fn take(&self, stopped: impl Fn() -> bool) -> Option<Item<S>> {
         let mut g = self.lock();
         loop {
             if g.done || stopped() {
@@ -83,7 +82,7 @@ impl Pool {
     }
 
     /// Gives the bottom half of `stack` (its shallowest states) to the pool.
-    pub(super) fn share(&self, stack: &mut Vec<Item>) {
+    pub(super) fn share(&self, stack: &mut Vec<Item<S>>) {
         let half = stack.len() / 2;
         if half == 0 {
             return;

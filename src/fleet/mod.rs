@@ -1,0 +1,200 @@
+//! Several server instances behind a load balancer, sharing one store.
+//!
+//! A stream's connection lives on one instance, but what is written to it may
+//! come from another: a resumption lands on instance R while the request's
+//! handler still runs on W; a notification for a session's GET is emitted on
+//! whichever instance the application runs on. What instances share goes
+//! through a **store**, and the store is a seam of the sans-IO cores, not a
+//! dependency of them: a core emits [`StoreOp`]s and is fed
+//! [`StoreReply`]s and [`Push`]es, so the model checker can explore every
+//! order in which a real store (Redis) could execute them
+//! (`docs/fleets.md`).
+//!
+//! Each stream is an append-only **log** in the store ([`LogKey`]); its
+//! entries are numbered 1, 2, … by the store in the order they are appended
+//! ([`Seq`]). A writer appends, then publishes the numbered entry to the
+//! instances subscribed to that log ([`publish::Publisher`]). A reader on any
+//! instance follows the log from a cursor ([`follow::Follower`]): it
+//! subscribes, reads what is stored after its cursor, and delivers every
+//! entry once, in order; how it orders those steps is the [`Relay`] knob,
+//! where the known cross-instance races live.
+//!
+//! [`store::MemoryStore`] is the store as a pure state machine: the default
+//! for one process, and the store of the fleet checker.
+
+pub mod follow;
+pub mod publish;
+pub mod store;
+
+use crate::ids::{SessionId, StreamId};
+pub use crate::policy::Relay;
+use crate::shared::Shared;
+
+/// One server instance of a fleet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct InstanceId(pub u16);
+
+/// The log of one stream of one session.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LogKey {
+    /// The session.
+    pub session: SessionId,
+    /// The stream (unique in the session across the fleet).
+    pub stream: StreamId,
+}
+
+/// An entry's number in its log: 1 for the first, contiguous, assigned by
+/// the store in append order.
+pub type Seq = u64;
+
+/// What one log entry holds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Record {
+    /// A message for the stream (its JSON text).
+    Message(Shared<String>),
+    /// The stream is over (its request was answered): a follower ends the
+    /// connection once it has delivered everything before this.
+    End,
+}
+
+/// One numbered entry of a log.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Entry {
+    /// Its number.
+    pub seq: Seq,
+    /// Its record.
+    pub record: Record,
+}
+
+/// Which of an instance's two connections to the store carries an op: the
+/// command connection (appends, reads, publishes: replies in order) or the
+/// subscriber connection (subscriptions; publications arrive on it). The two
+/// are not ordered with respect to each other, as with Redis, where a
+/// subscribed connection can run nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Conn {
+    /// Appends, reads, publishes.
+    Command,
+    /// Subscribe, unsubscribe.
+    Subscriber,
+}
+
+/// What a core asks of the store.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum StoreOp {
+    /// Append `record` to `log`; the store numbers it and replies
+    /// [`StoreReply::Appended`].
+    Append {
+        /// The log.
+        log: LogKey,
+        /// The record.
+        record: Record,
+    },
+    /// Send `entry` to every instance subscribed to `log` (no reply).
+    Publish {
+        /// The log.
+        log: LogKey,
+        /// The entry, with the number the store gave it.
+        entry: Entry,
+    },
+    /// The entries of `log` after `after`; the store replies
+    /// [`StoreReply::Read`].
+    Read {
+        /// The log.
+        log: LogKey,
+        /// The cursor: entries with a greater number.
+        after: Seq,
+    },
+    /// From now on, publications on `log` reach this instance; the store
+    /// confirms with [`Push::Subscribed`] on the subscriber connection.
+    Subscribe {
+        /// The log.
+        log: LogKey,
+    },
+    /// No more publications on `log` for this instance.
+    Unsubscribe {
+        /// The log.
+        log: LogKey,
+    },
+}
+
+impl StoreOp {
+    /// The connection that carries this op.
+    pub fn conn(&self) -> Conn {
+        match self {
+            StoreOp::Subscribe { .. } | StoreOp::Unsubscribe { .. } => Conn::Subscriber,
+            _ => Conn::Command,
+        }
+    }
+
+    /// The log the op is about.
+    pub fn log(&self) -> &LogKey {
+        match self {
+            StoreOp::Append { log, .. }
+            | StoreOp::Publish { log, .. }
+            | StoreOp::Read { log, .. }
+            | StoreOp::Subscribe { log }
+            | StoreOp::Unsubscribe { log } => log,
+        }
+    }
+}
+
+/// A reply on the command connection, in the order of the ops.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum StoreReply {
+    /// The record was appended as number `seq`.
+    Appended {
+        /// The log.
+        log: LogKey,
+        /// Its number.
+        seq: Seq,
+    },
+    /// The entries after `after`, in order.
+    Read {
+        /// The log.
+        log: LogKey,
+        /// The cursor read from.
+        after: Seq,
+        /// What was stored after it.
+        entries: Vec<Entry>,
+        /// Entries after the cursor were trimmed before this read (the log
+        /// keeps a bounded number): they are gone.
+        trimmed: bool,
+    },
+}
+
+impl StoreReply {
+    /// The log the reply is about.
+    pub fn log(&self) -> &LogKey {
+        match self {
+            StoreReply::Appended { log, .. } | StoreReply::Read { log, .. } => log,
+        }
+    }
+}
+
+/// What arrives on the subscriber connection, in order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Push {
+    /// The subscription to `log` is in effect: every publication on it from
+    /// now on arrives after this.
+    Subscribed {
+        /// The log.
+        log: LogKey,
+    },
+    /// An entry published on `log`.
+    Published {
+        /// The log.
+        log: LogKey,
+        /// The entry.
+        entry: Entry,
+    },
+}
+
+impl Push {
+    /// The log the push is about.
+    pub fn log(&self) -> &LogKey {
+        match self {
+            Push::Subscribed { log } | Push::Published { log, .. } => log,
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The fleet's relay, explored exhaustively: a client resuming on one
+//! instance while another writes, and notifications written on several
+//! instances for a stream held on another. FIXED (`Relay::Ordered`) holds;
+//! each naive design is caught, with its shortest counterexample.
+
+#![cfg(feature = "check")]
+
+use mcp_streamable::check::engine::{explore, Explorable, Limits};
+use mcp_streamable::check::fleet::RelayAction;
+use mcp_streamable::check::fleet::{RelayModel, RelayScenario, RelayViolation};
+use mcp_streamable::check::Outcome;
+use mcp_streamable::fleet::{Conn, Relay};
+
+fn run(sc: RelayScenario) -> Outcome<RelayAction, RelayViolation> {
+    explore(&RelayModel::new(sc), Limits::new(2), |_| {})
+}
+
+fn holds(sc: RelayScenario, states_min: usize) -> usize {
+    let o = run(sc.clone());
+    assert!(o.exhaustive(), "{sc:?}: stopped at {:?}", o.limit);
+    if let Some(cx) = &o.counterexample {
+        panic!("{sc:?}: {:?} after {:#?}", cx.violation, cx.steps);
+    }
+    assert!(o.states >= states_min, "{sc:?}: only {} states", o.states);
+    o.states
+}
+
+fn caught(sc: RelayScenario, id: &str) -> usize {
+    let o = run(sc.clone());
+    let cx = o
+        .counterexample
+        .unwrap_or_else(|| panic!("{sc:?}: not caught in {} states", o.states));
+    assert_eq!(cx.violation.id(), id, "{sc:?}: {:?}", cx.violation);
+    cx.steps.len()
+}
+
+#[test]
+fn ordered_relay_holds_when_a_client_resumes_on_another_instance_while_the_first_writes() {
+    for (stored, cursor, messages, min) in [
+        (1, 1, 2, 500),
+        (2, 1, 2, 500),
+        (1, 0, 3, 1_500),
+        (0, 0, 4, 4_000),
+    ] {
+        let n = holds(
+            RelayScenario::resume_while_writing(Relay::Ordered, stored, cursor, messages),
+            min,
+        );
+        eprintln!("resume, {stored} stored, cursor {cursor}, {messages} more: {n} states");
+    }
+}
+
+#[test]
+fn ordered_relay_holds_for_notifications_written_on_two_instances() {
+    let n = holds(
+        RelayScenario::notifications_from(Relay::Ordered, vec![2, 1], 1, 1),
+        2_000,
+    );
+    eprintln!("two writers: {n} states");
+    let n = holds(
+        RelayScenario::notifications_from(Relay::Ordered, vec![1, 1, 1], 0, 0),
+        5_000,
+    );
+    eprintln!("three writers: {n} states");
+    // One entry may wait ahead of the cursor: a second one drops what waits
+    // and reads the store again.
+    let mut sc = RelayScenario::notifications_from(Relay::Ordered, vec![1, 1, 1], 0, 0);
+    sc.pending_max = 1;
+    let n = holds(sc, 5_000);
+    eprintln!("three writers, pending_max 1: {n} states");
+}
+
+#[test]
+fn replay_then_subscribe_is_caught_sending_twice_and_losing_what_is_appended_in_between() {
+    let sc = RelayScenario::resume_while_writing(Relay::ReplayThenSubscribe, 1, 1, 1);
+    // The shortest violation is the duplicate: the read already had the
+    // entry whose publication the new subscription then gets.
+    let steps = caught(sc.clone(), "F2");
+    assert!(steps <= 12, "{steps} steps");
+    // The gap, on a schedule of its own: the read runs, the writer appends
+    // and publishes, and only then does the subscription take effect.
+    let model = RelayModel::new(sc);
+    let (r, w) = (1, 0);
+    let schedule = [
+        RelayAction::Resume,
+        RelayAction::Execute {
+            instance: r,
+            conn: Conn::Command,
+        }, // the read: nothing new
+        RelayAction::Write { w: 0 },
+        RelayAction::Execute {
+            instance: w,
+            conn: Conn::Command,
+        }, // append 2
+        RelayAction::Receive {
+            instance: w,
+            conn: Conn::Command,
+        },
+        RelayAction::Execute {
+            instance: w,
+            conn: Conn::Command,
+        }, // publish 2: nobody
+        RelayAction::Receive {
+            instance: r,
+            conn: Conn::Command,
+        }, // the read's reply: subscribe
+        RelayAction::Execute {
+            instance: r,
+            conn: Conn::Subscriber,
+        },
+        RelayAction::Receive {
+            instance: r,
+            conn: Conn::Subscriber,
+        },
+        RelayAction::Write { w: 0 }, // the end
+        RelayAction::Execute {
+            instance: w,
+            conn: Conn::Command,
+        },
+        RelayAction::Receive {
+            instance: w,
+            conn: Conn::Command,
+        },
+        RelayAction::Execute {
+            instance: w,
+            conn: Conn::Command,
+        }, // publish 3: the reader has it
+        RelayAction::Receive {
+            instance: r,
+            conn: Conn::Subscriber,
+        },
+    ];
+    let mut s = model.initial();
+    for (i, a) in schedule.iter().enumerate() {
+        assert_eq!(model.violation(&s), None, "before step {i}");
+        s = model
+            .step(&s, a)
+            .unwrap_or_else(|| panic!("step {i} {a:?} not enabled"));
+    }
+    assert_eq!(s.got(), [3], "the end came, entry 2 never did");
+    assert_eq!(
+        model.violation(&s),
+        Some(RelayViolation::Lost { missing: vec![2] })
+    );
+    // The same schedule under FIXED reads entry 2 after its subscription.
+}
+
+#[test]
+fn subscribe_then_replay_sends_a_stored_then_published_entry_twice() {
+    let sc = RelayScenario::resume_while_writing(Relay::SubscribeThenReplay, 1, 1, 1);
+    let o = run(sc);
+    let cx = o.counterexample.expect("caught");
+    assert!(
+        matches!(
+            cx.violation,
+            RelayViolation::Twice { .. } | RelayViolation::OutOfOrder { .. }
+        ),
+        "{:?}",
+        cx.violation
+    );
+}
+
+#[test]
+fn concurrent_deduplicated_relay_loses_the_end_published_before_its_subscription() {
+    let sc = RelayScenario::resume_while_writing(Relay::ConcurrentDeduplicated, 1, 1, 0);
+    caught(sc, "F1");
+}
+
+#[test]
+fn a_follower_without_hole_filling_is_needed_only_for_the_last_entry() {
+    // The concurrent design's flaw shows in a stream that ends; with two
+    // writers and no end, a later publication fills nothing either: caught.
+    let sc = RelayScenario::notifications_from(Relay::ConcurrentDeduplicated, vec![1, 1], 0, 0);
+    caught(sc, "F1");
+}
