@@ -157,6 +157,22 @@ pub enum Relay {
     ConcurrentDeduplicated,
 }
 
+/// How an instance of a fleet checks, on each request, that the session
+/// still exists in the shared store and keeps it alive (`fleet::gate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionRefresh {
+    /// Read the record and push its expiry in one step (`GETEX … PX`): a
+    /// session deleted or expired is gone for every instance at once.
+    #[default]
+    Atomic,
+    /// Load the record, then write it back with a new time to live (a
+    /// session store with `load` and `store` only, as rmcp's `SessionStore`
+    /// is used): a DELETE or an expiry between the two is undone, and the
+    /// session answers again.
+    LoadThenStore,
+}
+
 /// All server knobs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]

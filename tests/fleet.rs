@@ -173,3 +173,62 @@ fn a_follower_without_hole_filling_is_needed_only_for_the_last_entry() {
     let sc = RelayScenario::notifications_from(Relay::ConcurrentDeduplicated, vec![1, 1], 0, 0);
     caught(sc, "F1");
 }
+
+// ---- sessions in the store (F4) ----
+
+use mcp_streamable::check::fleet::{SessionsAction, SessionsModel, SessionsScenario};
+use mcp_streamable::fleet::SessionRefresh;
+
+fn run_sessions(
+    sc: SessionsScenario,
+) -> Outcome<SessionsAction, mcp_streamable::check::fleet::SessionsViolation> {
+    explore(&SessionsModel::new(sc), Limits::new(2), |_| {})
+}
+
+#[test]
+fn an_atomic_refresh_keeps_a_deleted_or_expired_session_ended_on_every_instance() {
+    let both = |requests| SessionsScenario {
+        expiry: true,
+        ..SessionsScenario::delete_elsewhere(SessionRefresh::Atomic, requests)
+    };
+    for (sc, min) in [
+        (
+            SessionsScenario::delete_elsewhere(SessionRefresh::Atomic, 4),
+            4_000,
+        ),
+        (SessionsScenario::expiry(SessionRefresh::Atomic, 4), 2_000),
+        (both(3), 2_000),
+        (both(5), 50_000),
+    ] {
+        let o = run_sessions(sc.clone());
+        assert!(o.exhaustive(), "{sc:?}");
+        assert!(o.counterexample.is_none(), "{sc:?}: {:?}", o.counterexample);
+        assert!(o.states >= min, "{sc:?}: only {} states", o.states);
+        eprintln!("{sc:?}: {} states", o.states);
+    }
+}
+
+#[test]
+fn load_then_store_resurrects_a_session_deleted_or_expired_between_the_two() {
+    for sc in [
+        SessionsScenario::delete_elsewhere(SessionRefresh::LoadThenStore, 2),
+        SessionsScenario::expiry(SessionRefresh::LoadThenStore, 2),
+    ] {
+        let o = run_sessions(sc.clone());
+        let cx = o
+            .counterexample
+            .unwrap_or_else(|| panic!("{sc:?}: not caught in {} states", o.states));
+        assert_eq!(cx.violation.id(), "F4");
+        // Load (1), its write-back waits; the session ends (delete: 3
+        // steps; expiry: 1); the write-back runs; a second request's load.
+        assert!(cx.steps.len() <= 12, "{sc:?}: {} steps", cx.steps.len());
+        eprintln!("{sc:?}: F4 in {} steps", cx.steps.len());
+    }
+    // With one request there is no one to be told: the write-back alone
+    // breaks nothing the model observes.
+    let o = run_sessions(SessionsScenario::delete_elsewhere(
+        SessionRefresh::LoadThenStore,
+        1,
+    ));
+    assert!(o.counterexample.is_none());
+}

@@ -23,11 +23,12 @@
 //! for one process, and the store of the fleet checker.
 
 pub mod follow;
+pub mod gate;
 pub mod publish;
 pub mod store;
 
 use crate::ids::{SessionId, StreamId};
-pub use crate::policy::Relay;
+pub use crate::policy::{Relay, SessionRefresh};
 use crate::shared::Shared;
 
 /// One server instance of a fleet.
@@ -116,6 +117,37 @@ pub enum StoreOp {
         /// The log.
         log: LogKey,
     },
+    /// Store `record` as the session's, expiring `ttl_ms` from now, whether
+    /// or not it exists (`SET … PX`); replies [`StoreReply::Stored`].
+    PutSession {
+        /// The session.
+        session: SessionId,
+        /// What an instance needs to serve it (opaque to the store).
+        record: Shared<String>,
+        /// Its time to live.
+        ttl_ms: u64,
+    },
+    /// The session's record, and its expiry pushed `ttl_ms` from now, in one
+    /// step; nothing if it is gone (`GETEX … PX`); replies
+    /// [`StoreReply::Session`].
+    TouchSession {
+        /// The session.
+        session: SessionId,
+        /// Its time to live from now.
+        ttl_ms: u64,
+    },
+    /// The session's record, its expiry untouched (`GET`); replies
+    /// [`StoreReply::Session`].
+    LoadSession {
+        /// The session.
+        session: SessionId,
+    },
+    /// The session and every log of it are gone; replies
+    /// [`StoreReply::Deleted`].
+    DeleteSession {
+        /// The session.
+        session: SessionId,
+    },
 }
 
 impl StoreOp {
@@ -127,14 +159,15 @@ impl StoreOp {
         }
     }
 
-    /// The log the op is about.
-    pub fn log(&self) -> &LogKey {
+    /// The log the op is about, if it is about one.
+    pub fn log(&self) -> Option<&LogKey> {
         match self {
             StoreOp::Append { log, .. }
             | StoreOp::Publish { log, .. }
             | StoreOp::Read { log, .. }
             | StoreOp::Subscribe { log }
-            | StoreOp::Unsubscribe { log } => log,
+            | StoreOp::Unsubscribe { log } => Some(log),
+            _ => None,
         }
     }
 }
@@ -161,13 +194,33 @@ pub enum StoreReply {
         /// keeps a bounded number): they are gone.
         trimmed: bool,
     },
+    /// The session's record was stored.
+    Stored {
+        /// The session.
+        session: SessionId,
+    },
+    /// The session's record, or `None`: unknown, expired or deleted.
+    Session {
+        /// The session.
+        session: SessionId,
+        /// Its record.
+        record: Option<Shared<String>>,
+    },
+    /// The session was deleted (`existed`: it was there to delete).
+    Deleted {
+        /// The session.
+        session: SessionId,
+        /// Whether it existed.
+        existed: bool,
+    },
 }
 
 impl StoreReply {
-    /// The log the reply is about.
-    pub fn log(&self) -> &LogKey {
+    /// The log the reply is about, if it is about one.
+    pub fn log(&self) -> Option<&LogKey> {
         match self {
-            StoreReply::Appended { log, .. } | StoreReply::Read { log, .. } => log,
+            StoreReply::Appended { log, .. } | StoreReply::Read { log, .. } => Some(log),
+            _ => None,
         }
     }
 }

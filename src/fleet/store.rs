@@ -7,6 +7,9 @@
 //! the order they arrive, the fleet checker in every order.
 
 use super::{Entry, InstanceId, LogKey, Push, Record, Seq, StoreOp, StoreReply};
+use crate::ids::{SessionId, StreamId};
+use crate::shared::Shared;
+use crate::time::Instant;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// What the store sends to an instance.
@@ -32,9 +35,20 @@ impl Log {
     }
 }
 
+/// A session's record and when it expires.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SessionEntry {
+    record: Shared<String>,
+    expires_at: Instant,
+}
+
 /// The store of one fleet, in memory (see the module docs).
+///
+/// Sessions expire as Redis keys do: a session whose time has come is gone
+/// for every op from then on, whether or not anything removed it yet.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MemoryStore {
+    sessions: BTreeMap<SessionId, SessionEntry>,
     logs: BTreeMap<LogKey, Log>,
     subscribers: BTreeMap<LogKey, BTreeSet<InstanceId>>,
     /// The most entries a log keeps; older ones are trimmed, as
@@ -47,6 +61,7 @@ impl MemoryStore {
     /// An empty store keeping at most `entries_per_log_max` entries per log.
     pub fn new(entries_per_log_max: usize) -> Self {
         MemoryStore {
+            sessions: BTreeMap::new(),
             logs: BTreeMap::new(),
             subscribers: BTreeMap::new(),
             entries_per_log_max: entries_per_log_max.max(1),
@@ -71,8 +86,34 @@ impl MemoryStore {
             .is_some_and(|s| s.contains(&instance))
     }
 
-    /// Executes `op` from `from`, atomically.
-    pub fn handle_op(&mut self, from: InstanceId, op: StoreOp) {
+    /// When `session` expires, if it exists at `now`.
+    pub fn session_expires_at(&self, session: &SessionId, now: Instant) -> Option<Instant> {
+        self.sessions
+            .get(session)
+            .map(|e| e.expires_at)
+            .filter(|&at| at > now)
+    }
+
+    /// Sessions stored (expired ones included until [`Self::handle_timeout`]).
+    pub fn sessions_len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Forgets sessions expired at `now`, with their logs.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let expired: Vec<SessionId> = self
+            .sessions
+            .iter()
+            .filter(|(_, e)| e.expires_at <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            self.remove_session(&id);
+        }
+    }
+
+    /// Executes `op` from `from` at `now`, atomically.
+    pub fn handle_op(&mut self, from: InstanceId, op: StoreOp, now: Instant) {
         match op {
             StoreOp::Append { log, record } => {
                 let max = self.entries_per_log_max;
@@ -130,6 +171,72 @@ impl MemoryStore {
                     }
                 }
             }
+            StoreOp::PutSession {
+                session,
+                record,
+                ttl_ms,
+            } => {
+                let expires_at = Instant::from_millis(now.as_millis().saturating_add(ttl_ms));
+                self.sessions
+                    .insert(session.clone(), SessionEntry { record, expires_at });
+                self.reply(from, StoreReply::Stored { session });
+            }
+            StoreOp::TouchSession { session, ttl_ms } => {
+                let record = self.live_session(&session, now).map(|e| {
+                    e.expires_at = Instant::from_millis(now.as_millis().saturating_add(ttl_ms));
+                    e.record.clone()
+                });
+                self.reply(from, StoreReply::Session { session, record });
+            }
+            StoreOp::LoadSession { session } => {
+                let record = self.live_session(&session, now).map(|e| e.record.clone());
+                self.reply(from, StoreReply::Session { session, record });
+            }
+            StoreOp::DeleteSession { session } => {
+                let existed = self.live_session(&session, now).is_some();
+                self.remove_session(&session);
+                self.reply(from, StoreReply::Deleted { session, existed });
+            }
+        }
+    }
+
+    fn reply(&mut self, to: InstanceId, reply: StoreReply) {
+        self.outputs.push_back((to, Output::Reply(reply)));
+    }
+
+    /// The session if it has not expired at `now` (an expired one is removed).
+    fn live_session(&mut self, session: &SessionId, now: Instant) -> Option<&mut SessionEntry> {
+        if self.sessions.get(session)?.expires_at <= now {
+            self.remove_session(session);
+            return None;
+        }
+        self.sessions.get_mut(session)
+    }
+
+    /// A session and its logs (and subscriptions to them) are gone.
+    fn remove_session(&mut self, session: &SessionId) {
+        self.sessions.remove(session);
+        let first = LogKey {
+            session: session.clone(),
+            stream: StreamId(0),
+        };
+        let logs: Vec<LogKey> = self
+            .logs
+            .range(first.clone()..)
+            .take_while(|(k, _)| &k.session == session)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in logs {
+            self.logs.remove(&k);
+        }
+        let subs: Vec<LogKey> = self
+            .subscribers
+            .range(first..)
+            .take_while(|(k, _)| &k.session == session)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in subs {
+            self.subscribers.remove(&k);
         }
     }
 
@@ -184,6 +291,7 @@ mod tests {
                     log: log(),
                     record: msg(m),
                 },
+                Instant::ZERO,
             );
         }
         let seqs: Vec<Seq> = drain(&mut s)
@@ -200,6 +308,7 @@ mod tests {
                 log: log(),
                 after: 1,
             },
+            Instant::ZERO,
         );
         let out = drain(&mut s);
         let [(
@@ -228,24 +337,39 @@ mod tests {
                 log: log(),
                 entry: entry.clone(),
             },
+            Instant::ZERO,
         );
         assert!(drain(&mut s).is_empty(), "nobody subscribed: nothing sent");
-        s.handle_op(InstanceId(1), StoreOp::Subscribe { log: log() });
-        s.handle_op(InstanceId(2), StoreOp::Subscribe { log: log() });
         s.handle_op(
-            InstanceId(0),
-            StoreOp::Publish {
-                log: log(),
-                entry: entry.clone(),
-            },
+            InstanceId(1),
+            StoreOp::Subscribe { log: log() },
+            Instant::ZERO,
         );
-        s.handle_op(InstanceId(2), StoreOp::Unsubscribe { log: log() });
+        s.handle_op(
+            InstanceId(2),
+            StoreOp::Subscribe { log: log() },
+            Instant::ZERO,
+        );
         s.handle_op(
             InstanceId(0),
             StoreOp::Publish {
                 log: log(),
                 entry: entry.clone(),
             },
+            Instant::ZERO,
+        );
+        s.handle_op(
+            InstanceId(2),
+            StoreOp::Unsubscribe { log: log() },
+            Instant::ZERO,
+        );
+        s.handle_op(
+            InstanceId(0),
+            StoreOp::Publish {
+                log: log(),
+                entry: entry.clone(),
+            },
+            Instant::ZERO,
         );
         let published = |to| {
             (
@@ -271,6 +395,128 @@ mod tests {
         assert!(!s.is_subscribed(&log(), InstanceId(2)));
     }
 
+    fn sid() -> SessionId {
+        SessionId::from_bits(1)
+    }
+
+    fn session_reply(s: &mut MemoryStore) -> Option<Shared<String>> {
+        match drain(s).pop() {
+            Some((_, Output::Reply(StoreReply::Session { record, .. }))) => record,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_session_expires_at_its_ttl_unless_a_touch_pushes_it() {
+        let mut s = MemoryStore::new(8);
+        let at = Instant::from_millis;
+        let put = StoreOp::PutSession {
+            session: sid(),
+            record: "r".to_string().into(),
+            ttl_ms: 100,
+        };
+        s.handle_op(InstanceId(0), put, at(0));
+        assert_eq!(s.session_expires_at(&sid(), at(99)), Some(at(100)));
+        assert_eq!(
+            s.session_expires_at(&sid(), at(100)),
+            None,
+            "gone at its expiry, not after"
+        );
+        drain(&mut s);
+        let touch = StoreOp::TouchSession {
+            session: sid(),
+            ttl_ms: 100,
+        };
+        s.handle_op(InstanceId(1), touch.clone(), at(99));
+        assert!(session_reply(&mut s).is_some());
+        assert_eq!(s.session_expires_at(&sid(), at(150)), Some(at(199)));
+        s.handle_op(
+            InstanceId(1),
+            StoreOp::LoadSession { session: sid() },
+            at(198),
+        );
+        assert!(session_reply(&mut s).is_some());
+        assert_eq!(
+            s.session_expires_at(&sid(), at(150)),
+            Some(at(199)),
+            "a load refreshes nothing"
+        );
+        s.handle_op(InstanceId(1), touch, at(199));
+        assert_eq!(session_reply(&mut s), None);
+        assert_eq!(
+            s.sessions_len(),
+            0,
+            "an expired session is removed when met"
+        );
+    }
+
+    #[test]
+    fn deleting_a_session_removes_its_logs_and_subscriptions_and_only_its_own() {
+        let mut s = MemoryStore::new(8);
+        let other = LogKey {
+            session: SessionId::from_bits(2),
+            stream: StreamId(1),
+        };
+        let put = StoreOp::PutSession {
+            session: sid(),
+            record: "r".to_string().into(),
+            ttl_ms: 100,
+        };
+        s.handle_op(InstanceId(0), put, Instant::ZERO);
+        for l in [log(), other.clone()] {
+            s.handle_op(
+                InstanceId(0),
+                StoreOp::Append {
+                    log: l.clone(),
+                    record: msg("a"),
+                },
+                Instant::ZERO,
+            );
+            s.handle_op(InstanceId(1), StoreOp::Subscribe { log: l }, Instant::ZERO);
+        }
+        drain(&mut s);
+        s.handle_op(
+            InstanceId(0),
+            StoreOp::DeleteSession { session: sid() },
+            Instant::ZERO,
+        );
+        assert_eq!(
+            drain(&mut s),
+            [(
+                InstanceId(0),
+                Output::Reply(StoreReply::Deleted {
+                    session: sid(),
+                    existed: true
+                })
+            )]
+        );
+        assert!(s.entries(&log()).is_empty());
+        assert!(!s.is_subscribed(&log(), InstanceId(1)));
+        assert_eq!(s.entries(&other).len(), 1);
+        assert!(s.is_subscribed(&other, InstanceId(1)));
+        s.handle_op(
+            InstanceId(0),
+            StoreOp::DeleteSession { session: sid() },
+            Instant::ZERO,
+        );
+        assert_eq!(
+            drain(&mut s),
+            [(
+                InstanceId(0),
+                Output::Reply(StoreReply::Deleted {
+                    session: sid(),
+                    existed: false
+                })
+            )]
+        );
+        s.handle_op(
+            InstanceId(0),
+            StoreOp::LoadSession { session: sid() },
+            Instant::ZERO,
+        );
+        assert_eq!(session_reply(&mut s), None);
+    }
+
     #[test]
     fn a_log_keeps_exactly_its_max_and_a_read_from_before_it_is_marked_trimmed() {
         let mut s = MemoryStore::new(2);
@@ -281,6 +527,7 @@ mod tests {
                     log: log(),
                     record: msg(m),
                 },
+                Instant::ZERO,
             );
         }
         drain(&mut s);
@@ -290,7 +537,11 @@ mod tests {
         );
         assert_eq!(s.next_seq(&log()), 4);
         for (after, want_trimmed) in [(0, true), (1, false), (2, false)] {
-            s.handle_op(InstanceId(1), StoreOp::Read { log: log(), after });
+            s.handle_op(
+                InstanceId(1),
+                StoreOp::Read { log: log(), after },
+                Instant::ZERO,
+            );
             match drain(&mut s).pop() {
                 Some((_, Output::Reply(StoreReply::Read { trimmed, .. }))) => {
                     assert_eq!(trimmed, want_trimmed, "after {after}")

@@ -1,4 +1,4 @@
-//! The fleet checker's relay model: writers on some instances, one reader on
+//! The relay model: writers on some instances, one reader on
 //! another, one store between them, explored in every order the store could
 //! execute their ops and deliver its answers.
 //!
@@ -18,13 +18,14 @@
 //! - **F2, nothing twice**: no entry reaches the client twice.
 //! - **F3, in order**: entries reach the client in number order.
 
-use super::engine::Explorable;
+use crate::check::engine::Explorable;
 use crate::fleet::follow::{Follower, Phase};
 use crate::fleet::publish::Publisher;
 use crate::fleet::store::{MemoryStore, Output};
 use crate::fleet::{Conn, InstanceId, LogKey, Record, Relay, Seq, StoreOp, StoreReply};
 use crate::ids::{SessionId, StreamId};
 use crate::shared::fixed_keys;
+use crate::time::Instant;
 use std::collections::{BTreeMap, VecDeque};
 
 /// One relay scenario.
@@ -260,6 +261,7 @@ impl Explorable for RelayModel {
                     log: self.log.clone(),
                     record,
                 },
+                Instant::ZERO,
             );
         }
         while store.poll_output().is_some() {}
@@ -327,7 +329,7 @@ impl Explorable for RelayModel {
             }
             RelayAction::Execute { instance, conn } => {
                 let op = n.to_store.get_mut(&(*instance, *conn))?.pop_front()?;
-                n.store.handle_op(InstanceId(*instance), op);
+                n.store.handle_op(InstanceId(*instance), op, Instant::ZERO);
             }
             RelayAction::Receive { instance, conn } => {
                 let out = n.from_store.get_mut(&(*instance, *conn))?.pop_front()?;

@@ -1,0 +1,15 @@
+//! The fleet checker: the cores of `crate::fleet` on several instances
+//! sharing one store, explored by the same engine as the world models
+//! ([`super::engine::Explorable`]). One model per file:
+//! - [`relay`]: a stream written on some instances and read on another
+//!   (F1–F3);
+//! - [`sessions`]: requests of one session checked on any instance while
+//!   one deletes it or it expires (F4).
+
+pub mod relay;
+pub mod sessions;
+
+pub use relay::{RelayAction, RelayModel, RelayScenario, RelayState, RelayViolation};
+pub use sessions::{
+    SessionsAction, SessionsModel, SessionsScenario, SessionsState, SessionsViolation,
+};
