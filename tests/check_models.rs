@@ -50,3 +50,64 @@ fn every_model_meets_its_expectations() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+#[test]
+fn every_fleet_model_meets_its_expectations() {
+    use mcp_streamable::check::fleet::FleetFile;
+    use mcp_streamable::check::Limits;
+    let files = FleetFile::load_dir(Path::new("models/fleet")).expect("fleet models load");
+    assert!(
+        files.len() >= 5,
+        "the five races of issue 17 each have a model"
+    );
+    let mut failures = Vec::new();
+    for (file, f) in &files {
+        assert!(
+            f.expect.iter().any(|e| e.verdict == Verdict::Holds),
+            "{}: FIXED must be verified",
+            file.display()
+        );
+        assert!(
+            f.expect
+                .iter()
+                .any(|e| matches!(e.verdict, Verdict::Violates(_))),
+            "{}: a naive design must be caught",
+            file.display()
+        );
+        for e in &f.expect {
+            let run = f.run(e, Limits::new(2));
+            println!(
+                "{} {}: states {} depth {} -> {:?}",
+                f.name, e.design, run.states, run.depth, run.violated
+            );
+            if run.as_expected(e) != Some(true) {
+                failures.push(format!(
+                    "{}: {}: expected {:?}, got {:?} in {} states",
+                    file.display(),
+                    e.design,
+                    e.verdict,
+                    run.violated,
+                    run.states
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_fleet_model_with_an_unknown_design_names_the_field() {
+    use mcp_streamable::check::fleet::FleetFile;
+    let text = r#"{"name": "x", "description": "", "sessions": {"requests": 1, "delete": true, "expiry": false},
+        "depth": 8, "expect": [{"design": "ordered", "verdict": "holds"}]}"#;
+    let err = FleetFile::parse(Path::new("x.json"), text)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("expect[0].design"), "{err}");
+    let text = r#"{"name": "x", "description": "", "relay": {"writers": [], "end": true},
+        "depth": 8, "expect": []}"#;
+    let err = FleetFile::parse(Path::new("x.json"), text)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("relay"), "{err}");
+}

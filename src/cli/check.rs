@@ -1,6 +1,7 @@
 //! `mcp-streamable check`: every model x its expected preset pairs, a verdict
 //! matrix, and for each counterexample a JSON trace, an SVG and Mermaid text.
 
+use mcp_streamable::check::fleet::FleetFile;
 use mcp_streamable::check::{
     memory, replay, run_search, CheckModel, Diagram, Expectation, Limit, Limits, Order, Scenario,
     Search, Trace, Verdict,
@@ -105,7 +106,19 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             None => true,
         })
         .collect();
-    if models.is_empty() {
+    // Fleet models (`models/fleet/`) have designs, not preset pairs: they run
+    // unless a preset filter is given.
+    let fleet_dir = args.models.join("fleet");
+    let fleet: Vec<(PathBuf, FleetFile)> = FleetFile::load_dir(&fleet_dir)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|(f, s)| match &args.model {
+            Some(m) => s.name == *m || f.file_stem().is_some_and(|x| x == m.as_str()),
+            None => true,
+        })
+        .filter(|_| args.server.is_none() && args.client.is_none())
+        .collect();
+    if models.is_empty() && fleet.is_empty() {
         return Err(format!("no model matches in {}", args.models.display()));
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
@@ -121,16 +134,22 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             jobs.push((scenario, e, model.with_symmetry(!args.no_symmetry)));
         }
     }
+    let fleet_names = fleet.iter().map(|(_, f)| f.name.len());
+    let fleet_designs = fleet
+        .iter()
+        .flat_map(|(_, f)| f.expect.iter().map(|e| e.design.len()));
     let widths = Widths {
         model: jobs
             .iter()
             .map(|j| j.0.name.len())
+            .chain(fleet_names)
             .max()
             .unwrap_or(5)
             .max(5),
         pair: jobs
             .iter()
             .map(|j| j.1.server.len() + j.1.client.len() + 3)
+            .chain(fleet_designs)
             .max()
             .unwrap_or(4)
             .max(4),
@@ -219,6 +238,46 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
         };
         print_line(&widths, &line);
         lines.push(line);
+    }
+    for (_, file) in &fleet {
+        for e in &file.expect {
+            let run = file.run(e, limits);
+            let ok = run.as_expected(e);
+            let verdict = match run.violated {
+                Some(id) => {
+                    let path = args.out.join(format!("{}-{}.txt", file.name, e.design));
+                    let text = format!(
+                        "{} under {}: {id} after {} steps\n{}\n",
+                        file.name,
+                        e.design,
+                        run.steps.len(),
+                        run.steps.join("\n")
+                    );
+                    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+                    format!("{id} ({} steps)", run.steps.len())
+                }
+                None if !run.exhaustive => {
+                    notes.push(format!(
+                        "{} {}: bounded: no violation in {} states to depth {}",
+                        file.name, e.design, run.states, run.depth
+                    ));
+                    "bounded".to_owned()
+                }
+                None => "holds".to_owned(),
+            };
+            let line = Line {
+                model: file.name.clone(),
+                pair: e.design.clone(),
+                verdict,
+                states: run.states,
+                depth: run.depth,
+                millis: run.elapsed.as_millis(),
+                ok,
+                bounded: !run.exhaustive,
+            };
+            print_line(&widths, &line);
+            lines.push(line);
+        }
     }
     for n in &notes {
         println!("note: {n}");

@@ -6,9 +6,11 @@
 //! - [`sessions`]: requests of one session checked on any instance while
 //!   one deletes it or it expires (F4).
 
+pub mod file;
 pub mod relay;
 pub mod sessions;
 
+pub use file::{FleetExpectation, FleetFile, FleetRun};
 pub use relay::{RelayAction, RelayModel, RelayScenario, RelayState, RelayViolation};
 pub use sessions::{
     SessionsAction, SessionsModel, SessionsScenario, SessionsState, SessionsViolation,
