@@ -300,3 +300,25 @@ fn held_messages_count_toward_the_session_budget_at_its_edge() {
     assert_eq!(h.log[&get].messages().len(), 2);
     assert!(h.violations().is_empty(), "{:?}", h.violations());
 }
+
+/// A message bigger than several held ones: the session budget drops as
+/// many of the oldest held messages as it takes (two here), not one.
+#[test]
+fn the_session_budget_drops_as_many_held_messages_as_one_big_message_needs() {
+    let (mut h, one) = session_budget_of(4);
+    for _ in 0..3 {
+        message(&mut h, Cause::Unrelated);
+    }
+    assert!(h.dropped.is_empty());
+    // About three small messages' worth.
+    assert!(h.notify_with(
+        "notifications/message",
+        Some(payload(960)),
+        Cause::Unrelated
+    ));
+    assert_eq!(h.dropped.len(), 2, "two of the three small ones");
+    assert!(retained(&h) <= 4 * one, "{} > {}", retained(&h), 4 * one);
+    let s = h.ep.session(h.session.as_ref().unwrap()).unwrap();
+    assert_eq!(s.held_bytes(), retained(&h));
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}

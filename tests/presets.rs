@@ -357,3 +357,33 @@ fn mcp_go_0_44_shared_queue_holds_exactly_its_max_and_drops_the_next_silently() 
         "and not reported: mcp-go drops silently"
     );
 }
+
+/// Keep-alive comments are for streams: mcp-go's notification POST, still
+/// running after its 202 (an `Accepted` exchange), and its ended exchange
+/// kept for the listener goroutine, set no keep-alive timer.
+#[test]
+fn mcp_go_0_44_running_notification_posts_set_no_keepalive_timer() {
+    use mcp_streamable::server::SessionTimer;
+    let mut config = common::test_config();
+    config.session.keepalive_ms = Some(1_000);
+    let mut h = Harness::with(
+        ServerPolicy::MCP_GO_0_44,
+        mcp_streamable::version::ProtocolVersion::V2025_11_25,
+        config,
+    );
+    h.initialize();
+    let n = h.initialized();
+    let keepalive = |h: &Harness| {
+        let s = h.ep.session(h.session.as_ref().unwrap()).unwrap();
+        s.poll_timeout()
+            .is_some_and(|(_, t)| t == SessionTimer::KeepAlive)
+    };
+    assert!(!keepalive(&h), "a running 202 handler is no stream");
+    assert!(h.handler_step(n));
+    assert!(h.handler_step(n)); // returned: ended, kept for its listener
+    assert!(!keepalive(&h), "an ended exchange is no stream");
+    let get = h.get(None);
+    assert!(keepalive(&h), "an open GET is");
+    h.client_drop(get, true);
+    assert!(!keepalive(&h));
+}

@@ -783,3 +783,99 @@ fn events_before_the_initialize_answer_are_numbered_except_under_rmcp_0_16() {
         assert_eq!(ids, [numbered, numbered], "{policy:?}: {:?}", log.events);
     }
 }
+
+/// Ending a session (here a DELETE) ends every open exchange: one whose head
+/// is not out yet (a call still undecided between JSON and SSE) gets `404`,
+/// one already streaming (the GET) just ends, with no second head.
+#[test]
+fn ending_a_session_answers_404_only_where_no_head_went_out() {
+    let mut config = common::test_config();
+    config.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
+    let mut h = ready_with(config);
+    let get = h.get(None);
+    let (call, _id) = h.call();
+    assert_eq!(h.log[&call].status, None, "undecided: no head yet");
+    let del = h.delete();
+    assert_eq!(status(&h, del), 200);
+    assert_eq!(h.log[&call].status, Some(404));
+    assert_eq!(h.log[&call].end, Some(EndReason::SessionEnded));
+    assert_eq!(h.log[&get].status, Some(200));
+    assert_eq!(h.log[&get].end, Some(EndReason::SessionEnded));
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// `streams_max` trims idle streams only: a standalone GET still attached is
+/// never trimmed, however many finished streams come after it.
+#[test]
+fn streams_max_never_trims_an_attached_standalone_stream() {
+    let mut config = common::test_config();
+    config.session.streams_max = 1;
+    let mut h = ready_with(config);
+    let get = h.get(None);
+    for _ in 0..2 {
+        let (http, id) = h.call();
+        h.client_drop(http, true);
+        h.respond(&id);
+    }
+    assert!(h.notify("notifications/tools/list_changed", Cause::Unrelated));
+    assert!(
+        h.log[&get]
+            .messages()
+            .iter()
+            .any(|m| m.method() == Some("notifications/tools/list_changed")),
+        "the GET still carries unrelated messages"
+    );
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// A request answered on its live connection leaves nothing behind: the
+/// session forgets its exchange as it answers, before the driver reports
+/// the connection closed (FIXED has no listener that would keep it).
+#[test]
+fn an_answered_live_exchange_is_forgotten_at_once() {
+    let mut h = ready_with(common::test_config());
+    let (http, id) = h.call();
+    let now = h.now;
+    let s = h.ep.session_mut(h.session.as_ref().unwrap()).unwrap();
+    assert!(s.exchanges().any(|x| x == http));
+    s.respond(
+        &id,
+        Ok(mcp_streamable::jsonrpc::RawJson::empty_object()),
+        now,
+    )
+    .expect("answered");
+    assert!(
+        s.exchanges().all(|x| x != http),
+        "{:?}",
+        s.exchanges().collect::<Vec<_>>()
+    );
+    h.drain();
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// A batch of requests (2025-03-26) cannot be answered by one JSON body:
+/// even where a lone request's reply waits to choose JSON, the batch's reply
+/// commits to SSE when it opens, and carries every answer.
+#[test]
+fn a_batch_reply_commits_sse_at_once_even_when_json_could_wait() {
+    let mut config = common::test_config();
+    config.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_03_26, config);
+    h.initialize();
+    h.initialized();
+    let batch = h.post(
+        r#"[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"ping"}]"#,
+    );
+    assert_eq!(h.log[&batch].status, Some(200));
+    assert_eq!(h.log[&batch].content, Some(Content::Sse));
+    h.respond(&RequestId::Num(7));
+    h.respond(&RequestId::Num(8));
+    let answered = h.log[&batch]
+        .messages()
+        .iter()
+        .filter(|m| m.is_response())
+        .count();
+    assert_eq!(answered, 2);
+    assert_eq!(h.log[&batch].end, Some(EndReason::Complete));
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
