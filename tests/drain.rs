@@ -226,3 +226,38 @@ fn the_client_drain_observes_first_and_drains_what_its_handler_causes() {
     assert!(client.poll_transmit().is_none() && client.poll_event().is_none());
     assert!(!client.drain_observed(0, &mut |_| {}, |_, _, _| {}));
 }
+
+/// A broadcast is observed as such once, where it originates; an endpoint
+/// that only fans out another's broadcast shows just what it sends.
+#[test]
+fn a_broadcast_is_observed_where_it_originates_only() {
+    use mcp_streamable::server::BroadcastOrigin;
+    for (origin, broadcasts) in [(BroadcastOrigin::Here, 1), (BroadcastOrigin::Elsewhere, 0)] {
+        let mut h = Harness::new(ServerPolicy::FIXED);
+        h.initialize();
+        h.initialized();
+        h.get(None);
+        let mut seen = Vec::new();
+        let now = h.now;
+        let sent = h.ep.broadcast_observed(
+            "notifications/tools/list_changed",
+            None,
+            now,
+            origin,
+            &mut |o| seen.push(o.clone()),
+        );
+        assert_eq!(sent, 1);
+        let b = seen
+            .iter()
+            .filter(|o| matches!(o, Observation::Broadcast { .. }))
+            .count();
+        assert_eq!(b, broadcasts, "{origin:?}");
+        assert_eq!(
+            seen.iter()
+                .filter(|o| matches!(o, Observation::Sent { .. }))
+                .count(),
+            1,
+            "{origin:?}"
+        );
+    }
+}

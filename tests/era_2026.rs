@@ -1199,3 +1199,81 @@ mod client_through_the_driver {
         h.clean();
     }
 }
+
+/// The listen presets' step between acknowledging and registering, on the
+/// endpoint itself: offered as a scheduling point until taken, taken once;
+/// before it, the acknowledgement (RegisterThenAck, go-sdk 1.7) or the
+/// registration (AckThenRegister, rmcp 3.9) has not happened; FIXED offers
+/// no step at all.
+#[test]
+fn listen_presets_offer_their_one_step_until_it_is_taken() {
+    use mcp_streamable::id_source::IdSource;
+    use mcp_streamable::policy::ServerPolicy;
+    use mcp_streamable::server::{EndpointConfig, SchedulingPoint, ServerEndpoint, TransmitKind};
+    use mcp_streamable::time::Instant;
+    let acks = |ep: &mut ServerEndpoint| {
+        std::iter::from_fn(|| ep.poll_transmit())
+            .filter(|t| {
+                matches!(&t.kind, TransmitKind::Event { message: Some(o), .. }
+                    if o.message.method() == Some("notifications/subscriptions/acknowledged"))
+            })
+            .count()
+    };
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{META}}}}}"#
+    );
+    let head = RequestHead::post(None, None)
+        .with("mcp-protocol-version", "2026-07-28")
+        .with("mcp-method", "subscriptions/listen");
+    for (policy, ack_first) in [
+        (ServerPolicy::GO_SDK_1_7, false),
+        (ServerPolicy::RMCP_3_9, true),
+        (ServerPolicy::FIXED, true),
+    ] {
+        let now = Instant::ZERO;
+        let mut ep =
+            ServerEndpoint::with_ids(EndpointConfig::default(), policy, IdSource::reproducible(3));
+        let d = ep.handle_request(&head, body.as_bytes(), now);
+        assert!(d.outcome.is_ok(), "{:?}", d.outcome);
+        let http = d.http;
+        assert_eq!(acks(&mut ep), usize::from(ack_first), "{policy:?}");
+        // A broadcast before the step reaches the listen only if it is registered.
+        let registered_first =
+            policy.listen_ack != mcp_streamable::policy::ListenAck::AckThenRegister;
+        assert_eq!(
+            ep.broadcast("notifications/tools/list_changed", None, now)
+                .len(),
+            usize::from(registered_first),
+            "{policy:?}"
+        );
+        if policy == ServerPolicy::FIXED {
+            assert!(ep.scheduling_points().is_empty());
+            assert!(!ep.handle_scheduling_point(http, SchedulingPoint::ListenStep, now));
+            continue;
+        }
+        assert_eq!(
+            ep.scheduling_points(),
+            [(http, SchedulingPoint::ListenStep)],
+            "{policy:?}"
+        );
+        let other = mcp_streamable::ids::HttpId(http.0 + 100);
+        assert!(!ep.handle_scheduling_point(other, SchedulingPoint::ListenStep, now));
+        assert!(ep.handle_scheduling_point(http, SchedulingPoint::ListenStep, now));
+        assert_eq!(
+            acks(&mut ep),
+            usize::from(!ack_first),
+            "{policy:?}: the step's ack"
+        );
+        assert!(ep.scheduling_points().is_empty(), "{policy:?}: taken once");
+        assert!(!ep.handle_scheduling_point(http, SchedulingPoint::ListenStep, now));
+        let sid = ep.route(http).cloned().expect("the listen's session");
+        let s = ep.session_mut(&sid).unwrap();
+        assert!(!s.handle_listen_step(http, now), "{policy:?}: no step left");
+        assert_eq!(
+            ep.broadcast("notifications/tools/list_changed", None, now)
+                .len(),
+            1,
+            "{policy:?}: registered"
+        );
+    }
+}

@@ -387,3 +387,48 @@ fn mcp_go_0_44_running_notification_posts_set_no_keepalive_timer() {
     h.client_drop(get, true);
     assert!(!keepalive(&h));
 }
+
+/// rmcp 3.9's shadow stream (a second plain GET while one is live) opens
+/// with the literal priming id `0` and the retry, like rmcp's own.
+#[test]
+fn rmcp_3_9_shadow_stream_is_primed_with_the_literal_zero() {
+    let mut h = Harness::new(ServerPolicy::RMCP_3_9);
+    h.initialize();
+    h.initialized();
+    let _live = h.get(None);
+    let shadow = h.get(None);
+    assert_eq!(h.log[&shadow].status, Some(200));
+    assert_eq!(
+        h.log[&shadow].events.first().map(|e| e.0.as_deref()),
+        Some(Some("0"))
+    );
+    assert!(h.log[&shadow].retry_ms.is_some());
+}
+
+/// rmcp replays a request's stream from the named event itself (B2): the
+/// resumption re-sends the event its `Last-Event-ID` names.
+#[test]
+fn rmcp_3_9_resumption_of_a_request_stream_starts_at_the_named_event() {
+    let mut h = Harness::new(ServerPolicy::RMCP_3_9);
+    h.initialize();
+    h.initialized();
+    let (http, id) = h.call();
+    assert!(h.notify("notifications/message", Cause::Request(id.clone())));
+    assert!(h.notify("notifications/message", Cause::Request(id.clone())));
+    let named = h.log[&http]
+        .events
+        .iter()
+        .filter(|e| e.1.is_some())
+        .map(|e| e.0.clone().expect("an id"))
+        .next()
+        .expect("the first message's id");
+    h.client_drop(http, true);
+    let r = h.get(Some(&named));
+    assert_eq!(h.log[&r].status, Some(200));
+    assert_eq!(
+        h.log[&r].messages().len(),
+        2,
+        "the named event again, then the next"
+    );
+    assert!(h.violation_ids().contains("B2"), "{:?}", h.violations());
+}
