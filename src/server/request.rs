@@ -217,6 +217,40 @@ mod tests {
         assert!(!accepts(None, "application/json"));
     }
 
+    /// `body_max` at, below and past its edge; a `Content-Length` that is
+    /// no number is unreadable; without one the shell may read `body_max`.
+    #[test]
+    fn body_limit_refuses_a_declared_length_past_the_bound_only() {
+        let with = |v: &str| RequestHead::new(Method::Post).with("Content-Length", v);
+        assert_eq!(body_limit(&with("99"), 100), Ok(100));
+        assert_eq!(body_limit(&with("100"), 100), Ok(100), "exactly the bound");
+        assert_eq!(body_limit(&with(" 101 "), 100), Err(UnreadBody::TooLarge));
+        assert_eq!(body_limit(&with("0"), 100), Ok(100));
+        assert_eq!(body_limit(&with("ten"), 100), Err(UnreadBody::Unreadable));
+        assert_eq!(body_limit(&with("-1"), 100), Err(UnreadBody::Unreadable));
+        assert_eq!(body_limit(&RequestHead::new(Method::Post), 100), Ok(100));
+    }
+
+    /// `Origin: null` (a sandboxed page, a file) names no host: refused when
+    /// hosts are listed, allowed when every origin is. A `Host` whose
+    /// "port" is not digits is a name, not a name and a port.
+    #[test]
+    fn a_null_origin_and_a_host_with_a_non_numeric_port() {
+        let null = RequestHead::new(Method::Post).with("Origin", "null");
+        assert!(matches!(
+            AllowList::default().check(&null),
+            Err(RequestError::ForbiddenOrigin(_))
+        ));
+        assert_eq!(AllowList::any().check(&null), Ok(()));
+        let odd = RequestHead::new(Method::Post).with("Host", "localhost:evil");
+        assert!(matches!(
+            AllowList::default().check(&odd),
+            Err(RequestError::ForbiddenHost(_))
+        ));
+        assert_eq!(strip_port("localhost:8080"), "localhost");
+        assert_eq!(strip_port("localhost:evil"), "localhost:evil");
+    }
+
     #[test]
     fn origin_and_host() {
         let allow = AllowList::default();
