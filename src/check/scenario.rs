@@ -231,16 +231,11 @@ impl Scenario {
 
     /// Every `*.json` of a directory, sorted by name.
     pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
-        let entries = std::fs::read_dir(dir).map_err(|error| ScenarioError::Io {
-            file: dir.to_owned(),
-            error,
-        })?;
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
-        files
+        json_files(dir)
+            .map_err(|error| ScenarioError::Io {
+                file: dir.to_owned(),
+                error,
+            })?
             .into_iter()
             .map(|f| Self::load(&f).map(|s| (f, s)))
             .collect()
@@ -302,6 +297,16 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// Every `*.json` file of `dir`, sorted by name (model files, world and fleet).
+pub(crate) fn json_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 #[cfg(test)]

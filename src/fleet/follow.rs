@@ -156,7 +156,7 @@ impl Follower {
         match self.relay {
             Relay::ReplayThenSubscribe => {
                 for e in entries {
-                    self.forward(e);
+                    self.deliver(e);
                 }
                 if !self.is_over() {
                     self.subscribe();
@@ -165,7 +165,7 @@ impl Follower {
             }
             Relay::SubscribeThenReplay => {
                 for e in entries {
-                    self.forward(e);
+                    self.deliver(e);
                 }
                 if !self.is_over() {
                     self.phase = Phase::Live;
@@ -207,7 +207,7 @@ impl Follower {
                 Relay::ConcurrentDeduplicated => {}
             },
             Push::Published { entry, .. } => match self.relay {
-                Relay::ReplayThenSubscribe | Relay::SubscribeThenReplay => self.forward(entry),
+                Relay::ReplayThenSubscribe | Relay::SubscribeThenReplay => self.deliver(entry),
                 Relay::Ordered | Relay::ConcurrentDeduplicated => {
                     self.accept(entry);
                     if self.phase == Phase::Live {
@@ -258,16 +258,6 @@ impl Follower {
         });
     }
 
-    /// The naive designs: whatever arrives goes to the client.
-    fn forward(&mut self, e: Entry) {
-        self.cursor = self.cursor.max(e.seq);
-        let end = e.record == Record::End;
-        self.out.push_back(e);
-        if end {
-            self.finish(Phase::Ended);
-        }
-    }
-
     /// In number order, once: an entry at or before the cursor was
     /// delivered already; one past the next waits for what is missing.
     fn accept(&mut self, e: Entry) {
@@ -298,8 +288,10 @@ impl Follower {
         }
     }
 
+    /// To the client. The ordered designs deliver only `cursor + 1`; the
+    /// naive ones deliver whatever arrives, so the cursor never goes back.
     fn deliver(&mut self, e: Entry) {
-        self.cursor = e.seq;
+        self.cursor = self.cursor.max(e.seq);
         let end = e.record == Record::End;
         self.out.push_back(e);
         if end {

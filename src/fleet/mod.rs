@@ -158,18 +158,6 @@ impl StoreOp {
             _ => Conn::Command,
         }
     }
-
-    /// The log the op is about, if it is about one.
-    pub fn log(&self) -> Option<&LogKey> {
-        match self {
-            StoreOp::Append { log, .. }
-            | StoreOp::Publish { log, .. }
-            | StoreOp::Read { log, .. }
-            | StoreOp::Subscribe { log }
-            | StoreOp::Unsubscribe { log } => Some(log),
-            _ => None,
-        }
-    }
 }
 
 /// A reply on the command connection, in the order of the ops.
@@ -215,16 +203,6 @@ pub enum StoreReply {
     },
 }
 
-impl StoreReply {
-    /// The log the reply is about, if it is about one.
-    pub fn log(&self) -> Option<&LogKey> {
-        match self {
-            StoreReply::Appended { log, .. } | StoreReply::Read { log, .. } => Some(log),
-            _ => None,
-        }
-    }
-}
-
 /// What arrives on the subscriber connection, in order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Push {
@@ -241,13 +219,4 @@ pub enum Push {
         /// The entry.
         entry: Entry,
     },
-}
-
-impl Push {
-    /// The log the push is about.
-    pub fn log(&self) -> &LogKey {
-        match self {
-            Push::Subscribed { log } | Push::Published { log, .. } => log,
-        }
-    }
 }

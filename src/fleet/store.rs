@@ -448,6 +448,26 @@ mod tests {
             0,
             "an expired session is removed when met"
         );
+        // One nobody meets again is removed by the sweep, with its logs.
+        let put = StoreOp::PutSession {
+            session: sid(),
+            record: "r".to_string().into(),
+            ttl_ms: 100,
+        };
+        s.handle_op(InstanceId(0), put, at(200));
+        let append = StoreOp::Append {
+            log: log(),
+            record: msg("a"),
+        };
+        s.handle_op(InstanceId(0), append, at(200));
+        s.handle_timeout(at(299));
+        assert_eq!(
+            (s.sessions_len(), s.entries(&log()).len()),
+            (1, 1),
+            "not yet"
+        );
+        s.handle_timeout(at(300));
+        assert_eq!((s.sessions_len(), s.entries(&log()).len()), (0, 0));
     }
 
     #[test]

@@ -158,14 +158,9 @@ impl FleetFile {
 
     /// Every `*.json` of a directory, sorted by name; none if it is missing.
     pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, FleetFile)>, ScenarioError> {
-        let Ok(entries) = std::fs::read_dir(dir) else {
+        let Ok(files) = crate::check::scenario::json_files(dir) else {
             return Ok(Vec::new());
         };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
         files
             .into_iter()
             .map(|f| {
