@@ -26,8 +26,10 @@ pub enum Verdict {
 enum Awaiting {
     /// The check of request `tag`.
     Check { tag: u64, session: SessionId },
-    /// A write-back ([`SessionRefresh::LoadThenStore`]) or a creation.
-    Stored,
+    /// A creation asked by request `tag` (reported by
+    /// [`SessionGate::poll_created`]), or a write-back
+    /// ([`SessionRefresh::LoadThenStore`], `tag` none).
+    Stored { tag: Option<u64> },
     /// A deletion, asked by request `tag`.
     Delete { tag: u64 },
 }
@@ -41,6 +43,7 @@ pub struct SessionGate {
     ops: VecDeque<StoreOp>,
     verdicts: VecDeque<(u64, Verdict)>,
     deleted: VecDeque<(u64, bool)>,
+    created: VecDeque<u64>,
 }
 
 impl SessionGate {
@@ -53,6 +56,7 @@ impl SessionGate {
             ops: VecDeque::new(),
             verdicts: VecDeque::new(),
             deleted: VecDeque::new(),
+            created: VecDeque::new(),
         }
     }
 
@@ -60,13 +64,19 @@ impl SessionGate {
     pub fn waiting(&self) -> usize {
         self.awaiting
             .iter()
-            .filter(|a| !matches!(a, Awaiting::Stored))
+            .filter(|a| !matches!(a, Awaiting::Stored { tag: None }))
             .count()
     }
 
-    /// A new session: store its record.
-    pub fn create(&mut self, session: SessionId, record: Shared<String>) {
-        self.awaiting.push_back(Awaiting::Stored);
+    /// Request `tag` (an `initialize`) opened a session: store its record.
+    /// [`Self::poll_created`] tells when it is stored; only then may the
+    /// session's id reach the client, whose next request may land anywhere.
+    pub fn create(&mut self, tag: u64, session: SessionId, record: Shared<String>) {
+        self.store(Some(tag), session, record);
+    }
+
+    fn store(&mut self, tag: Option<u64>, session: SessionId, record: Shared<String>) {
+        self.awaiting.push_back(Awaiting::Stored { tag });
         self.ops.push_back(StoreOp::PutSession {
             session,
             record,
@@ -105,7 +115,7 @@ impl SessionGate {
                 let verdict = match record {
                     Some(record) => {
                         if self.refresh == SessionRefresh::LoadThenStore {
-                            self.create(session, record.clone());
+                            self.store(None, session, record.clone());
                         }
                         Verdict::Admitted(record)
                     }
@@ -116,7 +126,9 @@ impl SessionGate {
             (Awaiting::Delete { tag }, StoreReply::Deleted { existed, .. }) => {
                 self.deleted.push_back((tag, existed));
             }
-            (Awaiting::Stored, StoreReply::Stored { .. }) => {}
+            (Awaiting::Stored { tag }, StoreReply::Stored { .. }) => {
+                self.created.extend(tag);
+            }
             (awaiting, _) => {
                 // A reply out of step with the ops: the store connection is
                 // broken; put it back so the shell can fail what waits.
@@ -133,6 +145,11 @@ impl SessionGate {
     /// The next request decided, with its verdict.
     pub fn poll_verdict(&mut self) -> Option<(u64, Verdict)> {
         self.verdicts.pop_front()
+    }
+
+    /// The next request whose session's record is stored ([`Self::create`]).
+    pub fn poll_created(&mut self) -> Option<u64> {
+        self.created.pop_front()
     }
 
     /// The next DELETE done (`true`: the session was there).
@@ -168,10 +185,12 @@ mod tests {
     fn atomic_checks_touch_and_a_deleted_session_is_unknown() {
         let mut store = MemoryStore::new(4);
         let mut g = SessionGate::new(SessionRefresh::Atomic, 100);
-        g.create(sid(), "r".to_string().into());
+        g.create(0, sid(), "r".to_string().into());
         g.check(1, sid());
-        assert_eq!(g.waiting(), 1);
+        assert_eq!(g.waiting(), 2, "the creation waits as well");
         round_trip(&mut g, &mut store, Instant::from_millis(50));
+        assert_eq!(g.poll_created(), Some(0));
+        assert_eq!(g.poll_created(), None);
         assert_eq!(
             g.poll_verdict(),
             Some((1, Verdict::Admitted("r".to_string().into())))
@@ -193,8 +212,9 @@ mod tests {
     fn load_then_store_writes_the_record_back_after_admitting() {
         let mut store = MemoryStore::new(4);
         let mut g = SessionGate::new(SessionRefresh::LoadThenStore, 100);
-        g.create(sid(), "r".to_string().into());
+        g.create(0, sid(), "r".to_string().into());
         round_trip(&mut g, &mut store, Instant::ZERO);
+        assert_eq!(g.poll_created(), Some(0));
         g.check(1, sid());
         assert_eq!(g.poll_op(), Some(StoreOp::LoadSession { session: sid() }));
         g.handle_reply(StoreReply::Session {

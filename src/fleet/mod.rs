@@ -24,8 +24,12 @@
 
 pub mod follow;
 pub mod gate;
+pub mod instance;
 pub mod publish;
+pub mod record;
 pub mod store;
+pub mod subscriptions;
+pub mod writer;
 
 use crate::ids::{SessionId, StreamId};
 pub use crate::policy::{Relay, SessionRefresh};
@@ -51,8 +55,11 @@ pub type Seq = u64;
 /// What one log entry holds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Record {
-    /// A message for the stream (its JSON text).
+    /// A message for the stream (`record::encode_message`).
     Message(Shared<String>),
+    /// An event with an id and no message (a priming event): logged so
+    /// that a log's numbers stay its stream's own sequence numbers.
+    Blank,
     /// The stream is over (its request was answered): a follower ends the
     /// connection once it has delivered everything before this.
     End,

@@ -247,11 +247,72 @@ impl ServerEndpoint {
         peer: Option<IpAddr>,
         now: Instant,
     ) -> Dispatched {
+        let http = self.reserve_http();
+        self.handle_reserved(http, head, body, peer, now)
+    }
+
+    /// A fresh exchange id, for a request the caller will hand over later
+    /// ([`Self::handle_reserved`]), or answer itself ([`Self::refuse`]): a
+    /// fleet instance holds a request until the shared store has answered
+    /// for its session, and serves some exchanges itself.
+    pub fn reserve_http(&mut self) -> HttpId {
+        let http = HttpId(self.next_http);
+        self.next_http += 1;
+        http
+    }
+
+    /// [`Self::handle_request_from`] for an exchange id taken with
+    /// [`Self::reserve_http`].
+    pub fn handle_reserved(
+        &mut self,
+        http: HttpId,
+        head: &RequestHead,
+        body: &[u8],
+        peer: Option<IpAddr>,
+        now: Instant,
+    ) -> Dispatched {
         let mut own = std::mem::replace(&mut self.admission.0, EMPTY_ADMISSION.clone());
-        let d = self.handle_request_in(head, body, peer, AdmitTo::Own(&mut own), now);
+        let d = self.handle_request_in(http, head, body, peer, AdmitTo::Own(&mut own), now);
         self.admission.0 = own;
         self.end_evicted(now);
         d
+    }
+
+    /// Answers a reserved exchange with `error`'s status and JSON-RPC error.
+    pub fn refuse(&mut self, http: HttpId, error: &RequestError) {
+        self.reject(http, error);
+    }
+
+    /// Takes up a session opened on another instance of a fleet, from what
+    /// the store keeps of it: ready, speaking `version`, its event ids in
+    /// `namespace`. Admission counts it as any other (and may refuse it, or
+    /// evict another for it). A session held already is left as it is,
+    /// unless this copy ended (its idle timer, say, while the client worked
+    /// with other instances): a new copy takes its place.
+    pub fn adopt_session(
+        &mut self,
+        id: SessionId,
+        version: ProtocolVersion,
+        namespace: u32,
+        now: Instant,
+    ) -> Result<(), RequestError> {
+        if self.sessions.get(&id).is_some_and(|s| !s.is_ended()) {
+            return Ok(());
+        }
+        let limits = self.config.admission_limits();
+        let admission = Arc::make_mut(&mut self.admission.0);
+        admission.admit(&id, None, limits, now)?;
+        let s = ServerSession::adopted(
+            id.clone(),
+            namespace,
+            version,
+            self.config.session,
+            self.policy,
+        );
+        self.sessions.insert(id.clone(), Shared::new(s));
+        self.dirty.insert(id);
+        self.end_evicted(now);
+        Ok(())
     }
 
     /// One HTTP request, a new session admitted by `admission`, a table the
@@ -266,19 +327,19 @@ impl ServerEndpoint {
         admission: &mut Admission,
         now: Instant,
     ) -> Dispatched {
-        self.handle_request_in(head, body, peer, AdmitTo::Shared(admission), now)
+        let http = self.reserve_http();
+        self.handle_request_in(http, head, body, peer, AdmitTo::Shared(admission), now)
     }
 
     fn handle_request_in(
         &mut self,
+        http: HttpId,
         head: &RequestHead,
         body: &[u8],
         peer: Option<IpAddr>,
         to: AdmitTo<'_>,
         now: Instant,
     ) -> Dispatched {
-        let http = HttpId(self.next_http);
-        self.next_http += 1;
         let mut session = None;
         let admit = Admit { peer, to };
         let outcome = self.dispatch(http, head, body, now, admit, &mut session);
@@ -304,8 +365,7 @@ impl ServerEndpoint {
         why: UnreadBody,
         _now: Instant,
     ) -> Dispatched {
-        let http = HttpId(self.next_http);
-        self.next_http += 1;
+        let http = self.reserve_http();
         let error = match why {
             UnreadBody::TooLarge => RequestError::PayloadTooLarge {
                 max: self.config.body_max,

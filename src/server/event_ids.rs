@@ -34,6 +34,11 @@ impl EventIdCodec {
         EventIdCodec { scheme, namespace }
     }
 
+    /// The namespace that keeps this session's ids apart from others'.
+    pub fn namespace(&self) -> u32 {
+        self.namespace
+    }
+
     /// The wire form of `id`.
     pub fn render(&self, id: EventId) -> String {
         match self.scheme {

@@ -23,9 +23,9 @@ pub use drain::{BroadcastOrigin, ServerOutput};
 pub use driver::{AppTimer, ServerDriver};
 #[cfg(feature = "rmcp")]
 pub(crate) use endpoint::session_version;
-pub use endpoint::{EndpointConfig, ServerEndpoint};
+pub use endpoint::{Dispatched, EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};
-pub use session::{ResponseMode, ServerSession, SessionConfig, SessionTimer};
+pub use session::{ResponseMode, ServerSession, SessionConfig, SessionTimer, STREAM_ID_SPAN};
 pub use shared_queue::SchedulingPoint;
 
 use crate::ids::{HttpId, MsgKey, RequestId, SessionId};

@@ -2,7 +2,7 @@
 //! stream writes, and the transmit and timer helpers.
 
 use super::event_ids::{EventIdCodec, Priming, COMMON};
-use super::session::{Listener, Phase, Role, ServerSession, SessionTimer};
+use super::session::{Listener, Phase, Role, ServerSession, SessionTimer, STREAM_ID_SPAN};
 use super::stream::{Format, Origin, ReplayBound, Stream};
 use super::{
     Cause, Content, DropReason, EndReason, Outgoing, ResponseHead, ServerEvent, Transmit,
@@ -343,7 +343,13 @@ impl ServerSession {
 
     pub(super) fn new_stream(&mut self, origin: Origin) -> StreamId {
         let sid = StreamId(self.next_stream);
-        self.next_stream += 1;
+        // The session's range is base + 1 … base + STREAM_ID_SPAN − 1.
+        let base = self.config.stream_id_base;
+        self.next_stream = if self.next_stream.wrapping_sub(base) >= STREAM_ID_SPAN - 1 {
+            base.wrapping_add(1)
+        } else {
+            self.next_stream + 1
+        };
         self.streams.insert(sid, Stream::new(sid, origin));
         sid
     }
@@ -488,6 +494,48 @@ impl ServerSession {
         let items: Vec<Arc<Outgoing>> = self.shared.drain(..).collect();
         for out in items {
             self.write_to_stream(sid, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::SessionId;
+    use crate::policy::ServerPolicy;
+    use crate::server::SessionConfig;
+    use crate::version::ProtocolVersion;
+
+    fn session(base: u32) -> ServerSession {
+        let config = SessionConfig {
+            stream_id_base: base,
+            ..SessionConfig::default()
+        };
+        let id = SessionId::from_bits(1);
+        ServerSession::new(id, 1, ProtocolVersion::LATEST, config, ServerPolicy::FIXED)
+    }
+
+    #[test]
+    fn streams_are_numbered_in_the_session_range_and_start_over_at_its_end() {
+        for base in [0, STREAM_ID_SPAN, u32::MAX - (STREAM_ID_SPAN - 1)] {
+            let mut s = session(base);
+            assert_eq!(s.new_stream(Origin::Standalone), StreamId(base + 1));
+            assert_eq!(s.new_stream(Origin::Standalone), StreamId(base + 2));
+            s.next_stream = base + STREAM_ID_SPAN - 2;
+            assert_eq!(
+                s.new_stream(Origin::Standalone),
+                StreamId(base + STREAM_ID_SPAN - 2)
+            );
+            assert_eq!(
+                s.new_stream(Origin::Standalone),
+                StreamId(base + STREAM_ID_SPAN - 1),
+                "the range's last"
+            );
+            assert_eq!(
+                s.new_stream(Origin::Standalone),
+                StreamId(base + 1),
+                "then its first again"
+            );
         }
     }
 }

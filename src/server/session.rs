@@ -18,7 +18,7 @@ use super::event_ids::{EventIdCodec, COMMON};
 use super::stream::{Format, Origin, Stream};
 use super::{Cause, Content, DropReason, EndReason, Outgoing, ServerEvent, Transmit, TransmitKind};
 use crate::error::{RequestError, UsageError};
-use crate::ids::{HttpId, MsgKey, RequestId, SessionId, StreamId};
+use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
 use crate::jsonrpc::{Body, ErrorObject, Message, RawJson};
 use crate::policy::{DetachedResponse, ServerPolicy, SessionQueue, StandaloneAttach};
 use crate::time::{Instant, Timers};
@@ -80,7 +80,18 @@ pub struct SessionConfig {
     pub response_mode: ResponseMode,
     /// mcp-go's session channel capacity (`SessionQueue::SharedCompeting`).
     pub shared_queue_max: usize,
+    /// Streams are numbered from `stream_id_base + 1` (0 alone: one
+    /// process). The instances of a fleet each take their own range, so a
+    /// `Last-Event-ID` names its stream's log on any instance; a session
+    /// numbers at most [`STREAM_ID_SPAN`] − 1 streams in its range, then
+    /// starts over at its beginning.
+    pub stream_id_base: u32,
 }
+
+/// How many stream ids one session has in its range (see
+/// [`SessionConfig::stream_id_base`]): far more than `streams_max` keeps, so
+/// an id numbered again names a stream long forgotten.
+pub const STREAM_ID_SPAN: u32 = 1 << 20;
 
 impl Default for SessionConfig {
     fn default() -> Self {
@@ -101,6 +112,7 @@ impl Default for SessionConfig {
             keepalive_ms: Some(15_000),
             response_mode: ResponseMode::Sse,
             shared_queue_max: 100,
+            stream_id_base: 0,
         }
     }
 }
@@ -219,7 +231,7 @@ impl ServerSession {
             policy,
             phase: Phase::New,
             streams,
-            next_stream: 1,
+            next_stream: config.stream_id_base.wrapping_add(1),
             exchanges: BTreeMap::new(),
             in_flight: BTreeMap::new(),
             initialize_id: None,
@@ -262,6 +274,23 @@ impl ServerSession {
         s
     }
 
+    /// A session that completed its handshake on another instance of a
+    /// fleet, taken up here from its record (`fleet::SessionRecord`):
+    /// ready at once, with the version and event-id namespace it was opened
+    /// with. Its streams are numbered in this instance's range
+    /// ([`SessionConfig::stream_id_base`]).
+    pub fn adopted(
+        id: SessionId,
+        namespace: u32,
+        version: ProtocolVersion,
+        config: SessionConfig,
+        policy: ServerPolicy,
+    ) -> Self {
+        let mut s = ServerSession::new(id, namespace, version, config, policy);
+        s.phase = Phase::Ready;
+        s
+    }
+
     // ---- getters -------------------------------------------------------
 
     /// The session id.
@@ -277,6 +306,27 @@ impl ServerSession {
     /// The policy in force.
     pub fn policy(&self) -> &ServerPolicy {
         &self.policy
+    }
+
+    /// The namespace of its event ids (drawn when it opened).
+    pub fn namespace(&self) -> u32 {
+        self.codec.namespace()
+    }
+
+    /// What a `Last-Event-ID` names in this session (`None`: malformed, or
+    /// another session's).
+    pub fn parse_event_id(&self, text: &str) -> Option<EventId> {
+        self.codec.parse(text)
+    }
+
+    /// The wire form of one of this session's event ids.
+    pub fn render_event_id(&self, id: EventId) -> String {
+        self.codec.render(id)
+    }
+
+    /// The streams it keeps, in id order.
+    pub fn streams(&self) -> impl Iterator<Item = &Stream> {
+        self.streams.values()
     }
 
     /// Whether `notifications/initialized` has arrived.
@@ -706,6 +756,18 @@ impl ServerSession {
         }
         if self.streams.is_empty() {
             self.streams = BTreeMap::new();
+        }
+    }
+
+    /// The client's `notifications/initialized` went to another instance
+    /// of a fleet, and a request past the handshake came here: ready, as if
+    /// it had come here (without it, this copy would end at its
+    /// `init_timeout_ms` while the client goes on).
+    pub fn confirm_initialized(&mut self, now: Instant) {
+        if self.phase == Phase::AwaitingInitialized {
+            self.phase = Phase::Ready;
+            self.flush_held(now);
+            self.update_timers(now);
         }
     }
 

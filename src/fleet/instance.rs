@@ -1,0 +1,796 @@
+//! [`Instance`]: one server instance of a fleet, a [`ServerEndpoint`] with
+//! the store between it and the other instances.
+//!
+//! Any request of a session may land on any instance. So:
+//!
+//! - a request naming a session waits here (at most `parked_max`, then 503)
+//!   for the store's word on it ([`SessionGate`]): unknown, deleted or
+//!   expired, it gets the endpoint's 404 (a local copy of the session ends
+//!   first); alive, the session is taken up from its record if this
+//!   instance does not hold it ([`ServerEndpoint::adopt_session`]), and the
+//!   request goes to the endpoint as it came;
+//! - an `initialize` answered has its session's record stored before the
+//!   head carrying the new id goes out, since the client's next request may
+//!   go to another instance;
+//! - a DELETE is checked, then deleted in the store, then answered by the
+//!   endpoint;
+//! - every SSE stream this instance numbers is written to its log
+//!   ([`StreamLogs`]); stream ids are unique in the fleet (this instance's
+//!   range: [`SessionConfig::stream_id_base`](crate::server::SessionConfig::stream_id_base)),
+//!   so a `Last-Event-ID` names its log anywhere;
+//! - a GET resuming a stream of another instance is served here from that
+//!   stream's log by a [`Follower`]: what was written after the client's
+//!   cursor, then what is written from now on, each event once, in order,
+//!   until the stream's end.
+//!
+//! Inputs: [`Instance::handle_request`], [`Instance::handle_http_closed`],
+//! [`Instance::handle_reply`] and [`Instance::handle_push`] (the store's
+//! two connections), [`Instance::handle_timeout`]. Outputs:
+//! [`Instance::poll_transmit`] (HTTP), [`Instance::poll_op`] (the store),
+//! [`Instance::poll_event`] (the application). Application commands go
+//! through [`Instance::session_mut`].
+
+use super::follow::{Follower, Phase};
+use super::gate::{SessionGate, Verdict};
+use super::record::{decode_message, SessionRecord};
+use super::subscriptions::Subscriptions;
+use super::writer::StreamLogs;
+use super::{InstanceId, LogKey, Push, Record, Relay, SessionRefresh, StoreOp, StoreReply};
+use crate::error::RequestError;
+use crate::head::{Content, Method, RequestHead, ResponseHead};
+use crate::headers;
+use crate::id_source::IdSource;
+use crate::ids::{EventId, HttpId, SessionId, StreamId};
+use crate::policy::{EventIdScheme, ServerPolicy};
+use crate::server::event_ids::EventIdCodec;
+use crate::server::{
+    modern, request, Cause, Dispatched, EndReason, EndpointConfig, Outgoing, ServerEndpoint,
+    ServerEvent, ServerSession, SessionTimer, Transmit, TransmitKind, STREAM_ID_SPAN,
+};
+use crate::time::Instant;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// Instance ids a fleet may use: `0 .. INSTANCES_MAX`, each with its own
+/// range of stream ids.
+pub const INSTANCES_MAX: u16 = (u32::MAX / STREAM_ID_SPAN + 1) as u16;
+
+/// How one instance takes part in its fleet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct InstanceConfig {
+    /// This instance (unique in the fleet, below [`INSTANCES_MAX`]).
+    pub id: InstanceId,
+    /// A session lives this long in the store past its last request.
+    pub session_ttl_ms: u64,
+    /// Requests waiting for the store at once; past it, 503.
+    pub parked_max: usize,
+    /// Entries a follower keeps ahead of a missing one
+    /// ([`Follower::new`]'s `pending_max`).
+    pub follower_pending_max: usize,
+    /// How followers subscribe and read ([`Relay::Ordered`]: FIXED).
+    pub relay: Relay,
+    /// How a request's check refreshes its session
+    /// ([`SessionRefresh::Atomic`]: FIXED).
+    pub refresh: SessionRefresh,
+}
+
+impl Default for InstanceConfig {
+    fn default() -> Self {
+        InstanceConfig {
+            id: InstanceId(0),
+            session_ttl_ms: 30 * 60 * 1000,
+            parked_max: 1024,
+            follower_pending_max: 64,
+            relay: Relay::Ordered,
+            refresh: SessionRefresh::Atomic,
+        }
+    }
+}
+
+/// A fleet setting this crate cannot serve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FleetConfigError {
+    /// The instance id is [`INSTANCES_MAX`] or more.
+    InstanceId(u16),
+    /// Event ids must name their stream and session
+    /// ([`EventIdScheme::StreamScoped`]); the rmcp schemes' common stream
+    /// would be every instance's at once.
+    EventIds(EventIdScheme),
+}
+
+impl std::fmt::Display for FleetConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FleetConfigError::InstanceId(id) => {
+                write!(f, "instance id {id} is not below {INSTANCES_MAX}")
+            }
+            FleetConfigError::EventIds(s) => {
+                write!(f, "a fleet needs stream-scoped event ids, not {s:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FleetConfigError {}
+
+/// A request waiting for the store.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Parked {
+    head: RequestHead,
+    body: Vec<u8>,
+    peer: Option<IpAddr>,
+    session: SessionId,
+}
+
+/// A GET served here from another instance's stream.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Relayed {
+    session: SessionId,
+    stream: StreamId,
+    codec: EventIdCodec,
+    follower: Follower,
+    head_sent: bool,
+    /// The client's `Last-Event-ID`, for the error if it names nothing.
+    last_event_id: String,
+}
+
+/// Who a reply on the command connection answers (replies come in op order).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Waiter {
+    Gate,
+    Log(LogKey),
+    Follower(HttpId),
+}
+
+/// One instance of a fleet (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Instance {
+    config: InstanceConfig,
+    endpoint: ServerEndpoint,
+    gate: SessionGate,
+    parked: BTreeMap<HttpId, Parked>,
+    relayed: BTreeMap<HttpId, Relayed>,
+    subscriptions: Subscriptions,
+    logs: StreamLogs,
+    /// `initialize` exchanges whose session's record is being stored; what
+    /// they transmit waits in `withheld` till then.
+    creating: BTreeSet<HttpId>,
+    withheld: BTreeMap<HttpId, Vec<Transmit>>,
+    /// Sessions changed since their logs were last synced.
+    touched: BTreeSet<SessionId>,
+    /// The log of the stream each SSE exchange of the endpoint carries (by
+    /// its last event), to log the stream's end.
+    tapped: BTreeMap<HttpId, LogKey>,
+    waiters: VecDeque<Waiter>,
+    ops: VecDeque<StoreOp>,
+    out: VecDeque<Transmit>,
+}
+
+impl Instance {
+    /// Instance `config.id` of a fleet: an endpoint with `endpoint`'s
+    /// settings (its streams numbered in this instance's range), `policy`,
+    /// ids from `ids`.
+    pub fn new(
+        config: InstanceConfig,
+        mut endpoint: EndpointConfig,
+        policy: ServerPolicy,
+        ids: IdSource,
+    ) -> Result<Self, FleetConfigError> {
+        if config.id.0 >= INSTANCES_MAX {
+            return Err(FleetConfigError::InstanceId(config.id.0));
+        }
+        if policy.event_ids != EventIdScheme::StreamScoped {
+            return Err(FleetConfigError::EventIds(policy.event_ids));
+        }
+        endpoint.session.stream_id_base = u32::from(config.id.0) * STREAM_ID_SPAN;
+        Ok(Instance {
+            gate: SessionGate::new(config.refresh, config.session_ttl_ms),
+            config,
+            endpoint: ServerEndpoint::with_ids(endpoint, policy, ids),
+            parked: BTreeMap::new(),
+            relayed: BTreeMap::new(),
+            subscriptions: Subscriptions::default(),
+            logs: StreamLogs::default(),
+            creating: BTreeSet::new(),
+            withheld: BTreeMap::new(),
+            touched: BTreeSet::new(),
+            tapped: BTreeMap::new(),
+            waiters: VecDeque::new(),
+            ops: VecDeque::new(),
+            out: VecDeque::new(),
+        })
+    }
+
+    // ---- getters -------------------------------------------------------
+
+    /// This instance's settings.
+    pub fn config(&self) -> &InstanceConfig {
+        &self.config
+    }
+
+    /// The endpoint, read-only.
+    pub fn endpoint(&self) -> &ServerEndpoint {
+        &self.endpoint
+    }
+
+    /// Requests waiting for the store.
+    pub fn parked_len(&self) -> usize {
+        self.parked.len()
+    }
+
+    /// GETs served here from other instances' streams.
+    pub fn relayed_len(&self) -> usize {
+        self.relayed.len()
+    }
+
+    /// Logs subscribed here.
+    pub fn subscriptions_len(&self) -> usize {
+        self.subscriptions.len()
+    }
+
+    /// Logs this instance writes.
+    pub fn logs(&self) -> &StreamLogs {
+        &self.logs
+    }
+
+    /// Whether stream `id` is numbered by this instance.
+    pub fn owns(&self, id: StreamId) -> bool {
+        id.0 / STREAM_ID_SPAN == u32::from(self.config.id.0)
+    }
+
+    // ---- inputs --------------------------------------------------------
+
+    /// One HTTP request, head and whole body; the exchange id every
+    /// transmit for it names.
+    pub fn handle_request(
+        &mut self,
+        head: &RequestHead,
+        body: &[u8],
+        peer: Option<IpAddr>,
+        now: Instant,
+    ) -> HttpId {
+        let http = self.endpoint.reserve_http();
+        match self.session_named(head, body) {
+            None => {
+                let d = self.dispatch(http, head, body, peer, now);
+                let opened = head.method == Method::Post
+                    && d.outcome.is_ok()
+                    && head.header(headers::MCP_SESSION_ID).is_none();
+                if let Some(sid) = d.session.filter(|_| opened) {
+                    self.open(http, sid);
+                }
+            }
+            Some(_) if self.parked.len() >= self.config.parked_max => {
+                self.endpoint.refuse(http, &RequestError::Overloaded);
+            }
+            Some(session) => {
+                self.gate.check(http.0, session.clone());
+                let parked = Parked {
+                    head: head.clone(),
+                    body: body.to_vec(),
+                    peer,
+                    session,
+                };
+                self.parked.insert(http, parked);
+            }
+        }
+        self.settle(now);
+        http
+    }
+
+    /// Exchange `http` is over (answered, or the client went away).
+    pub fn handle_http_closed(&mut self, http: HttpId, now: Instant) {
+        self.parked.remove(&http);
+        self.creating.remove(&http);
+        self.withheld.remove(&http);
+        self.tapped.remove(&http);
+        if let Some(mut r) = self.relayed.remove(&http) {
+            r.follower.close();
+            self.take_follower_ops(http, &mut r);
+        } else {
+            if let Some(sid) = self.endpoint.route(http) {
+                self.touched.insert(sid.clone());
+            }
+            self.endpoint.handle_http_closed(http, now);
+        }
+        self.settle(now);
+    }
+
+    /// A reply on the store's command connection.
+    pub fn handle_reply(&mut self, reply: StoreReply, now: Instant) {
+        match self.waiters.pop_front() {
+            Some(Waiter::Gate) => {
+                self.gate.handle_reply(reply);
+                self.decide(now);
+            }
+            Some(Waiter::Log(log)) => self.logs.handle_reply(&log, reply),
+            Some(Waiter::Follower(http)) => {
+                if let Some(r) = self.relayed.get_mut(&http) {
+                    r.follower.handle_reply(reply);
+                }
+            }
+            None => {}
+        }
+        self.settle(now);
+    }
+
+    /// Something on the store's subscriber connection.
+    pub fn handle_push(&mut self, push: Push, now: Instant) {
+        match &push {
+            Push::Subscribed { log } => self.subscriptions.handle_subscribed(log),
+            Push::Published { log, .. } => {
+                let followers: Vec<HttpId> = self.subscriptions.followers(log).collect();
+                for http in followers {
+                    if let Some(r) = self.relayed.get_mut(&http) {
+                        r.follower.handle_push(push.clone());
+                    }
+                }
+            }
+        }
+        self.settle(now);
+    }
+
+    /// Time has reached `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.endpoint.handle_timeout(now);
+        self.touched
+            .extend(self.endpoint.named_session_ids().cloned());
+        self.settle(now);
+    }
+
+    // ---- commands ------------------------------------------------------
+
+    /// A session, for the application's commands (`respond`, `notify`, …);
+    /// what they produce surfaces through the `poll_*` methods once the
+    /// instance is next given an input or [`Self::flush`] is called.
+    pub fn session_mut(&mut self, id: &SessionId) -> Option<&mut ServerSession> {
+        self.touched.insert(id.clone());
+        self.endpoint.session_mut(id)
+    }
+
+    /// Moves what the application's commands produced to the outputs.
+    pub fn flush(&mut self, now: Instant) {
+        self.settle(now);
+    }
+
+    // ---- outputs -------------------------------------------------------
+
+    /// The next HTTP output.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.out.pop_front()
+    }
+
+    /// The next op for the store; [`StoreOp::conn`] says which connection.
+    pub fn poll_op(&mut self) -> Option<StoreOp> {
+        self.ops.pop_front()
+    }
+
+    /// The next event for the application.
+    pub fn poll_event(&mut self) -> Option<(SessionId, ServerEvent)> {
+        self.endpoint.poll_event()
+    }
+
+    /// The next deadline.
+    pub fn poll_timeout(&self) -> Option<(Instant, SessionTimer)> {
+        self.endpoint.poll_timeout()
+    }
+
+    // ---- internals -----------------------------------------------------
+
+    /// The session a request must be checked for: the one it names, unless
+    /// it is a modern request (whose session header means nothing) or the
+    /// id is malformed (the endpoint answers that itself).
+    fn session_named(&self, head: &RequestHead, body: &[u8]) -> Option<SessionId> {
+        let text = head.header(headers::MCP_SESSION_ID)?;
+        let version = request::protocol_version_of(head, body).ok().flatten();
+        if version.is_some_and(|v| v.is_modern())
+            || (head.method == Method::Post && modern::is_modern(version, body))
+        {
+            return None;
+        }
+        text.parse().ok()
+    }
+
+    fn dispatch(
+        &mut self,
+        http: HttpId,
+        head: &RequestHead,
+        body: &[u8],
+        peer: Option<IpAddr>,
+        now: Instant,
+    ) -> Dispatched {
+        let d = self.endpoint.handle_reserved(http, head, body, peer, now);
+        self.touched.extend(d.session.clone());
+        d
+    }
+
+    /// `initialize` on `http` opened `sid`: store its record; the answer
+    /// waits for that.
+    fn open(&mut self, http: HttpId, sid: SessionId) {
+        let Some(s) = self.endpoint.session(&sid) else {
+            return;
+        };
+        if s.version().is_modern() {
+            return;
+        }
+        let record = SessionRecord {
+            version: s.version(),
+            namespace: s.namespace(),
+        };
+        self.creating.insert(http);
+        self.gate.create(http.0, sid, record.encode());
+    }
+
+    /// What the gate decided.
+    fn decide(&mut self, now: Instant) {
+        while let Some(tag) = self.gate.poll_created() {
+            let http = HttpId(tag);
+            self.creating.remove(&http);
+            if let Some(held) = self.withheld.remove(&http) {
+                self.out.extend(held);
+            }
+        }
+        while let Some((tag, verdict)) = self.gate.poll_verdict() {
+            let http = HttpId(tag);
+            let Some(p) = self.parked.remove(&http) else {
+                continue; // the client went away meanwhile
+            };
+            let record = match verdict {
+                Verdict::Admitted(text) => SessionRecord::decode(&text),
+                Verdict::Unknown => None,
+            };
+            match record {
+                Some(record) => self.admitted(http, p, record, now),
+                None => {
+                    self.end_local(&p.session, now);
+                    self.dispatch(http, &p.head, &p.body, p.peer, now);
+                }
+            }
+        }
+        while let Some((tag, existed)) = self.gate.poll_deleted() {
+            let http = HttpId(tag);
+            let Some(p) = self.parked.remove(&http) else {
+                continue;
+            };
+            if !existed {
+                self.end_local(&p.session, now);
+            }
+            self.dispatch(http, &p.head, &p.body, p.peer, now);
+            self.end_relayed(&p.session);
+        }
+    }
+
+    /// The store knows the session: take it up if need be, then serve.
+    fn admitted(&mut self, http: HttpId, p: Parked, record: SessionRecord, now: Instant) {
+        let sid = p.session.clone();
+        if let Err(e) =
+            self.endpoint
+                .adopt_session(sid.clone(), record.version, record.namespace, now)
+        {
+            self.endpoint.refuse(http, &e);
+            return;
+        }
+        self.touched.insert(sid.clone());
+        if past_handshake(&p.head, &p.body) {
+            if let Some(s) = self.endpoint.session_mut(&sid) {
+                s.confirm_initialized(now);
+            }
+        }
+        if p.head.method == Method::Delete {
+            self.gate.delete(http.0, sid);
+            self.parked.insert(http, p);
+            return;
+        }
+        if let Some(cursor) = self.foreign_cursor(&p) {
+            self.relay(http, &p, cursor, record);
+            return;
+        }
+        self.dispatch(http, &p.head, &p.body, p.peer, now);
+    }
+
+    /// A GET's `Last-Event-ID` naming a stream of another instance (one
+    /// this endpoint does not keep).
+    fn foreign_cursor(&self, p: &Parked) -> Option<EventId> {
+        if p.head.method != Method::Get {
+            return None;
+        }
+        let text = p.head.header(headers::LAST_EVENT_ID)?;
+        let session = self.endpoint.session(&p.session)?;
+        let cursor = session.parse_event_id(text)?;
+        let kept = session.streams().any(|s| s.id == cursor.stream);
+        (!self.owns(cursor.stream) && !kept).then_some(cursor)
+    }
+
+    /// Serves GET `http` from the log of another instance's stream.
+    fn relay(&mut self, http: HttpId, p: &Parked, cursor: EventId, record: SessionRecord) {
+        let log = LogKey {
+            session: p.session.clone(),
+            stream: cursor.stream,
+        };
+        let mut follower = Follower::new(
+            log,
+            cursor.seq,
+            self.config.relay,
+            self.config.follower_pending_max,
+        );
+        follower.start();
+        let r = Relayed {
+            session: p.session.clone(),
+            stream: cursor.stream,
+            codec: EventIdCodec::new(EventIdScheme::StreamScoped, record.namespace),
+            follower,
+            head_sent: false,
+            last_event_id: p
+                .head
+                .header(headers::LAST_EVENT_ID)
+                .unwrap_or("")
+                .to_owned(),
+        };
+        self.relayed.insert(http, r);
+    }
+
+    /// The store says the session is gone: end this instance's copy.
+    fn end_local(&mut self, sid: &SessionId, now: Instant) {
+        if self.endpoint.session(sid).is_some() {
+            self.endpoint.evict(sid, now);
+            self.touched.insert(sid.clone());
+        }
+        self.end_relayed(sid);
+    }
+
+    /// Ends the GETs relayed here for `sid` (the session is over).
+    fn end_relayed(&mut self, sid: &SessionId) {
+        let ended: Vec<HttpId> = self
+            .relayed
+            .iter()
+            .filter(|(_, r)| &r.session == sid)
+            .map(|(h, _)| *h)
+            .collect();
+        for http in ended {
+            if let Some(mut r) = self.relayed.remove(&http) {
+                if !r.head_sent {
+                    self.endpoint.refuse(
+                        http,
+                        &RequestError::UnknownSession {
+                            unauthorized: false,
+                        },
+                    );
+                } else {
+                    self.push(http, TransmitKind::End(EndReason::SessionEnded));
+                }
+                r.follower.close();
+                self.take_follower_ops(http, &mut r);
+            }
+        }
+    }
+
+    /// Mutate, then drain: logs synced, transmits and ops moved out, until
+    /// nothing moves.
+    fn settle(&mut self, now: Instant) {
+        self.decide(now);
+        self.pump_relayed();
+        while let Some(t) = self.endpoint.poll_transmit() {
+            self.tap(&t);
+            match self.withheld.get_mut(&t.http) {
+                Some(held) => held.push(t),
+                None if self.creating.contains(&t.http) => {
+                    self.withheld.insert(t.http, vec![t]);
+                }
+                None => self.out.push_back(t),
+            }
+        }
+        for sid in std::mem::take(&mut self.touched) {
+            match self.endpoint.session(&sid) {
+                Some(s) if !s.is_ended() && !s.version().is_modern() => {
+                    let id = self.config.id.0;
+                    self.logs
+                        .sync(s, |stream| stream.0 / STREAM_ID_SPAN == u32::from(id));
+                }
+                _ => self.logs.forget(&sid),
+            }
+        }
+        while let Some(op) = self.gate.poll_op() {
+            self.send(Waiter::Gate, op);
+        }
+        while let Some((log, op)) = self.logs.poll_op() {
+            self.send(Waiter::Log(log), op);
+        }
+    }
+
+    /// Logs what an endpoint transmit shows of this instance's streams:
+    /// an event (numbered by its stream) and a POST stream's end.
+    fn tap(&mut self, t: &Transmit) {
+        match &t.kind {
+            TransmitKind::Event {
+                id: Some(text),
+                message,
+                ..
+            } => {
+                let Some(sid) = self.endpoint.route(t.http) else {
+                    return;
+                };
+                let Some(s) = self.endpoint.session(sid) else {
+                    return;
+                };
+                let Some(eid) = s.parse_event_id(text) else {
+                    return;
+                };
+                if s.version().is_modern() || !self.owns(eid.stream) {
+                    return;
+                }
+                let log = LogKey {
+                    session: sid.clone(),
+                    stream: eid.stream,
+                };
+                self.logs.record_event(&log, eid.seq, message.as_deref());
+                self.tapped.insert(t.http, log);
+            }
+            TransmitKind::End(reason) => {
+                let Some(log) = self.tapped.remove(&t.http) else {
+                    return;
+                };
+                let standalone = self
+                    .endpoint
+                    .session(&log.session)
+                    .and_then(|s| s.streams().find(|st| st.id == log.stream))
+                    .is_some_and(|st| st.is_standalone());
+                if *reason == EndReason::Complete && !standalone {
+                    self.logs.record_end(&log);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The relayed GETs' ops and entries, until no confirmation is left.
+    fn pump_relayed(&mut self) {
+        loop {
+            while let Some((http, push)) = self.subscriptions.poll_confirmation() {
+                if let Some(r) = self.relayed.get_mut(&http) {
+                    r.follower.handle_push(push);
+                }
+            }
+            let https: Vec<HttpId> = self.relayed.keys().copied().collect();
+            for http in https {
+                let Some(mut r) = self.relayed.remove(&http) else {
+                    continue;
+                };
+                self.take_follower_ops(http, &mut r);
+                if self.write_relayed(http, &mut r) {
+                    self.relayed.insert(http, r);
+                } else {
+                    self.take_follower_ops(http, &mut r);
+                }
+            }
+            while let Some(op) = self.subscriptions.poll_op() {
+                self.ops.push_back(op);
+            }
+            if !self.subscriptions.has_confirmations() {
+                return;
+            }
+        }
+    }
+
+    /// A follower's ops: subscriptions through the table, reads to the store.
+    fn take_follower_ops(&mut self, http: HttpId, r: &mut Relayed) {
+        while let Some(op) = r.follower.poll_op() {
+            match op {
+                StoreOp::Subscribe { log } => self.subscriptions.subscribe(http, log),
+                StoreOp::Unsubscribe { log } => self.subscriptions.unsubscribe(http, &log),
+                op => self.send(Waiter::Follower(http), op),
+            }
+        }
+        while let Some(op) = self.subscriptions.poll_op() {
+            self.ops.push_back(op);
+        }
+    }
+
+    /// Writes what a relayed GET's follower delivered; `false` once the
+    /// exchange is over.
+    fn write_relayed(&mut self, http: HttpId, r: &mut Relayed) -> bool {
+        while let Some(entry) = r.follower.poll_entry() {
+            self.relayed_head(http, r);
+            let id = Some(r.codec.render(EventId {
+                stream: r.stream,
+                seq: entry.seq,
+            }));
+            let message = match entry.record {
+                Record::End => {
+                    self.push(http, TransmitKind::End(EndReason::Complete));
+                    return false;
+                }
+                Record::Blank => None,
+                Record::Message(text) => match decode_message(&text) {
+                    Some((key, message)) => Some(Arc::new(Outgoing {
+                        session: r.session.clone(),
+                        key,
+                        // The writer routed it; here it is only written.
+                        cause: Cause::Unrelated,
+                        message,
+                    })),
+                    // Not ours to read: the stream cannot go on whole.
+                    None => {
+                        self.push(http, TransmitKind::End(EndReason::Polling));
+                        return false;
+                    }
+                },
+            };
+            let kind = TransmitKind::Event {
+                id,
+                retry_ms: None,
+                message,
+            };
+            self.push(http, kind);
+        }
+        match r.follower.phase() {
+            Phase::Lost if r.head_sent => {
+                // Trimmed from the store while being followed: the client
+                // resumes and is told its cursor names nothing now.
+                self.push(http, TransmitKind::End(EndReason::Polling));
+                false
+            }
+            Phase::Lost => {
+                let e = RequestError::UnknownEventId(r.last_event_id.clone());
+                self.endpoint.refuse(http, &e);
+                false
+            }
+            Phase::Ended => false,
+            Phase::Live => {
+                self.relayed_head(http, r);
+                true
+            }
+            Phase::Idle | Phase::Subscribing | Phase::Reading => true,
+        }
+    }
+
+    /// The head of a relayed GET, once its first read is in.
+    fn relayed_head(&mut self, http: HttpId, r: &mut Relayed) {
+        if r.head_sent {
+            return;
+        }
+        r.head_sent = true;
+        let mut head = ResponseHead::new(200, Content::Sse);
+        head.session_id = Some(r.session.clone());
+        self.push(http, TransmitKind::Head(head));
+    }
+
+    fn push(&mut self, http: HttpId, kind: TransmitKind) {
+        self.out.push_back(Transmit { http, kind });
+    }
+
+    /// An op to the store; `who` gets its reply, if it has one.
+    fn send(&mut self, who: Waiter, op: StoreOp) {
+        if expects_reply(&op) {
+            self.waiters.push_back(who);
+        }
+        self.ops.push_back(op);
+    }
+}
+
+/// Whether a request shows that the client completed the handshake: any
+/// but a POST of `ping` (allowed before `notifications/initialized`) or of
+/// that notification itself (which the session handles).
+fn past_handshake(head: &RequestHead, body: &[u8]) -> bool {
+    if head.method != Method::Post {
+        return true;
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+    }
+    match serde_json::from_slice::<Probe<'_>>(body) {
+        Ok(Probe { method: Some(m) }) => m != "ping" && m != "notifications/initialized",
+        // A batch, a response or an unreadable body: the session decides.
+        _ => false,
+    }
+}
+
+/// Whether the store answers `op` on the command connection.
+fn expects_reply(op: &StoreOp) -> bool {
+    !matches!(
+        op,
+        StoreOp::Publish { .. } | StoreOp::Subscribe { .. } | StoreOp::Unsubscribe { .. }
+    )
+}

@@ -1,0 +1,584 @@
+//! `fleet::Instance`: two instances of one fleet on the in-memory store,
+//! one session's requests landing on either. The store runs every op as it
+//! comes (one legal order; the fleet checker explores the others).
+
+use mcp_streamable::fleet::instance::{FleetConfigError, Instance, InstanceConfig, INSTANCES_MAX};
+use mcp_streamable::fleet::store::{MemoryStore, Output};
+use mcp_streamable::fleet::InstanceId;
+use mcp_streamable::id_source::IdSource;
+use mcp_streamable::ids::{HttpId, RequestId, SessionId};
+use mcp_streamable::jsonrpc::{Message, RawJson};
+use mcp_streamable::policy::{EventIdScheme, ServerPolicy};
+use mcp_streamable::server::{
+    Cause, EndReason, EndpointConfig, RequestHead, ServerEvent, TransmitKind, STREAM_ID_SPAN,
+};
+use mcp_streamable::time::Instant;
+use mcp_streamable::version::ProtocolVersion;
+use std::collections::BTreeMap;
+
+/// What one exchange showed its client.
+#[derive(Debug, Default)]
+struct Seen {
+    status: Option<u16>,
+    session: Option<SessionId>,
+    /// SSE events: id and message (None: priming).
+    events: Vec<(Option<String>, Option<Message>)>,
+    json: Option<Message>,
+    end: Option<EndReason>,
+}
+
+impl Seen {
+    fn messages(&self) -> Vec<&Message> {
+        self.events.iter().filter_map(|(_, m)| m.as_ref()).collect()
+    }
+}
+
+struct Fleet {
+    store: MemoryStore,
+    nodes: Vec<Instance>,
+    now: Instant,
+    seen: BTreeMap<(usize, HttpId), Seen>,
+    session: Option<SessionId>,
+    version: ProtocolVersion,
+    next_id: i64,
+}
+
+const TTL_MS: u64 = 60_000;
+
+impl Fleet {
+    fn new(n: u16, entries_per_log_max: usize, config: impl Fn(&mut InstanceConfig)) -> Self {
+        let nodes = (0..n)
+            .map(|i| {
+                let mut c = InstanceConfig {
+                    id: InstanceId(i),
+                    session_ttl_ms: TTL_MS,
+                    ..InstanceConfig::default()
+                };
+                config(&mut c);
+                Instance::new(
+                    c,
+                    EndpointConfig::default(),
+                    ServerPolicy::FIXED,
+                    IdSource::reproducible(u64::from(i) + 1),
+                )
+                .expect("a fleet setting")
+            })
+            .collect();
+        Fleet {
+            store: MemoryStore::new(entries_per_log_max),
+            nodes,
+            now: Instant::ZERO,
+            seen: BTreeMap::new(),
+            session: None,
+            version: ProtocolVersion::LATEST,
+            next_id: 0,
+        }
+    }
+
+    fn sid(&self) -> SessionId {
+        self.session.clone().expect("initialized")
+    }
+
+    /// Moves what each instance wrote to what its clients saw.
+    fn collect(&mut self) {
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            while let Some(t) = node.poll_transmit() {
+                let seen = self.seen.entry((i, t.http)).or_default();
+                match t.kind {
+                    TransmitKind::Head(h) => {
+                        assert!(seen.status.is_none(), "one head per exchange");
+                        seen.status = Some(h.status);
+                        seen.session = h.session_id;
+                    }
+                    TransmitKind::Json(m) => seen.json = Some(m),
+                    TransmitKind::Event { id, message, .. } => {
+                        assert!(seen.status.is_some() && seen.end.is_none());
+                        seen.events.push((id, message.map(|o| o.message.clone())));
+                    }
+                    TransmitKind::Comment => {}
+                    TransmitKind::End(r) => {
+                        assert!(seen.end.is_none(), "one end per exchange");
+                        seen.end = Some(r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs the store until no instance has anything for it.
+    fn pump(&mut self) {
+        loop {
+            let mut moved = false;
+            for (i, node) in self.nodes.iter_mut().enumerate() {
+                while let Some(op) = node.poll_op() {
+                    self.store.handle_op(InstanceId(i as u16), op, self.now);
+                    moved = true;
+                }
+            }
+            while let Some((to, out)) = self.store.poll_output() {
+                let node = &mut self.nodes[usize::from(to.0)];
+                match out {
+                    Output::Reply(r) => node.handle_reply(r, self.now),
+                    Output::Push(p) => node.handle_push(p, self.now),
+                }
+                moved = true;
+            }
+            if !moved {
+                break;
+            }
+        }
+        self.collect();
+    }
+
+    /// A request on instance `i`, the store not run yet.
+    fn request_unpumped(&mut self, i: usize, head: RequestHead, body: &str) -> HttpId {
+        let http = self.nodes[i].handle_request(&head, body.as_bytes(), None, self.now);
+        self.collect();
+        http
+    }
+
+    fn request(&mut self, i: usize, head: RequestHead, body: &str) -> HttpId {
+        let http = self.request_unpumped(i, head, body);
+        self.pump();
+        http
+    }
+
+    fn post(&mut self, i: usize, body: &str) -> HttpId {
+        let head = RequestHead::post(Some(&self.sid()), Some(self.version));
+        self.request(i, head, body)
+    }
+
+    fn next_id(&mut self) -> i64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// The requests instance `i`'s application was handed.
+    fn requests(&mut self, i: usize) -> Vec<(RequestId, String)> {
+        let mut out = Vec::new();
+        while let Some((_, e)) = self.nodes[i].poll_event() {
+            if let ServerEvent::Request { id, method, .. } = e {
+                out.push((id, method));
+            }
+        }
+        out
+    }
+
+    fn respond(&mut self, i: usize, id: i64) {
+        let sid = self.sid();
+        let now = self.now;
+        let s = self.nodes[i].session_mut(&sid).expect("held here");
+        s.respond(
+            &RequestId::Num(id),
+            Ok(RawJson::from(serde_json::json!({}))),
+            now,
+        )
+        .expect("answerable");
+        self.nodes[i].flush(now);
+        self.pump();
+    }
+
+    fn progress(&mut self, i: usize, for_id: i64, n: u32) {
+        let sid = self.sid();
+        let now = self.now;
+        let params = RawJson::from(serde_json::json!({ "progress": n }));
+        let s = self.nodes[i].session_mut(&sid).expect("held here");
+        s.notify(
+            "notifications/progress",
+            Some(params),
+            Cause::Request(RequestId::Num(for_id)),
+            now,
+        )
+        .expect("notifiable");
+        self.nodes[i].flush(now);
+        self.pump();
+    }
+
+    /// `initialize` on instance `i`, answered; `notifications/initialized`
+    /// on instance `j`.
+    fn handshake(&mut self, i: usize, j: usize) {
+        let id = self.next_id();
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":"{}","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#,
+            self.version
+        );
+        let http = self.request_unpumped(i, RequestHead::post(None, None), &body);
+        assert_eq!(
+            self.requests(i),
+            vec![(RequestId::Num(id), "initialize".into())]
+        );
+        let sid = self.nodes[i].endpoint().route(http).cloned();
+        self.session = sid;
+        // Answered, but the head with the new id waits for the store.
+        let (sid, now) = (self.sid(), self.now);
+        let s = self.nodes[i].session_mut(&sid).unwrap();
+        s.respond(
+            &RequestId::Num(id),
+            Ok(RawJson::from(serde_json::json!({}))),
+            now,
+        )
+        .unwrap();
+        self.nodes[i].flush(self.now);
+        self.collect();
+        assert!(
+            !self.seen.contains_key(&(i, http)),
+            "nothing of the initialize answer before its record is stored"
+        );
+        self.pump();
+        let seen = &self.seen[&(i, http)];
+        assert_eq!((seen.status, &seen.session), (Some(200), &self.session));
+        assert_eq!(seen.end, Some(EndReason::Complete));
+        let h = self.post(
+            j,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        assert_eq!(self.seen[&(j, h)].status, Some(202));
+    }
+
+    /// A `tools/call` on instance `i`; its id and exchange.
+    fn call(&mut self, i: usize) -> (i64, HttpId) {
+        let id = self.next_id();
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t"}}}}"#
+        );
+        let http = self.post(i, &body);
+        assert_eq!(
+            self.requests(i),
+            vec![(RequestId::Num(id), "tools/call".into())]
+        );
+        (id, http)
+    }
+
+    fn get(&mut self, i: usize, last_event_id: Option<&str>) -> HttpId {
+        let head = RequestHead::get(&self.sid(), self.version, last_event_id);
+        self.request(i, head, "")
+    }
+
+    fn close(&mut self, i: usize, http: HttpId) {
+        self.nodes[i].handle_http_closed(http, self.now);
+        self.pump();
+    }
+
+    fn last_id(&self, i: usize, http: HttpId) -> String {
+        self.seen[&(i, http)]
+            .events
+            .iter()
+            .rev()
+            .find_map(|(id, _)| id.clone())
+            .expect("an event id")
+    }
+}
+
+fn progress_of(m: &Message) -> Option<u64> {
+    match m {
+        Message::Notification { params, .. } => params.as_ref()?.to_value()["progress"].as_u64(),
+        _ => None,
+    }
+}
+
+/// The stream part of a stream-scoped event id (`ns-stream-seq`).
+fn stream_of(id: &str) -> u32 {
+    id.split('-').nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_call_resumed_on_another_instance_gets_the_rest_once_in_order() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 1);
+    let (id, call) = f.call(0);
+    f.progress(0, id, 1);
+    let cursor = f.last_id(0, call);
+    assert!(stream_of(&cursor) < STREAM_ID_SPAN, "instance 0's range");
+    f.close(0, call); // the connection drops
+    f.progress(0, id, 2); // written while nobody listens
+    let resumed = f.get(1, Some(&cursor));
+    {
+        let seen = &f.seen[&(1, resumed)];
+        assert_eq!((seen.status, &seen.session), (Some(200), &f.session));
+        assert_eq!(
+            seen.messages()
+                .iter()
+                .filter_map(|m| progress_of(m))
+                .collect::<Vec<_>>(),
+            vec![2],
+            "what came after the cursor, from the store"
+        );
+        assert_eq!(seen.end, None, "the call goes on");
+    }
+    assert_eq!(f.nodes[1].relayed_len(), 1);
+    assert_eq!(f.nodes[1].subscriptions_len(), 1);
+    f.progress(0, id, 3); // live, through the subscription
+    f.respond(0, id);
+    let seen = &f.seen[&(1, resumed)];
+    let messages = seen.messages();
+    assert_eq!(
+        messages
+            .iter()
+            .filter_map(|m| progress_of(m))
+            .collect::<Vec<_>>(),
+        vec![2, 3]
+    );
+    assert!(
+        matches!(messages.last(), Some(Message::Response { id: RequestId::Num(n), .. }) if *n == id),
+        "the response last: {messages:?}"
+    );
+    assert_eq!(seen.end, Some(EndReason::Complete));
+    let ids: Vec<&String> = seen
+        .events
+        .iter()
+        .filter_map(|(id, _)| id.as_ref())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort_by_key(|id| id.rsplit('-').next().unwrap().parse::<u64>().unwrap());
+    sorted.dedup();
+    assert_eq!(ids, sorted, "ids increasing, none twice");
+    assert_eq!(f.nodes[1].relayed_len(), 0, "the relayed GET is over");
+    assert_eq!(f.nodes[1].subscriptions_len(), 0, "and unsubscribed");
+    assert!(!f.store.is_subscribed(&log_of(&f, &cursor), InstanceId(1)));
+}
+
+fn log_of(f: &Fleet, event_id: &str) -> mcp_streamable::fleet::LogKey {
+    mcp_streamable::fleet::LogKey {
+        session: f.sid(),
+        stream: mcp_streamable::ids::StreamId(stream_of(event_id)),
+    }
+}
+
+#[test]
+fn each_instance_numbers_its_streams_in_its_own_range_and_logs_them() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let (id, call) = f.call(1);
+    f.progress(1, id, 1);
+    let cursor = f.last_id(1, call);
+    let stream = stream_of(&cursor);
+    assert!(
+        (STREAM_ID_SPAN..2 * STREAM_ID_SPAN).contains(&stream),
+        "{cursor}"
+    );
+    f.respond(1, id);
+    // Priming, progress, response, end: the log's numbers are the stream's.
+    let log = log_of(&f, &cursor);
+    let entries = f.store.entries(&log);
+    assert_eq!(entries.len(), 4, "{entries:?}");
+    assert_eq!(entries.last().map(|e| e.seq), Some(4));
+    assert_eq!(
+        f.nodes[1].logs().len(),
+        0,
+        "answered on its connection: forgotten here once all of it is in the store"
+    );
+    // Resuming on instance 0 from the priming event replays the rest.
+    let priming = f.seen[&(1, call)].events[0].0.clone().unwrap();
+    let resumed = f.get(0, Some(&priming));
+    let seen = &f.seen[&(0, resumed)];
+    assert_eq!(seen.messages().len(), 2, "progress and response");
+    assert_eq!(seen.end, Some(EndReason::Complete));
+}
+
+#[test]
+fn a_resumption_elsewhere_while_the_first_connection_seems_alive_gets_the_answer() {
+    // The client's connection to instance 0 died without instance 0
+    // noticing: it writes the answer there, and the stream is done with on
+    // its side. The client, resuming on instance 1, must still get it.
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let (id, call) = f.call(0);
+    f.progress(0, id, 1);
+    let cursor = f.last_id(0, call);
+    let resumed = f.get(1, Some(&cursor));
+    assert_eq!(f.seen[&(1, resumed)].status, Some(200));
+    f.progress(0, id, 2);
+    f.respond(0, id);
+    assert_eq!(f.seen[&(0, call)].end, Some(EndReason::Complete));
+    let seen = &f.seen[&(1, resumed)];
+    assert_eq!(seen.messages().len(), 2, "{:?}", seen.events);
+    assert_eq!(progress_of(seen.messages()[0]), Some(2));
+    assert_eq!(seen.end, Some(EndReason::Complete));
+}
+
+#[test]
+fn two_resumptions_of_one_stream_on_one_instance_share_its_subscription() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let (id, call) = f.call(0);
+    f.progress(0, id, 1);
+    let cursor = f.last_id(0, call);
+    f.close(0, call);
+    let a = f.get(1, Some(&cursor));
+    let b = f.get(1, Some(&cursor));
+    assert_eq!(f.nodes[1].subscriptions_len(), 1);
+    f.close(1, a);
+    assert_eq!(f.nodes[1].subscriptions_len(), 1, "b still follows");
+    f.progress(0, id, 2);
+    assert_eq!(f.seen[&(1, b)].messages().len(), 1, "b got it after a left");
+    assert!(f.seen[&(1, a)].messages().is_empty());
+    f.respond(0, id);
+    assert_eq!(f.seen[&(1, b)].end, Some(EndReason::Complete));
+    assert_eq!(f.nodes[1].subscriptions_len(), 0);
+}
+
+#[test]
+fn delete_on_one_instance_ends_the_session_on_every_other() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let get = f.get(0, None);
+    assert_eq!(f.seen[&(0, get)].status, Some(200));
+    let sid = f.sid();
+    let del = f.request(1, RequestHead::delete(&sid), "");
+    assert_eq!(f.seen[&(1, del)].status, Some(200));
+    assert_eq!(f.store.sessions_len(), 0);
+    // Instance 0 still holds its copy, with its GET, until a request tells it.
+    assert!(f.nodes[0].endpoint().session(&sid).is_some());
+    let id = f.next_id();
+    let late = f.post(
+        0,
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+    );
+    assert_eq!(f.seen[&(0, late)].status, Some(404));
+    assert_eq!(f.seen[&(0, get)].end, Some(EndReason::SessionEnded));
+    let again = f.request(0, RequestHead::delete(&sid), "");
+    assert_eq!(f.seen[&(0, again)].status, Some(404));
+}
+
+#[test]
+fn a_session_expired_in_the_store_is_unknown_everywhere() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 1);
+    f.now = Instant::from_millis(TTL_MS - 1);
+    let id = f.next_id();
+    let ok = f.post(
+        0,
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+    );
+    assert_eq!(f.seen[&(0, ok)].status, Some(200), "refreshed by the check");
+    f.now = Instant::from_millis(2 * TTL_MS - 2);
+    let id = f.next_id();
+    let ok = f.post(
+        1,
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+    );
+    assert_eq!(
+        f.seen[&(1, ok)].status,
+        Some(200),
+        "one ms before its expiry"
+    );
+    f.now = Instant::from_millis(3 * TTL_MS - 2);
+    let id = f.next_id();
+    let gone = f.post(
+        0,
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+    );
+    assert_eq!(f.seen[&(0, gone)].status, Some(404), "at its expiry");
+}
+
+#[test]
+fn parked_max_refuses_past_it_with_503() {
+    let mut f = Fleet::new(1, 64, |c| c.parked_max = 2);
+    f.handshake(0, 0);
+    let sid = f.sid();
+    let a = f.request_unpumped(0, RequestHead::get(&sid, f.version, None), "");
+    let b = f.request_unpumped(0, RequestHead::get(&sid, f.version, None), "");
+    assert_eq!(f.nodes[0].parked_len(), 2);
+    let c = f.request_unpumped(0, RequestHead::get(&sid, f.version, None), "");
+    assert_eq!(f.seen[&(0, c)].status, Some(503));
+    assert!(!f.seen.contains_key(&(0, a)) && !f.seen.contains_key(&(0, b)));
+    f.pump();
+    assert_eq!(f.nodes[0].parked_len(), 0);
+    assert_eq!(f.seen[&(0, a)].status, Some(200));
+    assert_eq!(f.seen[&(0, b)].status, Some(200));
+}
+
+#[test]
+fn a_request_whose_client_left_while_parked_is_never_served() {
+    let mut f = Fleet::new(1, 64, |_| {});
+    f.handshake(0, 0);
+    let sid = f.sid();
+    let a = f.request_unpumped(0, RequestHead::get(&sid, f.version, None), "");
+    f.close(0, a);
+    assert!(!f.seen.contains_key(&(0, a)));
+    assert_eq!(
+        f.nodes[0]
+            .endpoint()
+            .session(&sid)
+            .unwrap()
+            .exchanges()
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn a_resumption_from_before_what_the_store_keeps_is_refused_with_400() {
+    let mut f = Fleet::new(2, 2, |_| {});
+    f.handshake(0, 0);
+    let (id, call) = f.call(0);
+    f.progress(0, id, 1);
+    let cursor = f.last_id(0, call);
+    f.close(0, call);
+    for n in 2..=4 {
+        f.progress(0, id, n);
+    }
+    let resumed = f.get(1, Some(&cursor));
+    assert_eq!(f.seen[&(1, resumed)].status, Some(400));
+    assert_eq!(f.nodes[1].relayed_len(), 0);
+    assert_eq!(f.nodes[1].subscriptions_len(), 0);
+}
+
+#[test]
+fn a_request_past_the_handshake_readies_the_copy_that_answered_initialize() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 1); // `initialized` went to instance 1
+    let sid = f.sid();
+    assert!(!f.nodes[0]
+        .endpoint()
+        .session(&sid)
+        .unwrap()
+        .is_initialized());
+    let (id, _) = f.call(0);
+    assert!(f.nodes[0]
+        .endpoint()
+        .session(&sid)
+        .unwrap()
+        .is_initialized());
+    // Past init_timeout_ms the copy lives on.
+    f.now = Instant::from_millis(20_000);
+    f.nodes[0].handle_timeout(f.now);
+    f.pump();
+    assert!(!f.nodes[0].endpoint().session(&sid).unwrap().is_ended());
+    f.respond(0, id);
+}
+
+#[test]
+fn a_fleet_refuses_settings_it_cannot_serve() {
+    let bad_id = InstanceConfig {
+        id: InstanceId(INSTANCES_MAX),
+        ..InstanceConfig::default()
+    };
+    let ids = || IdSource::reproducible(1);
+    let e = Instance::new(
+        bad_id,
+        EndpointConfig::default(),
+        ServerPolicy::FIXED,
+        ids(),
+    );
+    assert_eq!(e.err(), Some(FleetConfigError::InstanceId(INSTANCES_MAX)));
+    let last = InstanceConfig {
+        id: InstanceId(INSTANCES_MAX - 1),
+        ..InstanceConfig::default()
+    };
+    assert!(Instance::new(last, EndpointConfig::default(), ServerPolicy::FIXED, ids()).is_ok());
+    let rmcp = ServerPolicy {
+        event_ids: EventIdScheme::Rmcp39,
+        ..ServerPolicy::FIXED
+    };
+    let e = Instance::new(
+        InstanceConfig::default(),
+        EndpointConfig::default(),
+        rmcp,
+        ids(),
+    );
+    assert_eq!(
+        e.err(),
+        Some(FleetConfigError::EventIds(EventIdScheme::Rmcp39))
+    );
+}
