@@ -32,9 +32,11 @@ struct World {
     replies: Vec<VecDeque<StoreReply>>,
     pushes: Vec<VecDeque<Push>>,
     now: Instant,
-    /// Per (instance, exchange): status, messages, end.
-    seen: BTreeMap<(usize, HttpId), (Option<u16>, Vec<Message>, Option<EndReason>)>,
+    seen: BTreeMap<(usize, HttpId), Seen>,
 }
+
+/// What one exchange showed its client: status, messages, end.
+type Seen = (Option<u16>, Vec<Message>, Option<EndReason>);
 
 impl World {
     fn new(relay: Relay) -> Self {
