@@ -82,6 +82,9 @@ impl Driver {
         } else {
             // Small bounds and short timers, to reach the overflow and expiry paths.
             let session = SessionConfig {
+                // Any instance's range of a fleet (the last one ends at u32::MAX).
+                stream_id_base: u32::from(u.int_in_range(0u16..=4095)?)
+                    * mcp_streamable::server::STREAM_ID_SPAN,
                 retry_ms: u.int_in_range(0..=5000)?,
                 events_max: u.int_in_range(0..=4)?,
                 events_bytes_max: u.int_in_range(0..=4096)?,
