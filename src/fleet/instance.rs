@@ -236,7 +236,7 @@ impl Instance {
 
     /// Whether stream `id` is numbered by this instance.
     pub fn owns(&self, id: StreamId) -> bool {
-        id.0 / STREAM_ID_SPAN == u32::from(self.config.id.0)
+        numbered_by(self.config.id, id)
     }
 
     // ---- inputs --------------------------------------------------------
@@ -583,9 +583,8 @@ impl Instance {
         for sid in std::mem::take(&mut self.touched) {
             match self.endpoint.session(&sid) {
                 Some(s) if !s.is_ended() && !s.version().is_modern() => {
-                    let id = self.config.id.0;
-                    self.logs
-                        .sync(s, |stream| stream.0 / STREAM_ID_SPAN == u32::from(id));
+                    let id = self.config.id;
+                    self.logs.sync(s, |stream| numbered_by(id, stream));
                 }
                 _ => self.logs.forget(&sid),
             }
@@ -766,6 +765,11 @@ impl Instance {
         }
         self.ops.push_back(op);
     }
+}
+
+/// Whether `instance` numbers stream `id` (its range of stream ids).
+fn numbered_by(instance: InstanceId, id: StreamId) -> bool {
+    id.0 / STREAM_ID_SPAN == u32::from(instance.0)
 }
 
 /// Whether a request shows that the client completed the handshake: any
