@@ -10,7 +10,8 @@ use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
 use mcp_streamable::policy::{EventIdScheme, ServerPolicy};
 use mcp_streamable::server::{
-    Cause, EndReason, EndpointConfig, RequestHead, ServerEvent, TransmitKind, STREAM_ID_SPAN,
+    key_base, Cause, EndReason, EndpointConfig, RequestHead, ServerEvent, TransmitKind,
+    STREAM_ID_SPAN,
 };
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;
@@ -581,4 +582,36 @@ fn a_fleet_refuses_settings_it_cannot_serve() {
         e.err(),
         Some(FleetConfigError::EventIds(EventIdScheme::Rmcp39))
     );
+}
+
+#[test]
+fn two_instances_never_mint_the_same_message_key_for_one_session() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 1);
+    let (a, _) = f.call(0);
+    let (b, _) = f.call(1);
+    let sid = f.sid();
+    let now = f.now;
+    let mut keys = Vec::new();
+    for (i, id) in [(0, a), (1, b), (0, a), (1, b)] {
+        let s = f.nodes[i].session_mut(&sid).expect("held here");
+        let key = s
+            .notify(
+                "notifications/progress",
+                Some(RawJson::from(serde_json::json!({ "progress": 1 }))),
+                Cause::Request(RequestId::Num(id)),
+                now,
+            )
+            .expect("notifiable");
+        keys.push((i, key.0));
+    }
+    // Instance i mints from key_base(i × STREAM_ID_SPAN) + 1 on.
+    for &(i, key) in &keys {
+        let base = key_base(i as u32 * STREAM_ID_SPAN);
+        assert!(key > base && key < base + (1 << 52), "{i}: {key:#x}");
+    }
+    let mut distinct: Vec<u64> = keys.iter().map(|&(_, k)| k).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), keys.len(), "{keys:?}");
 }

@@ -25,7 +25,9 @@ pub use driver::{AppTimer, ServerDriver};
 pub(crate) use endpoint::session_version;
 pub use endpoint::{Dispatched, EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};
-pub use session::{ResponseMode, ServerSession, SessionConfig, SessionTimer, STREAM_ID_SPAN};
+pub use session::{
+    key_base, ResponseMode, ServerSession, SessionConfig, SessionTimer, STREAM_ID_SPAN,
+};
 pub use shared_queue::SchedulingPoint;
 
 use crate::ids::{HttpId, MsgKey, RequestId, SessionId};

@@ -84,7 +84,9 @@ pub struct SessionConfig {
     /// process). The instances of a fleet each take their own range, so a
     /// `Last-Event-ID` names its stream's log on any instance; a session
     /// numbers at most [`STREAM_ID_SPAN`] − 1 streams in its range, then
-    /// starts over at its beginning.
+    /// starts over at its beginning. Message keys (`MsgKey`) take the
+    /// matching range ([`key_base`]), so what two instances send for one
+    /// session never shares a key.
     pub stream_id_base: u32,
 }
 
@@ -92,6 +94,13 @@ pub struct SessionConfig {
 /// [`SessionConfig::stream_id_base`]): far more than `streams_max` keeps, so
 /// an id numbered again names a stream long forgotten.
 pub const STREAM_ID_SPAN: u32 = 1 << 20;
+
+/// The first of the message keys a session with streams from `stream_id_base`
+/// mints (keys `base + 1 …`): the base shifted into the high bits, so each
+/// instance of a fleet has 2^52 keys per session to itself; 0 in one process.
+pub const fn key_base(stream_id_base: u32) -> u64 {
+    (stream_id_base as u64) << 32
+}
 
 impl Default for SessionConfig {
     fn default() -> Self {
@@ -243,7 +252,7 @@ impl ServerSession {
             held_bytes: 0,
             shared: VecDeque::new(),
             next_get: VecDeque::new(),
-            next_key: 1,
+            next_key: key_base(config.stream_id_base) + 1,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             timers: Timers::default(),
