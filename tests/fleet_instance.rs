@@ -255,6 +255,28 @@ impl Fleet {
         self.request(i, head, "")
     }
 
+    /// An unrelated `notifications/message` numbered `n`, emitted on
+    /// instance `i`.
+    fn log_message(&mut self, i: usize, n: u64) {
+        let sid = self.sid();
+        let now = self.now;
+        let params = RawJson::from(serde_json::json!({ "level": "info", "data": n }));
+        let s = self.nodes[i].session_mut(&sid).expect("held here");
+        s.notify("notifications/message", Some(params), Cause::Unrelated, now)
+            .expect("notifiable");
+        self.nodes[i].flush(now);
+        self.pump();
+    }
+
+    /// The numbers of the `notifications/message`s exchange `http` of
+    /// instance `i` showed.
+    fn logged(&self, i: usize, http: HttpId) -> Vec<u64> {
+        self.seen
+            .get(&(i, http))
+            .map(|s| s.messages().into_iter().filter_map(data_of).collect())
+            .unwrap_or_default()
+    }
+
     fn close(&mut self, i: usize, http: HttpId) {
         self.nodes[i].handle_http_closed(http, self.now);
         self.pump();
@@ -273,6 +295,15 @@ impl Fleet {
 fn progress_of(m: &Message) -> Option<u64> {
     match m {
         Message::Notification { params, .. } => params.as_ref()?.to_value()["progress"].as_u64(),
+        _ => None,
+    }
+}
+
+fn data_of(m: &Message) -> Option<u64> {
+    match m {
+        Message::Notification { method, params } if method == "notifications/message" => {
+            params.as_ref()?.to_value()["data"].as_u64()
+        }
         _ => None,
     }
 }
@@ -614,4 +645,88 @@ fn two_instances_never_mint_the_same_message_key_for_one_session() {
     distinct.sort_unstable();
     distinct.dedup();
     assert_eq!(distinct.len(), keys.len(), "{keys:?}");
+}
+
+#[test]
+fn an_unrelated_message_reaches_the_get_held_by_another_instance_once() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 1);
+    let get = f.get(1, None);
+    assert_eq!(f.seen[&(1, get)].status, Some(200));
+    // Emitted on instance 0, which holds no GET: through the mailbox.
+    f.log_message(0, 1);
+    f.log_message(0, 2);
+    // Emitted on instance 1, which holds it: at once.
+    f.log_message(1, 3);
+    assert_eq!(f.logged(1, get), [1, 2, 3]);
+    let sid = f.sid();
+    let mailbox = mcp_streamable::fleet::LogKey::mailbox(sid);
+    assert_eq!(f.store.entries(&mailbox).len(), 2, "3 went directly");
+    // The GET's log holds them too: a resumption elsewhere replays them.
+    let cursor = f.seen[&(1, get)].events[0].0.clone().expect("primed");
+    f.close(1, get);
+    let resumed = f.get(0, Some(&cursor));
+    assert_eq!(f.logged(0, resumed), [1, 2, 3]);
+}
+
+#[test]
+fn with_no_get_anywhere_messages_wait_in_the_mailbox_for_the_next_one() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 1);
+    f.log_message(0, 1);
+    f.log_message(1, 2);
+    f.log_message(0, 3);
+    let get = f.get(1, None);
+    // Each instance keeps its own order; both hand off in emission order.
+    let got = f.logged(1, get);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(
+        got.iter().position(|&n| n == 1) < got.iter().position(|&n| n == 3),
+        "{got:?}"
+    );
+    f.log_message(0, 4);
+    assert_eq!(f.logged(1, get).last(), Some(&4));
+    for node in &f.nodes {
+        assert_eq!(node.parked_len(), 0);
+    }
+}
+
+#[test]
+fn two_gets_on_two_instances_share_the_messages_each_once() {
+    let mut f = Fleet::new(3, 64, |_| {});
+    f.handshake(0, 0);
+    let a = f.get(1, None);
+    let b = f.get(2, None);
+    for n in 1..=6 {
+        f.log_message(0, n);
+    }
+    let mut all = f.logged(1, a);
+    all.extend(f.logged(2, b));
+    all.sort_unstable();
+    assert_eq!(all, [1, 2, 3, 4, 5, 6], "each once, on one of them");
+    // One GET goes: the rest reach the other.
+    f.close(1, a);
+    let before = f.logged(2, b).len();
+    f.log_message(0, 7);
+    assert_eq!(f.logged(2, b).len(), before + 1);
+    assert_eq!(f.logged(2, b).last(), Some(&7));
+    assert_eq!(f.nodes[1].subscriptions_len(), 0, "its claim ended with it");
+}
+
+#[test]
+fn a_last_event_id_naming_the_mailbox_is_refused_like_any_unknown_id() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 1);
+    f.log_message(0, 1);
+    let get = f.get(1, None);
+    let primed = f.seen[&(1, get)].events[0].0.clone().expect("primed");
+    // The same namespace, stream 0 (the mailbox's), and stream 2^20 (a
+    // range's base, never numbered).
+    let ns = primed.split('-').next().unwrap().to_owned();
+    for stream in [0, STREAM_ID_SPAN] {
+        let forged = format!("{ns}-{stream}-0");
+        let h = f.get(1, Some(&forged));
+        assert_eq!(f.seen[&(1, h)].status, Some(400), "{forged}");
+        assert!(f.logged(1, h).is_empty());
+    }
 }

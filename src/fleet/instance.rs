@@ -32,7 +32,9 @@
 
 use super::follow::{Follower, Phase};
 use super::gate::{SessionGate, Verdict};
-use super::record::{decode_message, SessionRecord};
+use super::mailbox::Claimer;
+use super::publish::Publisher;
+use super::record::{decode_message, encode_message, SessionRecord};
 use super::subscriptions::Subscriptions;
 use super::writer::StreamLogs;
 use super::{InstanceId, LogKey, Push, Record, Relay, SessionRefresh, StoreOp, StoreReply};
@@ -73,6 +75,8 @@ pub struct InstanceConfig {
     /// How a request's check refreshes its session
     /// ([`SessionRefresh::Atomic`]: FIXED).
     pub refresh: SessionRefresh,
+    /// Mailbox entries taken per claim ([`Claimer::new`]).
+    pub claim_max: usize,
 }
 
 impl Default for InstanceConfig {
@@ -84,6 +88,7 @@ impl Default for InstanceConfig {
             follower_pending_max: 64,
             relay: Relay::Ordered,
             refresh: SessionRefresh::Atomic,
+            claim_max: 16,
         }
     }
 }
@@ -141,6 +146,19 @@ enum Waiter {
     Gate,
     Log(LogKey),
     Follower(HttpId),
+    /// An append to a session's mailbox.
+    Mailbox(SessionId),
+    /// A claim from a session's mailbox.
+    Claim(SessionId),
+}
+
+/// Who follows a subscribed log here.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Subscriber {
+    /// A GET relayed from another instance's stream.
+    Relayed(HttpId),
+    /// A session's mailbox, claimed from while its GET is attached here.
+    Mailbox(SessionId),
 }
 
 /// One instance of a fleet (see the module docs).
@@ -151,8 +169,12 @@ pub struct Instance {
     gate: SessionGate,
     parked: BTreeMap<HttpId, Parked>,
     relayed: BTreeMap<HttpId, Relayed>,
-    subscriptions: Subscriptions,
+    subscriptions: Subscriptions<Subscriber>,
     logs: StreamLogs,
+    /// Sessions with a GET attached here: their mailboxes, claimed from.
+    claimers: BTreeMap<SessionId, Claimer>,
+    /// Sessions with no GET here: what they held, appended to their mailbox.
+    outboxes: BTreeMap<SessionId, Publisher>,
     /// `initialize` exchanges whose session's record is being stored; what
     /// they transmit waits in `withheld` till then.
     creating: BTreeSet<HttpId>,
@@ -192,6 +214,8 @@ impl Instance {
             relayed: BTreeMap::new(),
             subscriptions: Subscriptions::default(),
             logs: StreamLogs::default(),
+            claimers: BTreeMap::new(),
+            outboxes: BTreeMap::new(),
             creating: BTreeSet::new(),
             withheld: BTreeMap::new(),
             touched: BTreeSet::new(),
@@ -310,6 +334,16 @@ impl Instance {
                     r.follower.handle_reply(reply);
                 }
             }
+            Some(Waiter::Mailbox(sid)) => {
+                if let Some(p) = self.outboxes.get_mut(&sid) {
+                    p.handle_reply(reply);
+                }
+            }
+            Some(Waiter::Claim(sid)) => {
+                if let Some(c) = self.claimers.get_mut(&sid) {
+                    c.handle_reply(reply);
+                }
+            }
             None => {}
         }
         self.settle(now);
@@ -320,15 +354,30 @@ impl Instance {
         match &push {
             Push::Subscribed { log } => self.subscriptions.handle_subscribed(log),
             Push::Published { log, .. } => {
-                let followers: Vec<HttpId> = self.subscriptions.followers(log).collect();
-                for http in followers {
-                    if let Some(r) = self.relayed.get_mut(&http) {
-                        r.follower.handle_push(push.clone());
-                    }
+                let followers: Vec<Subscriber> =
+                    self.subscriptions.followers(log).cloned().collect();
+                for who in followers {
+                    self.hand_push(who, push.clone());
                 }
             }
         }
         self.settle(now);
+    }
+
+    /// A push for one follower of its log.
+    fn hand_push(&mut self, who: Subscriber, push: Push) {
+        match who {
+            Subscriber::Relayed(http) => {
+                if let Some(r) = self.relayed.get_mut(&http) {
+                    r.follower.handle_push(push);
+                }
+            }
+            Subscriber::Mailbox(sid) => {
+                if let Some(c) = self.claimers.get_mut(&sid) {
+                    c.handle_push(&push);
+                }
+            }
+        }
     }
 
     /// Time has reached `now`.
@@ -498,6 +547,11 @@ impl Instance {
         let text = p.head.header(headers::LAST_EVENT_ID)?;
         let session = self.endpoint.session(&p.session)?;
         let cursor = session.parse_event_id(text)?;
+        if cursor.stream.0 % STREAM_ID_SPAN == 0 {
+            // No instance numbers a stream there (a mailbox is at 0): the
+            // endpoint refuses it as naming nothing.
+            return None;
+        }
         let kept = session.streams().any(|s| s.id == cursor.stream);
         (!self.owns(cursor.stream) && !kept).then_some(cursor)
     }
@@ -570,6 +624,7 @@ impl Instance {
     fn settle(&mut self, now: Instant) {
         self.decide(now);
         self.pump_relayed();
+        self.take_claimed(now);
         while let Some(t) = self.endpoint.poll_transmit() {
             self.tap(&t);
             match self.withheld.get_mut(&t.http) {
@@ -585,8 +640,14 @@ impl Instance {
                 Some(s) if !s.is_ended() && !s.version().is_modern() => {
                     let id = self.config.id;
                     self.logs.sync(s, |stream| numbered_by(id, stream));
+                    self.sync_mailbox(&sid);
                 }
-                _ => self.logs.forget(&sid),
+                _ => {
+                    self.logs.forget(&sid);
+                    if let Some(c) = self.claimers.get_mut(&sid) {
+                        c.close();
+                    }
+                }
             }
         }
         while let Some(op) = self.gate.poll_op() {
@@ -594,6 +655,110 @@ impl Instance {
         }
         while let Some((log, op)) = self.logs.poll_op() {
             self.send(Waiter::Log(log), op);
+        }
+        self.mailbox_ops();
+    }
+
+    /// What claims brought: each on the session's GET here, or held (and so
+    /// handed back to the mailbox) if the GET went meanwhile.
+    fn take_claimed(&mut self, now: Instant) {
+        let sids: Vec<SessionId> = self.claimers.keys().cloned().collect();
+        for sid in sids {
+            let Some(c) = self.claimers.get_mut(&sid) else {
+                continue;
+            };
+            let entries: Vec<_> = std::iter::from_fn(|| c.poll_entry()).collect();
+            if entries.is_empty() {
+                continue;
+            }
+            let Some(s) = self.endpoint.session_mut(&sid) else {
+                continue; // the session ended here: it is over everywhere
+            };
+            for e in entries {
+                let Record::Message(text) = e.record else {
+                    continue;
+                };
+                let Some((key, message)) = decode_message(&text) else {
+                    continue; // not ours to read
+                };
+                let out = Outgoing {
+                    session: sid.clone(),
+                    key,
+                    cause: Cause::Unrelated,
+                    message,
+                };
+                s.deliver_handed(Arc::new(out), now);
+            }
+            self.touched.insert(sid);
+        }
+    }
+
+    /// A live session's mailbox: what it holds for want of a GET is
+    /// appended to it; while a GET is attached here, it is claimed from.
+    fn sync_mailbox(&mut self, sid: &SessionId) {
+        let Some(s) = self.endpoint.session_mut(sid) else {
+            return;
+        };
+        let attached = s.has_attached_get();
+        let handed = if attached {
+            Vec::new()
+        } else {
+            s.hand_off_held()
+        };
+        if !handed.is_empty() {
+            let outbox = self
+                .outboxes
+                .entry(sid.clone())
+                .or_insert_with(|| Publisher::new(LogKey::mailbox(sid.clone())));
+            for out in handed {
+                outbox.append(Record::Message(encode_message(out.key, &out.message)));
+            }
+        }
+        let claimer = self
+            .claimers
+            .entry(sid.clone())
+            .or_insert_with(|| Claimer::new(sid.clone(), self.config.claim_max));
+        if attached {
+            claimer.open();
+        } else {
+            claimer.close();
+        }
+    }
+
+    /// The mailboxes' ops out; forgets claimers and outboxes with nothing
+    /// left to do.
+    fn mailbox_ops(&mut self) {
+        let mut sub = Vec::new();
+        for (sid, c) in &mut self.claimers {
+            while let Some(op) = c.poll_op() {
+                sub.push((sid.clone(), op));
+            }
+        }
+        for (sid, op) in sub {
+            match op {
+                StoreOp::Subscribe { log } => {
+                    self.subscriptions.subscribe(Subscriber::Mailbox(sid), log)
+                }
+                StoreOp::Unsubscribe { log } => self
+                    .subscriptions
+                    .unsubscribe(&Subscriber::Mailbox(sid), &log),
+                op => self.send(Waiter::Claim(sid), op),
+            }
+        }
+        let mut appends = Vec::new();
+        for (sid, p) in &mut self.outboxes {
+            while let Some(op) = p.poll_op() {
+                appends.push((sid.clone(), op));
+            }
+        }
+        for (sid, op) in appends {
+            self.send(Waiter::Mailbox(sid), op);
+        }
+        self.claimers.retain(|_, c| !c.is_done());
+        self.outboxes.retain(|_, p| p.awaiting_len() > 0);
+        // A mailbox is one subscriber of its log: confirmed by the store only.
+        while let Some(op) = self.subscriptions.poll_op() {
+            self.ops.push_back(op);
         }
     }
 
@@ -645,10 +810,8 @@ impl Instance {
     /// The relayed GETs' ops and entries, until no confirmation is left.
     fn pump_relayed(&mut self) {
         loop {
-            while let Some((http, push)) = self.subscriptions.poll_confirmation() {
-                if let Some(r) = self.relayed.get_mut(&http) {
-                    r.follower.handle_push(push);
-                }
+            while let Some((who, push)) = self.subscriptions.poll_confirmation() {
+                self.hand_push(who, push);
             }
             let https: Vec<HttpId> = self.relayed.keys().copied().collect();
             for http in https {
@@ -675,8 +838,12 @@ impl Instance {
     fn take_follower_ops(&mut self, http: HttpId, r: &mut Relayed) {
         while let Some(op) = r.follower.poll_op() {
             match op {
-                StoreOp::Subscribe { log } => self.subscriptions.subscribe(http, log),
-                StoreOp::Unsubscribe { log } => self.subscriptions.unsubscribe(http, &log),
+                StoreOp::Subscribe { log } => {
+                    self.subscriptions.subscribe(Subscriber::Relayed(http), log)
+                }
+                StoreOp::Unsubscribe { log } => self
+                    .subscriptions
+                    .unsubscribe(&Subscriber::Relayed(http), &log),
                 op => self.send(Waiter::Follower(http), op),
             }
         }

@@ -25,6 +25,7 @@
 pub mod follow;
 pub mod gate;
 pub mod instance;
+pub mod mailbox;
 pub mod publish;
 pub mod record;
 pub mod store;
@@ -47,6 +48,26 @@ pub struct LogKey {
     /// The stream (unique in the session across the fleet).
     pub stream: StreamId,
 }
+
+impl LogKey {
+    /// The session's mailbox ([`mailbox`]): unrelated messages emitted on an
+    /// instance that holds no GET of the session, for whichever instance
+    /// does. Stream 0 is no stream: instance 0's range starts at 1.
+    pub fn mailbox(session: SessionId) -> Self {
+        LogKey {
+            session,
+            stream: MAILBOX,
+        }
+    }
+
+    /// Whether this is a session's mailbox.
+    pub fn is_mailbox(&self) -> bool {
+        self.stream == MAILBOX
+    }
+}
+
+/// The stream id of a session's mailbox log ([`LogKey::mailbox`]).
+pub const MAILBOX: StreamId = StreamId(0);
 
 /// An entry's number in its log: 1 for the first, contiguous, assigned by
 /// the store in append order.
@@ -112,6 +133,15 @@ pub enum StoreOp {
         log: LogKey,
         /// The cursor: entries with a greater number.
         after: Seq,
+    },
+    /// Take the entries of `log` no one has taken yet, at most `max`, in
+    /// order: each entry is taken once in the fleet, by whichever instance
+    /// asks first (a mailbox's consumers). Replies [`StoreReply::Claimed`].
+    Claim {
+        /// The log.
+        log: LogKey,
+        /// At most this many (at least 1).
+        max: usize,
     },
     /// From now on, publications on `log` reach this instance; the store
     /// confirms with [`Push::Subscribed`] on the subscriber connection.
@@ -188,6 +218,15 @@ pub enum StoreReply {
         /// Entries after the cursor were trimmed before this read (the log
         /// keeps a bounded number): they are gone.
         trimmed: bool,
+    },
+    /// The entries taken by a [`StoreOp::Claim`], now no one else's.
+    Claimed {
+        /// The log.
+        log: LogKey,
+        /// What was taken, in order.
+        entries: Vec<Entry>,
+        /// More were left untaken (past `max`).
+        more: bool,
     },
     /// The session's record was stored.
     Stored {

@@ -27,6 +27,8 @@ struct Log {
     /// The number of `entries[0]`.
     first: Seq,
     entries: VecDeque<Record>,
+    /// Entries up to this number were taken by a `Claim`.
+    claimed: Seq,
 }
 
 impl Log {
@@ -120,6 +122,7 @@ impl MemoryStore {
                 let l = self.logs.entry(log.clone()).or_insert(Log {
                     first: 1,
                     entries: VecDeque::new(),
+                    claimed: 0,
                 });
                 let seq = l.next_seq();
                 l.entries.push_back(record);
@@ -154,6 +157,10 @@ impl MemoryStore {
                     trimmed,
                 };
                 self.outputs.push_back((from, Output::Reply(reply)));
+            }
+            StoreOp::Claim { log, max } => {
+                let (entries, more) = self.claim(&log, max.max(1));
+                self.reply(from, StoreReply::Claimed { log, entries, more });
             }
             StoreOp::Subscribe { log } => {
                 self.subscribers
@@ -243,6 +250,29 @@ impl MemoryStore {
     /// The next thing the store sends, and to whom.
     pub fn poll_output(&mut self) -> Option<(InstanceId, Output)> {
         self.outputs.pop_front()
+    }
+
+    /// Takes at most `max` untaken entries of `log` (trimmed ones are gone
+    /// untaken); whether more are left.
+    fn claim(&mut self, log: &LogKey, max: usize) -> (Vec<Entry>, bool) {
+        let Some(l) = self.logs.get_mut(log) else {
+            return (Vec::new(), false);
+        };
+        let from = l.claimed.max(l.first - 1);
+        let entries: Vec<Entry> = l
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, record)| Entry {
+                seq: l.first + i as Seq,
+                record: record.clone(),
+            })
+            .filter(|e| e.seq > from)
+            .take(max)
+            .collect();
+        l.claimed = entries.last().map_or(from, |e| e.seq);
+        let more = l.claimed + 1 < l.next_seq();
+        (entries, more)
     }
 
     fn read(&self, log: &LogKey, after: Seq) -> Vec<Entry> {
@@ -569,5 +599,56 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn each_entry_is_claimed_once_in_order_and_trimmed_ones_are_gone_untaken() {
+        let mut s = MemoryStore::new(4);
+        let append = |s: &mut MemoryStore, n: usize| {
+            for _ in 0..n {
+                let op = StoreOp::Append {
+                    log: log(),
+                    record: msg("m"),
+                };
+                s.handle_op(InstanceId(0), op, Instant::ZERO);
+            }
+            drain(s);
+        };
+        let claim = |s: &mut MemoryStore, from: u16, max: usize| {
+            s.handle_op(
+                InstanceId(from),
+                StoreOp::Claim { log: log(), max },
+                Instant::ZERO,
+            );
+            match drain(s).as_slice() {
+                [(to, Output::Reply(StoreReply::Claimed { entries, more, .. }))] => {
+                    assert_eq!(*to, InstanceId(from));
+                    (entries.iter().map(|e| e.seq).collect::<Vec<_>>(), *more)
+                }
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(claim(&mut s, 0, 2), (vec![], false), "no log yet");
+        append(&mut s, 3);
+        assert_eq!(claim(&mut s, 0, 2), (vec![1, 2], true));
+        assert_eq!(claim(&mut s, 1, 2), (vec![3], false));
+        assert_eq!(claim(&mut s, 0, 2), (vec![], false), "all taken");
+        // Six more, four kept (4..=9 appended, 6..=9 kept): 4 and 5 are gone.
+        append(&mut s, 6);
+        assert_eq!(claim(&mut s, 1, 0), (vec![6], true), "max 0 takes one");
+        assert_eq!(claim(&mut s, 0, 8), (vec![7, 8, 9], false));
+        // A read still sees what is kept: claiming takes, it does not remove.
+        s.handle_op(
+            InstanceId(0),
+            StoreOp::Read {
+                log: log(),
+                after: 0,
+            },
+            Instant::ZERO,
+        );
+        assert!(matches!(
+            drain(&mut s).as_slice(),
+            [(_, Output::Reply(StoreReply::Read { entries, .. }))] if entries.len() == 4
+        ));
     }
 }

@@ -17,24 +17,36 @@ use crate::ids::HttpId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// One log's followers here, and whether the store confirmed it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-struct Subscription {
-    followers: BTreeSet<HttpId>,
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Subscription<W> {
+    followers: BTreeSet<W>,
     confirmed: bool,
 }
 
-/// The instance's subscriptions (see the module docs).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Subscriptions {
-    live: BTreeMap<LogKey, Subscription>,
+/// The instance's subscriptions (see the module docs); `W` names a
+/// follower (a relayed GET's exchange, a session's mailbox).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Subscriptions<W = HttpId> {
+    live: BTreeMap<LogKey, Subscription<W>>,
     /// `Subscribe` ops sent per log whose confirmation has not come back.
     unconfirmed: BTreeMap<LogKey, usize>,
     ops: VecDeque<StoreOp>,
     /// Confirmations for followers: (follower, push).
-    confirmations: VecDeque<(HttpId, Push)>,
+    confirmations: VecDeque<(W, Push)>,
 }
 
-impl Subscriptions {
+impl<W> Default for Subscriptions<W> {
+    fn default() -> Self {
+        Subscriptions {
+            live: BTreeMap::new(),
+            unconfirmed: BTreeMap::new(),
+            ops: VecDeque::new(),
+            confirmations: VecDeque::new(),
+        }
+    }
+}
+
+impl<W: Clone + Ord> Subscriptions<W> {
     /// Logs subscribed (or being subscribed) here.
     pub fn len(&self) -> usize {
         self.live.len()
@@ -46,18 +58,24 @@ impl Subscriptions {
     }
 
     /// The followers of `log` here, in order.
-    pub fn followers(&self, log: &LogKey) -> impl Iterator<Item = HttpId> + '_ {
+    pub fn followers(&self, log: &LogKey) -> impl Iterator<Item = &W> + '_ {
         self.live
             .get(log)
             .into_iter()
-            .flat_map(|s| s.followers.iter().copied())
+            .flat_map(|s| s.followers.iter())
     }
 
     /// Follower `who` asks to subscribe to `log`.
-    pub fn subscribe(&mut self, who: HttpId, log: LogKey) {
-        let sub = self.live.entry(log.clone()).or_default();
+    pub fn subscribe(&mut self, who: W, log: LogKey) {
+        let sub = self
+            .live
+            .entry(log.clone())
+            .or_insert_with(|| Subscription {
+                followers: BTreeSet::new(),
+                confirmed: false,
+            });
         let first = sub.followers.is_empty();
-        sub.followers.insert(who);
+        sub.followers.insert(who.clone());
         if first {
             *self.unconfirmed.entry(log.clone()).or_default() += 1;
             self.ops.push_back(StoreOp::Subscribe { log });
@@ -68,11 +86,11 @@ impl Subscriptions {
     }
 
     /// Follower `who` leaves `log`.
-    pub fn unsubscribe(&mut self, who: HttpId, log: &LogKey) {
+    pub fn unsubscribe(&mut self, who: &W, log: &LogKey) {
         let Some(sub) = self.live.get_mut(log) else {
             return;
         };
-        sub.followers.remove(&who);
+        sub.followers.remove(who);
         if sub.followers.is_empty() {
             self.live.remove(log);
             self.ops
@@ -92,9 +110,9 @@ impl Subscriptions {
         self.unconfirmed.remove(log);
         if let Some(sub) = self.live.get_mut(log) {
             sub.confirmed = true;
-            for &who in &sub.followers {
+            for who in &sub.followers {
                 self.confirmations
-                    .push_back((who, Push::Subscribed { log: log.clone() }));
+                    .push_back((who.clone(), Push::Subscribed { log: log.clone() }));
             }
         }
     }
@@ -110,7 +128,7 @@ impl Subscriptions {
     }
 
     /// The next confirmation for a follower.
-    pub fn poll_confirmation(&mut self) -> Option<(HttpId, Push)> {
+    pub fn poll_confirmation(&mut self) -> Option<(W, Push)> {
         self.confirmations.pop_front()
     }
 }
@@ -149,11 +167,11 @@ mod tests {
         s.subscribe(HttpId(3), log());
         assert_eq!(confirmed(&mut s), vec![HttpId(3)], "confirmed at once");
         assert!(ops(&mut s).is_empty());
-        s.unsubscribe(HttpId(1), &log());
-        s.unsubscribe(HttpId(2), &log());
+        s.unsubscribe(&HttpId(1), &log());
+        s.unsubscribe(&HttpId(2), &log());
         assert!(ops(&mut s).is_empty(), "one follower is left");
-        assert_eq!(s.followers(&log()).collect::<Vec<_>>(), vec![HttpId(3)]);
-        s.unsubscribe(HttpId(3), &log());
+        assert_eq!(s.followers(&log()).collect::<Vec<_>>(), vec![&HttpId(3)]);
+        s.unsubscribe(&HttpId(3), &log());
         assert_eq!(ops(&mut s), vec![StoreOp::Unsubscribe { log: log() }]);
         assert!(s.is_empty());
     }
@@ -162,7 +180,7 @@ mod tests {
     fn a_late_confirmation_of_an_ended_subscription_confirms_nothing_new() {
         let mut s = Subscriptions::default();
         s.subscribe(HttpId(1), log());
-        s.unsubscribe(HttpId(1), &log());
+        s.unsubscribe(&HttpId(1), &log());
         s.subscribe(HttpId(2), log());
         assert_eq!(ops(&mut s).len(), 3);
         s.handle_subscribed(&log());

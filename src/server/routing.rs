@@ -109,7 +109,7 @@ impl ServerSession {
         true
     }
 
-    fn take_held(&mut self) -> Vec<Arc<Outgoing>> {
+    pub(super) fn take_held(&mut self) -> Vec<Arc<Outgoing>> {
         self.held_bytes = 0;
         self.held.drain(..).map(|(_, o)| o).collect()
     }

@@ -780,6 +780,34 @@ impl ServerSession {
         }
     }
 
+    /// Whether a standalone GET of this session is attached here: where an
+    /// unrelated message goes at once.
+    pub fn has_attached_get(&self) -> bool {
+        self.first_attached_standalone().is_some()
+    }
+
+    /// The unrelated messages held for want of a GET, taken out for another
+    /// instance of a fleet that may hold one (its mailbox). Those held
+    /// before `notifications/initialized` go too: in a fleet a GET is only
+    /// ever attached to a copy past the handshake (a GET shows the client
+    /// completed it), so they still wait for it (R49), and the client may
+    /// have sent it to another instance. Nothing is reported dropped: they
+    /// are on their way.
+    pub fn hand_off_held(&mut self) -> Vec<Arc<Outgoing>> {
+        self.take_held()
+    }
+
+    /// An unrelated message another instance of a fleet handed off (taken
+    /// from the mailbox): on this session's GET if one is attached, else
+    /// held like one emitted here.
+    pub fn deliver_handed(&mut self, out: Arc<Outgoing>, now: Instant) {
+        if self.phase == Phase::Ended {
+            return;
+        }
+        self.deliver_unrelated(out, now);
+        self.update_timers(now);
+    }
+
     /// Whether outputs are waiting to be polled.
     pub fn has_output(&self) -> bool {
         !self.transmits.is_empty() || !self.events.is_empty()
