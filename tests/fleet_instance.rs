@@ -4,7 +4,7 @@
 
 use mcp_streamable::fleet::instance::{FleetConfigError, Instance, InstanceConfig, INSTANCES_MAX};
 use mcp_streamable::fleet::store::{MemoryStore, Output};
-use mcp_streamable::fleet::InstanceId;
+use mcp_streamable::fleet::{Conn, InstanceId, StoreOp, CONTROL};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
@@ -42,6 +42,8 @@ struct Fleet {
     session: Option<SessionId>,
     version: ProtocolVersion,
     next_id: i64,
+    /// Publications on control channels are dropped.
+    lose_announcements: bool,
 }
 
 const TTL_MS: u64 = 60_000;
@@ -73,6 +75,7 @@ impl Fleet {
             session: None,
             version: ProtocolVersion::LATEST,
             next_id: 0,
+            lose_announcements: false,
         }
     }
 
@@ -112,8 +115,13 @@ impl Fleet {
             let mut moved = false;
             for (i, node) in self.nodes.iter_mut().enumerate() {
                 while let Some(op) = node.poll_op() {
-                    self.store.handle_op(InstanceId(i as u16), op, self.now);
                     moved = true;
+                    let control =
+                        matches!(&op, StoreOp::Publish { log, .. } if log.stream == CONTROL);
+                    if control && self.lose_announcements {
+                        continue;
+                    }
+                    self.store.handle_op(InstanceId(i as u16), op, self.now);
                 }
             }
             while let Some((to, out)) = self.store.poll_output() {
@@ -193,6 +201,27 @@ impl Fleet {
         .expect("notifiable");
         self.nodes[i].flush(now);
         self.pump();
+    }
+
+    /// Runs what the store has for the instances, and the store again,
+    /// until nothing moves.
+    fn pump_outputs(&mut self) {
+        while let Some((to, out)) = self.store.poll_output() {
+            let node = &mut self.nodes[usize::from(to.0)];
+            match out {
+                Output::Reply(r) => node.handle_reply(r, self.now),
+                Output::Push(p) => node.handle_push(p, self.now),
+            }
+        }
+        self.pump();
+    }
+
+    /// `handshake`, with the announcement of `initialized` on the session's
+    /// control channel lost on its way (a store connection that failed).
+    fn handshake_losing_the_announcement(&mut self, i: usize, j: usize) {
+        self.lose_announcements = true;
+        self.handshake(i, j);
+        self.lose_announcements = false;
     }
 
     /// `initialize` on instance `i`, answered; `notifications/initialized`
@@ -557,9 +586,77 @@ fn a_resumption_from_before_what_the_store_keeps_is_refused_with_400() {
 }
 
 #[test]
-fn a_request_past_the_handshake_readies_the_copy_that_answered_initialize() {
+fn initialized_on_another_instance_readies_the_copy_that_answered_initialize() {
     let mut f = Fleet::new(2, 64, |_| {});
     f.handshake(0, 1); // `initialized` went to instance 1
+    let sid = f.sid();
+    let copy = |f: &Fleet| f.nodes[0].endpoint().session(&sid).cloned().unwrap();
+    assert!(
+        copy(&f).is_initialized(),
+        "announced on the control channel"
+    );
+    assert_eq!(
+        f.nodes[0].subscriptions_len(),
+        0,
+        "and no longer listened to"
+    );
+    // Past init_timeout_ms the copy lives on, and what is emitted there
+    // goes out (here through the mailbox to the GET on instance 1).
+    f.now = Instant::from_millis(20_000);
+    f.nodes[0].handle_timeout(f.now);
+    f.pump();
+    assert!(!copy(&f).is_ended());
+    let get = f.get(1, None);
+    f.log_message(0, 1);
+    assert_eq!(f.logged(1, get), [1]);
+}
+
+#[test]
+fn the_initialize_answer_waits_for_the_control_channel_too() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let http = f.request_unpumped(0, RequestHead::post(None, None), body);
+    let sid = f.nodes[0].endpoint().route(http).cloned().unwrap();
+    f.nodes[0].poll_event();
+    let now = f.now;
+    let s = f.nodes[0].session_mut(&sid).unwrap();
+    s.respond(
+        &RequestId::Num(1),
+        Ok(RawJson::from(serde_json::json!({}))),
+        now,
+    )
+    .unwrap();
+    f.nodes[0].flush(now);
+    // Run the command connection only (the record stored), not the
+    // subscriber connection: the answer still waits.
+    let ops: Vec<_> = std::iter::from_fn(|| f.nodes[0].poll_op()).collect();
+    let (command, subscriber): (Vec<_>, Vec<_>) =
+        ops.into_iter().partition(|op| op.conn() == Conn::Command);
+    assert_eq!(subscriber.len(), 1, "the control channel: {subscriber:?}");
+    for op in command {
+        f.store.handle_op(InstanceId(0), op, now);
+    }
+    while let Some((_, out)) = f.store.poll_output() {
+        if let Output::Reply(r) = out {
+            f.nodes[0].handle_reply(r, now);
+        }
+    }
+    f.collect();
+    assert!(
+        !f.seen.contains_key(&(0, http)),
+        "stored, not yet listened to"
+    );
+    for op in subscriber {
+        f.store.handle_op(InstanceId(0), op, now);
+    }
+    f.pump_outputs();
+    assert_eq!(f.seen[&(0, http)].status, Some(200));
+}
+
+#[test]
+fn a_request_past_the_handshake_readies_the_copy_when_the_announcement_is_lost() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake_losing_the_announcement(0, 1);
     let sid = f.sid();
     assert!(!f.nodes[0]
         .endpoint()
@@ -572,7 +669,6 @@ fn a_request_past_the_handshake_readies_the_copy_that_answered_initialize() {
         .session(&sid)
         .unwrap()
         .is_initialized());
-    // Past init_timeout_ms the copy lives on.
     f.now = Instant::from_millis(20_000);
     f.nodes[0].handle_timeout(f.now);
     f.pump();

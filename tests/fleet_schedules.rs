@@ -297,6 +297,7 @@ fn scenario(
 /// meanwhile hands its entries back.
 #[allow(clippy::too_many_arguments)]
 fn mailbox_scenario(
+    initialized_on: usize,
     first_get: usize,
     second_get: Option<usize>,
     third_get: usize,
@@ -307,7 +308,7 @@ fn mailbox_scenario(
 ) -> Result<(), String> {
     let mut w = World::new(Relay::Ordered);
     let mut choices = choices.into_iter();
-    let sid = open_session(&mut w);
+    let sid = open_session(&mut w, initialized_on, &mut choices);
     let v = ProtocolVersion::LATEST;
     // Instance 1 takes the session up (a ping lands there), so the
     // application there can emit for it.
@@ -376,11 +377,20 @@ fn mailbox_scenario(
     for node in &w.nodes {
         ensure(node.parked_len() == 0, || "a request still parked".into())?;
     }
+    let creator = w.nodes[0].endpoint().session(&sid);
+    ensure(creator.is_some_and(|s| s.is_initialized()), || {
+        "the copy that answered initialize is not ready".into()
+    })?;
     Ok(())
 }
 
-/// `initialize` and `notifications/initialized` on instance 0, settled.
-fn open_session(w: &mut World) -> SessionId {
+/// `initialize` on instance 0 and `notifications/initialized` on
+/// `initialized_on`, the store's steps between as `choices` say.
+fn open_session(
+    w: &mut World,
+    initialized_on: usize,
+    choices: &mut impl Iterator<Item = u8>,
+) -> SessionId {
     let v = ProtocolVersion::LATEST;
     let init = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{v}","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
@@ -390,11 +400,24 @@ fn open_session(w: &mut World) -> SessionId {
     w.with_session(0, &sid, |s, now| {
         s.respond(&RequestId::Num(1), ok(), now).unwrap();
     });
-    w.settle();
+    // The client sends `initialized` once it has the answer.
+    while !w.seen.contains_key(&(0, http)) {
+        let Some(c) = choices.next() else {
+            w.settle();
+            break;
+        };
+        let steps = w.steps();
+        if steps.is_empty() {
+            break;
+        }
+        w.run(steps[usize::from(c) % steps.len()]);
+    }
     let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    w.request(0, RequestHead::post(Some(&sid), Some(v)), note);
-    w.settle();
-    while w.nodes[0].poll_event().is_some() {}
+    w.request(initialized_on, RequestHead::post(Some(&sid), Some(v)), note);
+    w.shuffle(choices, 4);
+    for node in &mut w.nodes {
+        while node.poll_event().is_some() {}
+    }
     sid
 }
 
@@ -458,6 +481,7 @@ proptest! {
 
     #[test]
     fn unrelated_messages_reach_the_gets_once_on_any_schedule(
+        initialized_on in 0..NODES,
         first_get in 0..NODES,
         second_get in proptest::option::of(0..NODES),
         third_get in 0..NODES,
@@ -467,7 +491,7 @@ proptest! {
         choices in proptest::collection::vec(any::<u8>(), 0..128),
     ) {
         let verdict =
-            mailbox_scenario(first_get, second_get, third_get, n, emitters, drop_after, choices);
+            mailbox_scenario(initialized_on, first_get, second_get, third_get, n, emitters, drop_after, choices);
         prop_assert_eq!(verdict, Ok(()));
     }
 }

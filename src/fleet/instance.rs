@@ -37,7 +37,7 @@ use super::publish::Publisher;
 use super::record::{decode_message, encode_message, SessionRecord};
 use super::subscriptions::Subscriptions;
 use super::writer::StreamLogs;
-use super::{InstanceId, LogKey, Push, Record, Relay, SessionRefresh, StoreOp, StoreReply};
+use super::{Entry, InstanceId, LogKey, Push, Record, Relay, SessionRefresh, StoreOp, StoreReply};
 use crate::error::RequestError;
 use crate::head::{Content, Method, RequestHead, ResponseHead};
 use crate::headers;
@@ -159,6 +159,19 @@ enum Subscriber {
     Relayed(HttpId),
     /// A session's mailbox, claimed from while its GET is attached here.
     Mailbox(SessionId),
+    /// A session's control channel, listened to while the copy that
+    /// answered `initialize` here waits for `notifications/initialized`.
+    Control(SessionId),
+}
+
+/// An `initialize` answered here, withheld until its session's record is
+/// stored and its control channel listened to (the client's next request,
+/// `notifications/initialized` included, may land on any instance).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Creating {
+    session: SessionId,
+    stored: bool,
+    listening: bool,
 }
 
 /// One instance of a fleet (see the module docs).
@@ -177,7 +190,9 @@ pub struct Instance {
     outboxes: BTreeMap<SessionId, Publisher>,
     /// `initialize` exchanges whose session's record is being stored; what
     /// they transmit waits in `withheld` till then.
-    creating: BTreeSet<HttpId>,
+    creating: BTreeMap<HttpId, Creating>,
+    /// Sessions whose control channel is listened to here.
+    controlled: BTreeSet<SessionId>,
     withheld: BTreeMap<HttpId, Vec<Transmit>>,
     /// Sessions changed since their logs were last synced.
     touched: BTreeSet<SessionId>,
@@ -216,7 +231,8 @@ impl Instance {
             logs: StreamLogs::default(),
             claimers: BTreeMap::new(),
             outboxes: BTreeMap::new(),
-            creating: BTreeSet::new(),
+            creating: BTreeMap::new(),
+            controlled: BTreeSet::new(),
             withheld: BTreeMap::new(),
             touched: BTreeSet::new(),
             tapped: BTreeMap::new(),
@@ -357,7 +373,7 @@ impl Instance {
                 let followers: Vec<Subscriber> =
                     self.subscriptions.followers(log).cloned().collect();
                 for who in followers {
-                    self.hand_push(who, push.clone());
+                    self.hand_push(who, push.clone(), now);
                 }
             }
         }
@@ -365,7 +381,7 @@ impl Instance {
     }
 
     /// A push for one follower of its log.
-    fn hand_push(&mut self, who: Subscriber, push: Push) {
+    fn hand_push(&mut self, who: Subscriber, push: Push, now: Instant) {
         match who {
             Subscriber::Relayed(http) => {
                 if let Some(r) = self.relayed.get_mut(&http) {
@@ -377,6 +393,15 @@ impl Instance {
                     c.handle_push(&push);
                 }
             }
+            Subscriber::Control(sid) => match push {
+                Push::Subscribed { .. } => self.listening(&sid),
+                Push::Published { .. } => {
+                    if let Some(s) = self.endpoint.session_mut(&sid) {
+                        s.confirm_initialized(now);
+                        self.touched.insert(sid);
+                    }
+                }
+            },
         }
     }
 
@@ -467,18 +492,27 @@ impl Instance {
             version: s.version(),
             namespace: s.namespace(),
         };
-        self.creating.insert(http);
-        self.gate.create(http.0, sid, record.encode());
+        let creating = Creating {
+            session: sid.clone(),
+            stored: false,
+            listening: false,
+        };
+        self.creating.insert(http, creating);
+        self.gate.create(http.0, sid.clone(), record.encode());
+        let log = LogKey::control(sid.clone());
+        self.subscriptions
+            .subscribe(Subscriber::Control(sid.clone()), log);
+        self.controlled.insert(sid);
     }
 
     /// What the gate decided.
     fn decide(&mut self, now: Instant) {
         while let Some(tag) = self.gate.poll_created() {
             let http = HttpId(tag);
-            self.creating.remove(&http);
-            if let Some(held) = self.withheld.remove(&http) {
-                self.out.extend(held);
+            if let Some(c) = self.creating.get_mut(&http) {
+                c.stored = true;
             }
+            self.release(http);
         }
         while let Some((tag, verdict)) = self.gate.poll_verdict() {
             let http = HttpId(tag);
@@ -510,6 +544,39 @@ impl Instance {
         }
     }
 
+    /// The `initialize` answer on `http` goes out once its record is stored
+    /// and its control channel listened to.
+    fn release(&mut self, http: HttpId) {
+        if !self
+            .creating
+            .get(&http)
+            .is_some_and(|c| c.stored && c.listening)
+        {
+            return;
+        }
+        self.creating.remove(&http);
+        if let Some(held) = self.withheld.remove(&http) {
+            self.out.extend(held);
+        }
+    }
+
+    /// The control channel of `sid` is listened to (or given up): the
+    /// `initialize` answers waiting for it may go.
+    fn listening(&mut self, sid: &SessionId) {
+        let waiting: Vec<HttpId> = self
+            .creating
+            .iter_mut()
+            .filter(|(_, c)| &c.session == sid)
+            .map(|(h, c)| {
+                c.listening = true;
+                *h
+            })
+            .collect();
+        for http in waiting {
+            self.release(http);
+        }
+    }
+
     /// The store knows the session: take it up if need be, then serve.
     fn admitted(&mut self, http: HttpId, p: Parked, record: SessionRecord, now: Instant) {
         let sid = p.session.clone();
@@ -521,6 +588,16 @@ impl Instance {
             return;
         }
         self.touched.insert(sid.clone());
+        if posted_method(&p.head, &p.body) == Some("notifications/initialized") {
+            // Whichever instance answered `initialize` may be waiting.
+            self.ops.push_back(StoreOp::Publish {
+                log: LogKey::control(sid.clone()),
+                entry: Entry {
+                    seq: 0,
+                    record: Record::Blank,
+                },
+            });
+        }
         if past_handshake(&p.head, &p.body) {
             if let Some(s) = self.endpoint.session_mut(&sid) {
                 s.confirm_initialized(now);
@@ -623,13 +700,13 @@ impl Instance {
     /// nothing moves.
     fn settle(&mut self, now: Instant) {
         self.decide(now);
-        self.pump_relayed();
+        self.pump_relayed(now);
         self.take_claimed(now);
         while let Some(t) = self.endpoint.poll_transmit() {
             self.tap(&t);
             match self.withheld.get_mut(&t.http) {
                 Some(held) => held.push(t),
-                None if self.creating.contains(&t.http) => {
+                None if self.creating.contains_key(&t.http) => {
                     self.withheld.insert(t.http, vec![t]);
                 }
                 None => self.out.push_back(t),
@@ -639,14 +716,19 @@ impl Instance {
             match self.endpoint.session(&sid) {
                 Some(s) if !s.is_ended() && !s.version().is_modern() => {
                     let id = self.config.id;
+                    let ready = s.is_initialized();
                     self.logs.sync(s, |stream| numbered_by(id, stream));
                     self.sync_mailbox(&sid);
+                    if ready {
+                        self.stop_listening(&sid);
+                    }
                 }
                 _ => {
                     self.logs.forget(&sid);
                     if let Some(c) = self.claimers.get_mut(&sid) {
                         c.close();
                     }
+                    self.stop_listening(&sid);
                 }
             }
         }
@@ -657,6 +739,17 @@ impl Instance {
             self.send(Waiter::Log(log), op);
         }
         self.mailbox_ops();
+    }
+
+    /// The copy of `sid` here is ready or gone: its control channel is not
+    /// listened to any more (an answer still waiting for it goes).
+    fn stop_listening(&mut self, sid: &SessionId) {
+        if self.controlled.remove(sid) {
+            let log = LogKey::control(sid.clone());
+            self.subscriptions
+                .unsubscribe(&Subscriber::Control(sid.clone()), &log);
+            self.listening(sid);
+        }
     }
 
     /// What claims brought: each on the session's GET here, or held (and so
@@ -808,10 +901,10 @@ impl Instance {
     }
 
     /// The relayed GETs' ops and entries, until no confirmation is left.
-    fn pump_relayed(&mut self) {
+    fn pump_relayed(&mut self, now: Instant) {
         loop {
             while let Some((who, push)) = self.subscriptions.poll_confirmation() {
-                self.hand_push(who, push);
+                self.hand_push(who, push, now);
             }
             let https: Vec<HttpId> = self.relayed.keys().copied().collect();
             for http in https {
@@ -946,16 +1039,21 @@ fn past_handshake(head: &RequestHead, body: &[u8]) -> bool {
     if head.method != Method::Post {
         return true;
     }
+    // A batch, a response or an unreadable body: the session decides.
+    posted_method(head, body).is_some_and(|m| m != "ping" && m != "notifications/initialized")
+}
+
+/// The method of a POST of one request or notification.
+fn posted_method<'a>(head: &RequestHead, body: &'a [u8]) -> Option<&'a str> {
     #[derive(serde::Deserialize)]
     struct Probe<'a> {
         #[serde(borrow)]
         method: Option<&'a str>,
     }
-    match serde_json::from_slice::<Probe<'_>>(body) {
-        Ok(Probe { method: Some(m) }) => m != "ping" && m != "notifications/initialized",
-        // A batch, a response or an unreadable body: the session decides.
-        _ => false,
+    if head.method != Method::Post {
+        return None;
     }
+    serde_json::from_slice::<Probe<'a>>(body).ok()?.method
 }
 
 /// Whether the store answers `op` on the command connection.

@@ -64,10 +64,25 @@ impl LogKey {
     pub fn is_mailbox(&self) -> bool {
         self.stream == MAILBOX
     }
+
+    /// The session's control channel: publications only, never appended.
+    /// The instance that answered `initialize` listens on it until the
+    /// client's `notifications/initialized`, which may land anywhere, is
+    /// announced there.
+    pub fn control(session: SessionId) -> Self {
+        LogKey {
+            session,
+            stream: CONTROL,
+        }
+    }
 }
 
 /// The stream id of a session's mailbox log ([`LogKey::mailbox`]).
 pub const MAILBOX: StreamId = StreamId(0);
+
+/// The stream id of a session's control channel ([`LogKey::control`]):
+/// instance 1's base, which no instance numbers.
+pub const CONTROL: StreamId = StreamId(crate::server::STREAM_ID_SPAN);
 
 /// An entry's number in its log: 1 for the first, contiguous, assigned by
 /// the store in append order.
