@@ -203,6 +203,38 @@ impl Fleet {
         self.pump();
     }
 
+    /// Runs the store for every instance but `held`, whose ops are kept
+    /// back and returned.
+    fn pump_holding_back(&mut self, held: usize) -> Vec<StoreOp> {
+        let mut kept = Vec::new();
+        loop {
+            let mut moved = false;
+            for (i, node) in self.nodes.iter_mut().enumerate() {
+                while let Some(op) = node.poll_op() {
+                    if i == held {
+                        kept.push(op);
+                        continue;
+                    }
+                    self.store.handle_op(InstanceId(i as u16), op, self.now);
+                    moved = true;
+                }
+            }
+            while let Some((to, out)) = self.store.poll_output() {
+                let node = &mut self.nodes[usize::from(to.0)];
+                match out {
+                    Output::Reply(r) => node.handle_reply(r, self.now),
+                    Output::Push(p) => node.handle_push(p, self.now),
+                }
+                moved = true;
+            }
+            if !moved {
+                break;
+            }
+        }
+        self.collect();
+        kept
+    }
+
     /// Runs what the store has for the instances, and the store again,
     /// until nothing moves.
     fn pump_outputs(&mut self) {
@@ -825,4 +857,41 @@ fn a_last_event_id_naming_the_mailbox_is_refused_like_any_unknown_id() {
         assert_eq!(f.seen[&(1, h)].status, Some(400), "{forged}");
         assert!(f.logged(1, h).is_empty());
     }
+}
+
+#[test]
+fn what_a_claim_brings_to_a_copy_ended_meanwhile_goes_back_to_the_mailbox() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let get = f.get(1, None);
+    let sid = f.sid();
+    let now = f.now;
+    let params = RawJson::from(serde_json::json!({ "level": "info", "data": 1 }));
+    let s = f.nodes[0].session_mut(&sid).unwrap();
+    s.notify("notifications/message", Some(params), Cause::Unrelated, now)
+        .unwrap();
+    f.nodes[0].flush(now);
+    // Instance 1 hears of it and claims; the claim is held back while the
+    // copy there ends (closed by its application).
+    let kept = f.pump_holding_back(1);
+    assert!(
+        kept.iter().any(|op| matches!(op, StoreOp::Claim { .. })),
+        "{kept:?}"
+    );
+    f.nodes[1].session_mut(&sid).unwrap().close(now);
+    f.nodes[1].flush(now);
+    for op in kept
+        .into_iter()
+        .chain(std::iter::from_fn(|| f.nodes[1].poll_op()))
+    {
+        f.store.handle_op(InstanceId(1), op, now);
+    }
+    f.pump_outputs();
+    assert!(
+        f.logged(1, get).is_empty(),
+        "the GET there ended with its copy"
+    );
+    // The message went back: the next GET, on instance 0, gets it.
+    let again = f.get(0, None);
+    assert_eq!(f.logged(0, again), [1]);
 }

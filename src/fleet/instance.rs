@@ -764,8 +764,17 @@ impl Instance {
             if entries.is_empty() {
                 continue;
             }
-            let Some(s) = self.endpoint.session_mut(&sid) else {
-                continue; // the session ended here: it is over everywhere
+            let Some(s) = self.endpoint.session_mut(&sid).filter(|s| !s.is_ended()) else {
+                // This copy ended (its idle timer, say) while the session
+                // may live on elsewhere: back to the mailbox, in order.
+                let outbox = self
+                    .outboxes
+                    .entry(sid.clone())
+                    .or_insert_with(|| Publisher::new(LogKey::mailbox(sid.clone())));
+                for e in entries {
+                    outbox.append(e.record);
+                }
+                continue;
             };
             for e in entries {
                 let Record::Message(text) = e.record else {
