@@ -895,3 +895,43 @@ fn what_a_claim_brings_to_a_copy_ended_meanwhile_goes_back_to_the_mailbox() {
     let again = f.get(0, None);
     assert_eq!(f.logged(0, again), [1]);
 }
+
+#[test]
+fn relayed_gets_are_bounded_per_instance_and_per_session() {
+    // Per instance: relayed_max, then 503.
+    let mut f = Fleet::new(2, 64, |c| c.relayed_max = 2);
+    f.handshake(0, 0);
+    let (id, call) = f.call(0);
+    f.progress(0, id, 1);
+    let cursor = f.last_id(0, call);
+    let a = f.get(1, Some(&cursor));
+    let b = f.get(1, Some(&cursor));
+    let c = f.get(1, Some(&cursor));
+    assert_eq!(f.seen[&(1, a)].status, Some(200));
+    assert_eq!(f.seen[&(1, b)].status, Some(200));
+    assert_eq!(f.seen[&(1, c)].status, Some(503), "past relayed_max");
+    assert_eq!(f.nodes[1].relayed_len(), 2);
+    f.close(1, a);
+    let d = f.get(1, Some(&cursor));
+    assert_eq!(f.seen[&(1, d)].status, Some(200), "a place was freed");
+
+    // Per session: its streams_max (32 by default); a newer one ends the
+    // oldest, which is taken over.
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let (id, call) = f.call(0);
+    f.progress(0, id, 1);
+    let cursor = f.last_id(0, call);
+    let gets: Vec<HttpId> = (0..33).map(|_| f.get(1, Some(&cursor))).collect();
+    assert_eq!(f.nodes[1].relayed_len(), 32);
+    assert_eq!(f.seen[&(1, gets[0])].end, Some(EndReason::TakenOver));
+    assert!(gets[1..].iter().all(|h| f.seen[&(1, *h)].end.is_none()));
+    // The rest still get what is written.
+    f.progress(0, id, 2);
+    let got: Vec<u64> = f.seen[&(1, gets[32])]
+        .messages()
+        .into_iter()
+        .filter_map(progress_of)
+        .collect();
+    assert_eq!(got, [2], "after the cursor (progress 1)");
+}

@@ -77,6 +77,11 @@ pub struct InstanceConfig {
     pub refresh: SessionRefresh,
     /// Mailbox entries taken per claim ([`Claimer::new`]).
     pub claim_max: usize,
+    /// GETs served here from other instances' streams at once; past it,
+    /// 503. One session keeps at most its `streams_max` of them here: a
+    /// newer one ends its oldest (`TakenOver`), so one client cannot take
+    /// the instance's share.
+    pub relayed_max: usize,
 }
 
 impl Default for InstanceConfig {
@@ -89,6 +94,7 @@ impl Default for InstanceConfig {
             relay: Relay::Ordered,
             refresh: SessionRefresh::Atomic,
             claim_max: 16,
+            relayed_max: 4096,
         }
     }
 }
@@ -635,6 +641,21 @@ impl Instance {
 
     /// Serves GET `http` from the log of another instance's stream.
     fn relay(&mut self, http: HttpId, p: &Parked, cursor: EventId, record: SessionRecord) {
+        if self.relayed.len() >= self.config.relayed_max {
+            self.endpoint.refuse(http, &RequestError::Overloaded);
+            return;
+        }
+        let mine: Vec<HttpId> = self
+            .relayed
+            .iter()
+            .filter(|(_, r)| r.session == p.session)
+            .map(|(h, _)| *h)
+            .collect();
+        let streams_max = self.endpoint.config().session.streams_max;
+        let excess = (mine.len() + 1).saturating_sub(streams_max.max(1));
+        for old in mine.into_iter().take(excess) {
+            self.end_one_relayed(old, EndReason::TakenOver);
+        }
         let log = LogKey {
             session: p.session.clone(),
             stream: cursor.stream,
@@ -679,21 +700,28 @@ impl Instance {
             .map(|(h, _)| *h)
             .collect();
         for http in ended {
-            if let Some(mut r) = self.relayed.remove(&http) {
-                if !r.head_sent {
-                    self.endpoint.refuse(
-                        http,
-                        &RequestError::UnknownSession {
-                            unauthorized: false,
-                        },
-                    );
-                } else {
-                    self.push(http, TransmitKind::End(EndReason::SessionEnded));
-                }
-                r.follower.close();
-                self.take_follower_ops(http, &mut r);
-            }
+            self.end_one_relayed(http, EndReason::SessionEnded);
         }
+    }
+
+    /// Ends one relayed GET: before its head, as an unknown session would
+    /// be (`SessionEnded`) or as overloaded; after it, with `reason`.
+    fn end_one_relayed(&mut self, http: HttpId, reason: EndReason) {
+        let Some(mut r) = self.relayed.remove(&http) else {
+            return;
+        };
+        if r.head_sent {
+            self.push(http, TransmitKind::End(reason));
+        } else if reason == EndReason::SessionEnded {
+            let e = RequestError::UnknownSession {
+                unauthorized: false,
+            };
+            self.endpoint.refuse(http, &e);
+        } else {
+            self.endpoint.refuse(http, &RequestError::Overloaded);
+        }
+        r.follower.close();
+        self.take_follower_ops(http, &mut r);
     }
 
     /// Mutate, then drain: logs synced, transmits and ops moved out, until
