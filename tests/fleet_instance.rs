@@ -111,32 +111,7 @@ impl Fleet {
 
     /// Runs the store until no instance has anything for it.
     fn pump(&mut self) {
-        loop {
-            let mut moved = false;
-            for (i, node) in self.nodes.iter_mut().enumerate() {
-                while let Some(op) = node.poll_op() {
-                    moved = true;
-                    let control =
-                        matches!(&op, StoreOp::Publish { log, .. } if log.stream == CONTROL);
-                    if control && self.lose_announcements {
-                        continue;
-                    }
-                    self.store.handle_op(InstanceId(i as u16), op, self.now);
-                }
-            }
-            while let Some((to, out)) = self.store.poll_output() {
-                let node = &mut self.nodes[usize::from(to.0)];
-                match out {
-                    Output::Reply(r) => node.handle_reply(r, self.now),
-                    Output::Push(p) => node.handle_push(p, self.now),
-                }
-                moved = true;
-            }
-            if !moved {
-                break;
-            }
-        }
-        self.collect();
+        self.pump_holding_back(usize::MAX);
     }
 
     /// A request on instance `i`, the store not run yet.
@@ -204,7 +179,8 @@ impl Fleet {
     }
 
     /// Runs the store for every instance but `held`, whose ops are kept
-    /// back and returned.
+    /// back and returned, until nothing moves (announcements on control
+    /// channels dropped while `lose_announcements`).
     fn pump_holding_back(&mut self, held: usize) -> Vec<StoreOp> {
         let mut kept = Vec::new();
         loop {
@@ -215,8 +191,13 @@ impl Fleet {
                         kept.push(op);
                         continue;
                     }
-                    self.store.handle_op(InstanceId(i as u16), op, self.now);
                     moved = true;
+                    let control =
+                        matches!(&op, StoreOp::Publish { log, .. } if log.stream == CONTROL);
+                    if control && self.lose_announcements {
+                        continue;
+                    }
+                    self.store.handle_op(InstanceId(i as u16), op, self.now);
                 }
             }
             while let Some((to, out)) = self.store.poll_output() {

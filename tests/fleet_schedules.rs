@@ -201,19 +201,9 @@ fn scenario(
     let mut w = World::new(relay);
     let mut choices = choices.into_iter();
     let v = ProtocolVersion::LATEST;
-    let init = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{v}","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
-    );
-    let http = w.request(0, RequestHead::post(None, None), &init);
-    let sid = w.nodes[0].endpoint().route(http).cloned().unwrap();
-    w.with_session(0, &sid, |s, now| {
-        s.respond(&RequestId::Num(1), ok(), now).unwrap();
-    });
+    // The handshake settled at once: the schedule is the call's.
+    let sid = open_session(&mut w, 0, &mut std::iter::empty());
     w.settle();
-    let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    w.request(0, RequestHead::post(Some(&sid), Some(v)), note);
-    w.settle();
-    while w.nodes[0].poll_event().is_some() {}
 
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}"#;
     let first = w.request(writer, RequestHead::post(Some(&sid), Some(v)), call);

@@ -35,6 +35,18 @@ impl Log {
     fn next_seq(&self) -> Seq {
         self.first + self.entries.len() as Seq
     }
+
+    /// The entries kept with a number past `after`, in order.
+    fn after(&self, after: Seq) -> impl Iterator<Item = Entry> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .map(|(i, record)| Entry {
+                seq: self.first + i as Seq,
+                record: record.clone(),
+            })
+            .filter(move |e| e.seq > after)
+    }
 }
 
 /// A session's record and when it expires.
@@ -259,35 +271,17 @@ impl MemoryStore {
             return (Vec::new(), false);
         };
         let from = l.claimed.max(l.first - 1);
-        let entries: Vec<Entry> = l
-            .entries
-            .iter()
-            .enumerate()
-            .map(|(i, record)| Entry {
-                seq: l.first + i as Seq,
-                record: record.clone(),
-            })
-            .filter(|e| e.seq > from)
-            .take(max)
-            .collect();
+        let entries: Vec<Entry> = l.after(from).take(max).collect();
         l.claimed = entries.last().map_or(from, |e| e.seq);
         let more = l.claimed + 1 < l.next_seq();
         (entries, more)
     }
 
     fn read(&self, log: &LogKey, after: Seq) -> Vec<Entry> {
-        let Some(l) = self.logs.get(log) else {
-            return Vec::new();
-        };
-        l.entries
-            .iter()
-            .enumerate()
-            .map(|(i, record)| Entry {
-                seq: l.first + i as Seq,
-                record: record.clone(),
-            })
-            .filter(|e| e.seq > after)
-            .collect()
+        self.logs
+            .get(log)
+            .map(|l| l.after(after).collect())
+            .unwrap_or_default()
     }
 }
 
