@@ -197,8 +197,6 @@ pub struct Instance {
     /// `initialize` exchanges whose session's record is being stored; what
     /// they transmit waits in `withheld` till then.
     creating: BTreeMap<HttpId, Creating>,
-    /// Sessions whose control channel is listened to here.
-    controlled: BTreeSet<SessionId>,
     withheld: BTreeMap<HttpId, Vec<Transmit>>,
     /// Sessions changed since their logs were last synced.
     touched: BTreeSet<SessionId>,
@@ -238,7 +236,6 @@ impl Instance {
             claimers: BTreeMap::new(),
             outboxes: BTreeMap::new(),
             creating: BTreeMap::new(),
-            controlled: BTreeSet::new(),
             withheld: BTreeMap::new(),
             touched: BTreeSet::new(),
             tapped: BTreeMap::new(),
@@ -506,9 +503,7 @@ impl Instance {
         self.creating.insert(http, creating);
         self.gate.create(http.0, sid.clone(), record.encode());
         let log = LogKey::control(sid.clone());
-        self.subscriptions
-            .subscribe(Subscriber::Control(sid.clone()), log);
-        self.controlled.insert(sid);
+        self.subscriptions.subscribe(Subscriber::Control(sid), log);
     }
 
     /// What the gate decided.
@@ -772,11 +767,26 @@ impl Instance {
     /// The copy of `sid` here is ready or gone: its control channel is not
     /// listened to any more (an answer still waiting for it goes).
     fn stop_listening(&mut self, sid: &SessionId) {
-        if self.controlled.remove(sid) {
-            let log = LogKey::control(sid.clone());
-            self.subscriptions
-                .unsubscribe(&Subscriber::Control(sid.clone()), &log);
+        let log = LogKey::control(sid.clone());
+        let me = Subscriber::Control(sid.clone());
+        if self.subscriptions.followers(&log).any(|w| *w == me) {
+            self.subscriptions.unsubscribe(&me, &log);
             self.listening(sid);
+        }
+    }
+
+    /// Appends `records` to `sid`'s mailbox, in order.
+    fn append_to_mailbox(&mut self, sid: &SessionId, records: impl IntoIterator<Item = Record>) {
+        let mut records = records.into_iter().peekable();
+        if records.peek().is_none() {
+            return;
+        }
+        let outbox = self
+            .outboxes
+            .entry(sid.clone())
+            .or_insert_with(|| Publisher::new(LogKey::mailbox(sid.clone())));
+        for record in records {
+            outbox.append(record);
         }
     }
 
@@ -795,13 +805,7 @@ impl Instance {
             let Some(s) = self.endpoint.session_mut(&sid).filter(|s| !s.is_ended()) else {
                 // This copy ended (its idle timer, say) while the session
                 // may live on elsewhere: back to the mailbox, in order.
-                let outbox = self
-                    .outboxes
-                    .entry(sid.clone())
-                    .or_insert_with(|| Publisher::new(LogKey::mailbox(sid.clone())));
-                for e in entries {
-                    outbox.append(e.record);
-                }
+                self.append_to_mailbox(&sid, entries.into_iter().map(|e| e.record));
                 continue;
             };
             for e in entries {
@@ -829,29 +833,21 @@ impl Instance {
         let Some(s) = self.endpoint.session_mut(sid) else {
             return;
         };
-        let attached = s.has_attached_get();
-        let handed = if attached {
-            Vec::new()
-        } else {
-            s.hand_off_held()
-        };
-        if !handed.is_empty() {
-            let outbox = self
-                .outboxes
+        if s.has_attached_get() {
+            let max = self.config.claim_max;
+            self.claimers
                 .entry(sid.clone())
-                .or_insert_with(|| Publisher::new(LogKey::mailbox(sid.clone())));
-            for out in handed {
-                outbox.append(Record::Message(encode_message(out.key, &out.message)));
-            }
+                .or_insert_with(|| Claimer::new(sid.clone(), max))
+                .open();
+            return;
         }
-        let claimer = self
-            .claimers
-            .entry(sid.clone())
-            .or_insert_with(|| Claimer::new(sid.clone(), self.config.claim_max));
-        if attached {
-            claimer.open();
-        } else {
-            claimer.close();
+        let handed = s.hand_off_held();
+        let records = handed
+            .iter()
+            .map(|out| Record::Message(encode_message(out.key, &out.message)));
+        self.append_to_mailbox(sid, records);
+        if let Some(c) = self.claimers.get_mut(sid) {
+            c.close();
         }
     }
 
