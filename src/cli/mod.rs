@@ -6,3 +6,4 @@ pub mod explore;
 pub mod probe;
 pub mod replay;
 pub mod serve;
+pub mod serve_fleet;

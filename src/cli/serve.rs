@@ -53,6 +53,18 @@ pub struct ServeArgs {
     /// End sessions that have not sent `notifications/initialized` after this many ms.
     #[arg(long)]
     init_timeout_ms: Option<u64>,
+    /// Serve as one instance of a fleet sharing this store: `redis://host:port`
+    /// (built with `--features redis`). Run each instance with its own
+    /// `--instance` and the same `--app-secret` (docs/fleets.md).
+    #[arg(long)]
+    store: Option<String>,
+    /// This instance's id in its fleet (unique, below 4096).
+    #[arg(long, default_value_t = 0)]
+    instance: u16,
+    /// The fleet's application secret, 64 hex digits, the same on every
+    /// instance (MRTR states sealed on one are opened on another).
+    #[arg(long)]
+    app_secret: Option<String>,
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
@@ -83,6 +95,12 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     }
     if args.any_host {
         options.endpoint.allow.hosts.clear();
+    }
+    if let Some(hex) = &args.app_secret {
+        options.app_secret = Some(parse_secret(hex)?);
+    }
+    if let Some(store) = args.store.clone() {
+        return super::serve_fleet::run(args.addr, args.instance, &store, options, args.threads);
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads.max(1))
@@ -136,4 +154,22 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
             ExitCode::from(1)
         })
     })
+}
+
+/// 32 bytes from 64 hex digits.
+fn parse_secret(hex: &str) -> Result<[u8; 32], String> {
+    let bad = || {
+        format!(
+            "--app-secret: expected 64 hex digits, got {} characters",
+            hex.len()
+        )
+    };
+    if hex.len() != 64 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let mut key = [0u8; 32];
+    for (i, b) in key.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(key)
 }

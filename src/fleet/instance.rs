@@ -47,7 +47,7 @@ use crate::policy::{EventIdScheme, ServerPolicy};
 use crate::server::event_ids::EventIdCodec;
 use crate::server::{
     modern, request, Cause, Dispatched, EndReason, EndpointConfig, Outgoing, ServerEndpoint,
-    ServerEvent, ServerSession, SessionTimer, Transmit, TransmitKind, STREAM_ID_SPAN,
+    ServerEvent, ServerSession, SessionTimer, Transmit, TransmitKind, UnreadBody, STREAM_ID_SPAN,
 };
 use crate::time::Instant;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -322,6 +322,19 @@ impl Instance {
         http
     }
 
+    /// A request whose body could not be read (too large, unreadable, too
+    /// slow): refused at once, as by the endpoint alone.
+    pub fn handle_unread_body(
+        &mut self,
+        head: &RequestHead,
+        why: UnreadBody,
+        now: Instant,
+    ) -> HttpId {
+        let d = self.endpoint.handle_unread_body(head, why, now);
+        self.settle(now);
+        d.http
+    }
+
     /// Exchange `http` is over (answered, or the client went away).
     pub fn handle_http_closed(&mut self, http: HttpId, now: Instant) {
         self.parked.remove(&http);
@@ -424,6 +437,27 @@ impl Instance {
     pub fn session_mut(&mut self, id: &SessionId) -> Option<&mut ServerSession> {
         self.touched.insert(id.clone());
         self.endpoint.session_mut(id)
+    }
+
+    /// The endpoint, for an application's turn on `sid` (a
+    /// [`Cx`](crate::app::Cx)): the session is synced at the next
+    /// [`Self::flush`].
+    pub(crate) fn endpoint_for_app(&mut self, sid: &SessionId) -> &mut ServerEndpoint {
+        self.touched.insert(sid.clone());
+        &mut self.endpoint
+    }
+
+    /// Every session here is synced at the next [`Self::flush`] (after a
+    /// broadcast, which may have reached any of them).
+    pub fn touch_all(&mut self) {
+        self.touched
+            .extend(self.endpoint.named_session_ids().cloned());
+    }
+
+    /// The applications' secret ([`ServerEndpoint::set_app_secret`]): one
+    /// for the whole fleet.
+    pub fn set_app_secret(&mut self, key: [u8; 32]) {
+        self.endpoint.set_app_secret(key);
     }
 
     /// Moves what the application's commands produced to the outputs.

@@ -22,6 +22,7 @@
 //! [`store::MemoryStore`] is the store as a pure state machine: the default
 //! for one process, and the store of the fleet checker.
 
+pub mod driver;
 pub mod follow;
 pub mod gate;
 pub mod instance;

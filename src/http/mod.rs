@@ -7,7 +7,11 @@
 mod body;
 pub mod client;
 pub(crate) mod clock;
+mod exchanges;
+pub mod fleet;
 mod io;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod server;
 
 pub use crate::app::{everything, App, Cx, EchoApp, EverythingApp, Tap};

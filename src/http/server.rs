@@ -19,7 +19,8 @@
 //! moves the driver's [`Write`]s to hyper and time to the driver. A task ends
 //! when its session has ended and its exchanges are closed.
 
-use super::body::{ClosedTx, ResponseBody};
+use super::body::ResponseBody;
+use super::exchanges::{Exchanges, Reply, Written};
 use super::io::Listen;
 use crate::app::{App, Fanout};
 use crate::error::RequestError;
@@ -118,9 +119,9 @@ const HTTP_IDS_PER_TASK: u64 = 1 << 32;
 pub struct ServerHandle {
     /// The address it listens on (TCP).
     pub addr: Option<SocketAddr>,
-    shutdown: watch::Sender<bool>,
-    accept: JoinHandle<()>,
-    live: Arc<(AtomicUsize, Notify)>,
+    pub(crate) shutdown: watch::Sender<bool>,
+    pub(crate) accept: JoinHandle<()>,
+    pub(crate) live: Arc<(AtomicUsize, Notify)>,
 }
 
 impl ServerHandle {
@@ -141,8 +142,6 @@ impl ServerHandle {
 
 /// Starts servers.
 pub struct Server;
-
-type Reply = (WireHead, ResponseBody);
 
 /// What a session task is sent: a request (boxed so the mailbox's slots stay
 /// small), or the order to end its session, evicted to make room.
@@ -198,7 +197,7 @@ struct RequestForOwner {
 /// The whole body, within the core's bound (refused at once when
 /// `Content-Length` already says more: nothing read, no `100 Continue`) and
 /// the body read timeout.
-async fn read_body<B: RequestBody>(
+pub(crate) async fn read_body<B: RequestBody>(
     head: &RequestHead,
     body: B,
     options: &ServerOptions,
@@ -392,7 +391,8 @@ impl Server {
     ) -> ServerHandle {
         let (service, mut handle) = Self::start(options, make_app, tap);
         let stop = handle.shutdown.subscribe();
-        handle.accept = tokio::spawn(accept_loop(listener, service, stop));
+        let options = service.shared.options.clone();
+        handle.accept = tokio::spawn(accept_loop(listener, options, service, stop));
         handle
     }
 }
@@ -403,12 +403,26 @@ impl Server {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PeerAddr(pub SocketAddr);
 
-async fn accept_loop<L: Listen, A: App>(
+/// Accepts connections within `options`' bounds and serves each with
+/// `service`, until `shutdown`. Written once for every shell that serves.
+pub(crate) async fn accept_loop<L, S>(
     mut listener: L,
-    service: McpService<A>,
+    options: ServerOptions,
+    service: S,
     mut shutdown: watch::Receiver<bool>,
-) {
-    let options = &service.shared.options;
+) where
+    L: Listen,
+    S: hyper::service::Service<
+            hyper::Request<Incoming>,
+            Response = hyper::Response<ResponseBody>,
+            Error = Infallible,
+            Future = McpFuture,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+{
+    let options = &options;
     let slots = Arc::new(tokio::sync::Semaphore::new(options.connections_max.max(1)));
     let (header_timeout, backoff_max) = (options.header_read_timeout, options.accept_backoff_max);
     let mut backoff = std::time::Duration::ZERO;
@@ -450,7 +464,7 @@ async fn accept_loop<L: Listen, A: App>(
                 if let Some(peer) = peer {
                     req.extensions_mut().insert(PeerAddr(peer));
                 }
-                hyper::service::Service::call(&service, req)
+                service.call(req)
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
@@ -477,19 +491,7 @@ async fn serve_one<A: App, B: RequestBody>(
     req: hyper::Request<B>,
     shared: Arc<Shared<A>>,
 ) -> Result<hyper::Response<ResponseBody>, Infallible> {
-    let head = RequestHead {
-        method: Method::parse(req.method().as_str()),
-        headers: req
-            .headers()
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
-    };
+    let head = request_head(&req);
     let peer = req.extensions().get::<PeerAddr>().map(|p| p.0);
     let body = read_body(&head, req.into_body(), &shared.options).await;
     let (reply, rx) = oneshot::channel();
@@ -526,6 +528,23 @@ async fn serve_one<A: App, B: RequestBody>(
         return Ok(unavailable());
     };
     Ok(response(head, body))
+}
+
+/// The core's view of a request's head.
+pub(crate) fn request_head<B>(req: &hyper::Request<B>) -> RequestHead {
+    RequestHead {
+        method: Method::parse(req.method().as_str()),
+        headers: req
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+    }
 }
 
 /// The channel of the task running `sid`, waking it if it is parked; `None`
@@ -592,10 +611,11 @@ fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>
         start,
         broadcasts,
         origin,
-        exchanges: BTreeMap::new(),
-        closed_tx,
-        frames_queued_max: shared.options.frames_queued_max,
-        frame_bytes_queued_max: shared.options.frame_bytes_queued_max,
+        exchanges: Exchanges::new(
+            closed_tx,
+            shared.options.frames_queued_max,
+            shared.options.frame_bytes_queued_max,
+        ),
         reported: None,
         registered,
         inbox: inbox.clone(),
@@ -665,7 +685,7 @@ async fn sweep<A: App>(shared: Arc<Shared<A>>, period: std::time::Duration) {
 
 /// The shell's own refusal when a session's queue of requests is full: the
 /// core's answer for [`RequestError::Overloaded`].
-fn unavailable() -> hyper::Response<ResponseBody> {
+pub(crate) fn unavailable() -> hyper::Response<ResponseBody> {
     let (tx, _) = mpsc::unbounded_channel();
     let Write::Whole { head, body } = Write::refusal(&RequestError::Overloaded) else {
         unreachable!("a refusal is a whole response")
@@ -674,7 +694,7 @@ fn unavailable() -> hyper::Response<ResponseBody> {
 }
 
 /// The hyper response for a head the core wrote.
-fn response(head: WireHead, body: ResponseBody) -> hyper::Response<ResponseBody> {
+pub(crate) fn response(head: WireHead, body: ResponseBody) -> hyper::Response<ResponseBody> {
     let mut r = hyper::Response::new(body);
     *r.status_mut() = hyper::StatusCode::from_u16(head.status)
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
@@ -688,12 +708,6 @@ fn response(head: WireHead, body: ResponseBody) -> hyper::Response<ResponseBody>
     r
 }
 
-enum Exchange {
-    AwaitingHead(oneshot::Sender<Reply>),
-    /// Frames to the body, and the bytes still queued in them.
-    Streaming(mpsc::Sender<Bytes>, Arc<AtomicUsize>),
-}
-
 /// The task that owns one session's core and application.
 struct Owner<A: App> {
     driver: ServerDriver<A>,
@@ -702,10 +716,7 @@ struct Owner<A: App> {
     broadcasts: broadcast::Receiver<Arc<Broadcast>>,
     /// This driver's origin in [`Broadcast::from`].
     origin: u64,
-    exchanges: BTreeMap<HttpId, Exchange>,
-    closed_tx: ClosedTx,
-    frames_queued_max: usize,
-    frame_bytes_queued_max: usize,
+    exchanges: Exchanges,
     /// The session this task registered in the routing table.
     registered: Option<SessionId>,
     /// What the shared admission table last heard of the session.
@@ -924,11 +935,11 @@ impl<A: App> Owner<A> {
             Err(why) => self.driver.handle_request(&head, Err(*why), peer, now),
         };
         tracing::debug!(%http, "request handled");
-        self.exchanges.insert(http, Exchange::AwaitingHead(reply));
+        self.exchanges.awaiting(http, reply);
     }
 
     fn on_closed(&mut self, http: HttpId) {
-        self.exchanges.remove(&http);
+        self.exchanges.remove(http);
         let now = self.now();
         self.driver.handle_http_closed(http, now);
     }
@@ -962,46 +973,10 @@ impl<A: App> Owner<A> {
     }
 
     fn write(&mut self, http: HttpId, write: Write) {
-        let ends = write.ends();
-        match (self.exchanges.remove(&http), write) {
-            (Some(Exchange::AwaitingHead(reply)), Write::Whole { head, body }) => {
-                let closed = self.closed_tx.clone();
-                let _ = reply.send((head, ResponseBody::full(http, Bytes::from(body), closed)));
-            }
-            (Some(Exchange::AwaitingHead(reply)), Write::Open { head, body }) => {
-                let closed = self.closed_tx.clone();
-                let (tx, rx) = mpsc::channel(self.frames_queued_max);
-                let queued = Arc::new(AtomicUsize::new(body.len()));
-                if !body.is_empty() {
-                    let _ = tx.try_send(Bytes::from(body));
-                }
-                if reply
-                    .send((head, ResponseBody::stream(http, rx, queued.clone(), closed)))
-                    .is_ok()
-                {
-                    self.exchanges.insert(http, Exchange::Streaming(tx, queued));
-                }
-            }
-            (Some(Exchange::Streaming(tx, queued)), Write::More(body) | Write::Last(body)) => {
-                let len = body.len();
-                // Counted before it is sent: the body subtracts what it takes.
-                let behind = len > 0
-                    && queued.fetch_add(len, Ordering::AcqRel) + len > self.frame_bytes_queued_max;
-                if len > 0 && (behind || tx.try_send(Bytes::from(body)).is_err()) {
-                    // Too slow (or gone): close it; the stream stays resumable.
-                    let now = self.now();
-                    self.driver.handle_http_closed(http, now);
-                    return;
-                }
-                if !ends {
-                    self.exchanges.insert(http, Exchange::Streaming(tx, queued));
-                }
-            }
-            // The core writes a head first and once: nothing else can come.
-            (Some(exchange), _) => {
-                self.exchanges.insert(http, exchange);
-            }
-            (None, _) => {}
+        if self.exchanges.write(http, write) == Written::TooSlow {
+            // Too slow (or gone): closed; the stream stays resumable.
+            let now = self.now();
+            self.driver.handle_http_closed(http, now);
         }
     }
 }

@@ -344,17 +344,17 @@ impl<A: App> ServerDriver<A> {
     }
 }
 
-/// What the application's turn borrows of the driver.
-struct Parts<'a, A> {
-    ep: &'a mut ServerEndpoint,
-    app: &'a mut A,
-    timers: &'a mut Vec<AppTimer>,
-    tap: &'a Option<Arc<Mutex<Tap>>>,
-    fanout: &'a Option<Fanout>,
+/// What the application's turn borrows of the driver (or of the fleet's).
+pub(crate) struct Parts<'a, A> {
+    pub(crate) ep: &'a mut ServerEndpoint,
+    pub(crate) app: &'a mut A,
+    pub(crate) timers: &'a mut Vec<AppTimer>,
+    pub(crate) tap: &'a Option<Arc<Mutex<Tap>>>,
+    pub(crate) fanout: &'a Option<Fanout>,
 }
 
 /// The application's turn: `f` with a [`Cx`] for `session`.
-fn run_app<A: App>(
+pub(crate) fn run_app<A: App>(
     parts: Parts<'_, A>,
     session: SessionId,
     now: Instant,
@@ -372,7 +372,12 @@ fn run_app<A: App>(
 }
 
 /// An event for the application (dropped messages were already observed).
-fn dispatch<A: App>(parts: Parts<'_, A>, session: SessionId, event: ServerEvent, now: Instant) {
+pub(crate) fn dispatch<A: App>(
+    parts: Parts<'_, A>,
+    session: SessionId,
+    event: ServerEvent,
+    now: Instant,
+) {
     match event {
         ServerEvent::Dropped { .. } => {}
         ServerEvent::SessionEnded => {

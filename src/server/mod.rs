@@ -4,7 +4,7 @@
 pub mod admission;
 mod attach;
 mod drain;
-mod driver;
+pub(crate) mod driver;
 mod endpoint;
 pub mod event_ids;
 mod listen;

@@ -1,0 +1,77 @@
+//! `mcp-streamable serve --store redis://…`: one instance of a fleet, the
+//! reference application on [`FleetServer`], its state shared through Redis.
+
+use mcp_streamable::fleet::instance::InstanceConfig;
+use mcp_streamable::fleet::InstanceId;
+use mcp_streamable::http::fleet::{FleetOptions, FleetServer};
+use mcp_streamable::http::{EverythingApp, ServerOptions};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+/// Serves instance `instance` on `addr` with the store at `store`.
+pub fn run(
+    addr: SocketAddr,
+    instance: u16,
+    store: &str,
+    server: ServerOptions,
+    threads: usize,
+) -> Result<ExitCode, String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let instance = InstanceConfig {
+            id: InstanceId(instance),
+            ..InstanceConfig::default()
+        };
+        let link = connect(store, &instance).await?;
+        let options = FleetOptions { server, instance };
+        let handle = FleetServer::bind(addr, options, EverythingApp::default(), link)
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
+        let local = handle.addr.unwrap_or(addr);
+        println!(
+            "mcp-streamable serving http://{local}/mcp (fleet instance {}, store {store})",
+            instance.id.0
+        );
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| e.to_string())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        handle.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+#[cfg(feature = "redis")]
+async fn connect(
+    store: &str,
+    instance: &InstanceConfig,
+) -> Result<mcp_streamable::http::fleet::StoreLink, String> {
+    use mcp_streamable::http::redis::{connect, RedisOptions};
+    if !store.starts_with("redis://") {
+        return Err(format!(
+            "--store: expected redis://host:port, got {store:?}"
+        ));
+    }
+    let options = RedisOptions {
+        url: store.to_owned(),
+        log_ttl_ms: instance.session_ttl_ms,
+        ..RedisOptions::default()
+    };
+    connect(options).await.map_err(|e| format!("{store}: {e}"))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn connect(
+    store: &str,
+    _: &InstanceConfig,
+) -> Result<mcp_streamable::http::fleet::StoreLink, String> {
+    Err(format!(
+        "--store {store}: this build has no Redis store (cargo build --release --features redis)"
+    ))
+}

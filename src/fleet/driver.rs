@@ -1,0 +1,235 @@
+//! [`FleetDriver`]: the loop every fleet embedding runs, written once.
+//!
+//! The fleet's counterpart of [`ServerDriver`](crate::server::ServerDriver):
+//! an [`Instance`], its application and what is ready to write. A transport
+//! gives it what happens (a request, an exchange the peer closed, what the
+//! store sent back on either connection, the time) and moves what it has
+//! ready: [`Write`]s to the wire, [`StoreOp`]s to the store. Every decision
+//! stays in the instance and the endpoint within it:
+//!
+//! ```text
+//!   handle_request / handle_http_closed / handle_reply / handle_push / handle_timeout
+//!        │
+//!        ▼   events → App (Cx: respond, notify, request, after)
+//!   Instance ──transmits──► Wire ──► poll_write()
+//!      │  ▲                   │
+//!      │  └── an exchange the driver ended
+//!      └──ops──► poll_op()   (to the store; replies and pushes come back as inputs)
+//! ```
+//!
+//! Broadcasts reach this instance's sessions (a fleet-wide broadcast is not
+//! built yet, `docs/fleets.md`).
+
+use super::instance::Instance;
+use super::{Push, StoreOp, StoreReply};
+use crate::app::{App, Cx, Fanout};
+use crate::ids::{HttpId, SessionId};
+use crate::server::driver::{dispatch, run_app, AppTimer, Parts};
+use crate::server::wire::{Wire, Write};
+use crate::server::{RequestHead, UnreadBody};
+use crate::time::Instant;
+use std::collections::{BTreeSet, VecDeque};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// An instance, its application, and what is ready to write and to send to
+/// the store (see the module docs).
+pub struct FleetDriver<A: App> {
+    instance: Instance,
+    app: A,
+    timers: Vec<AppTimer>,
+    /// Exchanges a request opened and no write has ended yet.
+    open: BTreeSet<HttpId>,
+    wire: Wire,
+    writes: VecDeque<(HttpId, Write)>,
+    /// Set by the application's broadcasts: every session here is synced
+    /// after its turn (the broadcast may have reached any of them).
+    broadcasted: Arc<AtomicBool>,
+    fanout: Option<Fanout>,
+}
+
+impl<A: App> FleetDriver<A> {
+    /// Drives `instance` for `app`.
+    pub fn new(instance: Instance, app: A) -> Self {
+        let broadcasted = Arc::new(AtomicBool::new(false));
+        let flag = broadcasted.clone();
+        let fanout: Fanout = Arc::new(move |_, _| flag.store(true, Ordering::Relaxed));
+        FleetDriver {
+            instance,
+            app,
+            timers: Vec::new(),
+            open: BTreeSet::new(),
+            wire: Wire::new(),
+            writes: VecDeque::new(),
+            broadcasted,
+            fanout: Some(fanout),
+        }
+    }
+
+    // ----- getters -----
+
+    /// The instance.
+    pub fn instance(&self) -> &Instance {
+        &self.instance
+    }
+
+    /// The application.
+    pub fn app(&self) -> &A {
+        &self.app
+    }
+
+    /// Whether exchange `http` is still being answered.
+    pub fn is_open(&self, http: HttpId) -> bool {
+        self.open.contains(&http)
+    }
+
+    // ----- handle_* -----
+
+    /// A request arrived: its head, and its body or why it could not be
+    /// read. Returns the exchange its answer will be written on.
+    pub fn handle_request(
+        &mut self,
+        head: &RequestHead,
+        body: Result<&[u8], UnreadBody>,
+        peer: Option<IpAddr>,
+        now: Instant,
+    ) -> HttpId {
+        let http = match body {
+            Ok(b) => self.instance.handle_request(head, b, peer, now),
+            Err(why) => self.instance.handle_unread_body(head, why, now),
+        };
+        // What it transmits waits in the instance until the pump.
+        self.open.insert(http);
+        self.pump(now);
+        http
+    }
+
+    /// The peer closed exchange `http` (or the transport gave up on it).
+    pub fn handle_http_closed(&mut self, http: HttpId, now: Instant) {
+        self.open.remove(&http);
+        self.instance.handle_http_closed(http, now);
+        self.pump(now);
+    }
+
+    /// A reply on the store's command connection.
+    pub fn handle_reply(&mut self, reply: StoreReply, now: Instant) {
+        self.instance.handle_reply(reply, now);
+        self.pump(now);
+    }
+
+    /// Something on the store's subscriber connection.
+    pub fn handle_push(&mut self, push: Push, now: Instant) {
+        self.instance.handle_push(push, now);
+        self.pump(now);
+    }
+
+    /// Time passed: the instance's timers and the application's.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.instance.handle_timeout(now);
+        let (due, rest): (Vec<_>, Vec<_>) = self.timers.drain(..).partition(|(t, _, _)| *t <= now);
+        self.timers = rest;
+        for (_, session, token) in due {
+            self.run_app(session, now, |app, cx| app.on_timer(cx, token));
+        }
+        self.pump(now);
+    }
+
+    // ----- commands -----
+
+    /// The applications' secret (the key of MRTR `requestState`): the same
+    /// on every instance of a fleet, or a state sealed on one is refused on
+    /// another.
+    pub fn set_app_secret(&mut self, key: [u8; 32]) {
+        self.instance.set_app_secret(key);
+    }
+
+    /// Runs `f` with the application and a [`Cx`] for `session` (to notify
+    /// from outside a callback), then the loop.
+    pub fn with_app(
+        &mut self,
+        session: SessionId,
+        now: Instant,
+        f: impl FnOnce(&mut A, &mut Cx<'_>),
+    ) {
+        self.run_app(session, now, f);
+        self.pump(now);
+    }
+
+    fn run_app(&mut self, session: SessionId, now: Instant, f: impl FnOnce(&mut A, &mut Cx<'_>)) {
+        let parts = Parts {
+            ep: self.instance.endpoint_for_app(&session),
+            app: &mut self.app,
+            timers: &mut self.timers,
+            tap: &None,
+            fanout: &self.fanout,
+        };
+        run_app(parts, session, now, f);
+    }
+
+    // ----- poll_* -----
+
+    /// The next write, in order.
+    pub fn poll_write(&mut self) -> Option<(HttpId, Write)> {
+        self.writes.pop_front()
+    }
+
+    /// The next op for the store; [`StoreOp::conn`] says which connection.
+    pub fn poll_op(&mut self) -> Option<StoreOp> {
+        self.instance.poll_op()
+    }
+
+    /// When the driver next needs [`handle_timeout`](Self::handle_timeout).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let core = self.instance.poll_timeout().map(|(t, _)| t);
+        let app = self.timers.iter().map(|(t, _, _)| *t).min();
+        match (core, app) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    // ----- the loop -----
+
+    /// Events to the application, the instance settled, transmits to the
+    /// wire, the exchanges the writes ended told to the instance; until
+    /// nothing moves.
+    fn pump(&mut self, now: Instant) {
+        loop {
+            let mut moved = false;
+            while let Some((session, event)) = self.instance.poll_event() {
+                moved = true;
+                let parts = Parts {
+                    ep: self.instance.endpoint_for_app(&session),
+                    app: &mut self.app,
+                    timers: &mut self.timers,
+                    tap: &None,
+                    fanout: &self.fanout,
+                };
+                dispatch(parts, session, event, now);
+            }
+            if self.broadcasted.swap(false, Ordering::Relaxed) {
+                self.instance.touch_all();
+            }
+            self.instance.flush(now);
+            while let Some(t) = self.instance.poll_transmit() {
+                self.wire.push(&t);
+            }
+            while let Some((http, write)) = self.wire.poll_write() {
+                if !self.open.contains(&http) {
+                    continue;
+                }
+                if write.ends() {
+                    // Over for the instance too, now: it may free the stream.
+                    self.open.remove(&http);
+                    self.instance.handle_http_closed(http, now);
+                    moved = true;
+                }
+                self.writes.push_back((http, write));
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+}

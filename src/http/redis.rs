@@ -1,0 +1,483 @@
+//! The store on Redis: one instance's [`StoreLink`] as two Redis
+//! connections (`docs/fleets.md`, "The seam").
+//!
+//! | op | Redis |
+//! |---|---|
+//! | `Append` | a script: `XADD log MAXLEN n 0-* k v` (Redis numbers the entry: id `0-seq`), the log's TTL pushed, the log listed in the session's index |
+//! | `Publish` | `PUBLISH` on the log's channel, payload `seq kind text` |
+//! | `Read` | a script: the first id kept (was the cursor trimmed?) and `XRANGE log (0-after +` |
+//! | `Claim` | a script: the log's claimed mark, `XRANGE log (0-mark + COUNT max+1`, the mark set |
+//! | `Subscribe` / `Unsubscribe` | on the subscriber connection (RESP3: the confirmation arrives in order with the publications, as the seam says) |
+//! | `PutSession` / `TouchSession` / `LoadSession` | `SET … PX` / `GETEX … PX` / `GET` |
+//! | `DeleteSession` | a script: `DEL` of the session, every log in its index, the index |
+//!
+//! The command connection runs one op at a time, so replies come back in op
+//! order. Logs live as long as the session's TTL past their last append and
+//! go with the session's `DEL`; a subscription outlives the session until
+//! the instance unsubscribes (the store cannot end another connection's
+//! subscriptions, as `MemoryStore` does).
+//!
+//! A connection lost ends the link: the instance stops serving (see
+//! [`super::fleet`]).
+
+use super::fleet::{FromStore, StoreLink};
+use crate::fleet::{Entry, LogKey, Push, Record, Seq, StoreOp, StoreReply};
+use crate::ids::{SessionId, StreamId};
+use crate::shared::Shared;
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, PushInfo, PushKind, Script, Value};
+use tokio::sync::mpsc;
+
+/// Settings of the Redis store.
+#[derive(Clone, Debug)]
+pub struct RedisOptions {
+    /// `redis://host:port/db` (RESP3 is asked for).
+    pub url: String,
+    /// The prefix of every key and channel (several fleets on one Redis).
+    pub prefix: String,
+    /// Entries a log keeps (`MAXLEN`): `MemoryStore`'s `entries_per_log_max`.
+    pub entries_per_log_max: usize,
+    /// A log is dropped this long after its last append (the session's TTL).
+    pub log_ttl_ms: u64,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        RedisOptions {
+            url: "redis://127.0.0.1:6379".into(),
+            prefix: "mcp".into(),
+            entries_per_log_max: 4096,
+            log_ttl_ms: 30 * 60 * 1000,
+        }
+    }
+}
+
+/// Connects one instance to Redis: its command and subscriber connections,
+/// as a [`StoreLink`].
+pub async fn connect(options: RedisOptions) -> redis::RedisResult<StoreLink> {
+    let url = if options.url.contains("protocol=") {
+        options.url.clone()
+    } else if options.url.contains('?') {
+        format!("{}&protocol=resp3", options.url)
+    } else {
+        format!("{}?protocol=resp3", options.url)
+    };
+    let client = redis::Client::open(url)?;
+    let commands = client.get_multiplexed_async_connection().await?;
+    let (push_tx, push_rx) = mpsc::unbounded_channel::<PushInfo>();
+    let config = AsyncConnectionConfig::new().set_push_sender(push_tx);
+    let subscriber = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
+    let (ops, mut ops_rx) = mpsc::unbounded_channel::<StoreOp>();
+    let (from_tx, from) = mpsc::unbounded_channel();
+    let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+    let (sub_tx, sub_rx) = mpsc::unbounded_channel();
+    let keys = Keys {
+        prefix: options.prefix.clone(),
+    };
+    let scripts = Scripts::new();
+    let mut cmd = tokio::spawn(run_commands(
+        commands,
+        cmd_rx,
+        from_tx.clone(),
+        keys.clone(),
+        scripts,
+        options.clone(),
+    ));
+    let mut sub = tokio::spawn(run_subscriber(subscriber, sub_rx, push_rx, from_tx, keys));
+    tokio::spawn(async move {
+        let route = async {
+            while let Some(op) = ops_rx.recv().await {
+                let to = match op.conn() {
+                    crate::fleet::Conn::Command => cmd_tx.send(op).is_ok(),
+                    crate::fleet::Conn::Subscriber => sub_tx.send(op).is_ok(),
+                };
+                if !to {
+                    return;
+                }
+            }
+        };
+        // Either connection ending ends the link: the other is stopped, so
+        // the instance sees `from` close.
+        tokio::select! {
+            _ = route => {}
+            _ = &mut cmd => {}
+            _ = &mut sub => {}
+        }
+        cmd.abort();
+        sub.abort();
+    });
+    Ok(StoreLink { ops, from })
+}
+
+/// Key and channel names.
+#[derive(Clone, Debug)]
+struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    fn session(&self, s: &SessionId) -> String {
+        format!("{}:s:{s}", self.prefix)
+    }
+    fn index(&self, s: &SessionId) -> String {
+        format!("{}:i:{s}", self.prefix)
+    }
+    fn log(&self, l: &LogKey) -> String {
+        format!("{}:l:{}:{}", self.prefix, l.session, l.stream.0)
+    }
+    fn mark(&self, l: &LogKey) -> String {
+        format!("{}:c:{}:{}", self.prefix, l.session, l.stream.0)
+    }
+    fn channel(&self, l: &LogKey) -> String {
+        format!("{}:p:{}:{}", self.prefix, l.session, l.stream.0)
+    }
+    /// The log a channel name names.
+    fn log_of_channel(&self, channel: &str) -> Option<LogKey> {
+        let rest = channel.strip_prefix(&self.prefix)?.strip_prefix(":p:")?;
+        let (session, stream) = rest.rsplit_once(':')?;
+        Some(LogKey {
+            session: session.parse().ok()?,
+            stream: StreamId(stream.parse().ok()?),
+        })
+    }
+}
+
+/// The scripts, each atomic in Redis as the store's ops are.
+struct Scripts {
+    append: Script,
+    read: Script,
+    claim: Script,
+    delete: Script,
+}
+
+impl Scripts {
+    fn new() -> Self {
+        Scripts {
+            // KEYS: log, index; ARGV: kind, text, max, ttl. Returns the id.
+            append: Script::new(
+                "local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-*', ARGV[1], ARGV[2])
+                 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+                 redis.call('SADD', KEYS[2], KEYS[1])
+                 redis.call('PEXPIRE', KEYS[2], ARGV[4])
+                 return id",
+            ),
+            // KEYS: log; ARGV: after. Returns {trimmed, entries}.
+            read: Script::new(
+                "local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+                 local trimmed = 0
+                 if #first > 0 then
+                   local f = tonumber(string.sub(first[1][1], 3))
+                   if tonumber(ARGV[1]) + 1 < f then trimmed = 1 end
+                 end
+                 return {trimmed, redis.call('XRANGE', KEYS[1], '(0-' .. ARGV[1], '+')}",
+            ),
+            // KEYS: log, mark, index; ARGV: max, ttl. Returns {more, entries}.
+            claim: Script::new(
+                "local mark = redis.call('GET', KEYS[2]) or '0'
+                 local max = tonumber(ARGV[1])
+                 local entries = redis.call('XRANGE', KEYS[1], '(0-' .. mark, '+', 'COUNT', max + 1)
+                 local more = 0
+                 if #entries > max then more = 1; table.remove(entries) end
+                 if #entries > 0 then
+                   redis.call('SET', KEYS[2], string.sub(entries[#entries][1], 3), 'PX', ARGV[2])
+                   redis.call('SADD', KEYS[3], KEYS[2])
+                 end
+                 return {more, entries}",
+            ),
+            // KEYS: session, index. Returns whether the session existed.
+            delete: Script::new(
+                "local existed = redis.call('DEL', KEYS[1])
+                 local logs = redis.call('SMEMBERS', KEYS[2])
+                 for _, k in ipairs(logs) do redis.call('DEL', k) end
+                 redis.call('DEL', KEYS[2])
+                 return existed",
+            ),
+        }
+    }
+}
+
+async fn run_commands(
+    mut con: MultiplexedConnection,
+    mut ops: mpsc::UnboundedReceiver<StoreOp>,
+    from: mpsc::UnboundedSender<FromStore>,
+    keys: Keys,
+    scripts: Scripts,
+    options: RedisOptions,
+) {
+    while let Some(op) = ops.recv().await {
+        match execute(&mut con, op, &keys, &scripts, &options).await {
+            Ok(Some(reply)) => {
+                if from.send(FromStore::Reply(reply)).is_err() {
+                    return;
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "the Redis command connection failed");
+                return;
+            }
+        }
+    }
+}
+
+/// Runs one op; its reply, if it has one.
+async fn execute(
+    con: &mut MultiplexedConnection,
+    op: StoreOp,
+    keys: &Keys,
+    scripts: &Scripts,
+    options: &RedisOptions,
+) -> redis::RedisResult<Option<StoreReply>> {
+    let ttl = options.log_ttl_ms.max(1);
+    Ok(Some(match op {
+        StoreOp::Append { log, record } => {
+            let (kind, text) = encode_record(&record);
+            let id: String = scripts
+                .append
+                .key(keys.log(&log))
+                .key(keys.index(&log.session))
+                .arg(kind)
+                .arg(text)
+                .arg(options.entries_per_log_max.max(1))
+                .arg(ttl)
+                .invoke_async(con)
+                .await?;
+            let seq = seq_of_id(&id).ok_or_else(|| malformed("an XADD id"))?;
+            StoreReply::Appended { log, seq }
+        }
+        StoreOp::Publish { log, entry } => {
+            let (kind, text) = encode_record(&entry.record);
+            let payload = format!("{} {kind}{text}", entry.seq);
+            redis::cmd("PUBLISH")
+                .arg(keys.channel(&log))
+                .arg(payload)
+                .query_async::<()>(con)
+                .await?;
+            return Ok(None);
+        }
+        StoreOp::Read { log, after } => {
+            let v: Value = scripts
+                .read
+                .key(keys.log(&log))
+                .arg(after)
+                .invoke_async(con)
+                .await?;
+            let (trimmed, entries) = flag_and_entries(v)?;
+            StoreReply::Read {
+                log,
+                after,
+                entries,
+                trimmed,
+            }
+        }
+        StoreOp::Claim { log, max } => {
+            let v: Value = scripts
+                .claim
+                .key(keys.log(&log))
+                .key(keys.mark(&log))
+                .key(keys.index(&log.session))
+                .arg(max.max(1))
+                .arg(ttl)
+                .invoke_async(con)
+                .await?;
+            let (more, entries) = flag_and_entries(v)?;
+            StoreReply::Claimed { log, entries, more }
+        }
+        StoreOp::Subscribe { .. } | StoreOp::Unsubscribe { .. } => return Ok(None),
+        StoreOp::PutSession {
+            session,
+            record,
+            ttl_ms,
+        } => {
+            redis::cmd("SET")
+                .arg(keys.session(&session))
+                .arg(record.as_str())
+                .arg("PX")
+                .arg(ttl_ms.max(1))
+                .query_async::<()>(con)
+                .await?;
+            StoreReply::Stored { session }
+        }
+        StoreOp::TouchSession { session, ttl_ms } => {
+            let record: Option<String> = redis::cmd("GETEX")
+                .arg(keys.session(&session))
+                .arg("PX")
+                .arg(ttl_ms.max(1))
+                .query_async(con)
+                .await?;
+            StoreReply::Session {
+                session,
+                record: record.map(Shared::new),
+            }
+        }
+        StoreOp::LoadSession { session } => {
+            let record: Option<String> = redis::cmd("GET")
+                .arg(keys.session(&session))
+                .query_async(con)
+                .await?;
+            StoreReply::Session {
+                session,
+                record: record.map(Shared::new),
+            }
+        }
+        StoreOp::DeleteSession { session } => {
+            let existed: i64 = scripts
+                .delete
+                .key(keys.session(&session))
+                .key(keys.index(&session))
+                .invoke_async(con)
+                .await?;
+            StoreReply::Deleted {
+                session,
+                existed: existed > 0,
+            }
+        }
+    }))
+}
+
+async fn run_subscriber(
+    mut con: MultiplexedConnection,
+    mut ops: mpsc::UnboundedReceiver<StoreOp>,
+    mut pushes: mpsc::UnboundedReceiver<PushInfo>,
+    from: mpsc::UnboundedSender<FromStore>,
+    keys: Keys,
+) {
+    loop {
+        tokio::select! {
+            op = ops.recv() => {
+                let done = match op {
+                    Some(StoreOp::Subscribe { log }) => con.subscribe(keys.channel(&log)).await,
+                    Some(StoreOp::Unsubscribe { log }) => con.unsubscribe(keys.channel(&log)).await,
+                    Some(_) => Ok(()),
+                    None => return,
+                };
+                if let Err(e) = done {
+                    tracing::error!(error = %e, "the Redis subscriber connection failed");
+                    return;
+                }
+            }
+            p = pushes.recv() => {
+                let Some(p) = p else { return };
+                match push_of(p, &keys) {
+                    Ok(Some(push)) => {
+                        if from.send(FromStore::Push(push)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(()) => {
+                        tracing::error!("the Redis subscriber connection was lost");
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a push from Redis is to the seam; `Err` once disconnected.
+fn push_of(p: PushInfo, keys: &Keys) -> Result<Option<Push>, ()> {
+    let channel = |data: &[Value]| -> Option<LogKey> {
+        let name: String = redis::from_redis_value_ref(data.first()?).ok()?;
+        keys.log_of_channel(&name)
+    };
+    Ok(match p.kind {
+        PushKind::Disconnection => return Err(()),
+        PushKind::Subscribe => channel(&p.data).map(|log| Push::Subscribed { log }),
+        PushKind::Message => {
+            let log = channel(&p.data);
+            let payload: Option<String> = p
+                .data
+                .get(1)
+                .and_then(|v| redis::from_redis_value_ref(v).ok());
+            match (log, payload.as_deref().and_then(decode_publication)) {
+                (Some(log), Some(entry)) => Some(Push::Published { log, entry }),
+                _ => None,
+            }
+        }
+        _ => None,
+    })
+}
+
+/// A record as a stream entry's field and value (and in a publication).
+fn encode_record(record: &Record) -> (&'static str, &str) {
+    match record {
+        Record::Message(text) => ("m", text.as_str()),
+        Record::Blank => ("b", ""),
+        Record::End => ("e", ""),
+    }
+}
+
+fn decode_record(kind: &str, text: String) -> Option<Record> {
+    match kind {
+        "m" => Some(Record::Message(Shared::new(text))),
+        "b" => Some(Record::Blank),
+        "e" => Some(Record::End),
+        _ => None,
+    }
+}
+
+/// `seq kind text` (kind one letter).
+fn decode_publication(payload: &str) -> Option<Entry> {
+    let (seq, rest) = payload.split_once(' ')?;
+    let kind = rest.get(..1)?;
+    Some(Entry {
+        seq: seq.parse().ok()?,
+        record: decode_record(kind, rest[1..].to_owned())?,
+    })
+}
+
+/// The number in a stream id `0-seq`.
+fn seq_of_id(id: &str) -> Option<Seq> {
+    id.strip_prefix("0-")?.parse().ok()
+}
+
+/// A script's `{flag, entries}`.
+fn flag_and_entries(v: Value) -> redis::RedisResult<(bool, Vec<Entry>)> {
+    type Raw = (i64, Vec<(String, Vec<String>)>);
+    let (flag, raw): Raw = redis::from_redis_value(v).map_err(redis::RedisError::from)?;
+    let mut entries = Vec::with_capacity(raw.len());
+    for (id, mut fields) in raw {
+        let seq = seq_of_id(&id).ok_or_else(|| malformed("a stream id"))?;
+        if fields.len() != 2 {
+            return Err(malformed("a stream entry"));
+        }
+        let text = fields.pop().unwrap_or_default();
+        let kind = fields.pop().unwrap_or_default();
+        let record = decode_record(&kind, text).ok_or_else(|| malformed("a record"))?;
+        entries.push(Entry { seq, record });
+    }
+    Ok((flag != 0, entries))
+}
+
+fn malformed(what: &'static str) -> redis::RedisError {
+    redis::RedisError::from((redis::ErrorKind::Parse, "malformed reply", what.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publications_and_channels_round_trip() {
+        let keys = Keys {
+            prefix: "mcp".into(),
+        };
+        let log = LogKey {
+            session: "abc".parse().unwrap(),
+            stream: StreamId(1 << 20 | 7),
+        };
+        assert_eq!(keys.log_of_channel(&keys.channel(&log)), Some(log));
+        assert_eq!(keys.log_of_channel("other:p:abc:1"), None);
+        assert_eq!(keys.log_of_channel("mcp:p:abc"), None);
+        let e = decode_publication("12 mhello world").unwrap();
+        assert_eq!(e.seq, 12);
+        assert_eq!(e.record, Record::Message(Shared::new("hello world".into())));
+        assert_eq!(decode_publication("3 e").unwrap().record, Record::End);
+        assert_eq!(decode_publication("3 x"), None);
+        assert_eq!(seq_of_id("0-42"), Some(42));
+        assert_eq!(seq_of_id("1-42"), None);
+    }
+}

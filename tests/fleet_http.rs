@@ -1,0 +1,311 @@
+//! A fleet over real HTTP: two `FleetServer` instances sharing a store (the
+//! in-process `MemoryHub`, and a real `redis-server` with `--features
+//! redis`), each request of one session sent to either instance by hand, as
+//! a balancer without stickiness would.
+//!
+//! The Redis test starts `redis-server` from `PATH` on a loopback port of its
+//! own; without it the test says so and passes, unless
+//! `MCP_STREAMABLE_REQUIRE_REDIS` is set (CI sets it, after
+//! `scripts/install-fleet.sh`).
+
+use http_body_util::BodyExt;
+use mcp_streamable::fleet::instance::InstanceConfig;
+use mcp_streamable::fleet::InstanceId;
+use mcp_streamable::http::fleet::{FleetOptions, FleetServer, MemoryHub, StoreLink};
+use mcp_streamable::http::{EverythingApp, ServerHandle, ServerOptions};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const POST: [(&str, &str); 2] = [
+    ("content-type", "application/json"),
+    ("accept", "application/json, text/event-stream"),
+];
+
+/// A response being read: status, session id, and the body so far (read by
+/// a task of its own, so SSE streams can be watched while they stay open).
+struct Open {
+    status: u16,
+    sid: Option<String>,
+    body: Arc<Mutex<Vec<u8>>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Open {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body.lock().unwrap()).into_owned()
+    }
+
+    /// Waits (at most 5 s) until the body holds `needle`.
+    async fn wait_for(&self, needle: &str) -> String {
+        for _ in 0..500 {
+            let t = self.text();
+            if t.contains(needle) {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no {needle:?} within 5 s in {:?}", self.text());
+    }
+
+    /// Waits (at most 5 s) until the body has ended.
+    async fn ended(&mut self) -> String {
+        tokio::time::timeout(Duration::from_secs(5), &mut self.reader)
+            .await
+            .expect("the body ends")
+            .unwrap();
+        self.text()
+    }
+}
+
+async fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> Open {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let mut b = hyper::Request::builder()
+        .method(method)
+        .uri("/mcp")
+        .header("host", format!("localhost:{}", addr.port()));
+    for (n, v) in headers {
+        b = b.header(*n, *v);
+    }
+    let req = b
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            body.to_owned(),
+        )))
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let sid = resp
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let into = buf.clone();
+    let mut body = resp.into_body();
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(f)) = body.frame().await {
+            if let Ok(d) = f.into_data() {
+                into.lock().unwrap().extend_from_slice(&d);
+            }
+        }
+    });
+    Open {
+        status,
+        sid,
+        body: buf,
+        reader,
+    }
+}
+
+/// The last SSE event id in `text`.
+fn last_event_id(text: &str) -> Option<String> {
+    text.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("id:"))
+        .map(|id| id.trim().to_owned())
+}
+
+async fn instance(id: u16, link: StoreLink) -> ServerHandle {
+    let mut server = ServerOptions {
+        app_secret: Some([7; 32]),
+        ..ServerOptions::default()
+    };
+    server.endpoint.session.retry_ms = 50;
+    let options = FleetOptions {
+        server,
+        instance: InstanceConfig {
+            id: InstanceId(id),
+            ..InstanceConfig::default()
+        },
+    };
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    FleetServer::bind(addr, options, EverythingApp::default(), link)
+        .await
+        .unwrap()
+}
+
+/// One session over instances `a` and `b`: the handshake split between
+/// them, a message emitted on `b` reaching the GET held on `a`, a call on
+/// `a` whose stream is cut resumed on `b`, a DELETE on `b` ending it on `a`.
+async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut r = send(a, "POST", &POST, init).await;
+    assert_eq!(r.status, 200);
+    let sid = r.sid.clone().expect("a session id");
+    assert!(r.ended().await.contains("protocolVersion"));
+    let with_sid = |extra: &[(&'static str, String)]| {
+        let mut h: Vec<(&str, String)> = POST.iter().map(|(n, v)| (*n, v.to_string())).collect();
+        h.push(("mcp-session-id", sid.clone()));
+        h.push(("mcp-protocol-version", "2025-11-25".into()));
+        h.extend(extra.iter().cloned());
+        h
+    };
+    let h = with_sid(&[]);
+    let h: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
+
+    // The handshake ends on the other instance.
+    let r = send(
+        b,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(r.status, 202);
+
+    // The GET on `a`; a message emitted on `b` (no GET there) reaches it.
+    let get_headers = [
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let get = send(a, "GET", &get_headers, "").await;
+    assert_eq!(get.status, 200, "{}", get.text());
+    let mut call = send(
+        b,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notify","arguments":{}}}"#,
+    )
+    .await;
+    assert_eq!(call.status, 200);
+    assert!(call.ended().await.contains(r#""id":2"#));
+    let seen = get.wait_for("notifications/tools/list_changed").await;
+    assert_eq!(seen.matches("list_changed").count(), 1, "once: {seen}");
+
+    // A call on `a` whose stream the server cuts, resumed on `b`.
+    let mut cut = send(
+        a,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_reconnection","arguments":{}}}"#,
+    )
+    .await;
+    assert_eq!(cut.status, 200);
+    let text = cut.ended().await;
+    assert!(!text.contains(r#""id":3"#), "cut before the answer: {text}");
+    let cursor = last_event_id(&text).expect("a primed stream");
+    let resume_headers = [
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("last-event-id", cursor.as_str()),
+    ];
+    let mut resumed = send(b, "GET", &resume_headers, "").await;
+    assert_eq!(resumed.status, 200, "{}", resumed.text());
+    let rest = resumed.ended().await;
+    assert_eq!(
+        rest.matches(r#""id":3"#).count(),
+        1,
+        "the answer once: {rest}"
+    );
+
+    // DELETE on `b`; the session is gone on `a` too.
+    let r = send(b, "DELETE", &h, "").await;
+    assert_eq!(r.status, 200);
+    let r = send(a, "POST", &h, r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#).await;
+    assert_eq!(r.status, 404, "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_spans_two_instances_on_the_memory_hub() {
+    let hub = MemoryHub::start(1024);
+    let a = instance(0, hub.connect(InstanceId(0))).await;
+    let b = instance(1, hub.connect(InstanceId(1))).await;
+    one_session_over_two_instances(a.addr.unwrap(), b.addr.unwrap()).await;
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[cfg(feature = "redis")]
+mod on_redis {
+    use super::*;
+    use mcp_streamable::http::redis::{connect, RedisOptions};
+
+    /// A `redis-server` of this test's own, stopped when dropped.
+    pub struct Redis {
+        child: std::process::Child,
+        pub port: u16,
+        _dir: std::path::PathBuf,
+    }
+
+    impl Drop for Redis {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// Starts one on a free loopback port below 32768, or `None` if there
+    /// is no `redis-server` (a failure where CI requires it).
+    pub fn start_redis() -> Option<Redis> {
+        let found = std::process::Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .is_ok();
+        if !found {
+            assert!(
+                std::env::var_os("MCP_STREAMABLE_REQUIRE_REDIS").is_none(),
+                "redis-server is required (scripts/install-fleet.sh)"
+            );
+            eprintln!("redis-server not found: skipped (scripts/install-fleet.sh installs it)");
+            return None;
+        }
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("mcp-streamable-redis-{port}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        #[allow(clippy::zombie_processes)] // waited for by `Redis`'s drop
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(Redis {
+                    child,
+                    port,
+                    _dir: dir,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("redis-server did not listen on {port}");
+    }
+
+    fn free_port() -> u16 {
+        for _ in 0..100 {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let p = l.local_addr().unwrap().port();
+            if p < 32768 {
+                return p;
+            }
+        }
+        // The kernel's ephemeral range is above 32768 here: pick in ours.
+        let seed = std::process::id() as u16;
+        20000 + seed % 10000
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_spans_two_instances_on_redis() {
+        let Some(redis) = start_redis() else {
+            return;
+        };
+        let options = RedisOptions {
+            url: format!("redis://127.0.0.1:{}", redis.port),
+            ..RedisOptions::default()
+        };
+        let a = instance(0, connect(options.clone()).await.unwrap()).await;
+        let b = instance(1, connect(options).await.unwrap()).await;
+        one_session_over_two_instances(a.addr.unwrap(), b.addr.unwrap()).await;
+        a.shutdown().await;
+        b.shutdown().await;
+    }
+}
