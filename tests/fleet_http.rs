@@ -130,7 +130,8 @@ async fn instance(id: u16, link: StoreLink) -> ServerHandle {
 
 /// One session over instances `a` and `b`: the handshake split between
 /// them, a message emitted on `b` reaching the GET held on `a`, a call on
-/// `a` whose stream is cut resumed on `b`, a DELETE on `b` ending it on `a`.
+/// `a` whose stream is cut resumed on `b`, an elicitation asked on `a`
+/// answered through `b`, a DELETE on `b` ending it on `a`.
 async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let mut r = send(a, "POST", &POST, init).await;
@@ -204,10 +205,39 @@ async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
         "the answer once: {rest}"
     );
 
+    // A call on `a` that asks the client (elicitation); the client posts
+    // its answer to `b`, which forwards it to `a`, where the call goes on.
+    let mut asking = send(
+        a,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test_elicitation","arguments":{"message":"m"}}}"#,
+    )
+    .await;
+    assert_eq!(asking.status, 200);
+    let text = asking.wait_for("elicitation/create").await;
+    let asked = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("the request")["id"]
+        .clone();
+    let answer = serde_json::json!({"jsonrpc": "2.0", "id": asked, "result": {"action": "accept", "content": {"name": "n"}}});
+    let r = send(b, "POST", &h, &answer.to_string()).await;
+    assert_eq!(r.status, 202);
+    let done = asking.ended().await;
+    assert_eq!(
+        done.matches(r#""id":4"#).count(),
+        1,
+        "answered once: {done}"
+    );
+    assert!(done.contains("accept"), "{done}");
+
     // DELETE on `b`; the session is gone on `a` too.
     let r = send(b, "DELETE", &h, "").await;
     assert_eq!(r.status, 200);
-    let r = send(a, "POST", &h, r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#).await;
+    let r = send(a, "POST", &h, r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#).await;
     assert_eq!(r.status, 404, "{}", r.text());
 }
 

@@ -832,7 +832,8 @@ fn a_last_event_id_naming_the_mailbox_is_refused_like_any_unknown_id() {
     // The same namespace, stream 0 (the mailbox's), and stream 2^20 (a
     // range's base, never numbered).
     let ns = primed.split('-').next().unwrap().to_owned();
-    for stream in [0, STREAM_ID_SPAN] {
+    // And the last id of instance 1's range (its answers log).
+    for stream in [0, STREAM_ID_SPAN, 2 * STREAM_ID_SPAN - 1] {
         let forged = format!("{ns}-{stream}-0");
         let h = f.get(1, Some(&forged));
         assert_eq!(f.seen[&(1, h)].status, Some(400), "{forged}");
@@ -915,4 +916,124 @@ fn relayed_gets_are_bounded_per_instance_and_per_session() {
         .filter_map(progress_of)
         .collect();
     assert_eq!(got, [2], "after the cursor (progress 1)");
+}
+
+/// Instance `i` asks the client something on the GET `get` it holds;
+/// returns the request's id as the client saw it.
+fn ask(f: &mut Fleet, i: usize, get: HttpId) -> i64 {
+    let sid = f.sid();
+    let now = f.now;
+    let s = f.nodes[i].session_mut(&sid).expect("held here");
+    let (id, _) = s
+        .request("roots/list", None, Cause::Unrelated, now)
+        .expect("askable");
+    f.nodes[i].flush(now);
+    f.pump();
+    let seen = f.seen[&(i, get)].messages();
+    let asked = seen
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Request {
+                id: RequestId::Num(n),
+                method,
+                ..
+            } if method == "roots/list" => Some(*n),
+            _ => None,
+        })
+        .expect("the request on the GET");
+    assert_eq!(RequestId::Num(asked), id);
+    asked
+}
+
+fn answers_of(f: &mut Fleet, i: usize) -> Vec<(RequestId, bool)> {
+    let mut out = Vec::new();
+    while let Some((_, e)) = f.nodes[i].poll_event() {
+        if let ServerEvent::Response { id, result } = e {
+            out.push((id, result.is_ok()));
+        }
+    }
+    out
+}
+
+#[test]
+fn an_answer_posted_to_another_instance_reaches_the_one_that_asked() {
+    let mut f = Fleet::new(3, 64, |_| {});
+    f.handshake(0, 2);
+    let get = f.get(1, None);
+    let id = ask(&mut f, 1, get);
+    assert_eq!(id >> 32, 1, "instance 1's range of request ids");
+    let sid = f.sid();
+    let answers = mcp_streamable::fleet::LogKey::answers(sid, InstanceId(1));
+    assert!(f.store.is_subscribed(&answers, InstanceId(1)), "awaiting");
+    // The client posts the answer through the balancer: instance 2.
+    let h = f.post(
+        2,
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"roots":[]}}}}"#),
+    );
+    assert_eq!(f.seen[&(2, h)].status, Some(202));
+    assert_eq!(answers_of(&mut f, 1), [(RequestId::Num(id), true)]);
+    assert!(answers_of(&mut f, 2).is_empty(), "not instance 2's");
+    assert!(
+        !f.store.is_subscribed(&answers, InstanceId(1)),
+        "nothing awaited now"
+    );
+    // An error answer, and one posted to the instance that asked itself.
+    let e = ask(&mut f, 1, get);
+    let again = ask(&mut f, 1, get);
+    f.post(
+        0,
+        &format!(r#"{{"jsonrpc":"2.0","id":{e},"error":{{"code":-1,"message":"no"}}}}"#),
+    );
+    f.post(
+        1,
+        &format!(r#"{{"jsonrpc":"2.0","id":{again},"result":{{}}}}"#),
+    );
+    let mut got = answers_of(&mut f, 1);
+    got.sort_by_key(|(id, _)| format!("{id:?}"));
+    let mut want = vec![(RequestId::Num(e), false), (RequestId::Num(again), true)];
+    want.sort_by_key(|(id, _)| format!("{id:?}"));
+    assert_eq!(got, want);
+    // Forwarded twice (a retry through the balancer): delivered once.
+    let twice = ask(&mut f, 1, get);
+    let body = format!(r#"{{"jsonrpc":"2.0","id":{twice},"result":{{}}}}"#);
+    f.post(0, &body);
+    f.post(2, &body);
+    assert_eq!(answers_of(&mut f, 1), [(RequestId::Num(twice), true)]);
+}
+
+#[test]
+fn an_answer_posted_before_the_asking_instance_listens_is_not_lost() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let get = f.get(1, None);
+    let sid = f.sid();
+    let now = f.now;
+    // Instance 1 asks; its store connections are held back, so its
+    // subscription to its answers is not in effect when the answer lands.
+    let s = f.nodes[1].session_mut(&sid).unwrap();
+    let (id, _) = s
+        .request("roots/list", None, Cause::Unrelated, now)
+        .unwrap();
+    f.nodes[1].flush(now);
+    let kept = f.pump_holding_back(1);
+    assert!(kept
+        .iter()
+        .any(|op| matches!(op, StoreOp::Subscribe { .. })));
+    assert!(f.seen[&(1, get)]
+        .messages()
+        .iter()
+        .any(|m| m.id() == Some(&id)));
+    let RequestId::Num(n) = id else { panic!() };
+    f.post(0, &format!(r#"{{"jsonrpc":"2.0","id":{n},"result":{{}}}}"#));
+    assert!(answers_of(&mut f, 1).is_empty());
+    for op in kept {
+        f.store.handle_op(InstanceId(1), op, now);
+    }
+    f.pump_outputs();
+    assert_eq!(
+        answers_of(&mut f, 1),
+        [(id, true)],
+        "claimed once it listens"
+    );
 }

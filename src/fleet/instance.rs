@@ -42,7 +42,8 @@ use crate::error::RequestError;
 use crate::head::{Content, Method, RequestHead, ResponseHead};
 use crate::headers;
 use crate::id_source::IdSource;
-use crate::ids::{EventId, HttpId, SessionId, StreamId};
+use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
+use crate::jsonrpc::{parse_body, Message};
 use crate::policy::{EventIdScheme, ServerPolicy};
 use crate::server::event_ids::EventIdCodec;
 use crate::server::{
@@ -50,6 +51,7 @@ use crate::server::{
     ServerEvent, ServerSession, SessionTimer, Transmit, TransmitKind, UnreadBody, STREAM_ID_SPAN,
 };
 use crate::time::Instant;
+use crate::version::ProtocolVersion;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -152,10 +154,10 @@ enum Waiter {
     Gate,
     Log(LogKey),
     Follower(HttpId),
-    /// An append to a session's mailbox.
-    Mailbox(SessionId),
-    /// A claim from a session's mailbox.
-    Claim(SessionId),
+    /// An append to a session's mailbox or an instance's answers.
+    Append(LogKey),
+    /// A claim from a session's mailbox or this instance's answers.
+    Claim(LogKey),
 }
 
 /// Who follows a subscribed log here.
@@ -163,8 +165,10 @@ enum Waiter {
 enum Subscriber {
     /// A GET relayed from another instance's stream.
     Relayed(HttpId),
-    /// A session's mailbox, claimed from while its GET is attached here.
-    Mailbox(SessionId),
+    /// A session's mailbox, claimed from while its GET is attached here;
+    /// or this instance's answers for a session, claimed from while the
+    /// session awaits answers to requests sent from here.
+    Claimer(LogKey),
     /// A session's control channel, listened to while the copy that
     /// answered `initialize` here waits for `notifications/initialized`.
     Control(SessionId),
@@ -190,10 +194,13 @@ pub struct Instance {
     relayed: BTreeMap<HttpId, Relayed>,
     subscriptions: Subscriptions<Subscriber>,
     logs: StreamLogs,
-    /// Sessions with a GET attached here: their mailboxes, claimed from.
-    claimers: BTreeMap<SessionId, Claimer>,
-    /// Sessions with no GET here: what they held, appended to their mailbox.
-    outboxes: BTreeMap<SessionId, Publisher>,
+    /// Mailboxes of sessions with a GET attached here, and this instance's
+    /// answers for sessions awaiting them: claimed from.
+    claimers: BTreeMap<LogKey, Claimer>,
+    /// Appends on their way: what sessions with no GET here held, to their
+    /// mailboxes; answers posted here to other instances' requests, to
+    /// those instances' answers logs.
+    outboxes: BTreeMap<LogKey, Publisher>,
     /// `initialize` exchanges whose session's record is being stored; what
     /// they transmit waits in `withheld` till then.
     creating: BTreeMap<HttpId, Creating>,
@@ -366,13 +373,13 @@ impl Instance {
                     r.follower.handle_reply(reply);
                 }
             }
-            Some(Waiter::Mailbox(sid)) => {
-                if let Some(p) = self.outboxes.get_mut(&sid) {
+            Some(Waiter::Append(log)) => {
+                if let Some(p) = self.outboxes.get_mut(&log) {
                     p.handle_reply(reply);
                 }
             }
-            Some(Waiter::Claim(sid)) => {
-                if let Some(c) = self.claimers.get_mut(&sid) {
+            Some(Waiter::Claim(log)) => {
+                if let Some(c) = self.claimers.get_mut(&log) {
                     c.handle_reply(reply);
                 }
             }
@@ -404,8 +411,8 @@ impl Instance {
                     r.follower.handle_push(push);
                 }
             }
-            Subscriber::Mailbox(sid) => {
-                if let Some(c) = self.claimers.get_mut(&sid) {
+            Subscriber::Claimer(log) => {
+                if let Some(c) = self.claimers.get_mut(&log) {
                     c.handle_push(&push);
                 }
             }
@@ -638,6 +645,9 @@ impl Instance {
                 s.confirm_initialized(now);
             }
         }
+        if p.head.method == Method::Post {
+            self.forward_answers(&sid, record.version, &p.body);
+        }
         if p.head.method == Method::Delete {
             self.gate.delete(http.0, sid);
             self.parked.insert(http, p);
@@ -659,9 +669,10 @@ impl Instance {
         let text = p.head.header(headers::LAST_EVENT_ID)?;
         let session = self.endpoint.session(&p.session)?;
         let cursor = session.parse_event_id(text)?;
-        if cursor.stream.0 % STREAM_ID_SPAN == 0 {
-            // No instance numbers a stream there (a mailbox is at 0): the
-            // endpoint refuses it as naming nothing.
+        if LogKey::is_reserved(cursor.stream) {
+            // No instance numbers a stream there (a mailbox, a control
+            // channel, an instance's answers): the endpoint refuses it as
+            // naming nothing.
             return None;
         }
         let kept = session.streams().any(|s| s.id == cursor.stream);
@@ -776,14 +787,21 @@ impl Instance {
                     let ready = s.is_initialized();
                     self.logs.sync(s, |stream| numbered_by(id, stream));
                     self.sync_mailbox(&sid);
+                    self.sync_answers(&sid);
                     if ready {
                         self.stop_listening(&sid);
                     }
                 }
                 _ => {
                     self.logs.forget(&sid);
-                    if let Some(c) = self.claimers.get_mut(&sid) {
-                        c.close();
+                    let me = self.config.id;
+                    for log in [
+                        LogKey::mailbox(sid.clone()),
+                        LogKey::answers(sid.clone(), me),
+                    ] {
+                        if let Some(c) = self.claimers.get_mut(&log) {
+                            c.close();
+                        }
                     }
                     self.stop_listening(&sid);
                 }
@@ -811,29 +829,40 @@ impl Instance {
 
     /// Appends `records` to `sid`'s mailbox, in order.
     fn append_to_mailbox(&mut self, sid: &SessionId, records: impl IntoIterator<Item = Record>) {
+        self.append_to(LogKey::mailbox(sid.clone()), records);
+    }
+
+    /// Appends `records` to `log`, in order, each published once numbered.
+    fn append_to(&mut self, log: LogKey, records: impl IntoIterator<Item = Record>) {
         let mut records = records.into_iter().peekable();
         if records.peek().is_none() {
             return;
         }
         let outbox = self
             .outboxes
-            .entry(sid.clone())
-            .or_insert_with(|| Publisher::new(LogKey::mailbox(sid.clone())));
+            .entry(log.clone())
+            .or_insert_with(|| Publisher::new(log));
         for record in records {
             outbox.append(record);
         }
     }
 
-    /// What claims brought: each on the session's GET here, or held (and so
-    /// handed back to the mailbox) if the GET went meanwhile.
+    /// What claims brought: a mailbox's entries each on the session's GET
+    /// here, or held (and so handed back to the mailbox) if the GET went
+    /// meanwhile; answers to the session, as if posted here.
     fn take_claimed(&mut self, now: Instant) {
-        let sids: Vec<SessionId> = self.claimers.keys().cloned().collect();
-        for sid in sids {
-            let Some(c) = self.claimers.get_mut(&sid) else {
+        let logs: Vec<LogKey> = self.claimers.keys().cloned().collect();
+        for log in logs {
+            let Some(c) = self.claimers.get_mut(&log) else {
                 continue;
             };
             let entries: Vec<_> = std::iter::from_fn(|| c.poll_entry()).collect();
             if entries.is_empty() {
+                continue;
+            }
+            let sid = log.session.clone();
+            if log.is_answers() {
+                self.take_answers(&sid, entries);
                 continue;
             }
             let Some(s) = self.endpoint.session_mut(&sid).filter(|s| !s.is_ended()) else {
@@ -861,58 +890,127 @@ impl Instance {
         }
     }
 
+    /// Answers claimed from this instance's log for `sid`: each to the
+    /// session as if posted here (one to nothing outstanding, an answer
+    /// forwarded twice or to a copy that ended, is late and dropped).
+    fn take_answers(&mut self, sid: &SessionId, entries: Vec<Entry>) {
+        let Some(s) = self.endpoint.session_mut(sid).filter(|s| !s.is_ended()) else {
+            return;
+        };
+        for e in entries {
+            let Record::Message(text) = e.record else {
+                continue;
+            };
+            match decode_message(&text) {
+                Some((_, Message::Response { id, result })) => s.deliver_answer(id, Ok(result)),
+                Some((
+                    _,
+                    Message::Error {
+                        id: Some(id),
+                        error,
+                    },
+                )) => s.deliver_answer(id, Err(error)),
+                _ => {} // not ours to read
+            }
+        }
+        self.touched.insert(sid.clone());
+    }
+
     /// A live session's mailbox: what it holds for want of a GET is
     /// appended to it; while a GET is attached here, it is claimed from.
     fn sync_mailbox(&mut self, sid: &SessionId) {
         let Some(s) = self.endpoint.session_mut(sid) else {
             return;
         };
+        let log = LogKey::mailbox(sid.clone());
         if s.has_attached_get() {
-            let max = self.config.claim_max;
-            self.claimers
-                .entry(sid.clone())
-                .or_insert_with(|| Claimer::new(sid.clone(), max))
-                .open();
+            self.open_claimer(log);
             return;
         }
         let handed = s.hand_off_held();
         let records = handed
             .iter()
             .map(|out| Record::Message(encode_message(out.key, &out.message)));
-        self.append_to_mailbox(sid, records);
-        if let Some(c) = self.claimers.get_mut(sid) {
+        self.append_to(log.clone(), records);
+        if let Some(c) = self.claimers.get_mut(&log) {
             c.close();
         }
     }
 
-    /// The mailboxes' ops out; forgets claimers and outboxes with nothing
-    /// left to do.
+    /// A live session's answers here: claimed from while it awaits answers
+    /// to requests it sent the client from here (the client may post them
+    /// to any instance, which forwards them: [`Self::forward_answers`]).
+    fn sync_answers(&mut self, sid: &SessionId) {
+        let Some(s) = self.endpoint.session(sid) else {
+            return;
+        };
+        let log = LogKey::answers(sid.clone(), self.config.id);
+        if s.awaits_answers() {
+            self.open_claimer(log);
+        } else if let Some(c) = self.claimers.get_mut(&log) {
+            c.close();
+        }
+    }
+
+    fn open_claimer(&mut self, log: LogKey) {
+        let max = self.config.claim_max;
+        self.claimers
+            .entry(log.clone())
+            .or_insert_with(|| Claimer::new(log, max))
+            .open();
+    }
+
+    /// The answers in a POST to `sid` (a response or a batch with some)
+    /// to requests another instance sent: appended to that instance's
+    /// answers log, which it claims from while it awaits them. The POST
+    /// goes on to the endpoint as it came (answers to nothing of its own
+    /// are counted late there).
+    fn forward_answers(&mut self, sid: &SessionId, version: ProtocolVersion, body: &[u8]) {
+        let Ok(parsed) = parse_body(body, version) else {
+            return;
+        };
+        for message in parsed.into_messages() {
+            let id = match &message {
+                Message::Response { id, .. } => id,
+                Message::Error { id: Some(id), .. } => id,
+                _ => continue,
+            };
+            let Some(asker) = asked_by(id).filter(|&i| i != self.config.id) else {
+                continue;
+            };
+            let record = Record::Message(encode_message(MsgKey(0), &message));
+            self.append_to(LogKey::answers(sid.clone(), asker), [record]);
+        }
+    }
+
+    /// The claimers' and outboxes' ops out; forgets those with nothing left
+    /// to do.
     fn mailbox_ops(&mut self) {
         let mut sub = Vec::new();
-        for (sid, c) in &mut self.claimers {
+        for (log, c) in &mut self.claimers {
             while let Some(op) = c.poll_op() {
-                sub.push((sid.clone(), op));
+                sub.push((log.clone(), op));
             }
         }
-        for (sid, op) in sub {
+        for (key, op) in sub {
             match op {
                 StoreOp::Subscribe { log } => {
-                    self.subscriptions.subscribe(Subscriber::Mailbox(sid), log)
+                    self.subscriptions.subscribe(Subscriber::Claimer(key), log)
                 }
                 StoreOp::Unsubscribe { log } => self
                     .subscriptions
-                    .unsubscribe(&Subscriber::Mailbox(sid), &log),
-                op => self.send(Waiter::Claim(sid), op),
+                    .unsubscribe(&Subscriber::Claimer(key), &log),
+                op => self.send(Waiter::Claim(key), op),
             }
         }
         let mut appends = Vec::new();
-        for (sid, p) in &mut self.outboxes {
+        for (log, p) in &mut self.outboxes {
             while let Some(op) = p.poll_op() {
-                appends.push((sid.clone(), op));
+                appends.push((log.clone(), op));
             }
         }
-        for (sid, op) in appends {
-            self.send(Waiter::Mailbox(sid), op);
+        for (log, op) in appends {
+            self.send(Waiter::Append(log), op);
         }
         self.claimers.retain(|_, c| !c.is_done());
         self.outboxes.retain(|_, p| p.awaiting_len() > 0);
@@ -1092,6 +1190,17 @@ impl Instance {
         }
         self.ops.push_back(op);
     }
+}
+
+/// The instance that sent the request with id `id` to the client (each
+/// numbers its requests in its own range:
+/// [`request_id_base`](crate::server::request_id_base)).
+fn asked_by(id: &RequestId) -> Option<InstanceId> {
+    let RequestId::Num(n) = id else {
+        return None;
+    };
+    let instance = u16::try_from(*n >> 32).ok()?;
+    (*n > 0 && instance < INSTANCES_MAX).then_some(InstanceId(instance))
 }
 
 /// Whether `instance` numbers stream `id` (its range of stream ids).

@@ -1,5 +1,7 @@
 //! [`Claimer`]: an instance's hold on a session's mailbox while a GET of the
-//! session is attached there.
+//! session is attached there; the same for the instance's answers log of a
+//! session while the session awaits answers to requests sent from there
+//! ([`LogKey::answers`]: the client may post them to any instance).
 //!
 //! An unrelated message (no request it answers) goes on one of the session's
 //! GETs. In one process the session holds it until a GET attaches. In a
@@ -25,7 +27,6 @@
 //! the mailbox) if no GET can take them.
 
 use super::{Entry, LogKey, Push, StoreOp, StoreReply};
-use crate::ids::SessionId;
 use std::collections::VecDeque;
 
 /// Where a claimer is (see the module docs).
@@ -55,11 +56,11 @@ pub struct Claimer {
 }
 
 impl Claimer {
-    /// A claimer of `session`'s mailbox, closed; `claim_max` entries per
-    /// claim (at least 1).
-    pub fn new(session: SessionId, claim_max: usize) -> Self {
+    /// A claimer of `log` (a session's mailbox, an instance's answers),
+    /// closed; `claim_max` entries per claim (at least 1).
+    pub fn new(log: LogKey, claim_max: usize) -> Self {
         Claimer {
-            log: LogKey::mailbox(session),
+            log,
             phase: Phase::Closed,
             claim_max: claim_max.max(1),
             claiming: false,
@@ -174,6 +175,7 @@ impl Claimer {
 mod tests {
     use super::*;
     use crate::fleet::Record;
+    use crate::ids::SessionId;
 
     fn sid() -> SessionId {
         SessionId::from_bits(1)
@@ -216,7 +218,7 @@ mod tests {
 
     #[test]
     fn claims_once_subscribed_then_on_publications_one_at_a_time() {
-        let mut c = Claimer::new(sid(), 2);
+        let mut c = Claimer::new(LogKey::mailbox(sid()), 2);
         c.handle_push(&published());
         assert!(ops(&mut c).is_empty(), "closed: publications ask nothing");
         c.open();
@@ -249,7 +251,7 @@ mod tests {
 
     #[test]
     fn a_claim_out_at_close_is_still_delivered_and_nothing_more_is_claimed() {
-        let mut c = Claimer::new(sid(), 2);
+        let mut c = Claimer::new(LogKey::mailbox(sid()), 2);
         c.open();
         c.handle_push(&Push::Subscribed {
             log: LogKey::mailbox(sid()),

@@ -78,6 +78,35 @@ impl LogKey {
     }
 }
 
+impl LogKey {
+    /// Instance `instance`'s answers for `session`: the client's answers to
+    /// requests that instance sent, posted to another instance and
+    /// forwarded here. The last id of the instance's range, which no
+    /// session numbers.
+    pub fn answers(session: SessionId, instance: InstanceId) -> Self {
+        LogKey {
+            session,
+            stream: StreamId(
+                u32::from(instance.0) * crate::server::STREAM_ID_SPAN
+                    + (crate::server::STREAM_ID_SPAN - 1),
+            ),
+        }
+    }
+
+    /// Whether this is an instance's answers log.
+    pub fn is_answers(&self) -> bool {
+        self.stream.0 % crate::server::STREAM_ID_SPAN == crate::server::STREAM_ID_SPAN - 1
+    }
+
+    /// Whether this names one of the fleet's logs rather than a stream (a
+    /// mailbox, a control channel, an instance's answers): no client may
+    /// name it in a `Last-Event-ID`.
+    pub fn is_reserved(stream: StreamId) -> bool {
+        let offset = stream.0 % crate::server::STREAM_ID_SPAN;
+        offset == 0 || offset == crate::server::STREAM_ID_SPAN - 1
+    }
+}
+
 /// The stream id of a session's mailbox log ([`LogKey::mailbox`]).
 pub const MAILBOX: StreamId = StreamId(0);
 

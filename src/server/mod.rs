@@ -26,7 +26,8 @@ pub(crate) use endpoint::session_version;
 pub use endpoint::{Dispatched, EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};
 pub use session::{
-    key_base, ResponseMode, ServerSession, SessionConfig, SessionTimer, STREAM_ID_SPAN,
+    key_base, request_id_base, ResponseMode, ServerSession, SessionConfig, SessionTimer,
+    STREAM_ID_SPAN,
 };
 pub use shared_queue::SchedulingPoint;
 

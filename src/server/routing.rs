@@ -343,9 +343,10 @@ impl ServerSession {
 
     pub(super) fn new_stream(&mut self, origin: Origin) -> StreamId {
         let sid = StreamId(self.next_stream);
-        // The session's range is base + 1 … base + STREAM_ID_SPAN − 1.
+        // The session's range is base + 1 … base + STREAM_ID_SPAN − 2 (the
+        // last id is the fleet's: the instance's answers log).
         let base = self.config.stream_id_base;
-        self.next_stream = if self.next_stream.wrapping_sub(base) >= STREAM_ID_SPAN - 1 {
+        self.next_stream = if self.next_stream.wrapping_sub(base) >= STREAM_ID_SPAN - 2 {
             base.wrapping_add(1)
         } else {
             self.next_stream + 1
@@ -521,15 +522,15 @@ mod tests {
             let mut s = session(base);
             assert_eq!(s.new_stream(Origin::Standalone), StreamId(base + 1));
             assert_eq!(s.new_stream(Origin::Standalone), StreamId(base + 2));
-            s.next_stream = base + STREAM_ID_SPAN - 2;
+            s.next_stream = base + STREAM_ID_SPAN - 3;
             assert_eq!(
                 s.new_stream(Origin::Standalone),
-                StreamId(base + STREAM_ID_SPAN - 2)
+                StreamId(base + STREAM_ID_SPAN - 3)
             );
             assert_eq!(
                 s.new_stream(Origin::Standalone),
-                StreamId(base + STREAM_ID_SPAN - 1),
-                "the range's last"
+                StreamId(base + STREAM_ID_SPAN - 2),
+                "the range's last (its very last id is the fleet's)"
             );
             assert_eq!(
                 s.new_stream(Origin::Standalone),

@@ -83,10 +83,13 @@ pub struct SessionConfig {
     /// Streams are numbered from `stream_id_base + 1` (0 alone: one
     /// process). The instances of a fleet each take their own range, so a
     /// `Last-Event-ID` names its stream's log on any instance; a session
-    /// numbers at most [`STREAM_ID_SPAN`] − 1 streams in its range, then
-    /// starts over at its beginning. Message keys (`MsgKey`) take the
-    /// matching range ([`key_base`]), so what two instances send for one
-    /// session never shares a key.
+    /// numbers at most [`STREAM_ID_SPAN`] − 2 streams in its range, then
+    /// starts over at its beginning (the range's base and its last id are
+    /// the fleet's logs: a mailbox, a control channel, an instance's
+    /// answers). Message keys (`MsgKey`) and the ids of requests to the
+    /// client take the matching ranges ([`key_base`], [`request_id_base`]),
+    /// so what two instances send for one session never shares a key or
+    /// an id, and a client's answer names the instance that asked.
     pub stream_id_base: u32,
 }
 
@@ -100,6 +103,13 @@ pub const STREAM_ID_SPAN: u32 = 1 << 20;
 /// instance of a fleet has 2^52 keys per session to itself; 0 in one process.
 pub const fn key_base(stream_id_base: u32) -> u64 {
     (stream_id_base as u64) << 32
+}
+
+/// The ids of requests to the client a session with streams from
+/// `stream_id_base` sends (`base + 1 …`): instance k's are k × 2^32 + 1 …,
+/// below 2^44, so JavaScript clients echo them exactly; 0 in one process.
+pub const fn request_id_base(stream_id_base: u32) -> i64 {
+    (stream_id_base as i64) << 12
 }
 
 impl Default for SessionConfig {
@@ -247,7 +257,7 @@ impl ServerSession {
             initialize_stream: None,
             cancelled: VecDeque::new(),
             outbound: BTreeSet::new(),
-            next_outbound: 1,
+            next_outbound: request_id_base(config.stream_id_base) + 1,
             held: VecDeque::new(),
             held_bytes: 0,
             shared: VecDeque::new(),
@@ -778,6 +788,21 @@ impl ServerSession {
             self.flush_held(now);
             self.update_timers(now);
         }
+    }
+
+    /// Whether requests this session sent the client still wait for their
+    /// answer: in a fleet, the answer may be posted to another instance,
+    /// which forwards it here.
+    pub fn awaits_answers(&self) -> bool {
+        !self.outbound.is_empty()
+    }
+
+    /// The client's answer to a request this session sent, posted to
+    /// another instance of a fleet and forwarded here: as if posted here
+    /// ([`ServerEvent::Response`]; an answer to nothing outstanding is
+    /// counted late and dropped).
+    pub fn deliver_answer(&mut self, id: RequestId, result: Result<RawJson, ErrorObject>) {
+        self.recv_response(id, result);
     }
 
     /// Whether a standalone GET of this session is attached here: where an
