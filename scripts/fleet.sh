@@ -3,7 +3,8 @@
 # (scripts/install-fleet.sh), three `serve --store redis://` instances behind
 # HAProxy round-robin per request, no stickiness (every request of a session may
 # land on any instance). Through the balancer: our client (`call`), the TS and
-# Python SDK clients in both eras, and the conformance server suite (all of it must pass).
+# Python SDK clients in both eras, and the conformance server suite (all of it must pass);
+# then one instance killed with SIGKILL, and a session opened before it goes on.
 # Exits non-zero if any client fails, or the suite fails a scenario not in KNOWN_FAILING.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,10 +39,12 @@ redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --d
 PIDS+=($!)
 wait_port "$REDIS_PORT"
 SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
+INSTANCE_PIDS=()
 for i in 0 1 2; do
     "$BIN" serve --addr "127.0.0.1:$((BASE + 2 + i))" --store "redis://127.0.0.1:$REDIS_PORT" \
         --instance "$i" --app-secret "$SECRET" > "$LOG/instance-$i.log" 2>&1 &
     PIDS+=($!)
+    INSTANCE_PIDS+=($!)
 done
 for i in 0 1 2; do wait_port $((BASE + 2 + i)); done
 cat > "$LOG/haproxy.cfg" <<CFG
@@ -54,11 +57,15 @@ defaults
     timeout server 60s
     # Each request balanced on its own: a session's requests spread over the instances.
     option http-server-close
+    # A request that finds its instance gone is sent to another one.
+    option redispatch
+    retries 3
 frontend mcp
     bind 127.0.0.1:$LB
     default_backend instances
 backend instances
     balance roundrobin
+    default-server check inter 200ms fall 1 rise 2
     server i0 127.0.0.1:$((BASE + 2))
     server i1 127.0.0.1:$((BASE + 3))
     server i2 127.0.0.1:$((BASE + 4))
@@ -101,7 +108,34 @@ for f in $(echo "$clean" | grep -oE "^✗ [A-Za-z0-9_-]+" | cut -c5-); do
         *) echo "unexpected failure through the fleet: $f"; status=1 ;;
     esac
 done
-for i in 0 1 2; do
+
+# An instance killed with SIGKILL between requests: the session lives in Redis, so it goes
+# on through the other two (its requests that reach the dead one are redispatched).
+echo "== a session through the balancer while an instance is killed (SIGKILL)"
+post() { # body [session]
+    curl -s -m 10 -D "$LOG/h" -o "$LOG/b" -w "%{http_code}" "$URL" \
+        -H "content-type: application/json" -H "accept: application/json, text/event-stream" \
+        -H "mcp-protocol-version: 2025-11-25" ${2:+-H "mcp-session-id: $2"} -d "$1"
+}
+code=$(post '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fleet.sh","version":"0"}}}')
+SID=$(grep -i "^mcp-session-id:" "$LOG/h" | tr -d '\r' | cut -d' ' -f2)
+[ "$code" = 200 ] && [ -n "$SID" ] || { echo "initialize: $code"; status=1; }
+code=$(post '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$SID")
+[ "$code" = 202 ] || { echo "initialized: $code"; status=1; }
+kill -9 "${INSTANCE_PIDS[1]}"
+ok=0
+for n in 2 3 4 5 6 7; do
+    code=$(post "{\"jsonrpc\":\"2.0\",\"id\":$n,\"method\":\"tools/call\",\"params\":{\"name\":\"test_simple_text\",\"arguments\":{}}}" "$SID")
+    if [ "$code" = 200 ] && grep -q "\"id\":$n" "$LOG/b"; then ok=$((ok + 1)); else echo "call $n after the kill: $code"; fi
+done
+echo "calls of a session opened before the kill answered after it: $ok/6"
+[ "$ok" = 6 ] || status=1
+for tool in test_tool_with_progress test_reconnection; do
+    timeout 30 "$BIN" call "$URL" "$tool" > /dev/null 2>&1 || { echo "call $tool after the kill failed"; status=1; }
+done
+(cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "$URL") || status=1
+
+for i in 0 2; do
     if grep -qiE "panic|error" "$LOG/instance-$i.log"; then
         echo "instance $i logged:"; grep -iE "panic|error" "$LOG/instance-$i.log" | head -5; status=1
     fi
