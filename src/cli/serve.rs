@@ -54,8 +54,9 @@ pub struct ServeArgs {
     #[arg(long)]
     init_timeout_ms: Option<u64>,
     /// Serve as one instance of a fleet sharing this store: `redis://host:port`
-    /// (built with `--features redis`). Run each instance with its own
-    /// `--instance` and the same `--app-secret` (docs/fleets.md).
+    /// (built with `--features redis`), or `memory` (one instance alone, the
+    /// store in its process). Run each instance with its own `--instance` and
+    /// the same `--app-secret` (docs/fleets.md).
     #[arg(long)]
     store: Option<String>,
     /// This instance's id in its fleet (unique, below 4096).

@@ -1,9 +1,11 @@
 //! `mcp-streamable serve --store redis://…`: one instance of a fleet, the
-//! reference application on [`FleetServer`], its state shared through Redis.
+//! reference application on [`FleetServer`], its state shared through Redis;
+//! `--store memory`: the same instance alone with the store in its process
+//! (the fleet layer's own cost, measured against the plain server).
 
 use mcp_streamable::fleet::instance::InstanceConfig;
 use mcp_streamable::fleet::InstanceId;
-use mcp_streamable::http::fleet::{FleetOptions, FleetServer};
+use mcp_streamable::http::fleet::{FleetOptions, FleetServer, MemoryHub};
 use mcp_streamable::http::{EverythingApp, ServerOptions};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -26,7 +28,11 @@ pub fn run(
             id: InstanceId(instance),
             ..InstanceConfig::default()
         };
-        let link = connect(store, &instance).await?;
+        let link = if store == "memory" {
+            MemoryHub::start(4096).connect(instance.id)
+        } else {
+            connect(store, &instance).await?
+        };
         let options = FleetOptions { server, instance };
         let handle = FleetServer::bind(addr, options, EverythingApp::default(), link)
             .await

@@ -11,8 +11,9 @@
 //! | `PutSession` / `TouchSession` / `LoadSession` | `SET … PX` / `GETEX … PX` / `GET` |
 //! | `DeleteSession` | a script: `DEL` of the session, every log in its index, the index |
 //!
-//! The command connection runs one op at a time, so replies come back in op
-//! order. Logs live as long as the session's TTL past their last append and
+//! The command connection sends every op waiting as one pipeline (at most
+//! `PIPELINE_OPS_MAX`) and reads the replies in order, so replies come back
+//! in op order, as the seam asks, with one round trip per batch. Logs live as long as the session's TTL past their last append and
 //! go with the session's `DEL`; a subscription outlives the session until
 //! the instance unsubscribes (the store cannot end another connection's
 //! subscriptions, as `MemoryStore` does).
@@ -25,7 +26,7 @@ use crate::fleet::{Entry, LogKey, Push, Record, Seq, StoreOp, StoreReply};
 use crate::ids::{SessionId, StreamId};
 use crate::shared::Shared;
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, PushInfo, PushKind, Script, Value};
+use redis::{AsyncConnectionConfig, PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
 /// Settings of the Redis store.
@@ -76,13 +77,11 @@ pub async fn connect(options: RedisOptions) -> redis::RedisResult<StoreLink> {
     let keys = Keys {
         prefix: options.prefix.clone(),
     };
-    let scripts = Scripts::new();
     let mut cmd = tokio::spawn(run_commands(
         commands,
         cmd_rx,
         from_tx.clone(),
         keys.clone(),
-        scripts,
         options.clone(),
     ));
     let mut sub = tokio::spawn(run_subscriber(subscriber, sub_rx, push_rx, from_tx, keys));
@@ -144,197 +143,219 @@ impl Keys {
     }
 }
 
-/// The scripts, each atomic in Redis as the store's ops are.
-struct Scripts {
-    append: Script,
-    read: Script,
-    claim: Script,
-    delete: Script,
+/// The scripts, each atomic in Redis as the store's ops are (sent with
+/// `EVAL`, so a pipeline needs no script cache).
+mod lua {
+    /// KEYS: log, index; ARGV: kind, text, max, ttl. Returns the id.
+    pub const APPEND: &str =
+        "local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-*', ARGV[1], ARGV[2])
+        redis.call('PEXPIRE', KEYS[1], ARGV[4])
+        redis.call('SADD', KEYS[2], KEYS[1])
+        redis.call('PEXPIRE', KEYS[2], ARGV[4])
+        return id";
+    /// KEYS: log; ARGV: after. Returns {trimmed, entries}.
+    pub const READ: &str = "local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+        local trimmed = 0
+        if #first > 0 then
+          local f = tonumber(string.sub(first[1][1], 3))
+          if tonumber(ARGV[1]) + 1 < f then trimmed = 1 end
+        end
+        return {trimmed, redis.call('XRANGE', KEYS[1], '(0-' .. ARGV[1], '+')}";
+    /// KEYS: log, mark, index; ARGV: max, ttl. Returns {more, entries}.
+    pub const CLAIM: &str = "local mark = redis.call('GET', KEYS[2]) or '0'
+        local max = tonumber(ARGV[1])
+        local entries = redis.call('XRANGE', KEYS[1], '(0-' .. mark, '+', 'COUNT', max + 1)
+        local more = 0
+        if #entries > max then more = 1; table.remove(entries) end
+        if #entries > 0 then
+          redis.call('SET', KEYS[2], string.sub(entries[#entries][1], 3), 'PX', ARGV[2])
+          redis.call('SADD', KEYS[3], KEYS[2])
+        end
+        return {more, entries}";
+    /// KEYS: session, index. Returns whether the session existed.
+    pub const DELETE: &str = "local existed = redis.call('DEL', KEYS[1])
+        local logs = redis.call('SMEMBERS', KEYS[2])
+        for _, k in ipairs(logs) do redis.call('DEL', k) end
+        redis.call('DEL', KEYS[2])
+        return existed";
 }
 
-impl Scripts {
-    fn new() -> Self {
-        Scripts {
-            // KEYS: log, index; ARGV: kind, text, max, ttl. Returns the id.
-            append: Script::new(
-                "local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-*', ARGV[1], ARGV[2])
-                 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-                 redis.call('SADD', KEYS[2], KEYS[1])
-                 redis.call('PEXPIRE', KEYS[2], ARGV[4])
-                 return id",
-            ),
-            // KEYS: log; ARGV: after. Returns {trimmed, entries}.
-            read: Script::new(
-                "local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-                 local trimmed = 0
-                 if #first > 0 then
-                   local f = tonumber(string.sub(first[1][1], 3))
-                   if tonumber(ARGV[1]) + 1 < f then trimmed = 1 end
-                 end
-                 return {trimmed, redis.call('XRANGE', KEYS[1], '(0-' .. ARGV[1], '+')}",
-            ),
-            // KEYS: log, mark, index; ARGV: max, ttl. Returns {more, entries}.
-            claim: Script::new(
-                "local mark = redis.call('GET', KEYS[2]) or '0'
-                 local max = tonumber(ARGV[1])
-                 local entries = redis.call('XRANGE', KEYS[1], '(0-' .. mark, '+', 'COUNT', max + 1)
-                 local more = 0
-                 if #entries > max then more = 1; table.remove(entries) end
-                 if #entries > 0 then
-                   redis.call('SET', KEYS[2], string.sub(entries[#entries][1], 3), 'PX', ARGV[2])
-                   redis.call('SADD', KEYS[3], KEYS[2])
-                 end
-                 return {more, entries}",
-            ),
-            // KEYS: session, index. Returns whether the session existed.
-            delete: Script::new(
-                "local existed = redis.call('DEL', KEYS[1])
-                 local logs = redis.call('SMEMBERS', KEYS[2])
-                 for _, k in ipairs(logs) do redis.call('DEL', k) end
-                 redis.call('DEL', KEYS[2])
-                 return existed",
-            ),
-        }
-    }
-}
+/// Ops taken into one pipeline at most: the command connection sends every
+/// op waiting (up to this many) at once and reads the replies in order.
+const PIPELINE_OPS_MAX: usize = 256;
 
 async fn run_commands(
     mut con: MultiplexedConnection,
     mut ops: mpsc::UnboundedReceiver<StoreOp>,
     from: mpsc::UnboundedSender<FromStore>,
     keys: Keys,
-    scripts: Scripts,
     options: RedisOptions,
 ) {
-    while let Some(op) = ops.recv().await {
-        match execute(&mut con, op, &keys, &scripts, &options).await {
-            Ok(Some(reply)) => {
-                if from.send(FromStore::Reply(reply)).is_err() {
-                    return;
-                }
+    while let Some(first) = ops.recv().await {
+        let mut pipe = redis::pipe();
+        let mut decoders = Vec::new();
+        let mut next = Some(first);
+        while let Some(op) = next.take() {
+            if let Some((cmd, decode)) = command(op, &keys, &options) {
+                pipe.add_command(cmd);
+                decoders.push(decode);
             }
-            Ok(None) => {}
+            if decoders.len() < PIPELINE_OPS_MAX {
+                next = ops.try_recv().ok();
+            }
+        }
+        if decoders.is_empty() {
+            continue;
+        }
+        let values: Vec<Value> = match pipe.query_async(&mut con).await {
+            Ok(v) => v,
             Err(e) => {
                 tracing::error!(error = %e, "the Redis command connection failed");
                 return;
+            }
+        };
+        for (decode, value) in decoders.into_iter().zip(values) {
+            match decode.reply(value) {
+                Ok(Some(reply)) => {
+                    if from.send(FromStore::Reply(reply)).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "a Redis reply the store cannot read");
+                    return;
+                }
             }
         }
     }
 }
 
-/// Runs one op; its reply, if it has one.
-async fn execute(
-    con: &mut MultiplexedConnection,
-    op: StoreOp,
-    keys: &Keys,
-    scripts: &Scripts,
-    options: &RedisOptions,
-) -> redis::RedisResult<Option<StoreReply>> {
+/// How a command's reply becomes the op's.
+enum Decode {
+    Appended(LogKey),
+    Read(LogKey, Seq),
+    Claimed(LogKey),
+    Stored(SessionId),
+    Session(SessionId),
+    Deleted(SessionId),
+    /// No reply (a publication).
+    Nothing,
+}
+
+impl Decode {
+    fn reply(self, v: Value) -> redis::RedisResult<Option<StoreReply>> {
+        let parse = |e: redis::ParsingError| redis::RedisError::from(e);
+        Ok(Some(match self {
+            Decode::Appended(log) => {
+                let id: String = redis::from_redis_value(v).map_err(parse)?;
+                let seq = seq_of_id(&id).ok_or_else(|| malformed("an XADD id"))?;
+                StoreReply::Appended { log, seq }
+            }
+            Decode::Read(log, after) => {
+                let (trimmed, entries) = flag_and_entries(v)?;
+                StoreReply::Read {
+                    log,
+                    after,
+                    entries,
+                    trimmed,
+                }
+            }
+            Decode::Claimed(log) => {
+                let (more, entries) = flag_and_entries(v)?;
+                StoreReply::Claimed { log, entries, more }
+            }
+            Decode::Stored(session) => StoreReply::Stored { session },
+            Decode::Session(session) => {
+                let record: Option<String> = redis::from_redis_value(v).map_err(parse)?;
+                StoreReply::Session {
+                    session,
+                    record: record.map(Shared::new),
+                }
+            }
+            Decode::Deleted(session) => {
+                let existed: i64 = redis::from_redis_value(v).map_err(parse)?;
+                StoreReply::Deleted {
+                    session,
+                    existed: existed > 0,
+                }
+            }
+            Decode::Nothing => return Ok(None),
+        }))
+    }
+}
+
+fn eval(script: &str, keys: &[String]) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(script).arg(keys.len());
+    for k in keys {
+        cmd.arg(k);
+    }
+    cmd
+}
+
+/// The command for one op on the command connection, and how to read its
+/// reply; `None` for the subscriber connection's ops.
+fn command(op: StoreOp, keys: &Keys, options: &RedisOptions) -> Option<(redis::Cmd, Decode)> {
     let ttl = options.log_ttl_ms.max(1);
-    Ok(Some(match op {
+    Some(match op {
         StoreOp::Append { log, record } => {
             let (kind, text) = encode_record(&record);
-            let id: String = scripts
-                .append
-                .key(keys.log(&log))
-                .key(keys.index(&log.session))
-                .arg(kind)
+            let mut cmd = eval(lua::APPEND, &[keys.log(&log), keys.index(&log.session)]);
+            cmd.arg(kind)
                 .arg(text)
                 .arg(options.entries_per_log_max.max(1))
-                .arg(ttl)
-                .invoke_async(con)
-                .await?;
-            let seq = seq_of_id(&id).ok_or_else(|| malformed("an XADD id"))?;
-            StoreReply::Appended { log, seq }
+                .arg(ttl);
+            (cmd, Decode::Appended(log))
         }
         StoreOp::Publish { log, entry } => {
             let (kind, text) = encode_record(&entry.record);
-            let payload = format!("{} {kind}{text}", entry.seq);
-            redis::cmd("PUBLISH")
-                .arg(keys.channel(&log))
-                .arg(payload)
-                .query_async::<()>(con)
-                .await?;
-            return Ok(None);
+            let mut cmd = redis::cmd("PUBLISH");
+            cmd.arg(keys.channel(&log))
+                .arg(format!("{} {kind}{text}", entry.seq));
+            (cmd, Decode::Nothing)
         }
         StoreOp::Read { log, after } => {
-            let v: Value = scripts
-                .read
-                .key(keys.log(&log))
-                .arg(after)
-                .invoke_async(con)
-                .await?;
-            let (trimmed, entries) = flag_and_entries(v)?;
-            StoreReply::Read {
-                log,
-                after,
-                entries,
-                trimmed,
-            }
+            let mut cmd = eval(lua::READ, &[keys.log(&log)]);
+            cmd.arg(after);
+            (cmd, Decode::Read(log, after))
         }
         StoreOp::Claim { log, max } => {
-            let v: Value = scripts
-                .claim
-                .key(keys.log(&log))
-                .key(keys.mark(&log))
-                .key(keys.index(&log.session))
-                .arg(max.max(1))
-                .arg(ttl)
-                .invoke_async(con)
-                .await?;
-            let (more, entries) = flag_and_entries(v)?;
-            StoreReply::Claimed { log, entries, more }
+            let mut cmd = eval(
+                lua::CLAIM,
+                &[keys.log(&log), keys.mark(&log), keys.index(&log.session)],
+            );
+            cmd.arg(max.max(1)).arg(ttl);
+            (cmd, Decode::Claimed(log))
         }
-        StoreOp::Subscribe { .. } | StoreOp::Unsubscribe { .. } => return Ok(None),
+        StoreOp::Subscribe { .. } | StoreOp::Unsubscribe { .. } => return None,
         StoreOp::PutSession {
             session,
             record,
             ttl_ms,
         } => {
-            redis::cmd("SET")
-                .arg(keys.session(&session))
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(keys.session(&session))
                 .arg(record.as_str())
                 .arg("PX")
-                .arg(ttl_ms.max(1))
-                .query_async::<()>(con)
-                .await?;
-            StoreReply::Stored { session }
+                .arg(ttl_ms.max(1));
+            (cmd, Decode::Stored(session))
         }
         StoreOp::TouchSession { session, ttl_ms } => {
-            let record: Option<String> = redis::cmd("GETEX")
-                .arg(keys.session(&session))
-                .arg("PX")
-                .arg(ttl_ms.max(1))
-                .query_async(con)
-                .await?;
-            StoreReply::Session {
-                session,
-                record: record.map(Shared::new),
-            }
+            let mut cmd = redis::cmd("GETEX");
+            cmd.arg(keys.session(&session)).arg("PX").arg(ttl_ms.max(1));
+            (cmd, Decode::Session(session))
         }
         StoreOp::LoadSession { session } => {
-            let record: Option<String> = redis::cmd("GET")
-                .arg(keys.session(&session))
-                .query_async(con)
-                .await?;
-            StoreReply::Session {
-                session,
-                record: record.map(Shared::new),
-            }
+            let mut cmd = redis::cmd("GET");
+            cmd.arg(keys.session(&session));
+            (cmd, Decode::Session(session))
         }
         StoreOp::DeleteSession { session } => {
-            let existed: i64 = scripts
-                .delete
-                .key(keys.session(&session))
-                .key(keys.index(&session))
-                .invoke_async(con)
-                .await?;
-            StoreReply::Deleted {
-                session,
-                existed: existed > 0,
-            }
+            let cmd = eval(lua::DELETE, &[keys.session(&session), keys.index(&session)]);
+            (cmd, Decode::Deleted(session))
         }
-    }))
+    })
 }
 
 async fn run_subscriber(
