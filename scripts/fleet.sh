@@ -4,7 +4,8 @@
 # HAProxy round-robin per request, no stickiness (every request of a session may
 # land on any instance). Through the balancer: our client (`call`), the TS and
 # Python SDK clients in both eras, and the conformance server suite (all of it must pass);
-# then one instance killed with SIGKILL, and a session opened before it goes on.
+# then one instance killed with SIGKILL between requests (a session opened before it goes on)
+# and another killed with a call in flight (the call completes, with an error, where it resumes).
 # Exits non-zero if any client fails, or the suite fails a scenario not in KNOWN_FAILING.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -135,7 +136,52 @@ for tool in test_tool_with_progress test_reconnection; do
 done
 (cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "$URL") || status=1
 
-for i in 0 2; do
+
+# A call in flight on an instance killed with SIGKILL: the call (an elicitation, which waits
+# for the client) is on instance K; K is killed; the client resumes through the balancer on a
+# live instance, which finds K's heartbeat gone and completes the call with an error (-32603).
+echo "== a call in flight on an instance killed with SIGKILL completes where it resumes"
+code=$(post '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"fleet.sh","version":"0"}}}')
+SID=$(grep -i "^mcp-session-id:" "$LOG/h" | tr -d '\r' | cut -d' ' -f2)
+post '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$SID" > /dev/null
+curl -s -N -m 2 "$URL" -H "content-type: application/json" -H "accept: application/json, text/event-stream" \
+    -H "mcp-protocol-version: 2025-11-25" -H "mcp-session-id: $SID" \
+    -d '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"test_elicitation","arguments":{"message":"m"}}}' \
+    > "$LOG/inflight" || true
+read -r CURSOR ASKER < <(python3 - "$LOG/inflight" <<'PY'
+import json, sys
+cursor, asker = "", ""
+for line in open(sys.argv[1]):
+    if line.startswith("id:"):
+        cursor = line[3:].strip()
+    if line.startswith("data:"):
+        try:
+            m = json.loads(line[5:])
+        except ValueError:
+            continue
+        if m.get("method") == "elicitation/create":
+            asker = str(m["id"] >> 32)  # each instance numbers its requests in its own range
+print(cursor, asker)
+PY
+)
+if [ -z "$CURSOR" ] || [ -z "$ASKER" ]; then
+    echo "no elicitation in flight: $(head -c 300 "$LOG/inflight")"; status=1
+else
+    kill -9 "${INSTANCE_PIDS[$ASKER]}"
+    start=$(date +%s%N)
+    curl -s -N -m 20 "$URL" -H "accept: text/event-stream" -H "mcp-protocol-version: 2025-11-25" \
+        -H "mcp-session-id: $SID" -H "last-event-id: $CURSOR" > "$LOG/resumed" || true
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    if grep -q '"id":9' "$LOG/resumed" && grep -q -- "-32603" "$LOG/resumed"; then
+        echo "instance $ASKER killed mid-call: the call completed with -32603 where it resumed, in $took ms"
+    else
+        echo "the call on the killed instance $ASKER did not complete: $(head -c 300 "$LOG/resumed")"; status=1
+    fi
+    [ "$(grep -c '"id":9' "$LOG/resumed")" -le 1 ] || { echo "answered twice"; status=1; }
+fi
+
+for i in 0 1 2; do
+    [ "$i" = 1 ] || [ "$i" = "${ASKER:-}" ] && continue
     if grep -qiE "panic|error" "$LOG/instance-$i.log"; then
         echo "instance $i logged:"; grep -iE "panic|error" "$LOG/instance-$i.log" | head -5; status=1
     fi

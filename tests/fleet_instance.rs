@@ -1037,3 +1037,111 @@ fn an_answer_posted_before_the_asking_instance_listens_is_not_lost() {
         "claimed once it listens"
     );
 }
+
+/// Time moves to `ms` for every instance in `alive` (the others are dead:
+/// nothing drives them), and the store runs.
+fn tick(f: &mut Fleet, ms: u64, alive: &[usize]) {
+    f.now = Instant::from_millis(ms);
+    for &i in alive {
+        f.nodes[i].handle_timeout(f.now);
+    }
+    f.pump();
+}
+
+fn errors_of(m: &Message) -> Option<(i64, i64)> {
+    match m {
+        Message::Error {
+            id: Some(RequestId::Num(id)),
+            error,
+        } => Some((*id, error.code)),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_call_whose_instance_dies_completes_with_an_error_where_it_was_resumed() {
+    let mut f = Fleet::new(3, 64, |_| {});
+    f.handshake(0, 0);
+    tick(&mut f, 0, &[0, 1, 2]); // every instance beats
+    let (id, call) = f.call(0);
+    f.progress(0, id, 1);
+    let cursor = f.last_id(0, call);
+    f.close(0, call);
+    let a = f.get(1, Some(&cursor));
+    let b = f.get(2, Some(&cursor));
+    assert_eq!(f.seen[&(1, a)].status, Some(200));
+    // Instance 0 still beats: its streams are left alone.
+    tick(&mut f, 1000, &[0, 1, 2]);
+    tick(&mut f, 2000, &[0, 1, 2]);
+    assert_eq!(f.seen[&(1, a)].end, None);
+    // Instance 0 dies (nothing drives it from here): past its heartbeat's
+    // TTL, instances 1 and 2 each find it dead and complete the call once.
+    for ms in [3000, 4000, 5000, 6000] {
+        tick(&mut f, ms, &[1, 2]);
+    }
+    for (i, get) in [(1, a), (2, b)] {
+        let seen = &f.seen[&(i, get)];
+        let errors: Vec<(i64, i64)> = seen.messages().into_iter().filter_map(errors_of).collect();
+        assert_eq!(
+            errors,
+            [(id, -32603)],
+            "instance {i}: the call failed, once"
+        );
+        assert_eq!(seen.end, Some(EndReason::Complete), "instance {i}");
+    }
+    let log = log_of(&f, &cursor);
+    let ends = f
+        .store
+        .entries(&log)
+        .iter()
+        .filter(|e| e.record == mcp_streamable::fleet::Record::End)
+        .count();
+    assert_eq!(ends, 1, "completed once in the store");
+    assert_eq!(f.nodes[1].relayed_len(), 0);
+    assert_eq!(f.nodes[2].relayed_len(), 0);
+}
+
+#[test]
+fn a_stream_its_dead_writer_answered_is_not_completed_again() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    tick(&mut f, 0, &[0, 1]);
+    let (id, call) = f.call(0);
+    f.progress(0, id, 1);
+    let cursor = f.last_id(0, call);
+    f.close(0, call);
+    f.progress(0, id, 2);
+    // The answer is logged, then instance 0 dies before a follower reads it:
+    // the follower on 1 is held back until after the writer's death.
+    let sid = f.sid();
+    let log = log_of(&f, &cursor);
+    let s = f.nodes[0].session_mut(&sid).unwrap();
+    s.respond(
+        &RequestId::Num(id),
+        Ok(RawJson::from(serde_json::json!({}))),
+        f.now,
+    )
+    .unwrap();
+    f.nodes[0].flush(f.now);
+    f.pump();
+    assert!(f
+        .store
+        .entries(&log)
+        .iter()
+        .any(|e| e.record == mcp_streamable::fleet::Record::End));
+    let resumed = f.get(1, Some(&cursor));
+    for ms in [1000, 4000, 5000] {
+        tick(&mut f, ms, &[1]);
+    }
+    let seen = &f.seen[&(1, resumed)];
+    assert!(
+        seen.messages().iter().all(|m| errors_of(m).is_none()),
+        "{:?}",
+        seen.messages()
+    );
+    assert!(
+        matches!(seen.messages().last(), Some(Message::Response { .. })),
+        "the writer's own answer"
+    );
+    assert_eq!(seen.end, Some(EndReason::Complete));
+}

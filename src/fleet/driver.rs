@@ -181,7 +181,7 @@ impl<A: App> FleetDriver<A> {
 
     /// When the driver next needs [`handle_timeout`](Self::handle_timeout).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let core = self.instance.poll_timeout().map(|(t, _)| t);
+        let core = self.instance.poll_timeout();
         let app = self.timers.iter().map(|(t, _, _)| *t).min();
         match (core, app) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -32,6 +32,7 @@
 
 use super::follow::{Follower, Phase};
 use super::gate::{SessionGate, Verdict};
+use super::liveness::Liveness;
 use super::mailbox::Claimer;
 use super::publish::Publisher;
 use super::record::{decode_message, encode_message, SessionRecord};
@@ -43,12 +44,12 @@ use crate::head::{Content, Method, RequestHead, ResponseHead};
 use crate::headers;
 use crate::id_source::IdSource;
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
-use crate::jsonrpc::{parse_body, Message};
+use crate::jsonrpc::{parse_body, ErrorObject, Message, INTERNAL_ERROR};
 use crate::policy::{EventIdScheme, ServerPolicy};
 use crate::server::event_ids::EventIdCodec;
 use crate::server::{
     modern, request, Cause, Dispatched, EndReason, EndpointConfig, Outgoing, ServerEndpoint,
-    ServerEvent, ServerSession, SessionTimer, Transmit, TransmitKind, UnreadBody, STREAM_ID_SPAN,
+    ServerEvent, ServerSession, Transmit, TransmitKind, UnreadBody, STREAM_ID_SPAN,
 };
 use crate::time::Instant;
 use crate::version::ProtocolVersion;
@@ -84,6 +85,13 @@ pub struct InstanceConfig {
     /// newer one ends its oldest (`TakenOver`), so one client cannot take
     /// the instance's share.
     pub relayed_max: usize,
+    /// This instance's heartbeat is renewed this often, and a writer whose
+    /// streams are followed here is asked about this often ([`Liveness`]).
+    pub beat_ms: u64,
+    /// A heartbeat lasts this long: an instance silent for longer is dead,
+    /// and the calls of its streams followed elsewhere are completed with
+    /// an error.
+    pub beat_ttl_ms: u64,
 }
 
 impl Default for InstanceConfig {
@@ -97,6 +105,8 @@ impl Default for InstanceConfig {
             refresh: SessionRefresh::Atomic,
             claim_max: 16,
             relayed_max: 4096,
+            beat_ms: 1000,
+            beat_ttl_ms: 3000,
         }
     }
 }
@@ -158,6 +168,12 @@ enum Waiter {
     Append(LogKey),
     /// A claim from a session's mailbox or this instance's answers.
     Claim(LogKey),
+    /// Whether a writer's heartbeat is current.
+    Alive,
+    /// A dead writer's log read whole, to complete it.
+    Completing(LogKey),
+    /// The completion of a dead writer's log.
+    Completed(LogKey),
 }
 
 /// Who follows a subscribed log here.
@@ -213,6 +229,10 @@ pub struct Instance {
     waiters: VecDeque<Waiter>,
     ops: VecDeque<StoreOp>,
     out: VecDeque<Transmit>,
+    /// This instance's heartbeat and the watch on the writers it follows.
+    liveness: Liveness,
+    /// Logs of dead writers being completed here.
+    completing: BTreeSet<LogKey>,
 }
 
 impl Instance {
@@ -249,6 +269,8 @@ impl Instance {
             waiters: VecDeque::new(),
             ops: VecDeque::new(),
             out: VecDeque::new(),
+            liveness: Liveness::new(config.id, config.beat_ms, config.beat_ttl_ms),
+            completing: BTreeSet::new(),
         })
     }
 
@@ -383,6 +405,21 @@ impl Instance {
                     c.handle_reply(reply);
                 }
             }
+            Some(Waiter::Alive) => {
+                if let StoreReply::Alive { instance, alive } = reply {
+                    self.liveness.handle_alive(instance, alive);
+                }
+            }
+            Some(Waiter::Completing(log)) => self.complete(log, reply),
+            Some(Waiter::Completed(log)) => {
+                self.completing.remove(&log);
+                if let StoreReply::Completed { log, appended } = reply {
+                    for entry in appended {
+                        let log = log.clone();
+                        self.ops.push_back(StoreOp::Publish { log, entry });
+                    }
+                }
+            }
             None => {}
         }
         self.settle(now);
@@ -431,6 +468,7 @@ impl Instance {
     /// Time has reached `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.endpoint.handle_timeout(now);
+        self.liveness.handle_timeout(now);
         self.touched
             .extend(self.endpoint.named_session_ids().cloned());
         self.settle(now);
@@ -489,9 +527,14 @@ impl Instance {
         self.endpoint.poll_event()
     }
 
-    /// The next deadline.
-    pub fn poll_timeout(&self) -> Option<(Instant, SessionTimer)> {
-        self.endpoint.poll_timeout()
+    /// The next deadline (the endpoint's timers, the heartbeat, the watch
+    /// on writers).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let fleet = self.liveness.poll_timeout();
+        Some(match self.endpoint.poll_timeout() {
+            Some((t, _)) => t.min(fleet),
+            None => fleet,
+        })
     }
 
     // ---- internals -----------------------------------------------------
@@ -814,6 +857,58 @@ impl Instance {
             self.send(Waiter::Log(log), op);
         }
         self.mailbox_ops();
+        self.watch_writers(now);
+    }
+
+    /// The writers of the streams relayed here are watched; those found
+    /// dead have the streams followed here completed.
+    fn watch_writers(&mut self, now: Instant) {
+        let writers: BTreeSet<InstanceId> =
+            self.relayed.values().map(|r| writer_of(r.stream)).collect();
+        self.liveness.watch(writers, now);
+        while let Some(dead) = self.liveness.poll_dead() {
+            let logs: BTreeSet<LogKey> = self
+                .relayed
+                .values()
+                .filter(|r| writer_of(r.stream) == dead)
+                .map(|r| LogKey {
+                    session: r.session.clone(),
+                    stream: r.stream,
+                })
+                .collect();
+            for log in logs {
+                if self.completing.insert(log.clone()) {
+                    let read = StoreOp::Read {
+                        log: log.clone(),
+                        after: 0,
+                    };
+                    self.send(Waiter::Completing(log), read);
+                }
+            }
+        }
+        while let Some(op) = self.liveness.poll_op() {
+            self.send(Waiter::Alive, op);
+        }
+    }
+
+    /// A dead writer's log, read whole: what completes it (an error for
+    /// every request its stream still owed, then the end), appended unless
+    /// it ended meanwhile. A standalone stream's log, one already ended, or
+    /// one whose opening was trimmed is left as it is.
+    fn complete(&mut self, log: LogKey, reply: StoreReply) {
+        let StoreReply::Read { entries, .. } = reply else {
+            self.completing.remove(&log);
+            return;
+        };
+        match completion(&entries) {
+            Some(records) => self.send(
+                Waiter::Completed(log.clone()),
+                StoreOp::Complete { log, records },
+            ),
+            None => {
+                self.completing.remove(&log);
+            }
+        }
     }
 
     /// The copy of `sid` here is ready or gone: its control channel is not
@@ -1045,7 +1140,9 @@ impl Instance {
                     session: sid.clone(),
                     stream: eid.stream,
                 };
-                self.logs.record_event(&log, eid.seq, message.as_deref());
+                let stream = s.streams().find(|st| st.id == eid.stream);
+                self.logs
+                    .record_event(&log, eid.seq, message.as_deref(), stream);
                 self.tapped.insert(t.http, log);
             }
             TransmitKind::End(reason) => {
@@ -1124,7 +1221,7 @@ impl Instance {
                     self.push(http, TransmitKind::End(EndReason::Complete));
                     return false;
                 }
-                Record::Blank => None,
+                Record::Blank | Record::Opened(_) => None,
                 Record::Message(text) => match decode_message(&text) {
                     Some((key, message)) => Some(Arc::new(Outgoing {
                         session: r.session.clone(),
@@ -1203,6 +1300,50 @@ fn asked_by(id: &RequestId) -> Option<InstanceId> {
     (*n > 0 && instance < INSTANCES_MAX).then_some(InstanceId(instance))
 }
 
+/// The instance that numbers stream `id`.
+fn writer_of(id: StreamId) -> InstanceId {
+    InstanceId((id.0 / STREAM_ID_SPAN) as u16)
+}
+
+/// What completes a dead writer's stream whose log holds `entries` (from
+/// its first): an error for every request it answers that no entry
+/// answered, then the end; `None` if it ended, is standalone, or its
+/// opening is gone.
+fn completion(entries: &[Entry]) -> Option<Vec<Record>> {
+    if entries.iter().any(|e| e.record == Record::End) {
+        return None;
+    }
+    let first = entries.first().filter(|e| e.seq == 1)?;
+    let Record::Opened(ids) = &first.record else {
+        return None;
+    };
+    let mut owed: Vec<RequestId> = serde_json::from_str(ids).ok()?;
+    for e in entries {
+        let Record::Message(text) = &e.record else {
+            continue;
+        };
+        match decode_message(text) {
+            Some((_, Message::Response { id, .. }))
+            | Some((_, Message::Error { id: Some(id), .. })) => owed.retain(|o| *o != id),
+            _ => {}
+        }
+    }
+    let mut records: Vec<Record> = owed
+        .into_iter()
+        .map(|id| {
+            let error =
+                ErrorObject::new(INTERNAL_ERROR, "the instance serving this request stopped");
+            let message = Message::Error {
+                id: Some(id),
+                error,
+            };
+            Record::Message(encode_message(MsgKey(0), &message))
+        })
+        .collect();
+    records.push(Record::End);
+    Some(records)
+}
+
 /// Whether `instance` numbers stream `id` (its range of stream ids).
 fn numbered_by(instance: InstanceId, id: StreamId) -> bool {
     id.0 / STREAM_ID_SPAN == u32::from(instance.0)
@@ -1236,6 +1377,9 @@ fn posted_method<'a>(head: &RequestHead, body: &'a [u8]) -> Option<&'a str> {
 fn expects_reply(op: &StoreOp) -> bool {
     !matches!(
         op,
-        StoreOp::Publish { .. } | StoreOp::Subscribe { .. } | StoreOp::Unsubscribe { .. }
+        StoreOp::Publish { .. }
+            | StoreOp::Subscribe { .. }
+            | StoreOp::Unsubscribe { .. }
+            | StoreOp::Beat { .. }
     )
 }

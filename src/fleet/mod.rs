@@ -26,6 +26,7 @@ pub mod driver;
 pub mod follow;
 pub mod gate;
 pub mod instance;
+pub mod liveness;
 pub mod mailbox;
 pub mod publish;
 pub mod record;
@@ -126,6 +127,10 @@ pub enum Record {
     /// An event with an id and no message (a priming event): logged so
     /// that a log's numbers stay its stream's own sequence numbers.
     Blank,
+    /// A POST stream's priming event: blank to clients, and for the fleet
+    /// the JSON array of the ids of the requests the stream answers, so an
+    /// instance that finds the writer dead knows which calls to complete.
+    Opened(Shared<String>),
     /// The stream is over (its request was answered): a follower ends the
     /// connection once it has delivered everything before this.
     End,
@@ -198,6 +203,30 @@ pub enum StoreOp {
     Unsubscribe {
         /// The log.
         log: LogKey,
+    },
+    /// This instance is alive for `ttl_ms` more (its heartbeat, `SET … PX`;
+    /// no reply).
+    Beat {
+        /// This instance.
+        instance: InstanceId,
+        /// How long the beat lasts.
+        ttl_ms: u64,
+    },
+    /// Whether `instance`'s heartbeat is current; replies
+    /// [`StoreReply::Alive`].
+    Alive {
+        /// The instance asked about.
+        instance: InstanceId,
+    },
+    /// Appends `records` to `log` unless its last entry is
+    /// [`Record::End`], atomically (a stream of a dead writer completed by
+    /// whichever instance finds it first, once); replies
+    /// [`StoreReply::Completed`].
+    Complete {
+        /// The log.
+        log: LogKey,
+        /// What completes it (error responses, then the end).
+        records: Vec<Record>,
     },
     /// Store `record` as the session's, expiring `ttl_ms` from now, whether
     /// or not it exists (`SET … PX`); replies [`StoreReply::Stored`].
@@ -284,6 +313,21 @@ pub enum StoreReply {
         session: SessionId,
         /// Its record.
         record: Option<Shared<String>>,
+    },
+    /// Whether an instance's heartbeat is current.
+    Alive {
+        /// The instance.
+        instance: InstanceId,
+        /// Its heartbeat has not expired.
+        alive: bool,
+    },
+    /// What a [`StoreOp::Complete`] appended, numbered (nothing if the log
+    /// had ended).
+    Completed {
+        /// The log.
+        log: LogKey,
+        /// The entries appended, to publish.
+        appended: Vec<Entry>,
     },
     /// The session was deleted (`existed`: it was there to delete).
     Deleted {

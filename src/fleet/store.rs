@@ -65,6 +65,8 @@ pub struct MemoryStore {
     sessions: BTreeMap<SessionId, SessionEntry>,
     logs: BTreeMap<LogKey, Log>,
     subscribers: BTreeMap<LogKey, BTreeSet<InstanceId>>,
+    /// Each instance's heartbeat: when it expires.
+    beats: BTreeMap<InstanceId, Instant>,
     /// The most entries a log keeps; older ones are trimmed, as
     /// `XADD … MAXLEN` does, and a read from before them says so.
     entries_per_log_max: usize,
@@ -78,6 +80,7 @@ impl MemoryStore {
             sessions: BTreeMap::new(),
             logs: BTreeMap::new(),
             subscribers: BTreeMap::new(),
+            beats: BTreeMap::new(),
             entries_per_log_max: entries_per_log_max.max(1),
             outputs: VecDeque::new(),
         }
@@ -130,20 +133,31 @@ impl MemoryStore {
     pub fn handle_op(&mut self, from: InstanceId, op: StoreOp, now: Instant) {
         match op {
             StoreOp::Append { log, record } => {
-                let max = self.entries_per_log_max;
-                let l = self.logs.entry(log.clone()).or_insert(Log {
-                    first: 1,
-                    entries: VecDeque::new(),
-                    claimed: 0,
-                });
-                let seq = l.next_seq();
-                l.entries.push_back(record);
-                while l.entries.len() > max {
-                    l.entries.pop_front();
-                    l.first += 1;
-                }
+                let seq = self.append(&log, record);
                 self.outputs
                     .push_back((from, Output::Reply(StoreReply::Appended { log, seq })));
+            }
+            StoreOp::Beat { instance, ttl_ms } => {
+                let until = Instant::from_millis(now.as_millis().saturating_add(ttl_ms));
+                self.beats.insert(instance, until);
+            }
+            StoreOp::Alive { instance } => {
+                let alive = self.beats.get(&instance).is_some_and(|&t| t > now);
+                self.reply(from, StoreReply::Alive { instance, alive });
+            }
+            StoreOp::Complete { log, records } => {
+                let ended = self
+                    .logs
+                    .get(&log)
+                    .is_some_and(|l| l.entries.back() == Some(&Record::End));
+                let mut appended = Vec::new();
+                if !ended {
+                    for record in records {
+                        let seq = self.append(&log, record.clone());
+                        appended.push(Entry { seq, record });
+                    }
+                }
+                self.reply(from, StoreReply::Completed { log, appended });
             }
             StoreOp::Publish { log, entry } => {
                 if let Some(subs) = self.subscribers.get(&log) {
@@ -217,6 +231,23 @@ impl MemoryStore {
                 self.reply(from, StoreReply::Deleted { session, existed });
             }
         }
+    }
+
+    /// Appends `record` to `log`, trimming past the bound; its number.
+    fn append(&mut self, log: &LogKey, record: Record) -> Seq {
+        let max = self.entries_per_log_max;
+        let l = self.logs.entry(log.clone()).or_insert(Log {
+            first: 1,
+            entries: VecDeque::new(),
+            claimed: 0,
+        });
+        let seq = l.next_seq();
+        l.entries.push_back(record);
+        while l.entries.len() > max {
+            l.entries.pop_front();
+            l.first += 1;
+        }
+        seq
     }
 
     fn reply(&mut self, to: InstanceId, reply: StoreReply) {

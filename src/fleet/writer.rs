@@ -6,9 +6,11 @@
 //! number order, with nothing else writing to those logs, so the store's
 //! numbers are the stream's own and a `Last-Event-ID` is a cursor in the
 //! log as it is in the stream. A priming event (an id, no message) is
-//! appended as [`Record::Blank`] to keep the numbers equal; a POST stream
-//! whose response is written gets [`Record::End`], so a follower on
-//! another instance ends the client's connection as the writer would.
+//! appended as [`Record::Blank`] to keep the numbers equal (a POST stream's
+//! first, as [`Record::Opened`] with the ids it answers, for whoever must
+//! complete it if this instance dies); a POST stream whose response is
+//! written gets [`Record::End`], so a follower on another instance ends the
+//! client's connection as the writer would.
 //!
 //! Events are read from the stream's replay buffer, which keeps at least
 //! `events_max` of them; sync runs after each input, and one input numbers
@@ -18,8 +20,9 @@ use super::publish::Publisher;
 use super::record::encode_message;
 use super::{LogKey, Record, Seq, StoreOp, StoreReply};
 use crate::ids::{SessionId, StreamId};
-use crate::server::stream::{Format, Stream};
+use crate::server::stream::{Format, Origin, Stream};
 use crate::server::{Outgoing, ServerSession};
+use crate::shared::Shared;
 use std::collections::{BTreeMap, VecDeque};
 
 /// What this instance has appended of one stream.
@@ -93,7 +96,14 @@ impl StreamLogs {
     /// last events still reach the log (a client may be resuming it on
     /// another instance, its first connection dead without this one
     /// knowing).
-    pub fn record_event(&mut self, log: &LogKey, seq: Seq, message: Option<&Outgoing>) {
+    /// `stream` is the event's stream if its session still keeps it.
+    pub fn record_event(
+        &mut self,
+        log: &LogKey,
+        seq: Seq,
+        message: Option<&Outgoing>,
+        stream: Option<&Stream>,
+    ) {
         let w = self.written(log);
         if seq <= w.appended {
             return;
@@ -103,9 +113,10 @@ impl StreamLogs {
         for _ in w.appended + 1..seq {
             w.publisher.append(Record::Blank);
         }
-        w.publisher.append(match message {
-            Some(out) => Record::Message(encode_message(out.key, &out.message)),
-            None => Record::Blank,
+        w.publisher.append(match (message, stream) {
+            (Some(out), _) => Record::Message(encode_message(out.key, &out.message)),
+            (None, Some(stream)) => blank(stream, seq),
+            (None, None) => Record::Blank,
         });
         w.appended = seq;
         self.drain(&log.session);
@@ -191,6 +202,18 @@ fn record_of(stream: &Stream, seq: Seq) -> Record {
         .and_then(|i| stream.buffer[i].message.as_ref());
     match found {
         Some(out) => Record::Message(encode_message(out.key, &out.message)),
-        None => Record::Blank,
+        None => blank(stream, seq),
+    }
+}
+
+/// Event `seq` of `stream` with no message: a POST stream's first says what
+/// the stream answers ([`Record::Opened`]).
+fn blank(stream: &Stream, seq: Seq) -> Record {
+    match &stream.origin {
+        Origin::Post { pending } if seq == 1 => {
+            let ids = serde_json::to_string(pending).unwrap_or_else(|_| "[]".into());
+            Record::Opened(Shared::new(ids))
+        }
+        _ => Record::Blank,
     }
 }

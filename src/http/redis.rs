@@ -9,6 +9,8 @@
 //! | `Claim` | a script: the log's claimed mark, `XRANGE log (0-mark + COUNT max+1`, the mark set |
 //! | `Subscribe` / `Unsubscribe` | on the subscriber connection (RESP3: the confirmation arrives in order with the publications, as the seam says) |
 //! | `PutSession` / `TouchSession` / `LoadSession` | `SET … PX` / `GETEX … PX` / `GET` |
+//! | `Beat` / `Alive` | `SET hb:instance 1 PX ttl` / `EXISTS` |
+//! | `Complete` | a script: unless the log's last entry is an end, `XADD` each record |
 //! | `DeleteSession` | a script: `DEL` of the session, every log in its index, the index |
 //!
 //! The command connection sends every op waiting as one pipeline (at most
@@ -22,7 +24,7 @@
 //! [`super::fleet`]).
 
 use super::fleet::{FromStore, StoreLink};
-use crate::fleet::{Entry, LogKey, Push, Record, Seq, StoreOp, StoreReply};
+use crate::fleet::{Entry, InstanceId, LogKey, Push, Record, Seq, StoreOp, StoreReply};
 use crate::ids::{SessionId, StreamId};
 use crate::shared::Shared;
 use redis::aio::MultiplexedConnection;
@@ -129,6 +131,9 @@ impl Keys {
     fn mark(&self, l: &LogKey) -> String {
         format!("{}:c:{}:{}", self.prefix, l.session, l.stream.0)
     }
+    fn beat(&self, i: InstanceId) -> String {
+        format!("{}:hb:{}", self.prefix, i.0)
+    }
     fn channel(&self, l: &LogKey) -> String {
         format!("{}:p:{}:{}", self.prefix, l.session, l.stream.0)
     }
@@ -172,6 +177,17 @@ mod lua {
           redis.call('SADD', KEYS[3], KEYS[2])
         end
         return {more, entries}";
+    /// KEYS: log, index; ARGV: max, ttl, then kind and text of each record.
+    /// Appends them unless the log's last entry is an end; returns their ids.
+    pub const COMPLETE: &str = "local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+        if #last > 0 and last[1][2][1] == 'e' then return {} end
+        local ids = {}
+        for i = 3, #ARGV, 2 do
+          ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '0-*', ARGV[i], ARGV[i + 1])
+        end
+        redis.call('PEXPIRE', KEYS[1], ARGV[2])
+        redis.call('SADD', KEYS[2], KEYS[1])
+        return ids";
     /// KEYS: session, index. Returns whether the session existed.
     pub const DELETE: &str = "local existed = redis.call('DEL', KEYS[1])
         local logs = redis.call('SMEMBERS', KEYS[2])
@@ -239,6 +255,8 @@ enum Decode {
     Stored(SessionId),
     Session(SessionId),
     Deleted(SessionId),
+    Alive(InstanceId),
+    Completed(LogKey, Vec<Record>),
     /// No reply (a publication).
     Nothing,
 }
@@ -279,6 +297,22 @@ impl Decode {
                     session,
                     existed: existed > 0,
                 }
+            }
+            Decode::Alive(instance) => {
+                let n: i64 = redis::from_redis_value(v).map_err(parse)?;
+                StoreReply::Alive {
+                    instance,
+                    alive: n > 0,
+                }
+            }
+            Decode::Completed(log, records) => {
+                let ids: Vec<String> = redis::from_redis_value(v).map_err(parse)?;
+                let mut appended = Vec::with_capacity(ids.len());
+                for (id, record) in ids.iter().zip(records) {
+                    let seq = seq_of_id(id).ok_or_else(|| malformed("an XADD id"))?;
+                    appended.push(Entry { seq, record });
+                }
+                StoreReply::Completed { log, appended }
             }
             Decode::Nothing => return Ok(None),
         }))
@@ -329,6 +363,28 @@ fn command(op: StoreOp, keys: &Keys, options: &RedisOptions) -> Option<(redis::C
             (cmd, Decode::Claimed(log))
         }
         StoreOp::Subscribe { .. } | StoreOp::Unsubscribe { .. } => return None,
+        StoreOp::Beat { instance, ttl_ms } => {
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(keys.beat(instance))
+                .arg(1)
+                .arg("PX")
+                .arg(ttl_ms.max(1));
+            (cmd, Decode::Nothing)
+        }
+        StoreOp::Alive { instance } => {
+            let mut cmd = redis::cmd("EXISTS");
+            cmd.arg(keys.beat(instance));
+            (cmd, Decode::Alive(instance))
+        }
+        StoreOp::Complete { log, records } => {
+            let mut cmd = eval(lua::COMPLETE, &[keys.log(&log), keys.index(&log.session)]);
+            cmd.arg(options.entries_per_log_max.max(1)).arg(ttl);
+            for r in &records {
+                let (kind, text) = encode_record(r);
+                cmd.arg(kind).arg(text);
+            }
+            (cmd, Decode::Completed(log, records))
+        }
         StoreOp::PutSession {
             session,
             record,
@@ -427,6 +483,7 @@ fn encode_record(record: &Record) -> (&'static str, &str) {
     match record {
         Record::Message(text) => ("m", text.as_str()),
         Record::Blank => ("b", ""),
+        Record::Opened(ids) => ("o", ids.as_str()),
         Record::End => ("e", ""),
     }
 }
@@ -435,6 +492,7 @@ fn decode_record(kind: &str, text: String) -> Option<Record> {
     match kind {
         "m" => Some(Record::Message(Shared::new(text))),
         "b" => Some(Record::Blank),
+        "o" => Some(Record::Opened(Shared::new(text))),
         "e" => Some(Record::End),
         _ => None,
     }
