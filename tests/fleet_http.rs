@@ -8,6 +8,8 @@
 //! `MCP_STREAMABLE_REQUIRE_REDIS` is set (CI sets it, after
 //! `scripts/install-fleet.sh`).
 
+#![cfg(feature = "http")]
+
 use http_body_util::BodyExt;
 use mcp_streamable::fleet::instance::InstanceConfig;
 use mcp_streamable::fleet::InstanceId;

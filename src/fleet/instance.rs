@@ -467,10 +467,15 @@ impl Instance {
 
     /// Time has reached `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        // Which session a timer was for is the endpoint's to know: when
+        // one was due, every session is synced; a heartbeat alone syncs none.
+        let due = self.endpoint.poll_timeout().is_some_and(|(t, _)| t <= now);
         self.endpoint.handle_timeout(now);
         self.liveness.handle_timeout(now);
-        self.touched
-            .extend(self.endpoint.named_session_ids().cloned());
+        if due {
+            self.touched
+                .extend(self.endpoint.named_session_ids().cloned());
+        }
         self.settle(now);
     }
 
