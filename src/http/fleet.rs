@@ -285,6 +285,9 @@ impl MemoryHub {
         tokio::spawn(async move {
             let start = tokio::time::Instant::now();
             let mut store = MemoryStore::new(entries_per_log_max);
+            // Expired sessions are gone for every op at once; forgetting
+            // them (their memory) is a sweep, at most once a second.
+            let mut swept = crate::time::Instant::ZERO;
             let mut to: std::collections::BTreeMap<InstanceId, mpsc::UnboundedSender<FromStore>> =
                 std::collections::BTreeMap::new();
             loop {
@@ -297,7 +300,10 @@ impl MemoryHub {
                     op = ops_rx.recv() => {
                         let Some((from, op)) = op else { return };
                         let now = super::clock::now(start);
-                        store.handle_timeout(now);
+                        if now.as_millis() >= swept.as_millis() + 1000 {
+                            store.handle_timeout(now);
+                            swept = now;
+                        }
                         store.handle_op(from, op, now);
                         while let Some((id, out)) = store.poll_output() {
                             let m = match out {
