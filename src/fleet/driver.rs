@@ -24,7 +24,7 @@ use super::instance::Instance;
 use super::{Push, StoreOp, StoreReply};
 use crate::app::{App, Cx, Fanout};
 use crate::ids::{HttpId, SessionId};
-use crate::server::driver::{dispatch, run_app, AppTimer, Parts};
+use crate::server::driver::{dispatch, earliest, run_app, take_due, AppTimer, Parts};
 use crate::server::wire::{Wire, Write};
 use crate::server::{RequestHead, UnreadBody};
 use crate::time::Instant;
@@ -127,9 +127,7 @@ impl<A: App> FleetDriver<A> {
     /// Time passed: the instance's timers and the application's.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.instance.handle_timeout(now);
-        let (due, rest): (Vec<_>, Vec<_>) = self.timers.drain(..).partition(|(t, _, _)| *t <= now);
-        self.timers = rest;
-        for (_, session, token) in due {
+        for (_, session, token) in take_due(&mut self.timers, now) {
             self.run_app(session, now, |app, cx| app.on_timer(cx, token));
         }
         self.pump(now);
@@ -157,14 +155,19 @@ impl<A: App> FleetDriver<A> {
     }
 
     fn run_app(&mut self, session: SessionId, now: Instant, f: impl FnOnce(&mut A, &mut Cx<'_>)) {
-        let parts = Parts {
-            ep: self.instance.endpoint_for_app(&session),
+        let parts = self.parts(&session);
+        run_app(parts, session, now, f);
+    }
+
+    /// What the application's turn on `session` borrows.
+    fn parts(&mut self, session: &SessionId) -> Parts<'_, A> {
+        Parts {
+            ep: self.instance.endpoint_for_app(session),
             app: &mut self.app,
             timers: &mut self.timers,
             tap: &None,
             fanout: &self.fanout,
-        };
-        run_app(parts, session, now, f);
+        }
     }
 
     // ----- poll_* -----
@@ -181,12 +184,7 @@ impl<A: App> FleetDriver<A> {
 
     /// When the driver next needs [`handle_timeout`](Self::handle_timeout).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let core = self.instance.poll_timeout();
-        let app = self.timers.iter().map(|(t, _, _)| *t).min();
-        match (core, app) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.instance.poll_timeout(), &self.timers)
     }
 
     // ----- the loop -----
@@ -199,13 +197,7 @@ impl<A: App> FleetDriver<A> {
             let mut moved = false;
             while let Some((session, event)) = self.instance.poll_event() {
                 moved = true;
-                let parts = Parts {
-                    ep: self.instance.endpoint_for_app(&session),
-                    app: &mut self.app,
-                    timers: &mut self.timers,
-                    tap: &None,
-                    fanout: &self.fanout,
-                };
+                let parts = self.parts(&session);
                 dispatch(parts, session, event, now);
             }
             if self.broadcasted.swap(false, Ordering::Relaxed) {

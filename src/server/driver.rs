@@ -163,9 +163,7 @@ impl<A: App> ServerDriver<A> {
     /// Time passed: the core's timers and the application's.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.ep.handle_timeout(now);
-        let (due, rest): (Vec<_>, Vec<_>) = self.timers.drain(..).partition(|(t, _, _)| *t <= now);
-        self.timers = rest;
-        for (_, session, token) in due {
+        for (_, session, token) in take_due(&mut self.timers, now) {
             self.run_app(session, now, |app, cx| app.on_timer(cx, token));
         }
         self.pump(now);
@@ -251,12 +249,7 @@ impl<A: App> ServerDriver<A> {
 
     /// When the driver next needs [`handle_timeout`](Self::handle_timeout).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let core = self.ep.poll_timeout().map(|(t, _)| t);
-        let app = self.timers.iter().map(|(t, _, _)| *t).min();
-        match (core, app) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.ep.poll_timeout().map(|(t, _)| t), &self.timers)
     }
 
     // ----- the loop -----
@@ -341,6 +334,22 @@ impl<A: App> ServerDriver<A> {
 
     fn observe(&self, o: &Observation) {
         observe(&self.tap, o);
+    }
+}
+
+/// The application's timers due at `now`, taken out.
+pub(crate) fn take_due(timers: &mut Vec<AppTimer>, now: Instant) -> Vec<AppTimer> {
+    let (due, rest): (Vec<_>, Vec<_>) = timers.drain(..).partition(|(t, _, _)| *t <= now);
+    *timers = rest;
+    due
+}
+
+/// The earlier of the core's deadline and the application's timers.
+pub(crate) fn earliest(core: Option<Instant>, timers: &[AppTimer]) -> Option<Instant> {
+    let app = timers.iter().map(|(t, _, _)| *t).min();
+    match (core, app) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
