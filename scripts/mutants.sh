@@ -9,6 +9,12 @@
 # Results in mutants.out/ (caught.txt, missed.txt, timeout.txt, unviable.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The baseline (the fast tests on the unmutated tree) always runs: a test that fails without any
+# mutant would count every mutant caught (it once did: docs/testing.md, "void" rows).
+case " $* " in
+    *" --baseline=skip "* | *" --baseline skip "*)
+        echo "scripts/mutants.sh: --baseline=skip is refused (docs/testing.md)"; exit 2 ;;
+esac
 command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked --version 27.1.0
 args=()
 if [ "${1:-}" = "--rmcp" ]; then

@@ -142,6 +142,7 @@ mod tests {
         assert_eq!(l.poll_timeout(), Instant::from_millis(1000));
         l.watch([InstanceId(0), InstanceId(2)], Instant::from_millis(500));
         assert!(!l.is_watched(InstanceId(0)), "not itself");
+        assert!(l.is_watched(InstanceId(2)));
         l.handle_timeout(Instant::from_millis(1000));
         assert_eq!(ops(&mut l).len(), 1, "a beat; instance 2 not due yet");
         l.handle_timeout(Instant::from_millis(1500));

@@ -520,16 +520,19 @@ mod tests {
     fn streams_are_numbered_in_the_session_range_and_start_over_at_its_end() {
         for base in [0, STREAM_ID_SPAN, u32::MAX - (STREAM_ID_SPAN - 1)] {
             let mut s = session(base);
+            // `base + (SPAN − k)`, not `base + SPAN − k`: the last range
+            // ends at u32::MAX, and the sum must not overflow on the way
+            // (a debug build, as cargo-mutants runs, panics).
             assert_eq!(s.new_stream(Origin::Standalone), StreamId(base + 1));
             assert_eq!(s.new_stream(Origin::Standalone), StreamId(base + 2));
-            s.next_stream = base + STREAM_ID_SPAN - 3;
+            s.next_stream = base + (STREAM_ID_SPAN - 3);
             assert_eq!(
                 s.new_stream(Origin::Standalone),
-                StreamId(base + STREAM_ID_SPAN - 3)
+                StreamId(base + (STREAM_ID_SPAN - 3))
             );
             assert_eq!(
                 s.new_stream(Origin::Standalone),
-                StreamId(base + STREAM_ID_SPAN - 2),
+                StreamId(base + (STREAM_ID_SPAN - 2)),
                 "the range's last (its very last id is the fleet's)"
             );
             assert_eq!(
