@@ -103,11 +103,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     if let Some(store) = args.store.clone() {
         return super::serve_fleet::run(args.addr, args.instance, &store, options, args.threads);
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.threads.max(1))
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = runtime(args.threads)?;
     let monitor = Arc::new(Mutex::new(Monitor::new()));
     let tap: Option<Tap> = args.monitor.then(|| {
         let m = monitor.clone();
@@ -128,12 +124,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
             "mcp-streamable serving http://{addr}/mcp (preset {})",
             args.preset.to_uppercase()
         );
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| e.to_string())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
+        until_stopped().await?;
         server.shutdown().await;
         if !args.monitor {
             return Ok(ExitCode::SUCCESS);
@@ -173,4 +164,24 @@ fn parse_secret(hex: &str) -> Result<[u8; 32], String> {
         *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
     }
     Ok(key)
+}
+
+/// The runtime `serve` runs on, with `threads` workers.
+pub(super) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Returns at Ctrl-C or SIGTERM.
+pub(super) async fn until_stopped() -> Result<(), String> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.to_string())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    Ok(())
 }

@@ -18,11 +18,7 @@ pub fn run(
     server: ServerOptions,
     threads: usize,
 ) -> Result<ExitCode, String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = super::serve::runtime(threads)?;
     rt.block_on(async move {
         let instance = InstanceConfig {
             id: InstanceId(instance),
@@ -42,12 +38,7 @@ pub fn run(
             "mcp-streamable serving http://{local}/mcp (fleet instance {}, store {store})",
             instance.id.0
         );
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| e.to_string())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
+        super::serve::until_stopped().await?;
         handle.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })

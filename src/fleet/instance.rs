@@ -32,7 +32,7 @@
 
 use super::follow::{Follower, Phase};
 use super::gate::{SessionGate, Verdict};
-use super::liveness::Liveness;
+use super::liveness::{completion, Liveness};
 use super::mailbox::Claimer;
 use super::publish::Publisher;
 use super::record::{decode_message, encode_message, SessionRecord};
@@ -44,7 +44,7 @@ use crate::head::{Content, Method, RequestHead, ResponseHead};
 use crate::headers;
 use crate::id_source::IdSource;
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
-use crate::jsonrpc::{parse_body, ErrorObject, Message, INTERNAL_ERROR};
+use crate::jsonrpc::{parse_body, Message};
 use crate::policy::{EventIdScheme, ServerPolicy};
 use crate::server::event_ids::EventIdCodec;
 use crate::server::{
@@ -1310,48 +1310,9 @@ fn writer_of(id: StreamId) -> InstanceId {
     InstanceId((id.0 / STREAM_ID_SPAN) as u16)
 }
 
-/// What completes a dead writer's stream whose log holds `entries` (from
-/// its first): an error for every request it answers that no entry
-/// answered, then the end; `None` if it ended, is standalone, or its
-/// opening is gone.
-fn completion(entries: &[Entry]) -> Option<Vec<Record>> {
-    if entries.iter().any(|e| e.record == Record::End) {
-        return None;
-    }
-    let first = entries.first().filter(|e| e.seq == 1)?;
-    let Record::Opened(ids) = &first.record else {
-        return None;
-    };
-    let mut owed: Vec<RequestId> = serde_json::from_str(ids).ok()?;
-    for e in entries {
-        let Record::Message(text) = &e.record else {
-            continue;
-        };
-        match decode_message(text) {
-            Some((_, Message::Response { id, .. }))
-            | Some((_, Message::Error { id: Some(id), .. })) => owed.retain(|o| *o != id),
-            _ => {}
-        }
-    }
-    let mut records: Vec<Record> = owed
-        .into_iter()
-        .map(|id| {
-            let error =
-                ErrorObject::new(INTERNAL_ERROR, "the instance serving this request stopped");
-            let message = Message::Error {
-                id: Some(id),
-                error,
-            };
-            Record::Message(encode_message(MsgKey(0), &message))
-        })
-        .collect();
-    records.push(Record::End);
-    Some(records)
-}
-
 /// Whether `instance` numbers stream `id` (its range of stream ids).
 fn numbered_by(instance: InstanceId, id: StreamId) -> bool {
-    id.0 / STREAM_ID_SPAN == u32::from(instance.0)
+    writer_of(id) == instance
 }
 
 /// Whether a request shows that the client completed the handshake: any

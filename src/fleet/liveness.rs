@@ -10,15 +10,18 @@
 //! asks, every `beat_ms`, whether that writer's heartbeat is current
 //! (`StoreOp::Alive`). A writer found dead is reported
 //! ([`Liveness::poll_dead`]); the instance then completes the writer's
-//! streams it follows (`StoreOp::Complete`: error responses and the end,
-//! unless the log has ended).
+//! streams it follows (`StoreOp::Complete`: what [`completion`] finds owed,
+//! error responses and the end, unless the log has ended).
 //!
 //! ```text
 //!   watched writer ──every beat_ms──▶ Alive? ──alive──▶ (again later)
 //!                                        └──gone──▶ poll_dead → complete its streams
 //! ```
 
-use super::{InstanceId, StoreOp};
+use super::record::{decode_message, encode_message};
+use super::{Entry, InstanceId, Record, StoreOp};
+use crate::ids::{MsgKey, RequestId};
+use crate::jsonrpc::{ErrorObject, Message, INTERNAL_ERROR};
 use crate::time::Instant;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -114,6 +117,45 @@ impl Liveness {
     pub fn poll_dead(&mut self) -> Option<InstanceId> {
         self.dead.pop_front()
     }
+}
+
+/// What completes a dead writer's stream whose log holds `entries` (from
+/// its first): an error for every request it answers that no entry
+/// answered, then the end; `None` if it ended, is standalone, or its
+/// opening is gone.
+pub(crate) fn completion(entries: &[Entry]) -> Option<Vec<Record>> {
+    if entries.iter().any(|e| e.record == Record::End) {
+        return None;
+    }
+    let first = entries.first().filter(|e| e.seq == 1)?;
+    let Record::Opened(ids) = &first.record else {
+        return None;
+    };
+    let mut owed: Vec<RequestId> = serde_json::from_str(ids).ok()?;
+    for e in entries {
+        let Record::Message(text) = &e.record else {
+            continue;
+        };
+        match decode_message(text) {
+            Some((_, Message::Response { id, .. }))
+            | Some((_, Message::Error { id: Some(id), .. })) => owed.retain(|o| *o != id),
+            _ => {}
+        }
+    }
+    let mut records: Vec<Record> = owed
+        .into_iter()
+        .map(|id| {
+            let error =
+                ErrorObject::new(INTERNAL_ERROR, "the instance serving this request stopped");
+            let message = Message::Error {
+                id: Some(id),
+                error,
+            };
+            Record::Message(encode_message(MsgKey(0), &message))
+        })
+        .collect();
+    records.push(Record::End);
+    Some(records)
 }
 
 fn later(now: Instant, ms: u64) -> Instant {
