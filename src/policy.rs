@@ -157,6 +157,23 @@ pub enum Relay {
     ConcurrentDeduplicated,
 }
 
+/// What becomes of the streams of a fleet instance that died
+/// (`fleet::liveness`, `docs/fleets.md`): the calls in flight on it are
+/// lost with it either way; the question is whether their callers hear.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Handover {
+    /// An instance that follows one of its streams finds its heartbeat
+    /// gone and completes the stream: `-32603` for every request it still
+    /// owed, then the end (once, whichever instance does it first).
+    #[default]
+    CompleteWithError,
+    /// Nobody completes them (an event store that replays only, as every
+    /// SDK's is): a client that resumed such a stream elsewhere waits for
+    /// an answer that never comes, until its own deadline.
+    Abandon,
+}
+
 /// How an instance of a fleet checks, on each request, that the session
 /// still exists in the shared store and keeps it alive (`fleet::gate`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -317,3 +317,44 @@ fn background_get_is_disabled_by_405() {
     p.run(60_000);
     assert_eq!(p.client().exchanges().count(), 0, "never reopened");
 }
+
+/// An `initialize` whose SSE stream is cut after its priming event fails at
+/// once with `StreamLost`: the session is not the client's until the answer
+/// arrives, so there is nothing to resume it in, and a resumption timer
+/// that did nothing would leave the caller waiting for its deadline (found
+/// by the fleet world model, `models/fleet/world_call_resumed_elsewhere.json`).
+#[test]
+fn an_initialize_cut_after_its_priming_event_fails_at_once() {
+    let mut p = Pair::with(PairConfig {
+        server_auto_respond: false,
+        ..PairConfig::default()
+    });
+    let init = p.initialize();
+    p.drive();
+    let (&ch, _) = p.links.iter().next().expect("the initialize exchange");
+    assert!(
+        p.client_events
+            .iter()
+            .all(|e| !matches!(e, ClientEvent::Initialized { .. })),
+        "not answered yet"
+    );
+    p.drop_link(ch, true);
+    assert!(
+        matches!(
+            p.result_of(&init),
+            Some(ClientEvent::Failed {
+                error: ClientError::StreamLost,
+                ..
+            })
+        ),
+        "{:?}",
+        p.result_of(&init)
+    );
+    assert!(
+        !matches!(
+            p.client().poll_timeout(),
+            Some((_, mcp_streamable::client::ClientTimer::Resume(_)))
+        ),
+        "no resumption left pending"
+    );
+}

@@ -35,7 +35,7 @@ impl ClientSession {
         for timer in self.timers.expire(now) {
             match timer {
                 ClientTimer::Deadline(n) => self.give_up(n, ClientError::Timeout, true, now),
-                ClientTimer::Resume(n) => self.resume(n),
+                ClientTimer::Resume(n) => self.resume(n, now),
                 ClientTimer::Background => self.open_background(now),
                 ClientTimer::Reader(r) => self.reopen_reader(r),
                 ClientTimer::Relisten(l) => self.relisten(super::ListenId(l), now),
@@ -68,6 +68,12 @@ impl ClientSession {
             self.give_up(n, ClientError::StreamLost, true, now);
             return;
         }
+        if matches!(ex.role, Role::Initialize(_)) {
+            // Nothing to resume in: the session is not the client's until
+            // the answer arrives (and `initialize` is never cancelled).
+            self.give_up(n, ClientError::StreamLost, false, now);
+            return;
+        }
         match self.policy.resume_bound {
             ResumeBound::Bounded => {
                 if ex.messages > 0 {
@@ -97,14 +103,17 @@ impl ClientSession {
     }
 
     /// Resumes request `n`'s stream: GET with the last id seen on it (R34).
-    fn resume(&mut self, n: i64) {
+    fn resume(&mut self, n: i64, now: Instant) {
         let Some(p) = self.pending.get(&n) else {
             return;
         };
-        if p.http.is_some() || self.phase != Phase::Ready {
+        if p.http.is_some() {
             return;
         }
-        let Some(last) = p.last_id.clone() else {
+        let Some(last) = p.last_id.clone().filter(|_| self.phase == Phase::Ready) else {
+            // The session is gone: a timer that did nothing would leave the
+            // caller waiting for its deadline.
+            self.give_up(n, ClientError::StreamLost, false, now);
             return;
         };
         let head = self.get_head(Some(&last));

@@ -38,7 +38,9 @@ use super::publish::Publisher;
 use super::record::{decode_message, encode_message, SessionRecord};
 use super::subscriptions::Subscriptions;
 use super::writer::StreamLogs;
-use super::{Entry, InstanceId, LogKey, Push, Record, Relay, SessionRefresh, StoreOp, StoreReply};
+use super::{
+    Entry, Handover, InstanceId, LogKey, Push, Record, Relay, SessionRefresh, StoreOp, StoreReply,
+};
 use crate::error::RequestError;
 use crate::head::{Content, Method, RequestHead, ResponseHead};
 use crate::headers;
@@ -92,6 +94,8 @@ pub struct InstanceConfig {
     /// and the calls of its streams followed elsewhere are completed with
     /// an error.
     pub beat_ttl_ms: u64,
+    /// Whether a dead writer's streams followed here are completed.
+    pub handover: Handover,
 }
 
 impl Default for InstanceConfig {
@@ -107,6 +111,7 @@ impl Default for InstanceConfig {
             relayed_max: 4096,
             beat_ms: 1000,
             beat_ttl_ms: 3000,
+            handover: Handover::CompleteWithError,
         }
     }
 }
@@ -201,7 +206,7 @@ struct Creating {
 }
 
 /// One instance of a fleet (see the module docs).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Instance {
     config: InstanceConfig,
     endpoint: ServerEndpoint,
@@ -530,6 +535,13 @@ impl Instance {
     /// The next event for the application.
     pub fn poll_event(&mut self) -> Option<(SessionId, ServerEvent)> {
         self.endpoint.poll_event()
+    }
+
+    /// Whether this instance watches another's liveness or completes a
+    /// dead writer's stream: its timers then matter to a client; a
+    /// heartbeat alone does not.
+    pub fn is_watching(&self) -> bool {
+        self.liveness.is_watching() || !self.completing.is_empty()
     }
 
     /// The next deadline (the endpoint's timers, the heartbeat, the watch
@@ -868,8 +880,12 @@ impl Instance {
     /// The writers of the streams relayed here are watched; those found
     /// dead have the streams followed here completed.
     fn watch_writers(&mut self, now: Instant) {
-        let writers: BTreeSet<InstanceId> =
-            self.relayed.values().map(|r| writer_of(r.stream)).collect();
+        let writers: BTreeSet<InstanceId> = match self.config.handover {
+            Handover::CompleteWithError => {
+                self.relayed.values().map(|r| writer_of(r.stream)).collect()
+            }
+            Handover::Abandon => BTreeSet::new(),
+        };
         self.liveness.watch(writers, now);
         while let Some(dead) = self.liveness.poll_dead() {
             let logs: BTreeSet<LogKey> = self

@@ -62,6 +62,11 @@ impl Liveness {
         self.watched.contains_key(&instance)
     }
 
+    /// Whether any writer is watched (or being asked about).
+    pub fn is_watching(&self) -> bool {
+        !self.watched.is_empty() || !self.asking.is_empty()
+    }
+
     /// The writers whose streams are followed here now: new ones are first
     /// asked about `beat_ms` from `now`; the others are no longer watched.
     pub fn watch(&mut self, writers: impl IntoIterator<Item = InstanceId>, now: Instant) {

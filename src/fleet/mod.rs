@@ -35,7 +35,7 @@ pub mod subscriptions;
 pub mod writer;
 
 use crate::ids::{SessionId, StreamId};
-pub use crate::policy::{Relay, SessionRefresh};
+pub use crate::policy::{Handover, Relay, SessionRefresh};
 use crate::shared::Shared;
 
 /// One server instance of a fleet.

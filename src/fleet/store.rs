@@ -295,6 +295,21 @@ impl MemoryStore {
         self.outputs.pop_front()
     }
 
+    /// Entries of session mailboxes no instance has claimed yet: messages
+    /// held for a session's next GET, wherever it attaches.
+    pub fn unclaimed(&self) -> impl Iterator<Item = (&LogKey, Entry)> + '_ {
+        self.logs
+            .iter()
+            .filter(|(k, _)| k.is_mailbox())
+            .flat_map(|(k, l)| l.after(l.claimed).map(move |e| (k, e)))
+    }
+
+    /// Whether [`Self::poll_output`] has something (a caller holding the
+    /// store shared asks before taking it mutably).
+    pub fn has_output(&self) -> bool {
+        !self.outputs.is_empty()
+    }
+
     /// Takes at most `max` untaken entries of `log` (trimmed ones are gone
     /// untaken); whether more are left.
     fn claim(&mut self, log: &LogKey, max: usize) -> (Vec<Entry>, bool) {

@@ -697,9 +697,19 @@ impl Monitor {
                         format!("modern stream event carries id {id:?}: nothing is resumable"),
                     );
                 }
-                let (key, msg, cause) = match message {
-                    Some(o) => (Some(o.key), Some(&o.message), Some(&o.cause)),
-                    None => (None, None, None),
+                // Why a message was sent is the application's word (`Sent`)
+                // where the monitor has it: a copy a fleet instance relays
+                // from the store knows the message, not its cause.
+                let cause = message.as_ref().map(|o| {
+                    ex.session
+                        .as_ref()
+                        .and_then(|s| self.sent.get(&(s.clone(), o.key)))
+                        .unwrap_or(&o.cause)
+                        .clone()
+                });
+                let (key, msg) = match message {
+                    Some(o) => (Some(o.key), Some(&o.message)),
+                    None => (None, None),
                 };
                 if let Some(m) = msg {
                     self.check_listen(http, &ex, m);
@@ -717,7 +727,7 @@ impl Monitor {
                         return;
                     }
                 }
-                self.on_event(http, &ex, id.as_deref(), key, msg, cause);
+                self.on_event(http, &ex, id.as_deref(), key, msg, cause.as_ref());
             }
             TransmitKind::Comment => {
                 if ex.status.is_none() {

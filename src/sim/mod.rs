@@ -1,13 +1,18 @@
 //! Deterministic, in-memory drivers for the cores: the network of HTTP
-//! exchanges between client cores and the server endpoint ([`World`], and
-//! [`Pair`] with one client).
+//! exchanges between client cores and the server side ([`World`], and
+//! [`Pair`] with one client), which is one endpoint or a fleet of
+//! instances sharing a store ([`Fleet`]).
 //!
 //! Nothing here does I/O or reads a clock: tests, property tests and the model
 //! checker choose every delivery, drop and tick.
 
 mod canonical;
+mod fleet;
 mod net;
+mod servers;
 mod world;
 
+pub use fleet::{ConnKey, Fleet, StoreTiming};
 pub use net::{deliveries, Delivery, Link};
+pub use servers::{OutputHandler, Servers, SERVER_HTTP_STRIDE};
 pub use world::{Pair, PairConfig, World, HTTP_ID_STRIDE};

@@ -5,6 +5,7 @@
 //! explores worlds with several.
 
 use super::net::{deliveries, Delivery, Link};
+use super::servers::Servers;
 use crate::client::{
     ClientConfig, ClientEra, ClientEvent, ClientOutput, ClientSession, ClientTransmitKind,
 };
@@ -73,13 +74,14 @@ impl Default for PairConfig {
     }
 }
 
-/// Client cores and the server endpoint over an in-memory network.
+/// Client cores and the server side (an endpoint, or a fleet:
+/// [`Servers`]) over an in-memory network.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct World {
+pub struct World<S = ServerEndpoint> {
     /// The client cores.
     pub clients: Vec<Shared<ClientSession>>,
-    /// The server endpoint.
-    pub server: ServerEndpoint,
+    /// The server side.
+    pub server: S,
     /// The current time.
     pub now: Instant,
     /// Exchanges by the client's id (unique across clients).
@@ -112,8 +114,78 @@ impl World {
         })
     }
 
+    /// The client that owns exchange `ch` (a world id). Exchange naming is
+    /// the clients' and the same whatever the server side; `<World>::owner`
+    /// from generic code.
+    pub fn owner(ch: HttpId) -> usize {
+        (ch.0 / HTTP_ID_STRIDE) as usize
+    }
+
+    /// Exchange `ch` (a world id) as its client's core names it.
+    pub fn local(ch: HttpId) -> HttpId {
+        HttpId(ch.0 % HTTP_ID_STRIDE)
+    }
+
+    /// The world id of client `client`'s exchange `local`.
+    pub fn world_http(client: usize, local: HttpId) -> HttpId {
+        HttpId(client as u64 * HTTP_ID_STRIDE + local.0)
+    }
+
     /// A world from a full configuration.
     pub fn with(config: PairConfig) -> Self {
+        let server = ServerEndpoint::with_ids(
+            config.server.clone(),
+            config.server_policy,
+            IdSource::reproducible(config.seed),
+        );
+        Self::with_servers(config, server)
+    }
+
+    /// The server application broadcasts `method` to every client it
+    /// concerns (`ServerEndpoint::broadcast`: session-era sessions and
+    /// matching listens); how many got it.
+    pub fn server_broadcast(&mut self, method: &str) -> usize {
+        let World {
+            server,
+            now,
+            monitor,
+            log,
+            ..
+        } = self;
+        let sent = server.broadcast_observed(
+            method,
+            None,
+            *now,
+            crate::server::BroadcastOrigin::Here,
+            &mut |o| record(log, monitor, o),
+        );
+        self.pump();
+        sent
+    }
+
+    /// Scheduling points the server's presets expose now (server ids).
+    pub fn server_scheduling_points(&self) -> Vec<(HttpId, crate::server::SchedulingPoint)> {
+        self.server.scheduling_points()
+    }
+
+    /// Fires one server scheduling point.
+    pub fn fire_server(
+        &mut self,
+        server_http: HttpId,
+        point: crate::server::SchedulingPoint,
+    ) -> bool {
+        let fired = self
+            .server
+            .handle_scheduling_point(server_http, point, self.now);
+        self.pump();
+        fired
+    }
+}
+
+impl<S: Servers> World<S> {
+    /// A world from a full configuration and its server side (the
+    /// configuration's server settings are the endpoint's, when it is one).
+    pub fn with_servers(config: PairConfig, server: S) -> Self {
         let clients = (0..config.clients.max(1))
             .map(|c| {
                 let era = config
@@ -130,11 +202,7 @@ impl World {
             .collect();
         World {
             clients,
-            server: ServerEndpoint::with_ids(
-                config.server.clone(),
-                config.server_policy,
-                IdSource::reproducible(config.seed),
-            ),
+            server,
             now: Instant::ZERO,
             links: BTreeMap::new(),
             by_server: BTreeMap::new(),
@@ -162,24 +230,9 @@ impl World {
         &mut self.clients[0]
     }
 
-    /// The client that owns exchange `ch` (a world id).
-    pub fn owner(ch: HttpId) -> usize {
-        (ch.0 / HTTP_ID_STRIDE) as usize
-    }
-
-    /// Exchange `ch` (a world id) as its client's core names it.
-    pub fn local(ch: HttpId) -> HttpId {
-        HttpId(ch.0 % HTTP_ID_STRIDE)
-    }
-
-    /// The world id of client `client`'s exchange `local`.
-    pub fn world_http(client: usize, local: HttpId) -> HttpId {
-        HttpId(client as u64 * HTTP_ID_STRIDE + local.0)
-    }
-
     /// The session id the server minted, if any.
     pub fn server_session(&self) -> Option<SessionId> {
-        self.server.session_ids().next().cloned()
+        self.server.first_session()
     }
 
     // ---- the client application -------------------------------------
@@ -301,7 +354,8 @@ impl World {
 
     fn answer(&mut self, sid: SessionId, id: RequestId, result: serde_json::Value) {
         let now = self.now;
-        if let Some(s) = self.server.session_mut(&sid) {
+        let at = self.server.holder(&sid, &id);
+        if let Some(s) = self.server.session_mut(at, &sid) {
             if let Ok(key) = s.respond(&id, Ok(RawJson::from(result)), now) {
                 self.observe(&Observation::Sent {
                     session: sid.to_string(),
@@ -321,10 +375,31 @@ impl World {
         self.server_notify_in(&sid, method, cause)
     }
 
-    /// The server application sends a notification in session `sid`.
+    /// The server application sends a notification in session `sid` (on
+    /// the server running the request it is caused by, if any).
     pub fn server_notify_in(&mut self, sid: &SessionId, method: &str, cause: Cause) -> bool {
+        let at = self.holder_of(sid, &cause);
+        self.server_notify_at(at, sid, method, cause)
+    }
+
+    /// The server that runs what `cause` names (server 0 for unrelated messages).
+    fn holder_of(&self, sid: &SessionId, cause: &Cause) -> usize {
+        match cause {
+            Cause::Request(id) => self.server.holder(sid, id),
+            _ => 0,
+        }
+    }
+
+    /// The application on server `at` sends a notification in session `sid`.
+    pub fn server_notify_at(
+        &mut self,
+        at: usize,
+        sid: &SessionId,
+        method: &str,
+        cause: Cause,
+    ) -> bool {
         let now = self.now;
-        let Some(s) = self.server.session_mut(sid) else {
+        let Some(s) = self.server.session_mut(at, sid) else {
             return false;
         };
         let r = s.notify(method, None, cause.clone(), now);
@@ -337,28 +412,6 @@ impl World {
         }
         self.pump();
         r.is_ok()
-    }
-
-    /// The server application broadcasts `method` to every client it
-    /// concerns (`ServerEndpoint::broadcast`: session-era sessions and
-    /// matching listens); how many got it.
-    pub fn server_broadcast(&mut self, method: &str) -> usize {
-        let World {
-            server,
-            now,
-            monitor,
-            log,
-            ..
-        } = self;
-        let sent = server.broadcast_observed(
-            method,
-            None,
-            *now,
-            crate::server::BroadcastOrigin::Here,
-            &mut |o| record(log, monitor, o),
-        );
-        self.pump();
-        sent
     }
 
     /// Client `c` listens for tool list changes (modern era); `None` if it
@@ -413,9 +466,10 @@ impl World {
         cause: Cause,
     ) -> Option<RequestId> {
         let now = self.now;
+        let at = self.holder_of(sid, &cause);
         let r = self
             .server
-            .session_mut(sid)?
+            .session_mut(at, sid)?
             .request(method, None, cause.clone(), now);
         let (id, key) = r.ok()?;
         self.observe(&Observation::Sent {
@@ -438,28 +492,11 @@ impl World {
     /// The server closes request `id`'s connection in session `sid` for polling.
     pub fn server_close_connection_in(&mut self, sid: &SessionId, id: &RequestId) {
         let now = self.now;
-        if let Some(s) = self.server.session_mut(sid) {
+        let at = self.server.holder(sid, id);
+        if let Some(s) = self.server.session_mut(at, sid) {
             let _ = s.close_connection(id, now);
         }
         self.pump();
-    }
-
-    /// Scheduling points the server's presets expose now (server ids).
-    pub fn server_scheduling_points(&self) -> Vec<(HttpId, crate::server::SchedulingPoint)> {
-        self.server.scheduling_points()
-    }
-
-    /// Fires one server scheduling point.
-    pub fn fire_server(
-        &mut self,
-        server_http: HttpId,
-        point: crate::server::SchedulingPoint,
-    ) -> bool {
-        let fired = self
-            .server
-            .handle_scheduling_point(server_http, point, self.now);
-        self.pump();
-        fired
     }
 
     /// Fires a client's scheduling point on exchange `ch` (`handle_foreground_step`).
@@ -467,8 +504,8 @@ impl World {
         let now = self.now;
         let fired = self
             .clients
-            .get_mut(Self::owner(ch))
-            .is_some_and(|c| c.handle_foreground_step(Self::local(ch), now));
+            .get_mut(<World>::owner(ch))
+            .is_some_and(|c| c.handle_foreground_step(<World>::local(ch), now));
         self.pump();
         fired
     }
@@ -482,7 +519,7 @@ impl World {
                 client
                     .scheduling_points()
                     .into_iter()
-                    .map(move |h| Self::world_http(c, h))
+                    .map(move |h| <World>::world_http(c, h))
             })
             .collect()
     }
@@ -535,7 +572,7 @@ impl World {
             progressed |=
                 client.drain_observed(c, &mut observe, |client, out, observe| match out {
                     ClientOutput::Transmit(t) => {
-                        let ch = Self::world_http(c, t.http);
+                        let ch = <World>::world_http(c, t.http);
                         match t.kind {
                             ClientTransmitKind::Send { head, body } => {
                                 links.insert(ch, Shared::new(Link::new(head, body)));
@@ -564,7 +601,7 @@ impl World {
                     }
                 });
         }
-        progressed |= server.drain_observed(&mut observe, |server, out, _| match out {
+        progressed |= server.drain(now, &mut observe, &mut |server, out, _| match out {
             ServerOutput::Event(sid, ServerEvent::Request { id, method, .. }) => {
                 server_pending.push((sid, id, method));
             }
@@ -590,6 +627,11 @@ impl World {
 
     /// Delivers exchange `ch`'s request to the server.
     pub fn deliver_request(&mut self, ch: HttpId) -> bool {
+        self.deliver_request_to(ch, 0)
+    }
+
+    /// Delivers exchange `ch`'s request to server `at` (the balancer's choice).
+    pub fn deliver_request_to(&mut self, ch: HttpId, at: usize) -> bool {
         let Some(link) = self.links.get_mut(&ch) else {
             return false;
         };
@@ -599,10 +641,10 @@ impl World {
         let Some((head, body)) = link.request.take() else {
             return false;
         };
-        let d = self.server.handle_request(&head, &body, self.now);
-        link.server_http = Some(d.http);
-        self.by_server.insert(d.http, ch);
-        self.observe(&Observation::request(d.http, &head, &body));
+        let http = self.server.handle_request(at, &head, &body, self.now);
+        link.server_http = Some(http);
+        self.by_server.insert(http, ch);
+        self.observe(&Observation::request(http, &head, &body));
         self.pump();
         true
     }
@@ -619,7 +661,7 @@ impl World {
             return false;
         };
         let now = self.now;
-        let (c, h) = (Self::owner(ch), Self::local(ch));
+        let (c, h) = (<World>::owner(ch), <World>::local(ch));
         match item {
             Delivery::Head(head) => self.clients[c].handle_response_head(h, head, now),
             Delivery::Body(b) => {
@@ -667,12 +709,12 @@ impl World {
         }
         self.observe(&Observation::Fault);
         self.observe(&Observation::ClientClosed {
-            client: Self::owner(ch),
-            http: Self::local(ch),
+            client: <World>::owner(ch),
+            http: <World>::local(ch),
         });
         let now = self.now;
-        if let Some(c) = self.clients.get_mut(Self::owner(ch)) {
-            c.handle_http_closed(Self::local(ch), now);
+        if let Some(c) = self.clients.get_mut(<World>::owner(ch)) {
+            c.handle_http_closed(<World>::local(ch), now);
         }
         self.client_abandons(ch, notice);
         self.pump();
@@ -749,7 +791,7 @@ impl World {
         self.clients
             .iter()
             .filter_map(|c| c.poll_timeout().map(|(t, _)| t))
-            .chain(self.server.poll_timeout().map(|(t, _)| t))
+            .chain(self.server.poll_timeout())
             .min()
     }
 
@@ -785,21 +827,7 @@ impl World {
 
     /// End-of-run checks of the monitor.
     pub fn finish(&mut self) {
-        let queued: Vec<(String, crate::ids::MsgKey)> = self
-            .server
-            .session_ids()
-            .flat_map(|sid| {
-                self.server
-                    .session(sid)
-                    .map(|s| {
-                        s.queued_keys()
-                            .into_iter()
-                            .map(|k| (sid.to_string(), k))
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap_or_default()
-            })
-            .collect();
+        let queued = self.server.queued();
         self.monitor.finish(&queued);
     }
 }
@@ -814,9 +842,9 @@ fn record(log: &mut Option<Vec<Observation>>, monitor: &mut Monitor, o: &Observa
 
 /// The client (or its network) abandons exchange `ch`; the server hears of
 /// it at once when `notice`.
-fn abandon(
+fn abandon<S: Servers>(
     links: &mut BTreeMap<HttpId, Shared<Link>>,
-    server: &mut ServerEndpoint,
+    server: &mut S,
     observe: &mut dyn FnMut(&Observation),
     now: Instant,
     ch: HttpId,

@@ -4,9 +4,11 @@
 
 use super::relay::{RelayModel, RelayScenario};
 use super::sessions::{SessionsModel, SessionsScenario};
+use super::world::{AppStep, WorldModel, WorldScenario};
 use crate::check::engine::{explore, Explorable, Limits};
-use crate::check::scenario::{ScenarioError, Verdict};
-use crate::fleet::{Relay, SessionRefresh};
+use crate::check::scenario::{ClientStep, ScenarioError, Verdict};
+use crate::fleet::{Handover, Relay, SessionRefresh};
+use crate::sim::StoreTiming;
 use serde::Deserialize;
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
@@ -37,6 +39,37 @@ pub enum FleetKind {
     Relay(RelaySpec),
     /// Requests of a session checked on any instance, a DELETE, an expiry.
     Sessions(SessionsSpec),
+    /// A client core through a balancer to whole instances that may die.
+    World(WorldSpec),
+}
+
+/// The world scenario of a file (see [`WorldScenario`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorldSpec {
+    /// How many instances.
+    pub instances: u16,
+    /// The client's script.
+    pub client: Vec<ClientStep>,
+    /// The application's script.
+    #[serde(default)]
+    pub app: Vec<AppStep>,
+    /// Whether the client keeps a standalone GET open.
+    #[serde(default)]
+    pub background_get: bool,
+    /// Connection cuts the network may inject.
+    #[serde(default)]
+    pub drops: u8,
+    /// Instances that may die.
+    #[serde(default)]
+    pub kills: u8,
+    /// Simulated time explored, in ms.
+    pub time_ms: u64,
+    /// Which of the store's connections are served at once (fewer
+    /// orders; the relay and sessions models explore the store's delays
+    /// in full). Default: every op, reply and push queued.
+    #[serde(default)]
+    pub store: StoreTiming,
 }
 
 /// The relay scenario of a file (see [`RelayScenario`]).
@@ -80,7 +113,8 @@ pub struct SessionsSpec {
 pub struct FleetExpectation {
     /// The design: a `Relay` value for relay files (`ordered`,
     /// `replay_then_subscribe`, …), a `SessionRefresh` value for sessions
-    /// files (`atomic`, `load_then_store`).
+    /// files (`atomic`, `load_then_store`), a `Relay` or a `Handover` value
+    /// for world files (`complete_with_error`, `abandon`).
     pub design: String,
     /// `"holds"` or `{"violates": ["F1", …]}`.
     pub verdict: Verdict,
@@ -180,6 +214,7 @@ impl FleetFile {
             FleetKind::Sessions(_) => serde_json::from_str::<SessionRefresh>(&quoted)
                 .ok()
                 .map(|_| ()),
+            FleetKind::World(_) => world_design(design).map(|_| ()),
         }
     }
 
@@ -213,8 +248,36 @@ impl FleetFile {
                 };
                 run_one(&SessionsModel::new(sc), &e.design, limits, |v| v.id())
             }
+            FleetKind::World(w) => {
+                let (relay, handover) = world_design(&e.design).unwrap_or_default();
+                let sc = WorldScenario {
+                    relay,
+                    handover,
+                    instances: w.instances,
+                    client: w.client.clone(),
+                    app: w.app.clone(),
+                    background_get: w.background_get,
+                    drops: w.drops,
+                    kills: w.kills,
+                    time_ms: w.time_ms,
+                    store: w.store,
+                    depth: self.depth,
+                };
+                run_one(&WorldModel::new(sc), &e.design, limits, |v| v.id())
+            }
         }
     }
+}
+
+/// A world file's design: a [`Relay`] value (`handover` as FIXED) or a
+/// [`Handover`] value (`relay` as FIXED).
+fn world_design(design: &str) -> Option<(Relay, Handover)> {
+    let quoted = format!("{design:?}");
+    if let Ok(relay) = serde_json::from_str::<Relay>(&quoted) {
+        return Some((relay, Handover::default()));
+    }
+    let handover = serde_json::from_str::<Handover>(&quoted).ok()?;
+    Some((Relay::default(), handover))
 }
 
 fn run_one<M: Explorable>(

@@ -4,14 +4,18 @@
 //! - [`relay`]: a stream written on some instances and read on another
 //!   (F1–F3);
 //! - [`sessions`]: requests of one session checked on any instance while
-//!   one deletes it or it expires (F4).
+//!   one deletes it or it expires (F4);
+//! - [`world`]: a client core through a balancer to whole instances, which
+//!   may die, judged by the monitor and F5.
 
 pub mod file;
 pub mod relay;
 pub mod sessions;
+pub mod world;
 
 pub use file::{FleetExpectation, FleetFile, FleetRun};
 pub use relay::{RelayAction, RelayModel, RelayScenario, RelayState, RelayViolation};
 pub use sessions::{
     SessionsAction, SessionsModel, SessionsScenario, SessionsState, SessionsViolation,
 };
+pub use world::{AppStep, WorldAction, WorldModel, WorldScenario, WorldState, WorldViolation};
