@@ -40,12 +40,7 @@ impl ServerEndpoint {
             let mut progressed = false;
             while let Some((session, event)) = self.poll_event() {
                 progressed = true;
-                if let ServerEvent::Dropped { key, .. } = &event {
-                    observe(&Observation::Dropped {
-                        session: session.to_string(),
-                        key: *key,
-                    });
-                }
+                observe_dropped(&session, &event, observe);
                 handle(self, ServerOutput::Event(session, event), observe);
             }
             while let Some(t) = self.poll_transmit() {
@@ -62,6 +57,22 @@ impl ServerEndpoint {
             }
             any = true;
         }
+    }
+}
+
+/// Shows a message the core dropped on purpose (by announced policy) to
+/// the observer, before anyone acts on the event: every drain does, so A5
+/// never mistakes a policy drop for a loss.
+pub(crate) fn observe_dropped(
+    session: &SessionId,
+    event: &ServerEvent,
+    observe: &mut dyn FnMut(&Observation),
+) {
+    if let ServerEvent::Dropped { key, .. } = event {
+        observe(&Observation::Dropped {
+            session: session.to_string(),
+            key: *key,
+        });
     }
 }
 

@@ -19,6 +19,8 @@ pub mod wire;
 
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};
 pub use admission::{Admission, AdmissionLimits, SessionState};
+#[cfg(feature = "check")]
+pub(crate) use drain::observe_dropped;
 pub use drain::{BroadcastOrigin, ServerOutput};
 pub use driver::{AppTimer, ServerDriver};
 #[cfg(feature = "rmcp")]

@@ -18,7 +18,7 @@ use crate::fleet::store::{MemoryStore, Output};
 use crate::fleet::{Conn, InstanceId, Record, StoreOp};
 use crate::ids::{HttpId, MsgKey, RequestId, SessionId};
 use crate::monitor::Observation;
-use crate::server::{RequestHead, ServerEvent, ServerOutput, ServerSession, Transmit};
+use crate::server::{observe_dropped, RequestHead, ServerOutput, ServerSession, Transmit};
 use crate::shared::Shared;
 use crate::time::Instant;
 use std::collections::{BTreeMap, VecDeque};
@@ -386,12 +386,7 @@ impl Fleet {
                 break;
             };
             progressed = true;
-            if let ServerEvent::Dropped { key, .. } = &event {
-                observe(&Observation::Dropped {
-                    session: session.to_string(),
-                    key: *key,
-                });
-            }
+            observe_dropped(&session, &event, observe);
             handle(self, ServerOutput::Event(session, event), observe);
         }
         loop {
