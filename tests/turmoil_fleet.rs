@@ -12,7 +12,7 @@ use mcp_streamable::fleet::instance::InstanceConfig;
 use mcp_streamable::fleet::InstanceId;
 use mcp_streamable::http::client::{Client, ClientOptions};
 use mcp_streamable::http::fleet::{FleetOptions, FleetServer, MemoryHub};
-use mcp_streamable::http::{Connect, EverythingApp, Listen, ServerOptions};
+use mcp_streamable::http::{Connect, EverythingApp, ServerOptions};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::monitor::Monitor;
 use mcp_streamable::server::AllowList;
@@ -20,14 +20,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-struct SimListener(turmoil::net::TcpListener);
-
-impl Listen for SimListener {
-    type Io = turmoil::net::TcpStream;
-    async fn accept(&mut self) -> std::io::Result<Self::Io> {
-        Ok(self.0.accept().await?.0)
-    }
-}
+mod turmoil_support;
+use turmoil_support::SimListener;
 
 const INSTANCES: [&str; 2] = ["i0:8080", "i1:8080"];
 

@@ -5,7 +5,7 @@
 
 use mcp_streamable::client::ClientEra;
 use mcp_streamable::http::client::{Client, ClientOptions, RequestHandler};
-use mcp_streamable::http::{Connect, EverythingApp, Listen, Server, ServerOptions};
+use mcp_streamable::http::{Connect, EverythingApp, Server, ServerOptions};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson};
 use mcp_streamable::monitor::{Monitor, Observation};
@@ -14,14 +14,8 @@ use mcp_streamable::server::AllowList;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-struct SimListener(turmoil::net::TcpListener);
-
-impl Listen for SimListener {
-    type Io = turmoil::net::TcpStream;
-    async fn accept(&mut self) -> std::io::Result<Self::Io> {
-        Ok(self.0.accept().await?.0)
-    }
-}
+mod turmoil_support;
+use turmoil_support::SimListener;
 
 #[derive(Clone)]
 struct SimConnect(&'static str);

@@ -8,6 +8,7 @@ pub mod memory;
 mod model;
 mod run;
 pub mod scenario;
+mod script;
 mod symmetry;
 pub mod trace;
 

@@ -3,7 +3,8 @@
 //! interleaving freely), scripts for the applications, bounded drops, timers
 //! as choices. Invariants come from the shared monitor.
 
-use super::scenario::{Bounds, ClientStep, Scenario, ServerStep};
+use super::scenario::{Bounds, Scenario, ServerStep};
+use super::script;
 use super::symmetry::Symmetry;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::monitor::Violation;
@@ -155,12 +156,9 @@ impl CheckModel {
             ..PairConfig::default()
         };
         let st = &self.scenario.settings;
+        script::quiet_session(&mut c.server.session);
         c.server.session.retry_ms = st.retry_ms;
-        c.server.session.idle_timeout_ms = None;
-        c.server.session.init_timeout_ms = None;
-        c.server.session.keepalive_ms = None;
         c.server.session.events_max = st.events_max;
-        c.server.session.streams_max = 4;
         c.client.request_timeout_ms = st.request_timeout_ms;
         c.client.reader_reconnects_max = self.bounds().reader_reconnects;
         c.client.resume_attempts_max = self.bounds().resume_attempts;
@@ -186,25 +184,11 @@ impl CheckModel {
         }
     }
 
-    fn oldest_call(&self, w: &World) -> Option<(SessionId, RequestId)> {
-        w.server_pending
-            .iter()
-            .find(|(_, _, m)| m == "tools/call")
-            .map(|(s, id, _)| (s.clone(), id.clone()))
-    }
-
     fn client_step_enabled(&self, s: &State, c: usize) -> bool {
-        let Some(step) = self.scenario.clients[c].get(usize::from(s.client_pc[c])) else {
+        let Some(&step) = self.scenario.clients[c].get(usize::from(s.client_pc[c])) else {
             return false;
         };
-        let client = &s.world.clients[c];
-        match step {
-            ClientStep::Initialize => client.can_initialize(),
-            ClientStep::Call | ClientStep::Notify => client.is_ready(),
-            ClientStep::Cancel => client.pending().next().is_some(),
-            ClientStep::Close => true,
-            ClientStep::Listen => client.is_ready() && client.is_modern(),
-        }
+        script::client_step_enabled(&s.world, c, step)
     }
 
     fn server_step_enabled(&self, s: &State) -> bool {
@@ -216,7 +200,7 @@ impl CheckModel {
             ServerStep::Notify => w.server_session().is_some(),
             ServerStep::HookNotify => !Self::registered_sessions(w).is_empty(),
             ServerStep::Progress | ServerStep::AskClient | ServerStep::CloseConnection => {
-                self.oldest_call(w).is_some()
+                script::oldest_call(w).is_some()
             }
             ServerStep::Broadcast => true,
         }
@@ -304,38 +288,15 @@ impl CheckModel {
                     return None;
                 }
                 let c = *client;
-                let now = w.now;
-                match self.scenario.clients[c][usize::from(s.client_pc[c])] {
-                    ClientStep::Initialize => {
-                        w.initialize_on(c)?;
-                    }
-                    ClientStep::Call => {
-                        w.call_on(c, "echo")?;
-                    }
-                    ClientStep::Notify => {
-                        let _ = w.clients[c].notify("notifications/roots/list_changed", None, now);
-                        w.pump();
-                    }
-                    ClientStep::Cancel => {
-                        let id = w.clients[c].pending().next()?;
-                        let _ = w.clients[c].cancel(&id, now);
-                        w.pump();
-                    }
-                    ClientStep::Close => {
-                        w.clients[c].close(now);
-                        w.pump();
-                    }
-                    ClientStep::Listen => {
-                        w.listen_on(c)?;
-                    }
-                }
+                let step = self.scenario.clients[c][usize::from(s.client_pc[c])];
+                script::run_client_step(w, c, step)?;
                 n.client_pc[c] += 1;
             }
             Action::ServerStep => {
                 if !self.server_step_enabled(s) {
                     return None;
                 }
-                let call = self.oldest_call(w);
+                let call = script::oldest_call(w);
                 // `notify` is a broadcast (a list changed for everyone);
                 // `hook_notify` runs in every session whose `initialize` was
                 // answered; the others act in the oldest call's own session.

@@ -64,14 +64,10 @@ impl ClientSession {
             self.give_up(n, error, tell_server, now);
             return;
         }
-        if p.last_id.is_none() {
+        // Nothing to resume from, or (an `initialize`) nothing to resume
+        // in: the session is not the client's until the answer arrives.
+        if p.last_id.is_none() || matches!(ex.role, Role::Initialize(_)) {
             self.give_up(n, ClientError::StreamLost, true, now);
-            return;
-        }
-        if matches!(ex.role, Role::Initialize(_)) {
-            // Nothing to resume in: the session is not the client's until
-            // the answer arrives (and `initialize` is never cancelled).
-            self.give_up(n, ClientError::StreamLost, false, now);
             return;
         }
         match self.policy.resume_bound {

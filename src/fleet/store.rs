@@ -6,7 +6,7 @@
 //! instance's op it executes next is not its decision: a shell feeds ops in
 //! the order they arrive, the fleet checker in every order.
 
-use super::{Entry, InstanceId, LogKey, Push, Record, Seq, StoreOp, StoreReply};
+use super::{Conn, Entry, InstanceId, LogKey, Push, Record, Seq, StoreOp, StoreReply};
 use crate::ids::{SessionId, StreamId};
 use crate::shared::Shared;
 use crate::time::Instant;
@@ -19,6 +19,16 @@ pub enum Output {
     Reply(StoreReply),
     /// On the subscriber connection.
     Push(Push),
+}
+
+impl Output {
+    /// The connection it arrives on.
+    pub fn conn(&self) -> Conn {
+        match self {
+            Output::Reply(_) => Conn::Command,
+            Output::Push(_) => Conn::Subscriber,
+        }
+    }
 }
 
 /// One log: the entries still kept, and the number of the first of them.

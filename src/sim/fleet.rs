@@ -1,30 +1,26 @@
 //! [`Fleet`]: instances of one fleet ([`Instance`]) sharing a
 //! [`MemoryStore`], as a world's server side ([`Servers`]).
 //!
-//! Each instance has two connections to the store (commands;
-//! subscriptions), each a FIFO both ways, and nothing orders one connection
-//! against another: the caller chooses which connection's head op the store
-//! executes next ([`Fleet::execute`]) and which instance takes the head of
-//! which incoming queue ([`Fleet::receive`]), as in the relay model of the
-//! fleet checker. An instance that dies ([`Fleet::kill`]) loses its state,
+//! The instances reach the store through [`StoreLinks`], as in the relay
+//! model of the fleet checker: the caller chooses which connection's head op
+//! the store executes next ([`Fleet::execute`]) and which instance takes the
+//! head of which incoming queue ([`Fleet::receive`]), unless [`StoreTiming`]
+//! serves a connection at once. An instance that dies ([`Fleet::kill`]) loses its state,
 //! what it had not sent the store yet and what the store had not delivered
 //! to it; the store keeps what it has (its heartbeat then runs out).
 
 use super::servers::{queued_in, OutputHandler, Servers, SERVER_HTTP_STRIDE};
+use super::store_links::{ConnKey, StoreLinks};
 use super::world::World;
 use crate::fleet::instance::Instance;
 use crate::fleet::record::decode_message;
 use crate::fleet::store::{MemoryStore, Output};
-use crate::fleet::{Conn, InstanceId, Record, StoreOp};
+use crate::fleet::{Conn, Record};
 use crate::ids::{HttpId, MsgKey, RequestId, SessionId};
 use crate::monitor::Observation;
 use crate::server::{observe_dropped, RequestHead, ServerOutput, ServerSession, Transmit};
 use crate::shared::Shared;
 use crate::time::Instant;
-use std::collections::{BTreeMap, VecDeque};
-
-/// One connection of one instance: `(instance, connection)`.
-pub type ConnKey = (u16, Conn);
 
 /// Instances sharing a store, and the connections between them.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -33,10 +29,8 @@ pub struct Fleet {
     instances: Vec<Option<Shared<Instance>>>,
     /// The store.
     store: Shared<MemoryStore>,
-    /// Ops sent, not executed yet.
-    to_store: BTreeMap<ConnKey, VecDeque<StoreOp>>,
-    /// Replies and pushes sent, not taken yet.
-    from_store: BTreeMap<ConnKey, VecDeque<Output>>,
+    /// The connections between the instances and the store.
+    links: StoreLinks,
     /// Which connections the store serves at once.
     timing: StoreTiming,
 }
@@ -80,8 +74,7 @@ impl Fleet {
                 .map(|i| Some(Shared::new(i)))
                 .collect(),
             store: Shared::new(store),
-            to_store: BTreeMap::new(),
-            from_store: BTreeMap::new(),
+            links: StoreLinks::default(),
             timing: StoreTiming::Queued,
         }
     }
@@ -93,16 +86,6 @@ impl Fleet {
     }
 
     // ---- getters -------------------------------------------------------
-
-    /// How many instances the fleet started with.
-    pub fn len(&self) -> usize {
-        self.instances.len()
-    }
-
-    /// Whether the fleet has no instance at all.
-    pub fn is_empty(&self) -> bool {
-        self.instances.is_empty()
-    }
 
     /// Instance `i`, unless it is dead.
     pub fn instance(&self, i: usize) -> Option<&Instance> {
@@ -122,14 +105,9 @@ impl Fleet {
         &self.store
     }
 
-    /// Connections with an op for the store to execute.
-    pub fn executable(&self) -> impl Iterator<Item = ConnKey> + '_ {
-        self.to_store.keys().copied()
-    }
-
-    /// Connections with something for their instance to take.
-    pub fn receivable(&self) -> impl Iterator<Item = ConnKey> + '_ {
-        self.from_store.keys().copied()
+    /// The connections between the instances and the store.
+    pub fn links(&self) -> &StoreLinks {
+        &self.links
     }
 
     /// Whether request `id` of `sid` is in flight on instance `i`.
@@ -155,12 +133,10 @@ impl Fleet {
 
     /// The store executes the next op of `conn`. Whether there was one.
     pub fn execute(&mut self, conn: ConnKey, now: Instant) -> bool {
-        let Some(op) = self.to_store.get_mut(&conn).and_then(VecDeque::pop_front) else {
-            return false;
-        };
-        self.store.handle_op(InstanceId(conn.0), op, now);
-        self.settle();
-        true
+        let instances = &self.instances;
+        self.links.execute(&mut self.store, conn, now, |i| {
+            instances.get(usize::from(i)).is_some_and(Option::is_some)
+        })
     }
 
     /// Serves what [`StoreTiming`] says is served at once, until none is
@@ -170,15 +146,13 @@ impl Fleet {
         loop {
             let timing = self.timing;
             let next = self
-                .to_store
-                .keys()
-                .copied()
+                .links
+                .executable()
                 .find(|k| timing.at_once(k.1))
                 .map(|k| (k, true))
                 .or_else(|| {
-                    self.from_store
-                        .keys()
-                        .copied()
+                    self.links
+                        .receivable()
                         .find(|k| timing.at_once(k.1))
                         .map(|k| (k, false))
                 });
@@ -196,7 +170,7 @@ impl Fleet {
 
     /// Instance `conn.0` takes the next thing the store sent on `conn`.
     pub fn receive(&mut self, conn: ConnKey, now: Instant) -> bool {
-        let Some(out) = self.from_store.get_mut(&conn).and_then(VecDeque::pop_front) else {
+        let Some(out) = self.links.take(conn) else {
             return false;
         };
         if let Some(Some(inst)) = self.instances.get_mut(usize::from(conn.0)) {
@@ -205,7 +179,6 @@ impl Fleet {
                 Output::Push(p) => inst.handle_push(p, now),
             }
         }
-        self.settle();
         true
     }
 
@@ -218,36 +191,8 @@ impl Fleet {
         if slot.take().is_none() {
             return false;
         }
-        let me = i as u16;
-        self.to_store.retain(|(x, _), _| *x != me);
-        self.from_store.retain(|(x, _), _| *x != me);
+        self.links.forget(i as u16);
         true
-    }
-
-    /// Queues cleared of empties, the store's outputs moved to their
-    /// connections (a dead instance's are lost).
-    fn settle(&mut self) {
-        if self.store.has_output() {
-            while let Some((to, out)) = self.store.poll_output() {
-                let live = self
-                    .instances
-                    .get(usize::from(to.0))
-                    .is_some_and(Option::is_some);
-                if !live {
-                    continue;
-                }
-                let conn = match out {
-                    Output::Reply(_) => Conn::Command,
-                    Output::Push(_) => Conn::Subscriber,
-                };
-                self.from_store
-                    .entry((to.0, conn))
-                    .or_default()
-                    .push_back(out);
-            }
-        }
-        self.to_store.retain(|_, q| !q.is_empty());
-        self.from_store.retain(|_, q| !q.is_empty());
     }
 }
 
@@ -353,7 +298,6 @@ impl Servers for Fleet {
             for i in 0..self.instances.len() {
                 progressed |= self.drain_one(i, now, observe, handle);
             }
-            self.settle();
             progressed |= self.serve_at_once(now);
             if !progressed {
                 return any;
@@ -409,10 +353,7 @@ impl Fleet {
         if let Some(Some(inst)) = self.instances.get_mut(i) {
             while let Some(op) = inst.poll_op() {
                 progressed = true;
-                self.to_store
-                    .entry((i as u16, op.conn()))
-                    .or_default()
-                    .push_back(op);
+                self.links.send(i as u16, op);
             }
         }
         progressed

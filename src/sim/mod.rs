@@ -10,9 +10,11 @@ mod canonical;
 mod fleet;
 mod net;
 mod servers;
+mod store_links;
 mod world;
 
-pub use fleet::{ConnKey, Fleet, StoreTiming};
+pub use fleet::{Fleet, StoreTiming};
 pub use net::{deliveries, Delivery, Link};
 pub use servers::{OutputHandler, Servers, SERVER_HTTP_STRIDE};
+pub use store_links::{ConnKey, StoreLinks};
 pub use world::{Pair, PairConfig, World, HTTP_ID_STRIDE};

@@ -25,8 +25,8 @@ use crate::fleet::store::{MemoryStore, Output};
 use crate::fleet::{Conn, InstanceId, LogKey, Record, Relay, Seq, StoreOp, StoreReply};
 use crate::ids::{SessionId, StreamId};
 use crate::shared::fixed_keys;
+use crate::sim::StoreLinks;
 use crate::time::Instant;
-use std::collections::{BTreeMap, VecDeque};
 
 /// One relay scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,8 +159,7 @@ pub struct RelayState {
     store: MemoryStore,
     writers: Vec<Writer>,
     follower: Option<Follower>,
-    to_store: BTreeMap<(u16, Conn), VecDeque<StoreOp>>,
-    from_store: BTreeMap<(u16, Conn), VecDeque<Output>>,
+    links: StoreLinks,
     /// The numbers the client got, in order.
     got: Vec<Seq>,
 }
@@ -199,34 +198,17 @@ impl RelayModel {
     fn settle(&self, s: &mut RelayState) {
         for (i, w) in s.writers.iter_mut().enumerate() {
             while let Some(op) = w.publisher.poll_op() {
-                let conn = op.conn();
-                s.to_store
-                    .entry((i as u16, conn))
-                    .or_default()
-                    .push_back(op);
+                s.links.send(i as u16, op);
             }
         }
         if let Some(f) = s.follower.as_mut() {
             while let Some(op) = f.poll_op() {
-                let conn = op.conn();
-                s.to_store
-                    .entry((self.reader(), conn))
-                    .or_default()
-                    .push_back(op);
+                s.links.send(self.reader(), op);
             }
             while let Some(e) = f.poll_entry() {
                 s.got.push(e.seq);
             }
         }
-        while let Some((to, out)) = s.store.poll_output() {
-            let conn = match out {
-                Output::Reply(_) => Conn::Command,
-                Output::Push(_) => Conn::Subscriber,
-            };
-            s.from_store.entry((to.0, conn)).or_default().push_back(out);
-        }
-        s.to_store.retain(|_, q| !q.is_empty());
-        s.from_store.retain(|_, q| !q.is_empty());
     }
 
     /// The log's numbers after the cursor the client must get: up to the
@@ -279,8 +261,7 @@ impl Explorable for RelayModel {
             store,
             writers,
             follower: None,
-            to_store: BTreeMap::new(),
-            from_store: BTreeMap::new(),
+            links: StoreLinks::default(),
             got: Vec::new(),
         }
     }
@@ -294,10 +275,10 @@ impl Explorable for RelayModel {
         if s.follower.is_none() {
             out.push(RelayAction::Resume);
         }
-        for &(instance, conn) in s.to_store.keys() {
+        for (instance, conn) in s.links.executable() {
             out.push(RelayAction::Execute { instance, conn });
         }
-        for &(instance, conn) in s.from_store.keys() {
+        for (instance, conn) in s.links.receivable() {
             out.push(RelayAction::Receive { instance, conn });
         }
     }
@@ -328,11 +309,15 @@ impl Explorable for RelayModel {
                 n.follower = Some(f);
             }
             RelayAction::Execute { instance, conn } => {
-                let op = n.to_store.get_mut(&(*instance, *conn))?.pop_front()?;
-                n.store.handle_op(InstanceId(*instance), op, Instant::ZERO);
+                if !n
+                    .links
+                    .execute(&mut n.store, (*instance, *conn), Instant::ZERO, |_| true)
+                {
+                    return None;
+                }
             }
             RelayAction::Receive { instance, conn } => {
-                let out = n.from_store.get_mut(&(*instance, *conn))?.pop_front()?;
+                let out = n.links.take((*instance, *conn))?;
                 if *instance == self.reader() {
                     let f = n.follower.as_mut()?;
                     match out {

@@ -20,6 +20,7 @@
 
 use crate::check::engine::Explorable;
 use crate::check::scenario::ClientStep;
+use crate::check::script;
 use crate::fleet::instance::{Instance, InstanceConfig};
 use crate::fleet::store::MemoryStore;
 use crate::fleet::{Conn, Handover, InstanceId, Relay};
@@ -196,10 +197,7 @@ impl WorldModel {
 
     fn endpoint_config() -> EndpointConfig {
         let mut e = EndpointConfig::default();
-        e.session.keepalive_ms = None;
-        e.session.idle_timeout_ms = None;
-        e.session.init_timeout_ms = None;
-        e.session.streams_max = 4;
+        script::quiet_session(&mut e.session);
         e
     }
 
@@ -233,24 +231,10 @@ impl WorldModel {
     }
 
     fn client_step_enabled(&self, s: &WorldState) -> bool {
-        let Some(step) = self.scenario.client.get(usize::from(s.client_pc)) else {
+        let Some(&step) = self.scenario.client.get(usize::from(s.client_pc)) else {
             return false;
         };
-        let client = &s.world.clients[0];
-        match step {
-            ClientStep::Initialize => client.can_initialize(),
-            ClientStep::Call | ClientStep::Notify => client.is_ready(),
-            ClientStep::Cancel => client.pending().next().is_some(),
-            ClientStep::Close => true,
-            ClientStep::Listen => false,
-        }
-    }
-
-    fn oldest_call(w: &World<Fleet>) -> Option<(SessionId, RequestId)> {
-        w.server_pending
-            .iter()
-            .find(|(_, _, m)| m == "tools/call")
-            .map(|(s, id, _)| (s.clone(), id.clone()))
+        script::client_step_enabled(&s.world, 0, step)
     }
 
     fn app_step_enabled(&self, s: &WorldState) -> bool {
@@ -258,12 +242,8 @@ impl WorldModel {
             return false;
         };
         match step {
-            AppStep::Progress => Self::oldest_call(&s.world).is_some(),
-            AppStep::Notify(n) => s
-                .world
-                .server
-                .instance(usize::from(*n))
-                .is_some_and(|i| i.endpoint().named_session_ids().next().is_some()),
+            AppStep::Progress => script::oldest_call(&s.world).is_some(),
+            AppStep::Notify(n) => !s.world.server.named_sessions(usize::from(*n)).is_empty(),
         }
     }
 
@@ -327,10 +307,10 @@ impl Explorable for WorldModel {
                 }
             }
         }
-        for (instance, conn) in w.server.executable() {
+        for (instance, conn) in w.server.links().executable() {
             out.push(WorldAction::Execute { instance, conn });
         }
-        for (instance, conn) in w.server.receivable() {
+        for (instance, conn) in w.server.links().receivable() {
             out.push(WorldAction::Receive { instance, conn });
         }
         // One instance always lives: the balancer needs somewhere to send.
@@ -349,34 +329,13 @@ impl Explorable for WorldModel {
     fn step(&self, s: &WorldState, a: &WorldAction) -> Option<WorldState> {
         let mut n = s.clone();
         let w = &mut n.world;
-        let now = w.now;
         match a {
             WorldAction::Client => {
                 if !self.client_step_enabled(s) {
                     return None;
                 }
-                match self.scenario.client[usize::from(s.client_pc)] {
-                    ClientStep::Initialize => {
-                        w.initialize_on(0)?;
-                    }
-                    ClientStep::Call => {
-                        w.call_on(0, "echo")?;
-                    }
-                    ClientStep::Notify => {
-                        let _ = w.clients[0].notify("notifications/roots/list_changed", None, now);
-                        w.pump();
-                    }
-                    ClientStep::Cancel => {
-                        let id = w.clients[0].pending().next()?;
-                        let _ = w.clients[0].cancel(&id, now);
-                        w.pump();
-                    }
-                    ClientStep::Close => {
-                        w.clients[0].close(now);
-                        w.pump();
-                    }
-                    ClientStep::Listen => return None,
-                }
+                let step = self.scenario.client[usize::from(s.client_pc)];
+                script::run_client_step(w, 0, step)?;
                 n.client_pc += 1;
             }
             WorldAction::App => {
@@ -385,7 +344,7 @@ impl Explorable for WorldModel {
                 }
                 match self.scenario.app[usize::from(s.app_pc)] {
                     AppStep::Progress => {
-                        let (sid, id) = Self::oldest_call(w)?;
+                        let (sid, id) = script::oldest_call(w)?;
                         w.server_notify_in(&sid, "notifications/progress", Cause::Request(id));
                     }
                     AppStep::Notify(at) => {
