@@ -174,6 +174,43 @@ pub enum Handover {
     Abandon,
 }
 
+/// Where, in a fleet, an instance puts an unrelated message (one answering
+/// no request: a list change, a log message) of a session whose standalone
+/// GET it does not hold (`fleet::mailbox`, `docs/fleets.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unrelated {
+    /// In the session's mailbox in the store, which every instance holding
+    /// a GET of the session claims from: each message reaches one GET, once.
+    #[default]
+    Mailbox,
+    /// Held where it was emitted until a GET of the session attaches there,
+    /// as in one process (and as the SDKs' shared event stores leave it): a
+    /// GET held by another instance never gets it.
+    KeepLocal,
+}
+
+/// What becomes, in a fleet, of a standalone GET stream whose connection is
+/// gone (`fleet::instance`, `docs/fleets.md`): its client resumes it with
+/// `Last-Event-ID` on whichever instance the balancer picks, and unrelated
+/// messages the session holds meanwhile wait in its mailbox for an instance
+/// with the session's GET.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumedGet {
+    /// The instance that wrote the stream logs that it let go of it
+    /// (`Record::Released`: once its GET is gone there, or once it is found
+    /// dead); a resumption anywhere replays the log up to that and goes on,
+    /// on the same connection, as the session's standalone GET where it
+    /// landed, which takes from the mailbox.
+    #[default]
+    ContinueWhereResumed,
+    /// The stream stays its writer's: a resumption on another instance
+    /// follows its log for ever and is not the session's GET there, so what
+    /// the mailbox holds reaches no one while that connection lasts.
+    FollowLog,
+}
+
 /// How an instance of a fleet checks, on each request, that the session
 /// still exists in the shared store and keeps it alive (`fleet::gate`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -180,6 +180,30 @@ async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
     let seen = get.wait_for("notifications/tools/list_changed").await;
     assert_eq!(seen.matches("list_changed").count(), 1, "once: {seen}");
 
+    // The GET cut (`a` lets go of its stream) and resumed on `b`: it goes
+    // on there as the session's GET, and a message emitted on `a`, which
+    // holds no GET now, reaches it once.
+    let cursor = last_event_id(&seen).expect("an event id");
+    get.reader.abort();
+    let resume_get = [
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("last-event-id", cursor.as_str()),
+    ];
+    let moved = send(b, "GET", &resume_get, "").await;
+    assert_eq!(moved.status, 200, "{}", moved.text());
+    let mut call = send(
+        a,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"notify","arguments":{}}}"#,
+    )
+    .await;
+    assert!(call.ended().await.contains(r#""id":10"#));
+    let seen = moved.wait_for("notifications/tools/list_changed").await;
+    assert_eq!(seen.matches("list_changed").count(), 1, "once: {seen}");
+
     // A call on `a` whose stream the server cuts, resumed on `b`.
     let mut cut = send(
         a,

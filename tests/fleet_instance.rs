@@ -44,6 +44,9 @@ struct Fleet {
     next_id: i64,
     /// Publications on control channels are dropped.
     lose_announcements: bool,
+    /// Instances that died: their ops and what the store has for them are
+    /// gone.
+    dead: Vec<usize>,
 }
 
 const TTL_MS: u64 = 60_000;
@@ -76,6 +79,7 @@ impl Fleet {
             version: ProtocolVersion::LATEST,
             next_id: 0,
             lose_announcements: false,
+            dead: Vec::new(),
         }
     }
 
@@ -187,6 +191,9 @@ impl Fleet {
             let mut moved = false;
             for (i, node) in self.nodes.iter_mut().enumerate() {
                 while let Some(op) = node.poll_op() {
+                    if self.dead.contains(&i) {
+                        continue;
+                    }
                     if i == held {
                         kept.push(op);
                         continue;
@@ -201,6 +208,9 @@ impl Fleet {
                 }
             }
             while let Some((to, out)) = self.store.poll_output() {
+                if self.dead.contains(&usize::from(to.0)) {
+                    continue;
+                }
                 let node = &mut self.nodes[usize::from(to.0)];
                 match out {
                     Output::Reply(r) => node.handle_reply(r, self.now),
@@ -1144,4 +1154,141 @@ fn a_stream_its_dead_writer_answered_is_not_completed_again() {
         "the writer's own answer"
     );
     assert_eq!(seen.end, Some(EndReason::Complete));
+}
+
+fn records_of(
+    f: &Fleet,
+    log: &mcp_streamable::fleet::LogKey,
+) -> Vec<mcp_streamable::fleet::Record> {
+    f.store.entries(log).into_iter().map(|e| e.record).collect()
+}
+
+#[test]
+fn a_standalone_get_resumed_elsewhere_goes_on_as_the_sessions_get_there() {
+    use mcp_streamable::fleet::Record;
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let get = f.get(0, None);
+    f.log_message(0, 1);
+    let cursor = f.seen[&(0, get)].events[0].0.clone().expect("primed");
+    let old = log_of(&f, &cursor);
+    // Its GET gone, instance 0 lets go of the stream: the log's last entry
+    // says so, and nothing is written after it.
+    f.close(0, get);
+    assert_eq!(records_of(&f, &old).last(), Some(&Record::Released));
+    // Held on instance 0 meanwhile (no GET anywhere): to the mailbox.
+    f.log_message(0, 2);
+    // Resumed on instance 1 from the priming event: the rest of the log,
+    // then, on the same connection, the session's GET there (one head;
+    // a new stream's priming event moves the cursor), which takes 2 from
+    // the mailbox and then whatever instance 0 emits.
+    let resumed = f.get(1, Some(&cursor));
+    f.log_message(0, 3);
+    f.log_message(1, 4);
+    assert_eq!(f.logged(1, resumed), [1, 2, 3, 4]);
+    let seen = &f.seen[&(1, resumed)];
+    assert_eq!(seen.status, Some(200));
+    assert_eq!(seen.end, None);
+    let streams: Vec<u32> = seen
+        .events
+        .iter()
+        .filter_map(|(id, _)| id.as_deref().map(stream_of))
+        .collect();
+    assert_eq!(
+        streams.first(),
+        Some(&stream_of(&cursor)),
+        "the old stream's rest first"
+    );
+    let new = *streams.last().expect("events");
+    assert_ne!(new, stream_of(&cursor), "then a stream of instance 1");
+    assert!(
+        streams.iter().skip_while(|&&s| s != new).all(|&s| s == new),
+        "{streams:?}"
+    );
+    // The new stream is logged like any: cut again, it resumes anywhere.
+    let cursor = f.last_id(1, resumed);
+    f.close(1, resumed);
+    let again = f.get(0, Some(&cursor));
+    f.log_message(1, 5);
+    assert_eq!(f.logged(0, again), [5]);
+}
+
+#[test]
+fn a_standalone_get_resumed_where_it_was_written_goes_on_there_too() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let get = f.get(0, None);
+    f.log_message(0, 1);
+    let cursor = f.seen[&(0, get)].events[0].0.clone().expect("primed");
+    f.close(0, get);
+    f.log_message(0, 2);
+    let resumed = f.get(0, Some(&cursor));
+    f.log_message(0, 3);
+    assert_eq!(f.logged(0, resumed), [1, 2, 3]);
+    assert_eq!(
+        f.nodes[0].relayed_len(),
+        0,
+        "not followed: the session's GET"
+    );
+}
+
+#[test]
+fn a_standalone_stream_whose_writer_died_is_released_where_it_was_resumed() {
+    use mcp_streamable::fleet::Record;
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    tick(&mut f, 0, &[0, 1]);
+    let get = f.get(0, None);
+    f.log_message(0, 1);
+    let cursor = f.last_id(0, get);
+    let old = log_of(&f, &cursor);
+    // Instance 0 dies with its GET (it never learns the connection went).
+    f.dead.push(0);
+    let resumed = f.get(1, Some(&cursor));
+    f.log_message(1, 2);
+    assert_eq!(
+        f.logged(1, resumed),
+        Vec::<u64>::new(),
+        "2 waits in the mailbox"
+    );
+    for ms in [1000, 2000, 3000, 4000, 5000] {
+        tick(&mut f, ms, &[1]);
+    }
+    assert_eq!(records_of(&f, &old).last(), Some(&Record::Released));
+    assert_eq!(
+        f.logged(1, resumed),
+        [2],
+        "released: the session's GET here"
+    );
+    assert_eq!(f.nodes[1].relayed_len(), 0);
+    assert!(
+        !f.nodes[1].is_watching(),
+        "the dead writer is not asked about again"
+    );
+}
+
+#[test]
+fn under_follow_log_a_resumed_standalone_get_only_follows_and_the_dead_writer_is_asked_about_once()
+{
+    use mcp_streamable::fleet::Record;
+    use mcp_streamable::policy::ResumedGet;
+    let mut f = Fleet::new(2, 64, |c| c.resumed = ResumedGet::FollowLog);
+    f.handshake(0, 0);
+    tick(&mut f, 0, &[0, 1]);
+    let get = f.get(0, None);
+    let cursor = f.last_id(0, get);
+    let old = log_of(&f, &cursor);
+    f.close(0, get);
+    assert!(!records_of(&f, &old).contains(&Record::Released));
+    let resumed = f.get(1, Some(&cursor));
+    f.log_message(1, 1);
+    for ms in [1000, 2000, 3000, 4000, 5000, 6000, 7000] {
+        tick(&mut f, ms, &[1]);
+    }
+    assert_eq!(f.logged(1, resumed), Vec::<u64>::new(), "the known flaw");
+    assert_eq!(f.nodes[1].relayed_len(), 1, "still following");
+    assert!(
+        !f.nodes[1].is_watching(),
+        "found dead once, not asked about again"
+    );
 }

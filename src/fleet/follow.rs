@@ -292,7 +292,7 @@ impl Follower {
     /// naive ones deliver whatever arrives, so the cursor never goes back.
     fn deliver(&mut self, e: Entry) {
         self.cursor = self.cursor.max(e.seq);
-        let end = e.record == Record::End;
+        let end = e.record.is_final();
         self.out.push_back(e);
         if end {
             self.finish(Phase::Ended);

@@ -39,7 +39,8 @@ use super::record::{decode_message, encode_message, SessionRecord};
 use super::subscriptions::Subscriptions;
 use super::writer::StreamLogs;
 use super::{
-    Entry, Handover, InstanceId, LogKey, Push, Record, Relay, SessionRefresh, StoreOp, StoreReply,
+    Entry, Handover, InstanceId, LogKey, Push, Record, Relay, ResumedGet, SessionRefresh, StoreOp,
+    StoreReply, Unrelated,
 };
 use crate::error::RequestError;
 use crate::head::{Content, Method, RequestHead, ResponseHead};
@@ -96,6 +97,12 @@ pub struct InstanceConfig {
     pub beat_ttl_ms: u64,
     /// Whether a dead writer's streams followed here are completed.
     pub handover: Handover,
+    /// What a standalone GET resumed here from a stream whose connection
+    /// is gone becomes ([`ResumedGet::ContinueWhereResumed`]: FIXED).
+    pub resumed: ResumedGet,
+    /// Where an unrelated message of a session whose GET is not here goes
+    /// ([`Unrelated::Mailbox`]: FIXED).
+    pub unrelated: Unrelated,
 }
 
 impl Default for InstanceConfig {
@@ -112,6 +119,8 @@ impl Default for InstanceConfig {
             beat_ms: 1000,
             beat_ttl_ms: 3000,
             handover: Handover::CompleteWithError,
+            resumed: ResumedGet::ContinueWhereResumed,
+            unrelated: Unrelated::Mailbox,
         }
     }
 }
@@ -151,7 +160,8 @@ struct Parked {
     session: SessionId,
 }
 
-/// A GET served here from another instance's stream.
+/// A GET served here from the log of a stream this endpoint does not
+/// keep, or whose GET is gone.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Relayed {
     session: SessionId,
@@ -159,8 +169,38 @@ struct Relayed {
     codec: EventIdCodec,
     follower: Follower,
     head_sent: bool,
+    /// The GET as it came, to go on as the session's GET here if the log
+    /// is released ([`Record::Released`]).
+    head: RequestHead,
+    peer: Option<IpAddr>,
     /// The client's `Last-Event-ID`, for the error if it names nothing.
     last_event_id: String,
+    /// Its writer was found dead and its log completed (or left as it is,
+    /// under [`Handover::Abandon`] or [`ResumedGet::FollowLog`]): the
+    /// writer is not asked about again for it.
+    writer_dead: bool,
+}
+
+/// What a relayed GET does after its follower's latest entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Relaying {
+    /// Goes on following.
+    Following,
+    /// Over (ended, refused, or its log lost).
+    Over,
+    /// Its log was released: it goes on as the session's GET here.
+    Released,
+}
+
+/// A relayed GET gone on as the session's GET here after its head went
+/// out: the endpoint's head for it is not sent again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Continued {
+    /// The endpoint's head is still to come.
+    AwaitingHead,
+    /// The endpoint refused it (an error response): its head and body are
+    /// not sent; its end ends the stream, and the client resumes.
+    Refused,
 }
 
 /// Who a reply on the command connection answers (replies come in op order).
@@ -238,6 +278,8 @@ pub struct Instance {
     liveness: Liveness,
     /// Logs of dead writers being completed here.
     completing: BTreeSet<LogKey>,
+    /// Relayed GETs gone on as the session's GET here (see [`Continued`]).
+    continued: BTreeMap<HttpId, Continued>,
 }
 
 impl Instance {
@@ -276,6 +318,7 @@ impl Instance {
             out: VecDeque::new(),
             liveness: Liveness::new(config.id, config.beat_ms, config.beat_ttl_ms),
             completing: BTreeSet::new(),
+            continued: BTreeMap::new(),
         })
     }
 
@@ -375,6 +418,7 @@ impl Instance {
         self.creating.remove(&http);
         self.withheld.remove(&http);
         self.tapped.remove(&http);
+        self.continued.remove(&http);
         if let Some(mut r) = self.relayed.remove(&http) {
             r.follower.close();
             self.take_follower_ops(http, &mut r);
@@ -720,8 +764,10 @@ impl Instance {
         self.dispatch(http, &p.head, &p.body, p.peer, now);
     }
 
-    /// A GET's `Last-Event-ID` naming a stream of another instance (one
-    /// this endpoint does not keep).
+    /// A GET's `Last-Event-ID` naming a stream to be served from its log:
+    /// one of another instance that this endpoint does not keep, or (under
+    /// [`ResumedGet::ContinueWhereResumed`]) a standalone stream of this
+    /// one whose GET is gone, which its log says it released.
     fn foreign_cursor(&self, p: &Parked) -> Option<EventId> {
         if p.head.method != Method::Get {
             return None;
@@ -735,8 +781,11 @@ impl Instance {
             // naming nothing.
             return None;
         }
-        let kept = session.streams().any(|s| s.id == cursor.stream);
-        (!self.owns(cursor.stream) && !kept).then_some(cursor)
+        let kept = session.streams().find(|s| s.id == cursor.stream);
+        let released = self.config.resumed == ResumedGet::ContinueWhereResumed
+            && kept.is_some_and(|s| s.is_standalone() && s.attached.is_none());
+        let foreign = !self.owns(cursor.stream) && kept.is_none();
+        (foreign || released).then_some(cursor)
     }
 
     /// Serves GET `http` from the log of another instance's stream.
@@ -773,6 +822,9 @@ impl Instance {
             codec: EventIdCodec::new(EventIdScheme::StreamScoped, record.namespace),
             follower,
             head_sent: false,
+            head: p.head.clone(),
+            peer: p.peer,
+            writer_dead: false,
             last_event_id: p
                 .head
                 .header(headers::LAST_EVENT_ID)
@@ -832,6 +884,9 @@ impl Instance {
         self.take_claimed(now);
         while let Some(t) = self.endpoint.poll_transmit() {
             self.tap(&t);
+            let Some(t) = self.continued_transmit(t) else {
+                continue;
+            };
             match self.withheld.get_mut(&t.http) {
                 Some(held) => held.push(t),
                 None if self.creating.contains_key(&t.http) => {
@@ -845,7 +900,8 @@ impl Instance {
                 Some(s) if !s.is_ended() && !s.version().is_modern() => {
                     let id = self.config.id;
                     let ready = s.is_initialized();
-                    self.logs.sync(s, |stream| numbered_by(id, stream));
+                    let resumed = self.config.resumed;
+                    self.logs.sync(s, |stream| numbered_by(id, stream), resumed);
                     self.sync_mailbox(&sid);
                     self.sync_answers(&sid);
                     if ready {
@@ -881,22 +937,26 @@ impl Instance {
     /// dead have the streams followed here completed.
     fn watch_writers(&mut self, now: Instant) {
         let writers: BTreeSet<InstanceId> = match self.config.handover {
-            Handover::CompleteWithError => {
-                self.relayed.values().map(|r| writer_of(r.stream)).collect()
-            }
+            Handover::CompleteWithError => self
+                .relayed
+                .values()
+                .filter(|r| !r.writer_dead)
+                .map(|r| writer_of(r.stream))
+                .collect(),
             Handover::Abandon => BTreeSet::new(),
         };
         self.liveness.watch(writers, now);
         while let Some(dead) = self.liveness.poll_dead() {
-            let logs: BTreeSet<LogKey> = self
-                .relayed
-                .values()
-                .filter(|r| writer_of(r.stream) == dead)
-                .map(|r| LogKey {
-                    session: r.session.clone(),
-                    stream: r.stream,
-                })
-                .collect();
+            let mut logs = BTreeSet::new();
+            for r in self.relayed.values_mut() {
+                if writer_of(r.stream) == dead && !r.writer_dead {
+                    r.writer_dead = true;
+                    logs.insert(LogKey {
+                        session: r.session.clone(),
+                        stream: r.stream,
+                    });
+                }
+            }
             for log in logs {
                 if self.completing.insert(log.clone()) {
                     let read = StoreOp::Read {
@@ -912,16 +972,16 @@ impl Instance {
         }
     }
 
-    /// A dead writer's log, read whole: what completes it (an error for
-    /// every request its stream still owed, then the end), appended unless
-    /// it ended meanwhile. A standalone stream's log, one already ended, or
-    /// one whose opening was trimmed is left as it is.
+    /// A dead writer's log, read whole: what completes it (a POST stream's:
+    /// an error for every request it still owed, then the end; a standalone
+    /// stream's: its release), appended unless it ended meanwhile. One
+    /// already over, or one whose opening was trimmed, is left as it is.
     fn complete(&mut self, log: LogKey, reply: StoreReply) {
         let StoreReply::Read { entries, .. } = reply else {
             self.completing.remove(&log);
             return;
         };
-        match completion(&entries) {
+        match completion(&entries, self.config.resumed) {
             Some(records) => self.send(
                 Waiter::Completed(log.clone()),
                 StoreOp::Complete { log, records },
@@ -1035,6 +1095,9 @@ impl Instance {
     /// A live session's mailbox: what it holds for want of a GET is
     /// appended to it; while a GET is attached here, it is claimed from.
     fn sync_mailbox(&mut self, sid: &SessionId) {
+        if self.config.unrelated == Unrelated::KeepLocal {
+            return;
+        }
         let Some(s) = self.endpoint.session_mut(sid) else {
             return;
         };
@@ -1195,10 +1258,12 @@ impl Instance {
                     continue;
                 };
                 self.take_follower_ops(http, &mut r);
-                if self.write_relayed(http, &mut r) {
-                    self.relayed.insert(http, r);
-                } else {
-                    self.take_follower_ops(http, &mut r);
+                match self.write_relayed(http, &mut r) {
+                    Relaying::Following => {
+                        self.relayed.insert(http, r);
+                    }
+                    Relaying::Over => self.take_follower_ops(http, &mut r),
+                    Relaying::Released => self.continue_here(http, r, now),
                 }
             }
             while let Some(op) = self.subscriptions.poll_op() {
@@ -1228,19 +1293,23 @@ impl Instance {
         }
     }
 
-    /// Writes what a relayed GET's follower delivered; `false` once the
-    /// exchange is over.
-    fn write_relayed(&mut self, http: HttpId, r: &mut Relayed) -> bool {
+    /// Writes what a relayed GET's follower delivered; says what becomes
+    /// of it.
+    fn write_relayed(&mut self, http: HttpId, r: &mut Relayed) -> Relaying {
         while let Some(entry) = r.follower.poll_entry() {
+            // Not an event: the client's cursor stays before it.
+            if entry.record == Record::Released {
+                return Relaying::Released;
+            }
             self.relayed_head(http, r);
             let id = Some(r.codec.render(EventId {
                 stream: r.stream,
                 seq: entry.seq,
             }));
             let message = match entry.record {
-                Record::End => {
+                Record::End | Record::Released => {
                     self.push(http, TransmitKind::End(EndReason::Complete));
-                    return false;
+                    return Relaying::Over;
                 }
                 Record::Blank | Record::Opened(_) => None,
                 Record::Message(text) => match decode_message(&text) {
@@ -1254,7 +1323,7 @@ impl Instance {
                     // Not ours to read: the stream cannot go on whole.
                     None => {
                         self.push(http, TransmitKind::End(EndReason::Polling));
-                        return false;
+                        return Relaying::Over;
                     }
                 },
             };
@@ -1270,19 +1339,63 @@ impl Instance {
                 // Trimmed from the store while being followed: the client
                 // resumes and is told its cursor names nothing now.
                 self.push(http, TransmitKind::End(EndReason::Polling));
-                false
+                Relaying::Over
             }
             Phase::Lost => {
                 let e = RequestError::UnknownEventId(r.last_event_id.clone());
                 self.endpoint.refuse(http, &e);
-                false
+                Relaying::Over
             }
-            Phase::Ended => false,
+            Phase::Ended => Relaying::Over,
             Phase::Live => {
                 self.relayed_head(http, r);
-                true
+                Relaying::Following
             }
-            Phase::Idle | Phase::Subscribing | Phase::Reading => true,
+            Phase::Idle | Phase::Subscribing | Phase::Reading => Relaying::Following,
+        }
+    }
+
+    /// A relayed GET whose log was released goes on as the session's
+    /// standalone GET here, on the same connection: the endpoint takes it
+    /// as a new GET (its priming event moves the client's cursor to the new
+    /// stream), and takes from the session's mailbox from now on. If the
+    /// head went out already, the endpoint's is not sent again.
+    fn continue_here(&mut self, http: HttpId, mut r: Relayed, now: Instant) {
+        r.follower.close();
+        self.take_follower_ops(http, &mut r);
+        let mut head = r.head;
+        head.headers
+            .retain(|(name, _)| !name.eq_ignore_ascii_case(headers::LAST_EVENT_ID));
+        if r.head_sent {
+            self.continued.insert(http, Continued::AwaitingHead);
+        }
+        self.dispatch(http, &head, &[], r.peer, now);
+    }
+
+    /// An endpoint transmit for a relayed GET gone on here
+    /// ([`Self::continue_here`]): what of it the client gets.
+    fn continued_transmit(&mut self, t: Transmit) -> Option<Transmit> {
+        let Some(&state) = self.continued.get(&t.http) else {
+            return Some(t);
+        };
+        match (&t.kind, state) {
+            (TransmitKind::Head(head), Continued::AwaitingHead) => {
+                if head.status == 200 {
+                    self.continued.remove(&t.http);
+                } else {
+                    self.continued.insert(t.http, Continued::Refused);
+                }
+                None
+            }
+            (TransmitKind::End(_), Continued::Refused) => {
+                self.continued.remove(&t.http);
+                Some(Transmit {
+                    http: t.http,
+                    kind: TransmitKind::End(EndReason::Polling),
+                })
+            }
+            (_, Continued::Refused) => None,
+            (_, Continued::AwaitingHead) => Some(t),
         }
     }
 

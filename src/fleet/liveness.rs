@@ -19,7 +19,7 @@
 //! ```
 
 use super::record::{decode_message, encode_message};
-use super::{Entry, InstanceId, Record, StoreOp};
+use super::{Entry, InstanceId, Record, ResumedGet, StoreOp};
 use crate::ids::{MsgKey, RequestId};
 use crate::jsonrpc::{ErrorObject, Message, INTERNAL_ERROR};
 use crate::time::Instant;
@@ -125,16 +125,21 @@ impl Liveness {
 }
 
 /// What completes a dead writer's stream whose log holds `entries` (from
-/// its first): an error for every request it answers that no entry
-/// answered, then the end; `None` if it ended, is standalone, or its
-/// opening is gone.
-pub(crate) fn completion(entries: &[Entry]) -> Option<Vec<Record>> {
-    if entries.iter().any(|e| e.record == Record::End) {
+/// its first): a POST stream's, an error for every request it answers that
+/// no entry answered, then the end; a standalone stream's, its release
+/// (under [`ResumedGet::ContinueWhereResumed`]: whoever follows it goes on
+/// as the session's GET). `None` if it is over already, or its first entry
+/// is gone (trimmed: what it was cannot be told).
+pub(crate) fn completion(entries: &[Entry], resumed: ResumedGet) -> Option<Vec<Record>> {
+    if entries.iter().any(|e| e.record.is_final()) {
         return None;
     }
     let first = entries.first().filter(|e| e.seq == 1)?;
     let Record::Opened(ids) = &first.record else {
-        return None;
+        return match resumed {
+            ResumedGet::ContinueWhereResumed => Some(vec![Record::Released]),
+            ResumedGet::FollowLog => None,
+        };
     };
     let mut owed: Vec<RequestId> = serde_json::from_str(ids).ok()?;
     for e in entries {
@@ -229,5 +234,39 @@ mod tests {
         assert!(ops(&mut l)
             .iter()
             .all(|op| matches!(op, StoreOp::Beat { .. })));
+    }
+
+    #[test]
+    fn a_dead_writers_standalone_stream_is_released_and_a_post_stream_completed() {
+        let e = |seq, record| Entry { seq, record };
+        let message = Record::Message(encode_message(
+            MsgKey(1),
+            &Message::notification("notifications/message", None),
+        ));
+        let standalone = [e(1, Record::Blank), e(2, message.clone())];
+        assert_eq!(
+            completion(&standalone, ResumedGet::ContinueWhereResumed),
+            Some(vec![Record::Released])
+        );
+        assert_eq!(completion(&standalone, ResumedGet::FollowLog), None);
+        let released = [e(1, Record::Blank), e(2, Record::Released)];
+        assert_eq!(
+            completion(&released, ResumedGet::ContinueWhereResumed),
+            None,
+            "released once"
+        );
+        let trimmed = [e(2, message)];
+        assert_eq!(
+            completion(&trimmed, ResumedGet::ContinueWhereResumed),
+            None,
+            "what a trimmed log was cannot be told"
+        );
+        let post = [e(
+            1,
+            Record::Opened(crate::shared::Shared::new("[7]".into())),
+        )];
+        let done = completion(&post, ResumedGet::ContinueWhereResumed).unwrap();
+        assert_eq!(done.len(), 2, "an error for request 7, then the end");
+        assert_eq!(done.last(), Some(&Record::End));
     }
 }

@@ -35,7 +35,7 @@ pub mod subscriptions;
 pub mod writer;
 
 use crate::ids::{SessionId, StreamId};
-pub use crate::policy::{Handover, Relay, SessionRefresh};
+pub use crate::policy::{Handover, Relay, ResumedGet, SessionRefresh, Unrelated};
 use crate::shared::Shared;
 
 /// One server instance of a fleet.
@@ -134,6 +134,20 @@ pub enum Record {
     /// The stream is over (its request was answered): a follower ends the
     /// connection once it has delivered everything before this.
     End,
+    /// A standalone stream's writer let go of it (its GET is gone there, or
+    /// the writer was found dead) and never writes to it again: a follower
+    /// that delivered everything before this goes on as the session's GET
+    /// where it runs ([`ResumedGet::ContinueWhereResumed`]). Not an event:
+    /// a client's cursor never names it, so a resumption reaches it again.
+    Released,
+}
+
+impl Record {
+    /// Whether nothing can follow this in its log ([`Record::End`],
+    /// [`Record::Released`]).
+    pub fn is_final(&self) -> bool {
+        matches!(self, Record::End | Record::Released)
+    }
 }
 
 /// One numbered entry of a log.
@@ -218,14 +232,15 @@ pub enum StoreOp {
         /// The instance asked about.
         instance: InstanceId,
     },
-    /// Appends `records` to `log` unless its last entry is
-    /// [`Record::End`], atomically (a stream of a dead writer completed by
-    /// whichever instance finds it first, once); replies
+    /// Appends `records` to `log` unless its last entry is final
+    /// ([`Record::is_final`]), atomically (a stream of a dead writer
+    /// completed by whichever instance finds it first, once); replies
     /// [`StoreReply::Completed`].
     Complete {
         /// The log.
         log: LogKey,
-        /// What completes it (error responses, then the end).
+        /// What completes it (error responses, then the end; or a
+        /// standalone stream's release).
         records: Vec<Record>,
     },
     /// Store `record` as the session's, expiring `ttl_ms` from now, whether

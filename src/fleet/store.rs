@@ -159,7 +159,8 @@ impl MemoryStore {
                 let ended = self
                     .logs
                     .get(&log)
-                    .is_some_and(|l| l.entries.back() == Some(&Record::End));
+                    .and_then(|l| l.entries.back())
+                    .is_some_and(Record::is_final);
                 let mut appended = Vec::new();
                 if !ended {
                     for record in records {
@@ -402,6 +403,44 @@ mod tests {
         };
         assert!(!trimmed);
         assert_eq!(entries.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
+    }
+
+    #[test]
+    fn complete_appends_only_to_a_log_not_over_yet() {
+        let mut s = MemoryStore::new(8);
+        let complete = |s: &mut MemoryStore, record: Record| {
+            s.handle_op(
+                InstanceId(1),
+                StoreOp::Complete {
+                    log: log(),
+                    records: vec![record],
+                },
+                Instant::ZERO,
+            );
+            drain(s)
+        };
+        s.handle_op(
+            InstanceId(0),
+            StoreOp::Append {
+                log: log(),
+                record: Record::Blank,
+            },
+            Instant::ZERO,
+        );
+        drain(&mut s);
+        complete(&mut s, Record::Released);
+        for last in [Record::Released, Record::End] {
+            let out = complete(&mut s, last);
+            assert!(
+                matches!(
+                    out.as_slice(),
+                    [(_, Output::Reply(StoreReply::Completed { appended, .. }))] if appended.is_empty()
+                ),
+                "{out:?}"
+            );
+        }
+        let records: Vec<Record> = s.entries(&log()).into_iter().map(|e| e.record).collect();
+        assert_eq!(records, [Record::Blank, Record::Released], "released once");
     }
 
     #[test]

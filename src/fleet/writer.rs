@@ -10,7 +10,10 @@
 //! first, as [`Record::Opened`] with the ids it answers, for whoever must
 //! complete it if this instance dies); a POST stream whose response is
 //! written gets [`Record::End`], so a follower on another instance ends the
-//! client's connection as the writer would.
+//! client's connection as the writer would. A standalone stream whose GET is
+//! gone gets [`Record::Released`] under
+//! [`ResumedGet::ContinueWhereResumed`]: nothing is written to it again, and
+//! its resumption, wherever it lands, goes on as a new GET of the session.
 //!
 //! Events are read from the stream's replay buffer, which keeps at least
 //! `events_max` of them; sync runs after each input, and one input numbers
@@ -18,8 +21,9 @@
 
 use super::publish::Publisher;
 use super::record::encode_message;
-use super::{LogKey, Record, Seq, StoreOp, StoreReply};
+use super::{LogKey, Record, ResumedGet, Seq, StoreOp, StoreReply};
 use crate::ids::{SessionId, StreamId};
+use crate::server::event_ids::COMMON;
 use crate::server::stream::{Format, Origin, Stream};
 use crate::server::{Outgoing, ServerSession};
 use crate::shared::Shared;
@@ -30,7 +34,8 @@ use std::collections::{BTreeMap, VecDeque};
 struct Written {
     /// The last number appended.
     appended: Seq,
-    /// `Record::End` appended.
+    /// A final record ([`Record::End`], [`Record::Released`]) appended:
+    /// nothing more is.
     ended: bool,
     publisher: Publisher,
     /// The stream is gone from its session: forget the log once every
@@ -62,8 +67,15 @@ impl StreamLogs {
     }
 
     /// Appends what `session`'s SSE streams accepted by `owned` numbered
-    /// since the last call; forgets the logs of streams it no longer keeps.
-    pub fn sync(&mut self, session: &ServerSession, owned: impl Fn(StreamId) -> bool) {
+    /// since the last call, and the end of those that are over (a release,
+    /// under `resumed`, for a standalone stream whose GET is gone); forgets
+    /// the logs of streams it no longer keeps.
+    pub fn sync(
+        &mut self,
+        session: &ServerSession,
+        owned: impl Fn(StreamId) -> bool,
+        resumed: ResumedGet,
+    ) {
         let sid = session.id();
         for stream in session.streams() {
             if !owned(stream.id) || stream.format != Format::Sse {
@@ -74,13 +86,16 @@ impl StreamLogs {
                 stream: stream.id,
             };
             let w = self.written(&log);
+            if w.ended {
+                continue;
+            }
             for seq in w.appended + 1..stream.next_seq {
                 w.publisher.append(record_of(stream, seq));
             }
             w.appended = w.appended.max(stream.next_seq - 1);
-            if stream.finished && !stream.is_standalone() && !w.ended {
+            if let Some(last) = final_record(stream, resumed) {
                 w.ended = true;
-                w.publisher.append(Record::End);
+                w.publisher.append(last);
             }
         }
         let kept: Vec<StreamId> = session.streams().map(|s| s.id).collect();
@@ -105,7 +120,7 @@ impl StreamLogs {
         stream: Option<&Stream>,
     ) {
         let w = self.written(log);
-        if seq <= w.appended {
+        if seq <= w.appended || w.ended {
             return;
         }
         // Numbers never seen (none: every input is synced or tapped) stay
@@ -190,6 +205,19 @@ fn session_range(session: &SessionId) -> std::ops::RangeInclusive<LogKey> {
         session: session.clone(),
         stream: StreamId(u32::MAX),
     }
+}
+
+/// What ends `stream`'s log now, if anything: a POST stream answered, its
+/// end; a standalone stream with no GET (it had one when it was made),
+/// its release.
+fn final_record(stream: &Stream, resumed: ResumedGet) -> Option<Record> {
+    if !stream.is_standalone() {
+        return stream.finished.then_some(Record::End);
+    }
+    let released = resumed == ResumedGet::ContinueWhereResumed
+        && stream.id != COMMON
+        && stream.attached.is_none();
+    released.then_some(Record::Released)
 }
 
 /// Event `seq` of `stream`: its message, or a blank (a priming event, which

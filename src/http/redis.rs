@@ -178,9 +178,10 @@ mod lua {
         end
         return {more, entries}";
     /// KEYS: log, index; ARGV: max, ttl, then kind and text of each record.
-    /// Appends them unless the log's last entry is an end; returns their ids.
+    /// Appends them unless the log's last entry is final (an end, a
+    /// release); returns their ids.
     pub const COMPLETE: &str = "local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-        if #last > 0 and last[1][2][1] == 'e' then return {} end
+        if #last > 0 and (last[1][2][1] == 'e' or last[1][2][1] == 'r') then return {} end
         local ids = {}
         for i = 3, #ARGV, 2 do
           ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '0-*', ARGV[i], ARGV[i + 1])
@@ -485,6 +486,7 @@ fn encode_record(record: &Record) -> (&'static str, &str) {
         Record::Blank => ("b", ""),
         Record::Opened(ids) => ("o", ids.as_str()),
         Record::End => ("e", ""),
+        Record::Released => ("r", ""),
     }
 }
 
@@ -494,6 +496,7 @@ fn decode_record(kind: &str, text: String) -> Option<Record> {
         "b" => Some(Record::Blank),
         "o" => Some(Record::Opened(Shared::new(text))),
         "e" => Some(Record::End),
+        "r" => Some(Record::Released),
         _ => None,
     }
 }
@@ -555,6 +558,7 @@ mod tests {
         assert_eq!(e.seq, 12);
         assert_eq!(e.record, Record::Message(Shared::new("hello world".into())));
         assert_eq!(decode_publication("3 e").unwrap().record, Record::End);
+        assert_eq!(decode_publication("4 r").unwrap().record, Record::Released);
         assert_eq!(decode_publication("3 x"), None);
         assert_eq!(seq_of_id("0-42"), Some(42));
         assert_eq!(seq_of_id("1-42"), None);

@@ -300,6 +300,17 @@ impl Monitor {
         &self.violations.0
     }
 
+    /// Exchanges the server took that the client still waits on with no
+    /// response head (neither answered nor closed by either side): at the
+    /// end of a run, requests that would hang.
+    pub fn unanswered(&self) -> Vec<HttpId> {
+        self.exchanges
+            .iter()
+            .filter(|(_, e)| e.status.is_none() && !e.ended && !e.closed)
+            .map(|(h, _)| *h)
+            .collect()
+    }
+
     /// The first violation, if any.
     pub fn first_violation(&self) -> Option<&Violation> {
         self.violations.0.first()

@@ -100,6 +100,12 @@ impl Fleet {
             .filter_map(|(i, x)| x.as_ref().map(|_| i))
     }
 
+    /// Whether a live instance watches another's liveness or completes a
+    /// dead writer's streams ([`Instance::is_watching`]).
+    pub fn is_watching(&self) -> bool {
+        self.instances.iter().flatten().any(|i| i.is_watching())
+    }
+
     /// The store.
     pub fn store(&self) -> &MemoryStore {
         &self.store

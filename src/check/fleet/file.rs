@@ -7,7 +7,7 @@ use super::sessions::{SessionsModel, SessionsScenario};
 use super::world::{AppStep, WorldModel, WorldScenario};
 use crate::check::engine::{explore, Explorable, Limits};
 use crate::check::scenario::{ClientStep, ScenarioError, Verdict};
-use crate::fleet::{Handover, Relay, SessionRefresh};
+use crate::fleet::{Handover, Relay, ResumedGet, SessionRefresh, Unrelated};
 use crate::sim::StoreTiming;
 use serde::Deserialize;
 use std::fmt::Debug;
@@ -113,8 +113,9 @@ pub struct SessionsSpec {
 pub struct FleetExpectation {
     /// The design: a `Relay` value for relay files (`ordered`,
     /// `replay_then_subscribe`, …), a `SessionRefresh` value for sessions
-    /// files (`atomic`, `load_then_store`), a `Relay` or a `Handover` value
-    /// for world files (`complete_with_error`, `abandon`).
+    /// files (`atomic`, `load_then_store`), a `Relay`, `Handover`, `ResumedGet`
+    /// or `Unrelated` value for world files (`abandon`, `follow_log`,
+    /// `keep_local`, …).
     pub design: String,
     /// `"holds"` or `{"violates": ["F1", …]}`.
     pub verdict: Verdict,
@@ -249,10 +250,12 @@ impl FleetFile {
                 run_one(&SessionsModel::new(sc), &e.design, limits, |v| v.id())
             }
             FleetKind::World(w) => {
-                let (relay, handover) = world_design(&e.design).unwrap_or_default();
+                let d = world_design(&e.design).unwrap_or_default();
                 let sc = WorldScenario {
-                    relay,
-                    handover,
+                    relay: d.relay,
+                    handover: d.handover,
+                    resumed: d.resumed,
+                    unrelated: d.unrelated,
                     instances: w.instances,
                     client: w.client.clone(),
                     app: w.app.clone(),
@@ -269,15 +272,31 @@ impl FleetFile {
     }
 }
 
-/// A world file's design: a [`Relay`] value (`handover` as FIXED) or a
-/// [`Handover`] value (`relay` as FIXED).
-fn world_design(design: &str) -> Option<(Relay, Handover)> {
+/// A world model's design: FIXED in every knob but the one it names.
+#[derive(Clone, Copy, Debug, Default)]
+struct WorldDesign {
+    relay: Relay,
+    handover: Handover,
+    resumed: ResumedGet,
+    unrelated: Unrelated,
+}
+
+/// A world file's design: a [`Relay`], [`Handover`], [`ResumedGet`] or
+/// [`Unrelated`] value, every other knob as FIXED.
+fn world_design(design: &str) -> Option<WorldDesign> {
     let quoted = format!("{design:?}");
+    let fixed = WorldDesign::default();
     if let Ok(relay) = serde_json::from_str::<Relay>(&quoted) {
-        return Some((relay, Handover::default()));
+        return Some(WorldDesign { relay, ..fixed });
     }
-    let handover = serde_json::from_str::<Handover>(&quoted).ok()?;
-    Some((Relay::default(), handover))
+    if let Ok(handover) = serde_json::from_str::<Handover>(&quoted) {
+        return Some(WorldDesign { handover, ..fixed });
+    }
+    if let Ok(resumed) = serde_json::from_str::<ResumedGet>(&quoted) {
+        return Some(WorldDesign { resumed, ..fixed });
+    }
+    let unrelated = serde_json::from_str::<Unrelated>(&quoted).ok()?;
+    Some(WorldDesign { unrelated, ..fixed })
 }
 
 fn run_one<M: Explorable>(

@@ -23,7 +23,7 @@ use crate::check::scenario::ClientStep;
 use crate::check::script;
 use crate::fleet::instance::{Instance, InstanceConfig};
 use crate::fleet::store::MemoryStore;
-use crate::fleet::{Conn, Handover, InstanceId, Relay};
+use crate::fleet::{Conn, Handover, InstanceId, Relay, ResumedGet, Unrelated};
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::monitor::Violation;
@@ -53,6 +53,11 @@ pub struct WorldScenario {
     pub relay: Relay,
     /// Whether a dead instance's streams are completed elsewhere.
     pub handover: Handover,
+    /// What a standalone GET resumed from a stream whose connection is
+    /// gone becomes.
+    pub resumed: ResumedGet,
+    /// Where an unrelated message of a session whose GET is elsewhere goes.
+    pub unrelated: Unrelated,
     /// How many instances.
     pub instances: u16,
     /// The client's script.
@@ -148,6 +153,11 @@ pub enum WorldViolation {
         /// The requests without an outcome.
         requests: Vec<RequestId>,
     },
+    /// F5: these exchanges never had a response head (a GET that hangs).
+    Unanswered {
+        /// The exchanges, by the world's ids.
+        https: Vec<HttpId>,
+    },
 }
 
 impl WorldViolation {
@@ -155,7 +165,7 @@ impl WorldViolation {
     pub fn id(&self) -> &'static str {
         match self {
             WorldViolation::Monitor(v) => v.id,
-            WorldViolation::Stuck { .. } => "F5",
+            WorldViolation::Stuck { .. } | WorldViolation::Unanswered { .. } => "F5",
         }
     }
 }
@@ -208,6 +218,8 @@ impl WorldModel {
                     id: InstanceId(i),
                     relay: self.scenario.relay,
                     handover: self.scenario.handover,
+                    resumed: self.scenario.resumed,
+                    unrelated: self.scenario.unrelated,
                     session_ttl_ms: CLIENT_DEADLINE_MS,
                     ..InstanceConfig::default()
                 };
@@ -251,14 +263,29 @@ impl WorldModel {
     /// left would change what the client sees (heartbeats go on; the
     /// client's far deadline is F5's to judge, not a way out).
     fn over(&self, s: &WorldState, enabled: &[WorldAction]) -> bool {
+        self.quiet(s, enabled) && s.world.server.is_idle()
+    }
+
+    /// Whether the run has settled within the horizon: nothing but time
+    /// can move, no timer is due before the horizon, and no instance
+    /// watches another (what is left is the endpoints' timers, a held
+    /// message's TTL, say). What is held then is judged held: B4 if a GET
+    /// is open meanwhile. F5 waits for [`Self::over`]: a call may still be
+    /// completed by a timer past the horizon.
+    fn settled(&self, s: &WorldState, enabled: &[WorldAction]) -> bool {
+        enabled.is_empty() && self.quiet(s, enabled) && !s.world.server.is_watching()
+    }
+
+    /// Only time can move, and the client waits for nothing but its far
+    /// deadline.
+    fn quiet(&self, s: &WorldState, enabled: &[WorldAction]) -> bool {
         if enabled.iter().any(|a| *a != WorldAction::Tick) {
             return false;
         }
-        let client_quiet = match s.world.clients[0].poll_timeout() {
+        match s.world.clients[0].poll_timeout() {
             None => true,
             Some((_, t)) => matches!(t, crate::client::ClientTimer::Deadline(_)),
-        };
-        client_quiet && s.world.server.is_idle()
+        }
     }
 }
 
@@ -425,13 +452,17 @@ impl Explorable for WorldModel {
         }
         let mut enabled = Vec::new();
         self.enabled(s, &mut enabled);
-        if !self.over(s, &enabled) {
+        let over = self.over(s, &enabled);
+        if !over && !self.settled(s, &enabled) {
             return None;
         }
         let mut w = s.world.clone();
         w.finish();
         if let Some(v) = w.monitor.violations().first() {
             return Some(WorldViolation::Monitor(v.clone()));
+        }
+        if !over {
+            return None;
         }
         let stuck: Vec<RequestId> = s
             .world
@@ -440,7 +471,11 @@ impl Explorable for WorldModel {
             .filter(|(_, done)| !**done)
             .map(|((_, id), _)| id.clone())
             .collect();
-        (!stuck.is_empty()).then_some(WorldViolation::Stuck { requests: stuck })
+        if !stuck.is_empty() {
+            return Some(WorldViolation::Stuck { requests: stuck });
+        }
+        let https = w.monitor.unanswered();
+        (!https.is_empty()).then_some(WorldViolation::Unanswered { https })
     }
 
     fn depth_bound(&self) -> usize {
