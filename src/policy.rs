@@ -190,6 +190,22 @@ pub enum Unrelated {
     KeepLocal,
 }
 
+/// What an instance of a fleet does with the client's answer to a request
+/// another instance sent (`fleet::mailbox`, `docs/fleets.md`): the client
+/// posts it wherever the balancer sends it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answers {
+    /// Appended to the asking instance's answers log for the session, which
+    /// it claims from while it awaits answers: the request gets it once.
+    #[default]
+    Forward,
+    /// Given to the local copy only, which asked nothing and counts it late
+    /// (as one process would, and as the SDKs' shared event stores leave
+    /// it): the instance that asked waits for ever.
+    LocalOnly,
+}
+
 /// What becomes, in a fleet, of a standalone GET stream whose connection is
 /// gone (`fleet::instance`, `docs/fleets.md`): its client resumes it with
 /// `Last-Event-ID` on whichever instance the balancer picks, and unrelated

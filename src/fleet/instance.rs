@@ -39,8 +39,8 @@ use super::record::{decode_message, encode_message, SessionRecord};
 use super::subscriptions::Subscriptions;
 use super::writer::StreamLogs;
 use super::{
-    Entry, Handover, InstanceId, LogKey, Push, Record, Relay, ResumedGet, SessionRefresh, StoreOp,
-    StoreReply, Unrelated,
+    Answers, Entry, Handover, InstanceId, LogKey, Push, Record, Relay, ResumedGet, SessionRefresh,
+    StoreOp, StoreReply, Unrelated,
 };
 use crate::error::RequestError;
 use crate::head::{Content, Method, RequestHead, ResponseHead};
@@ -103,6 +103,9 @@ pub struct InstanceConfig {
     /// Where an unrelated message of a session whose GET is not here goes
     /// ([`Unrelated::Mailbox`]: FIXED).
     pub unrelated: Unrelated,
+    /// What becomes of an answer posted here to a request another instance
+    /// sent ([`Answers::Forward`]: FIXED).
+    pub answers: Answers,
 }
 
 impl Default for InstanceConfig {
@@ -121,6 +124,7 @@ impl Default for InstanceConfig {
             handover: Handover::CompleteWithError,
             resumed: ResumedGet::ContinueWhereResumed,
             unrelated: Unrelated::Mailbox,
+            answers: Answers::Forward,
         }
     }
 }
@@ -1145,6 +1149,9 @@ impl Instance {
     /// goes on to the endpoint as it came (answers to nothing of its own
     /// are counted late there).
     fn forward_answers(&mut self, sid: &SessionId, version: ProtocolVersion, body: &[u8]) {
+        if self.config.answers == Answers::LocalOnly {
+            return;
+        }
         let Ok(parsed) = parse_body(body, version) else {
             return;
         };

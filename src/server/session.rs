@@ -797,6 +797,11 @@ impl ServerSession {
         !self.outbound.is_empty()
     }
 
+    /// The requests this session sent the client whose answers it awaits.
+    pub fn awaited_answers(&self) -> impl Iterator<Item = &RequestId> {
+        self.outbound.iter()
+    }
+
     /// The client's answer to a request this session sent, posted to
     /// another instance of a fleet and forwarded here: as if posted here
     /// ([`ServerEvent::Response`]; an answer to nothing outstanding is

@@ -7,7 +7,7 @@ use super::sessions::{SessionsModel, SessionsScenario};
 use super::world::{AppStep, WorldModel, WorldScenario};
 use crate::check::engine::{explore, Explorable, Limits};
 use crate::check::scenario::{ClientStep, ScenarioError, Verdict};
-use crate::fleet::{Handover, Relay, ResumedGet, SessionRefresh, Unrelated};
+use crate::fleet::{Answers, Handover, Relay, ResumedGet, SessionRefresh, Unrelated};
 use crate::sim::StoreTiming;
 use serde::Deserialize;
 use std::fmt::Debug;
@@ -113,9 +113,9 @@ pub struct SessionsSpec {
 pub struct FleetExpectation {
     /// The design: a `Relay` value for relay files (`ordered`,
     /// `replay_then_subscribe`, …), a `SessionRefresh` value for sessions
-    /// files (`atomic`, `load_then_store`), a `Relay`, `Handover`, `ResumedGet`
-    /// or `Unrelated` value for world files (`abandon`, `follow_log`,
-    /// `keep_local`, …).
+    /// files (`atomic`, `load_then_store`), a `Relay`, `Handover`, `ResumedGet`,
+    /// `Unrelated` or `Answers` value for world files (`abandon`,
+    /// `follow_log`, `keep_local`, `local_only`, …).
     pub design: String,
     /// `"holds"` or `{"violates": ["F1", …]}`.
     pub verdict: Verdict,
@@ -256,6 +256,7 @@ impl FleetFile {
                     handover: d.handover,
                     resumed: d.resumed,
                     unrelated: d.unrelated,
+                    answers: d.answers,
                     instances: w.instances,
                     client: w.client.clone(),
                     app: w.app.clone(),
@@ -279,10 +280,11 @@ struct WorldDesign {
     handover: Handover,
     resumed: ResumedGet,
     unrelated: Unrelated,
+    answers: Answers,
 }
 
-/// A world file's design: a [`Relay`], [`Handover`], [`ResumedGet`] or
-/// [`Unrelated`] value, every other knob as FIXED.
+/// A world file's design: a [`Relay`], [`Handover`], [`ResumedGet`],
+/// [`Unrelated`] or [`Answers`] value, every other knob as FIXED.
 fn world_design(design: &str) -> Option<WorldDesign> {
     let quoted = format!("{design:?}");
     let fixed = WorldDesign::default();
@@ -295,8 +297,11 @@ fn world_design(design: &str) -> Option<WorldDesign> {
     if let Ok(resumed) = serde_json::from_str::<ResumedGet>(&quoted) {
         return Some(WorldDesign { resumed, ..fixed });
     }
-    let unrelated = serde_json::from_str::<Unrelated>(&quoted).ok()?;
-    Some(WorldDesign { unrelated, ..fixed })
+    if let Ok(unrelated) = serde_json::from_str::<Unrelated>(&quoted) {
+        return Some(WorldDesign { unrelated, ..fixed });
+    }
+    let answers = serde_json::from_str::<Answers>(&quoted).ok()?;
+    Some(WorldDesign { answers, ..fixed })
 }
 
 fn run_one<M: Explorable>(

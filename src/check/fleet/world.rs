@@ -23,7 +23,7 @@ use crate::check::scenario::ClientStep;
 use crate::check::script;
 use crate::fleet::instance::{Instance, InstanceConfig};
 use crate::fleet::store::MemoryStore;
-use crate::fleet::{Conn, Handover, InstanceId, Relay, ResumedGet, Unrelated};
+use crate::fleet::{Answers, Conn, Handover, InstanceId, Relay, ResumedGet, Unrelated};
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::monitor::Violation;
@@ -44,6 +44,10 @@ pub enum AppStep {
     /// emitted in the session on instance `n`, wherever the session's GET
     /// is held.
     Notify(u16),
+    /// A request to the client (`roots/list`) for the oldest pending
+    /// `tools/call`, sent by the instance running it: the client's answer
+    /// is posted wherever the balancer sends it.
+    Ask,
 }
 
 /// One fleet world scenario.
@@ -58,6 +62,8 @@ pub struct WorldScenario {
     pub resumed: ResumedGet,
     /// Where an unrelated message of a session whose GET is elsewhere goes.
     pub unrelated: Unrelated,
+    /// What becomes of an answer posted to an instance that did not ask.
+    pub answers: Answers,
     /// How many instances.
     pub instances: u16,
     /// The client's script.
@@ -158,6 +164,12 @@ pub enum WorldViolation {
         /// The exchanges, by the world's ids.
         https: Vec<HttpId>,
     },
+    /// F6: the client's answers to these requests of the application never
+    /// reached the instance that asked.
+    AnswerLost {
+        /// The application's requests.
+        requests: Vec<RequestId>,
+    },
 }
 
 impl WorldViolation {
@@ -166,6 +178,7 @@ impl WorldViolation {
         match self {
             WorldViolation::Monitor(v) => v.id,
             WorldViolation::Stuck { .. } | WorldViolation::Unanswered { .. } => "F5",
+            WorldViolation::AnswerLost { .. } => "F6",
         }
     }
 }
@@ -220,6 +233,7 @@ impl WorldModel {
                     handover: self.scenario.handover,
                     resumed: self.scenario.resumed,
                     unrelated: self.scenario.unrelated,
+                    answers: self.scenario.answers,
                     session_ttl_ms: CLIENT_DEADLINE_MS,
                     ..InstanceConfig::default()
                 };
@@ -254,7 +268,7 @@ impl WorldModel {
             return false;
         };
         match step {
-            AppStep::Progress => script::oldest_call(&s.world).is_some(),
+            AppStep::Progress | AppStep::Ask => script::oldest_call(&s.world).is_some(),
             AppStep::Notify(n) => !s.world.server.named_sessions(usize::from(*n)).is_empty(),
         }
     }
@@ -374,6 +388,10 @@ impl Explorable for WorldModel {
                         let (sid, id) = script::oldest_call(w)?;
                         w.server_notify_in(&sid, "notifications/progress", Cause::Request(id));
                     }
+                    AppStep::Ask => {
+                        let (sid, id) = script::oldest_call(w)?;
+                        w.server_request_in(&sid, "roots/list", Cause::Request(id))?;
+                    }
                     AppStep::Notify(at) => {
                         let at = usize::from(at);
                         let sid = w.server.named_sessions(at).into_iter().next()?;
@@ -475,7 +493,13 @@ impl Explorable for WorldModel {
             return Some(WorldViolation::Stuck { requests: stuck });
         }
         let https = w.monitor.unanswered();
-        (!https.is_empty()).then_some(WorldViolation::Unanswered { https })
+        if !https.is_empty() {
+            return Some(WorldViolation::Unanswered { https });
+        }
+        // An answer counts where it was asked; a copy that ended, or died
+        // with its instance, has no one left to tell.
+        let lost = s.world.server.awaited_answers();
+        (!lost.is_empty()).then_some(WorldViolation::AnswerLost { requests: lost })
     }
 
     fn depth_bound(&self) -> usize {
