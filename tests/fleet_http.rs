@@ -336,17 +336,21 @@ mod on_redis {
         panic!("redis-server did not listen on {port}");
     }
 
+    /// A free loopback port below 32768, a different one on every call
+    /// (the tests of this file start their servers at once, in one
+    /// process: one port each).
     fn free_port() -> u16 {
-        for _ in 0..100 {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            let p = l.local_addr().unwrap().port();
-            if p < 32768 {
-                return p;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        let seed = std::process::id();
+        for _ in 0..10_000 {
+            let n = CALLS.fetch_add(1, Ordering::Relaxed);
+            let port = 20000 + ((seed.wrapping_mul(7919) + n) % 10000) as u16;
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
             }
         }
-        // The kernel's ephemeral range is above 32768 here: pick in ours.
-        let seed = std::process::id() as u16;
-        20000 + seed % 10000
+        panic!("no free loopback port in 20000..30000");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -363,5 +367,58 @@ mod on_redis {
         one_session_over_two_instances(a.addr.unwrap(), b.addr.unwrap()).await;
         a.shutdown().await;
         b.shutdown().await;
+    }
+
+    /// The same trim semantics as `MemoryStore` (its unit test
+    /// `a_claimed_log_reports_what_its_trim_takes_before_any_claim`), on
+    /// the Lua scripts: an append past the bound returns the mailbox
+    /// entries it trimmed that no claim had taken.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_mailbox_trimmed_on_redis_reports_what_no_claim_took() {
+        use mcp_streamable::fleet::{LogKey, Record, StoreOp, StoreReply};
+        use mcp_streamable::http::fleet::FromStore;
+        let Some(redis) = start_redis() else {
+            return;
+        };
+        let options = RedisOptions {
+            url: format!("redis://127.0.0.1:{}", redis.port),
+            entries_per_log_max: 2,
+            ..RedisOptions::default()
+        };
+        let mut link = connect(options).await.unwrap();
+        let mailbox = LogKey::mailbox("0123456789abcdef0123456789abcdef".parse().unwrap());
+        let next_reply = async |link: &mut StoreLink| loop {
+            let got = tokio::time::timeout(Duration::from_secs(5), link.from.recv())
+                .await
+                .expect("a reply within 5 s")
+                .expect("the link stays up");
+            if let FromStore::Reply(r) = got {
+                return r;
+            }
+        };
+        let append = async |link: &mut StoreLink, m: &str| {
+            let record = Record::Message(format!("1 {m}").into());
+            let log = mailbox.clone();
+            link.ops.send(StoreOp::Append { log, record }).unwrap();
+            match next_reply(link).await {
+                StoreReply::Appended { evicted, .. } => {
+                    evicted.iter().map(|e| e.seq).collect::<Vec<_>>()
+                }
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(append(&mut link, "a").await.is_empty());
+        assert!(append(&mut link, "b").await.is_empty());
+        let claim = StoreOp::Claim {
+            log: mailbox.clone(),
+            max: 1,
+        };
+        link.ops.send(claim).unwrap();
+        assert!(matches!(
+            next_reply(&mut link).await,
+            StoreReply::Claimed { ref entries, .. } if entries.len() == 1
+        ));
+        assert!(append(&mut link, "c").await.is_empty(), "1 was taken");
+        assert_eq!(append(&mut link, "d").await, [2], "2 was not");
     }
 }

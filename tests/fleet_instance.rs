@@ -1230,6 +1230,14 @@ fn a_standalone_get_resumed_where_it_was_written_goes_on_there_too() {
         0,
         "not followed: the session's GET"
     );
+    // What went on after the resumption is logged too (a new stream: the
+    // released one is never written again), so a resumption on the other
+    // instance gets what was emitted after the cut.
+    let cursor = f.last_id(0, resumed);
+    f.close(0, resumed);
+    f.log_message(0, 4);
+    let elsewhere = f.get(1, Some(&cursor));
+    assert_eq!(f.logged(1, elsewhere), [4]);
 }
 
 #[test]
@@ -1291,4 +1299,103 @@ fn under_follow_log_a_resumed_standalone_get_only_follows_and_the_dead_writer_is
         !f.nodes[1].is_watching(),
         "found dead once, not asked about again"
     );
+}
+
+#[test]
+fn a_message_trimmed_from_the_mailbox_before_any_take_is_reported_dropped() {
+    use mcp_streamable::server::DropReason;
+    // The store keeps 2 entries a log; no GET anywhere, three messages.
+    let mut f = Fleet::new(2, 2, |_| {});
+    f.handshake(0, 0);
+    for n in 1..=3 {
+        f.log_message(0, n);
+    }
+    let dropped: Vec<DropReason> = std::iter::from_fn(|| f.nodes[0].poll_event())
+        .filter_map(|(_, e)| match e {
+            ServerEvent::Dropped { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dropped, [DropReason::MailboxFull], "the oldest, once");
+    let get = f.get(1, None);
+    assert_eq!(f.logged(1, get), [2, 3]);
+}
+
+#[test]
+fn a_call_resumed_on_its_own_instance_is_served_there_not_from_the_log() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let (id, call) = f.call(0);
+    f.progress(0, id, 1);
+    // Resumed while its first connection seems alive: taken over here.
+    let cursor = f.last_id(0, call);
+    let again = f.get(0, Some(&cursor));
+    assert_eq!(f.seen[&(0, call)].end, Some(EndReason::TakenOver));
+    assert_eq!(f.nodes[0].relayed_len(), 0);
+    // Cut, then resumed here again: still the endpoint's own stream.
+    let cursor = f.last_id(0, again);
+    f.close(0, again);
+    f.progress(0, id, 2);
+    let last = f.get(0, Some(&cursor));
+    assert_eq!(f.nodes[0].relayed_len(), 0);
+    f.respond(0, id);
+    let seen = &f.seen[&(0, last)];
+    let progress: Vec<u64> = seen
+        .messages()
+        .into_iter()
+        .filter_map(progress_of)
+        .collect();
+    assert_eq!(progress, [2]);
+    assert_eq!(seen.end, Some(EndReason::Complete));
+}
+
+#[test]
+fn a_resumption_of_a_stream_its_own_instance_forgot_gets_the_endpoints_answer() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let (id, call) = f.call(0);
+    let cursor = f.last_id(0, call);
+    f.respond(0, id); // answered on its own connection: forgotten at once
+    assert_eq!(f.seen[&(0, call)].end, Some(EndReason::Complete));
+    let late = f.get(0, Some(&cursor));
+    assert_eq!(
+        f.seen[&(0, late)].status,
+        Some(400),
+        "as the endpoint alone"
+    );
+    assert_eq!(f.nodes[0].relayed_len(), 0);
+}
+
+#[test]
+fn only_the_dead_writers_calls_are_completed() {
+    let mut f = Fleet::new(3, 64, |_| {});
+    f.handshake(0, 0);
+    tick(&mut f, 0, &[0, 1, 2]);
+    let (a, call_a) = f.call(0);
+    let (b, call_b) = f.call(2);
+    f.progress(0, a, 1);
+    f.progress(2, b, 1);
+    let (cursor_a, cursor_b) = (f.last_id(0, call_a), f.last_id(2, call_b));
+    f.close(0, call_a);
+    f.close(2, call_b);
+    let ra = f.get(1, Some(&cursor_a));
+    let rb = f.get(1, Some(&cursor_b));
+    // Instance 0 dies; instance 2 beats on.
+    f.dead.push(0);
+    for ms in [1000, 2000, 3000, 4000, 5000, 6000] {
+        tick(&mut f, ms, &[1, 2]);
+    }
+    let errors = |f: &Fleet, h| -> Vec<(i64, i64)> {
+        f.seen[&(1, h)]
+            .messages()
+            .into_iter()
+            .filter_map(errors_of)
+            .collect()
+    };
+    assert_eq!(errors(&f, ra), [(a, -32603)]);
+    assert_eq!(errors(&f, rb), [], "instance 2 lives: its call goes on");
+    assert_eq!(f.seen[&(1, rb)].end, None);
+    f.respond(2, b);
+    assert_eq!(f.seen[&(1, rb)].end, Some(EndReason::Complete));
+    assert_eq!(errors(&f, rb), []);
 }

@@ -51,8 +51,8 @@ use crate::jsonrpc::{parse_body, Message};
 use crate::policy::{EventIdScheme, ServerPolicy};
 use crate::server::event_ids::EventIdCodec;
 use crate::server::{
-    modern, request, Cause, Dispatched, EndReason, EndpointConfig, Outgoing, ServerEndpoint,
-    ServerEvent, ServerSession, Transmit, TransmitKind, UnreadBody, STREAM_ID_SPAN,
+    modern, request, Cause, Dispatched, DropReason, EndReason, EndpointConfig, Outgoing,
+    ServerEndpoint, ServerEvent, ServerSession, Transmit, TransmitKind, UnreadBody, STREAM_ID_SPAN,
 };
 use crate::time::Instant;
 use crate::version::ProtocolVersion;
@@ -449,6 +449,9 @@ impl Instance {
                 }
             }
             Some(Waiter::Append(log)) => {
+                if let StoreReply::Appended { evicted, .. } = &reply {
+                    self.report_evicted(&log, evicted);
+                }
                 if let Some(p) = self.outboxes.get_mut(&log) {
                     p.handle_reply(reply);
                 }
@@ -1118,6 +1121,27 @@ impl Instance {
         if let Some(c) = self.claimers.get_mut(&log) {
             c.close();
         }
+    }
+
+    /// Mailbox entries an append here trimmed before any instance took
+    /// them: each a drop of its message (`DropReason::MailboxFull`), told to
+    /// the application through this copy of the session. (An answers log
+    /// trimmed so is not reported: its asker waits on.)
+    fn report_evicted(&mut self, log: &LogKey, evicted: &[Entry]) {
+        if !log.is_mailbox() || evicted.is_empty() {
+            return;
+        }
+        let Some(s) = self.endpoint.session_mut(&log.session) else {
+            return;
+        };
+        for e in evicted {
+            if let Record::Message(text) = &e.record {
+                if let Some((key, _)) = decode_message(text) {
+                    s.report_dropped(key, DropReason::MailboxFull);
+                }
+            }
+        }
+        self.touched.insert(log.session.clone());
     }
 
     /// A live session's answers here: claimed from while it awaits answers

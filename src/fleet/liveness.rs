@@ -268,5 +268,30 @@ mod tests {
         let done = completion(&post, ResumedGet::ContinueWhereResumed).unwrap();
         assert_eq!(done.len(), 2, "an error for request 7, then the end");
         assert_eq!(done.last(), Some(&Record::End));
+        // A batch's stream, one of its two requests answered in the log:
+        // only the other is owed.
+        let answered = Message::Response {
+            id: RequestId::Num(7),
+            result: serde_json::json!({}).into(),
+        };
+        let batch = [
+            e(
+                1,
+                Record::Opened(crate::shared::Shared::new("[7,8]".into())),
+            ),
+            e(2, Record::Message(encode_message(MsgKey(2), &answered))),
+        ];
+        let done = completion(&batch, ResumedGet::ContinueWhereResumed).unwrap();
+        let owed: Vec<RequestId> = done
+            .iter()
+            .filter_map(|r| match r {
+                Record::Message(text) => match decode_message(text) {
+                    Some((_, Message::Error { id: Some(id), .. })) => Some(id),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        assert_eq!(owed, [RequestId::Num(8)]);
     }
 }

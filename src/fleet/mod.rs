@@ -99,6 +99,13 @@ impl LogKey {
         self.stream.0 % crate::server::STREAM_ID_SPAN == crate::server::STREAM_ID_SPAN - 1
     }
 
+    /// Whether entries of this log are claimed, each by one instance (a
+    /// mailbox, an instance's answers), rather than read by followers: an
+    /// entry trimmed before its claim is lost.
+    pub fn is_claimed(&self) -> bool {
+        self.is_mailbox() || self.is_answers()
+    }
+
     /// Whether this names one of the fleet's logs rather than a stream (a
     /// mailbox, a control channel, an instance's answers): no client may
     /// name it in a `Last-Event-ID`.
@@ -295,6 +302,10 @@ pub enum StoreReply {
         log: LogKey,
         /// Its number.
         seq: Seq,
+        /// Entries of a claimed log ([`LogKey::is_claimed`]) that this
+        /// append trimmed (past `entries_per_log_max`) before anyone
+        /// claimed them: lost, so reported (oldest first).
+        evicted: Vec<Entry>,
     },
     /// The entries after `after`, in order.
     Read {

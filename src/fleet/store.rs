@@ -143,9 +143,9 @@ impl MemoryStore {
     pub fn handle_op(&mut self, from: InstanceId, op: StoreOp, now: Instant) {
         match op {
             StoreOp::Append { log, record } => {
-                let seq = self.append(&log, record);
-                self.outputs
-                    .push_back((from, Output::Reply(StoreReply::Appended { log, seq })));
+                let (seq, evicted) = self.append(&log, record);
+                let reply = StoreReply::Appended { log, seq, evicted };
+                self.outputs.push_back((from, Output::Reply(reply)));
             }
             StoreOp::Beat { instance, ttl_ms } => {
                 let until = Instant::from_millis(now.as_millis().saturating_add(ttl_ms));
@@ -164,7 +164,7 @@ impl MemoryStore {
                 let mut appended = Vec::new();
                 if !ended {
                     for record in records {
-                        let seq = self.append(&log, record.clone());
+                        let (seq, _) = self.append(&log, record.clone());
                         appended.push(Entry { seq, record });
                     }
                 }
@@ -244,8 +244,9 @@ impl MemoryStore {
         }
     }
 
-    /// Appends `record` to `log`, trimming past the bound; its number.
-    fn append(&mut self, log: &LogKey, record: Record) -> Seq {
+    /// Appends `record` to `log`, trimming past the bound; its number, and
+    /// the entries of a claimed log trimmed before their claim.
+    fn append(&mut self, log: &LogKey, record: Record) -> (Seq, Vec<Entry>) {
         let max = self.entries_per_log_max;
         let l = self.logs.entry(log.clone()).or_insert(Log {
             first: 1,
@@ -254,11 +255,20 @@ impl MemoryStore {
         });
         let seq = l.next_seq();
         l.entries.push_back(record);
+        let mut evicted = Vec::new();
         while l.entries.len() > max {
-            l.entries.pop_front();
+            let Some(record) = l.entries.pop_front() else {
+                break;
+            };
+            if log.is_claimed() && l.first > l.claimed {
+                evicted.push(Entry {
+                    seq: l.first,
+                    record,
+                });
+            }
             l.first += 1;
         }
-        seq
+        (seq, evicted)
     }
 
     fn reply(&mut self, to: InstanceId, reply: StoreReply) {
@@ -403,6 +413,45 @@ mod tests {
         };
         assert!(!trimmed);
         assert_eq!(entries.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
+    }
+
+    #[test]
+    fn a_claimed_log_reports_what_its_trim_takes_before_any_claim() {
+        let mut s = MemoryStore::new(2);
+        let mailbox = LogKey::mailbox(SessionId::from_bits(1));
+        let append = |s: &mut MemoryStore, log: &LogKey, m: &str| {
+            s.handle_op(
+                InstanceId(0),
+                StoreOp::Append {
+                    log: log.clone(),
+                    record: msg(m),
+                },
+                Instant::ZERO,
+            );
+            match drain(s).as_slice() {
+                [(_, Output::Reply(StoreReply::Appended { evicted, .. }))] => {
+                    evicted.iter().map(|e| e.seq).collect::<Vec<_>>()
+                }
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(append(&mut s, &mailbox, "a").is_empty());
+        assert!(append(&mut s, &mailbox, "b").is_empty());
+        s.handle_op(
+            InstanceId(1),
+            StoreOp::Claim {
+                log: mailbox.clone(),
+                max: 1,
+            },
+            Instant::ZERO,
+        );
+        drain(&mut s);
+        assert!(append(&mut s, &mailbox, "c").is_empty(), "1 was taken");
+        assert_eq!(append(&mut s, &mailbox, "d"), [2], "2 was not");
+        // A stream's log is read, not claimed: its trim loses nothing.
+        for m in ["a", "b", "c"] {
+            assert!(append(&mut s, &log(), m).is_empty());
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! | op | Redis |
 //! |---|---|
-//! | `Append` | a script: `XADD log MAXLEN n 0-* k v` (Redis numbers the entry: id `0-seq`), the log's TTL pushed, the log listed in the session's index |
+//! | `Append` | a script: `XADD log MAXLEN n 0-* k v` (Redis numbers the entry: id `0-seq`), the log's TTL pushed, the log listed in the session's index; for a claimed log, the entries the trim takes that are past the claimed mark are returned (evicted untaken) |
 //! | `Publish` | `PUBLISH` on the log's channel, payload `seq kind text` |
 //! | `Read` | a script: the first id kept (was the cursor trimmed?) and `XRANGE log (0-after +` |
 //! | `Claim` | a script: the log's claimed mark, `XRANGE log (0-mark + COUNT max+1`, the mark set |
@@ -151,13 +151,24 @@ impl Keys {
 /// The scripts, each atomic in Redis as the store's ops are (sent with
 /// `EVAL`, so a pipeline needs no script cache).
 mod lua {
-    /// KEYS: log, index; ARGV: kind, text, max, ttl. Returns the id.
-    pub const APPEND: &str =
-        "local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-*', ARGV[1], ARGV[2])
+    /// KEYS: log, index, claimed mark; ARGV: kind, text, max, ttl, claimed
+    /// (`1` for a mailbox or answers log). Returns {id, entries the trim
+    /// took past the claimed mark (claimed logs only)}.
+    pub const APPEND: &str = "local evicted = {}
+        if ARGV[5] == '1' then
+          local over = redis.call('XLEN', KEYS[1]) + 1 - tonumber(ARGV[3])
+          if over > 0 then
+            local mark = tonumber(redis.call('GET', KEYS[3]) or '0')
+            for _, e in ipairs(redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', over)) do
+              if tonumber(string.sub(e[1], 3)) > mark then evicted[#evicted + 1] = e end
+            end
+          end
+        end
+        local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '0-*', ARGV[1], ARGV[2])
         redis.call('PEXPIRE', KEYS[1], ARGV[4])
         redis.call('SADD', KEYS[2], KEYS[1])
         redis.call('PEXPIRE', KEYS[2], ARGV[4])
-        return id";
+        return {id, evicted}";
     /// KEYS: log; ARGV: after. Returns {trimmed, entries}.
     pub const READ: &str = "local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
         local trimmed = 0
@@ -267,9 +278,14 @@ impl Decode {
         let parse = |e: redis::ParsingError| redis::RedisError::from(e);
         Ok(Some(match self {
             Decode::Appended(log) => {
-                let id: String = redis::from_redis_value(v).map_err(parse)?;
+                type Raw = (String, Vec<RawEntry>);
+                let (id, raw): Raw = redis::from_redis_value(v).map_err(parse)?;
                 let seq = seq_of_id(&id).ok_or_else(|| malformed("an XADD id"))?;
-                StoreReply::Appended { log, seq }
+                StoreReply::Appended {
+                    log,
+                    seq,
+                    evicted: entries_of(raw)?,
+                }
             }
             Decode::Read(log, after) => {
                 let (trimmed, entries) = flag_and_entries(v)?;
@@ -336,11 +352,13 @@ fn command(op: StoreOp, keys: &Keys, options: &RedisOptions) -> Option<(redis::C
     Some(match op {
         StoreOp::Append { log, record } => {
             let (kind, text) = encode_record(&record);
-            let mut cmd = eval(lua::APPEND, &[keys.log(&log), keys.index(&log.session)]);
+            let script_keys = [keys.log(&log), keys.index(&log.session), keys.mark(&log)];
+            let mut cmd = eval(lua::APPEND, &script_keys);
             cmd.arg(kind)
                 .arg(text)
                 .arg(options.entries_per_log_max.max(1))
-                .arg(ttl);
+                .arg(ttl)
+                .arg(if log.is_claimed() { "1" } else { "0" });
             (cmd, Decode::Appended(log))
         }
         StoreOp::Publish { log, entry } => {
@@ -516,10 +534,18 @@ fn seq_of_id(id: &str) -> Option<Seq> {
     id.strip_prefix("0-")?.parse().ok()
 }
 
+/// A stream entry as Redis gives it: its id and its fields.
+type RawEntry = (String, Vec<String>);
+
 /// A script's `{flag, entries}`.
 fn flag_and_entries(v: Value) -> redis::RedisResult<(bool, Vec<Entry>)> {
-    type Raw = (i64, Vec<(String, Vec<String>)>);
+    type Raw = (i64, Vec<RawEntry>);
     let (flag, raw): Raw = redis::from_redis_value(v).map_err(redis::RedisError::from)?;
+    Ok((flag != 0, entries_of(raw)?))
+}
+
+/// Stream entries as the log's.
+fn entries_of(raw: Vec<RawEntry>) -> redis::RedisResult<Vec<Entry>> {
     let mut entries = Vec::with_capacity(raw.len());
     for (id, mut fields) in raw {
         let seq = seq_of_id(&id).ok_or_else(|| malformed("a stream id"))?;
@@ -531,7 +557,7 @@ fn flag_and_entries(v: Value) -> redis::RedisResult<(bool, Vec<Entry>)> {
         let record = decode_record(&kind, text).ok_or_else(|| malformed("a record"))?;
         entries.push(Entry { seq, record });
     }
-    Ok((flag != 0, entries))
+    Ok(entries)
 }
 
 fn malformed(what: &'static str) -> redis::RedisError {

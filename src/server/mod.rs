@@ -122,6 +122,10 @@ pub enum DropReason {
     Cancelled,
     /// The session ended with the message undelivered.
     SessionEnded,
+    /// In a fleet: held for a GET on another instance, it was trimmed from
+    /// the session's mailbox in the store (its `entries_per_log_max`)
+    /// before any instance took it.
+    MailboxFull,
 }
 
 /// What the application must handle.

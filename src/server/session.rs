@@ -797,6 +797,13 @@ impl ServerSession {
         !self.outbound.is_empty()
     }
 
+    /// A message of this session was dropped elsewhere (a fleet's mailbox
+    /// trimmed it before any instance took it): the application hears it as
+    /// it hears any drop ([`ServerEvent::Dropped`]).
+    pub fn report_dropped(&mut self, key: MsgKey, reason: DropReason) {
+        self.events.push_back(ServerEvent::Dropped { key, reason });
+    }
+
     /// The requests this session sent the client whose answers it awaits.
     pub fn awaited_answers(&self) -> impl Iterator<Item = &RequestId> {
         self.outbound.iter()
