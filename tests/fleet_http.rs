@@ -134,6 +134,26 @@ async fn instance(id: u16, link: StoreLink) -> ServerHandle {
 /// them, a message emitted on `b` reaching the GET held on `a`, a call on
 /// `a` whose stream is cut resumed on `b`, an elicitation asked on `a`
 /// answered through `b`, a DELETE on `b` ending it on `a`.
+/// Calls the `notify` tool (request `id`) on `at`, which emits a
+/// `list_changed` with no request to answer: it reaches the GET `get`, once.
+/// What `get` showed.
+async fn list_changed_once(
+    at: SocketAddr,
+    headers: &[(&str, &str)],
+    id: u32,
+    get: &Open,
+) -> String {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"notify","arguments":{{}}}}}}"#
+    );
+    let mut call = send(at, "POST", headers, &body).await;
+    assert_eq!(call.status, 200);
+    assert!(call.ended().await.contains(&format!(r#""id":{id}"#)));
+    let seen = get.wait_for("notifications/tools/list_changed").await;
+    assert_eq!(seen.matches("list_changed").count(), 1, "once: {seen}");
+    seen
+}
+
 async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let mut r = send(a, "POST", &POST, init).await;
@@ -168,17 +188,7 @@ async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
     ];
     let get = send(a, "GET", &get_headers, "").await;
     assert_eq!(get.status, 200, "{}", get.text());
-    let mut call = send(
-        b,
-        "POST",
-        &h,
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notify","arguments":{}}}"#,
-    )
-    .await;
-    assert_eq!(call.status, 200);
-    assert!(call.ended().await.contains(r#""id":2"#));
-    let seen = get.wait_for("notifications/tools/list_changed").await;
-    assert_eq!(seen.matches("list_changed").count(), 1, "once: {seen}");
+    let seen = list_changed_once(b, &h, 2, &get).await;
 
     // The GET cut (`a` lets go of its stream) and resumed on `b`: it goes
     // on there as the session's GET, and a message emitted on `a`, which
@@ -193,16 +203,7 @@ async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
     ];
     let moved = send(b, "GET", &resume_get, "").await;
     assert_eq!(moved.status, 200, "{}", moved.text());
-    let mut call = send(
-        a,
-        "POST",
-        &h,
-        r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"notify","arguments":{}}}"#,
-    )
-    .await;
-    assert!(call.ended().await.contains(r#""id":10"#));
-    let seen = moved.wait_for("notifications/tools/list_changed").await;
-    assert_eq!(seen.matches("list_changed").count(), 1, "once: {seen}");
+    list_changed_once(a, &h, 10, &moved).await;
 
     // A call on `a` whose stream the server cuts, resumed on `b`.
     let mut cut = send(
