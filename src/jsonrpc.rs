@@ -479,6 +479,57 @@ fn parse_one(text: &str) -> Result<Message, ParseError> {
 mod tests {
     use super::*;
 
+    /// Every kind of message, its variable parts `s` (ids, method, error
+    /// text) and `n` (a JSON string value) bytes long.
+    fn every_kind(s: usize, n: usize) -> Vec<Message> {
+        let text = |n: usize| RawJson::from(serde_json::json!("x".repeat(n)));
+        let id = || RequestId::Str("i".repeat(s));
+        vec![
+            Message::Request {
+                id: id(),
+                method: "m".repeat(s),
+                params: Some(text(n)),
+            },
+            Message::Notification {
+                method: "m".repeat(s),
+                params: Some(text(n)),
+            },
+            Message::Response {
+                id: id(),
+                result: text(n),
+            },
+            Message::Error {
+                id: Some(id()),
+                error: ErrorObject {
+                    code: -32000,
+                    message: "e".repeat(s),
+                    data: Some(text(n)),
+                },
+            },
+        ]
+    }
+
+    #[test]
+    fn only_progress_notifications_and_requests_carry_a_progress_token() {
+        let params = || Some(RawJson::from(serde_json::json!({"progressToken": 7})));
+        let progress = Message::notification("notifications/progress", params());
+        assert_eq!(progress.progress_token(), Some(serde_json::json!(7)));
+        let other = Message::notification("notifications/message", params());
+        assert_eq!(other.progress_token(), None, "not a progress notification");
+    }
+
+    /// `approx_len` is what the byte budgets count: it must grow byte for
+    /// byte with what a message carries, and stay near its JSON length.
+    #[test]
+    fn approx_len_grows_with_the_json_and_stays_near_it() {
+        for (small, big) in every_kind(3, 10).into_iter().zip(every_kind(53, 1010)) {
+            let (a, j) = (small.approx_len(), small.to_json().len());
+            let (big_a, big_j) = (big.approx_len(), big.to_json().len());
+            assert_eq!(big_a - a, big_j - j, "grows as the JSON: {big:?}");
+            assert!(a.abs_diff(j) <= 16, "{a} for {j} bytes: {small:?}");
+        }
+    }
+
     fn p(s: &str) -> Result<Message, ParseError> {
         parse_message(s)
     }
