@@ -177,8 +177,6 @@ struct Relayed {
     /// is released ([`Record::Released`]).
     head: RequestHead,
     peer: Option<IpAddr>,
-    /// The client's `Last-Event-ID`, for the error if it names nothing.
-    last_event_id: String,
     /// Its writer was found dead and its log completed (or left as it is,
     /// under [`Handover::Abandon`] or [`ResumedGet::FollowLog`]): the
     /// writer is not asked about again for it.
@@ -832,11 +830,6 @@ impl Instance {
             head: p.head.clone(),
             peer: p.peer,
             writer_dead: false,
-            last_event_id: p
-                .head
-                .header(headers::LAST_EVENT_ID)
-                .unwrap_or("")
-                .to_owned(),
         };
         self.relayed.insert(http, r);
     }
@@ -1328,17 +1321,11 @@ impl Instance {
     /// of it.
     fn write_relayed(&mut self, http: HttpId, r: &mut Relayed) -> Relaying {
         while let Some(entry) = r.follower.poll_entry() {
-            // Not an event: the client's cursor stays before it.
-            if entry.record == Record::Released {
-                return Relaying::Released;
-            }
-            self.relayed_head(http, r);
-            let id = Some(r.codec.render(EventId {
-                stream: r.stream,
-                seq: entry.seq,
-            }));
             let message = match entry.record {
-                Record::End | Record::Released => {
+                // Not an event: the client's cursor stays before it.
+                Record::Released => return Relaying::Released,
+                Record::End => {
+                    self.relayed_head(http, r);
                     self.push(http, TransmitKind::End(EndReason::Complete));
                     return Relaying::Over;
                 }
@@ -1353,11 +1340,17 @@ impl Instance {
                     })),
                     // Not ours to read: the stream cannot go on whole.
                     None => {
+                        self.relayed_head(http, r);
                         self.push(http, TransmitKind::End(EndReason::Polling));
                         return Relaying::Over;
                     }
                 },
             };
+            self.relayed_head(http, r);
+            let id = Some(r.codec.render(EventId {
+                stream: r.stream,
+                seq: entry.seq,
+            }));
             let kind = TransmitKind::Event {
                 id,
                 retry_ms: None,
@@ -1373,7 +1366,9 @@ impl Instance {
                 Relaying::Over
             }
             Phase::Lost => {
-                let e = RequestError::UnknownEventId(r.last_event_id.clone());
+                // The client's `Last-Event-ID`, named in the error.
+                let named = r.head.header(headers::LAST_EVENT_ID).unwrap_or("");
+                let e = RequestError::UnknownEventId(named.to_owned());
                 self.endpoint.refuse(http, &e);
                 Relaying::Over
             }
