@@ -41,12 +41,13 @@ PIDS+=($!)
 wait_port "$REDIS_PORT"
 SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
 INSTANCE_PIDS=()
-for i in 0 1 2; do
-    "$BIN" serve --addr "127.0.0.1:$((BASE + 2 + i))" --store "redis://127.0.0.1:$REDIS_PORT" \
-        --instance "$i" --app-secret "$SECRET" > "$LOG/instance-$i.log" 2>&1 &
+start_instance() { # index: (re)start instance i on its port
+    "$BIN" serve --addr "127.0.0.1:$((BASE + 2 + $1))" --store "redis://127.0.0.1:$REDIS_PORT" \
+        --instance "$1" --app-secret "$SECRET" >> "$LOG/instance-$1.log" 2>&1 &
     PIDS+=($!)
-    INSTANCE_PIDS+=($!)
-done
+    INSTANCE_PIDS[$1]=$!
+}
+for i in 0 1 2; do start_instance "$i"; done
 for i in 0 1 2; do wait_port $((BASE + 2 + i)); done
 cat > "$LOG/haproxy.cfg" <<CFG
 global
@@ -79,8 +80,9 @@ URL="http://localhost:$LB/mcp"
 status=0
 echo "== our client through the balancer"
 for tool in test_simple_text test_tool_with_progress test_reconnection notify; do
-    out=$(timeout 30 "$BIN" call "$URL" "$tool" 2>&1) || { echo "call $tool failed: $out"; status=1; continue; }
-    echo "call $tool: ok"
+    # The monitor judges the client's side of every exchange (C2-C5, I1): exit 1 on a violation.
+    out=$(timeout 30 "$BIN" call --monitor "$URL" "$tool" 2>&1) || { echo "call $tool failed: $out"; status=1; continue; }
+    echo "call $tool: ok ($(echo "$out" | grep -o "monitor: .*"))"
 done
 echo "== TypeScript SDK client through the balancer"
 cp scripts/peers/ts-client.mjs "$PEERS/ts/"
@@ -109,6 +111,79 @@ for f in $(echo "$clean" | grep -oE "^✗ [A-Za-z0-9_-]+" | cut -c5-); do
         *) echo "unexpected failure through the fleet: $f"; status=1 ;;
     esac
 done
+
+# The connections instances hold, as "instance:peer-port" (instance i listens on BASE+2+i).
+# The instance serving a stream in flight holds one that was not there before it began.
+connections() {
+    python3 - "$@" <<'PY'
+import sys
+ports = [int(p) for p in sys.argv[1:]]
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        rows = open(table).read().splitlines()[1:]
+    except OSError:
+        continue
+    for row in rows:
+        f = row.split()
+        port = int(f[1].rsplit(":", 1)[1], 16)
+        if f[3] == "01" and port in ports:  # 01: ESTABLISHED, on the instance's side
+            print(f"{ports.index(port)}:{int(f[2].rsplit(':', 1)[1], 16)}")
+PY
+}
+
+# A call in flight on an instance killed with SIGKILL, our client judged by the monitor: the
+# client resumes through the balancer, a live instance finds the writer dead and completes the
+# call (-32603); the progress read before and after the kill comes in order, none of it twice.
+echo "== a call in flight on an instance killed with SIGKILL, our client under the monitor"
+INSTANCE_PORTS="$((BASE + 2)) $((BASE + 3)) $((BASE + 4))"
+connections $INSTANCE_PORTS | sort > "$LOG/before"
+timeout 40 "$BIN" call --monitor --verbose "$URL" slow_progress '{"steps":50,"step_ms":100}' \
+    > "$LOG/slow.out" 2> "$LOG/slow.err" &
+CALL_PID=$!
+HOLDER=""
+for _ in $(seq 100); do
+    if grep -q "notifications/progress" "$LOG/slow.err"; then
+        # New since the call began, on exactly one instance, twice in a row (a health
+        # check's connection is open only for a moment).
+        held=$(connections $INSTANCE_PORTS | sort | comm -13 "$LOG/before" - | cut -d: -f1 | sort -u)
+        if [ -n "$held" ] && [ "$(echo "$held" | wc -w)" = 1 ]; then
+            [ "$held" = "$HOLDER" ] && { confirmed=1; break; }
+            HOLDER=$held
+        else
+            HOLDER=""
+        fi
+    fi
+    sleep 0.05
+done
+[ -n "${confirmed:-}" ] || HOLDER=""
+if [ -z "$HOLDER" ]; then
+    echo "no single instance holds the call's stream (held: ${held:-none}): $(head -c 300 "$LOG/slow.err")"; status=1
+    wait "$CALL_PID" || true
+else
+    kill -9 "${INSTANCE_PIDS[$HOLDER]}"
+    wait "$CALL_PID" || true
+    seen=$(grep -c "notification notifications/progress" "$LOG/slow.err" || true)
+    if ! grep -q "monitor: .* 0 violations" "$LOG/slow.err"; then
+        echo "the monitor found violations:"; grep -A5 "monitor:" "$LOG/slow.err" | head -8; status=1
+    elif ! grep -q -- "-32603" "$LOG/slow.err"; then
+        echo "the call on the killed instance $HOLDER did not complete with -32603: $(tail -c 300 "$LOG/slow.err")"; status=1
+    elif ! python3 - "$LOG/slow.err" <<'PY'
+import json, sys
+seen = [json.loads(l.split(" ", 2)[2])["progress"] for l in open(sys.argv[1])
+        if l.startswith("notification notifications/progress ")]
+# In order and none twice: strictly increasing; and the kill landed mid-call.
+sys.exit(0 if seen and all(a < b for a, b in zip(seen, seen[1:])) and seen[-1] < 100 else 1)
+PY
+    then
+        echo "progress out of order, twice, or complete: $(grep -o '"progress":[0-9]*' "$LOG/slow.err" | tr '\n' ' ')"; status=1
+    else
+        echo "instance $HOLDER killed mid-call: $seen progress notifications in order, the call completed with -32603, $(grep -o "monitor: .*" "$LOG/slow.err")"
+    fi
+    # Back as a supervisor would bring it (same instance id): the rest needs three.
+    start_instance "$HOLDER"
+    wait_port $((BASE + 2 + HOLDER))
+    sleep 1  # HAProxy's health check: rise 2, every 200 ms
+fi
 
 # An instance killed with SIGKILL between requests: the session lives in Redis, so it goes
 # on through the other two (its requests that reach the dead one are redispatched).

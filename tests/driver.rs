@@ -2,6 +2,7 @@
 //! out (whole or streamed, each saying when its exchange is over), time in,
 //! closed exchanges in; the monitor judging every observation.
 
+use mcp_streamable::app::everything::Counting;
 use mcp_streamable::head::RequestHead;
 use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::server::wire::Write;
@@ -101,6 +102,70 @@ fn answers_at_once_are_whole_bodies_and_late_ones_stream_with_app_timers() {
         3
     );
     assert!(events.last().unwrap().contains(r#""id":2,"result""#));
+    h.clean();
+}
+
+#[test]
+fn slow_progress_counts_as_asked_on_the_apps_timers_and_within_its_bounds() {
+    let mut h = Harness::new();
+    let sid = h.initialize();
+    let start = h.now;
+    let call = h.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow_progress","arguments":{"steps":5,"step_ms":200},"_meta":{"progressToken":"p"}}}"#,
+    );
+    let mut events: Vec<(u64, String)> = Vec::new();
+    for (http, w) in h.writes() {
+        assert_eq!(http, call);
+        events.extend(data(w.body()).into_iter().map(|e| (h.now, e)));
+    }
+    while h.driver.is_open(call) {
+        let at = h
+            .driver
+            .poll_timeout()
+            .expect("a timer while the call runs");
+        h.now = at.as_millis();
+        let now = h.now();
+        h.driver.handle_timeout(now);
+        for (http, w) in h.writes() {
+            assert_eq!(http, call);
+            events.extend(data(w.body()).into_iter().map(|e| (h.now, e)));
+        }
+    }
+    let progress: Vec<(u64, String)> = events
+        .iter()
+        .filter(|(_, e)| e.contains("notifications/progress"))
+        .map(|(t, e)| {
+            let v: serde_json::Value = serde_json::from_str(e).unwrap();
+            (t - start, v["params"]["progress"].to_string())
+        })
+        .collect();
+    let expected: Vec<(u64, String)> = [0, 25, 50, 75, 100]
+        .iter()
+        .enumerate()
+        .map(|(k, p)| (200 * k as u64, p.to_string()))
+        .collect();
+    assert_eq!(progress, expected, "five steps, 200 ms apart, 0 to 100");
+    let (at, last) = events.last().unwrap();
+    assert!(
+        last.contains(r#""id":2,"result""#),
+        "then the answer: {last}"
+    );
+    assert_eq!(at - start, 800);
+    // Asked for more than its bounds: 100 steps at most, 1 s apart at most.
+    let asked = serde_json::json!({"steps": 1_000_000, "step_ms": 1_000_000});
+    let c = Counting::slow(&asked);
+    assert_eq!(
+        (c.steps, c.step_ms),
+        (Counting::STEPS_MAX, Counting::STEP_MS_MAX)
+    );
+    let c = Counting::slow(&serde_json::json!({"steps": 0}));
+    assert_eq!(
+        (c.steps, c.step_ms),
+        (1, 100),
+        "one step at least; 100 ms by default"
+    );
+    assert_eq!(Counting::slow(&serde_json::json!({})).steps, 10);
     h.clean();
 }
 

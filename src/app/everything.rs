@@ -22,10 +22,11 @@ const LOGGER: &str = "mcp-streamable-everything";
 enum Pending {
     /// Send log message `step` (of 3) for request `id`.
     Log { id: RequestId, step: u8 },
-    /// Send progress `step` (of 3) for request `id`.
+    /// Send progress `step` of `count` for request `id`.
     Progress {
         id: RequestId,
-        step: u8,
+        step: u32,
+        count: Counting,
         token: Value,
     },
     /// Answer `test_reconnection`.
@@ -41,6 +42,50 @@ enum Pending {
     NotifyThenAnswer { id: RequestId },
     /// Send the registration-time notification.
     RegistrationNotice,
+}
+
+/// How a progress-reporting tool counts: `steps` notifications, `step_ms`
+/// apart, then the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counting {
+    /// Progress notifications sent, the first at once (at least 1).
+    pub steps: u32,
+    /// Between two of them.
+    pub step_ms: u64,
+}
+
+impl Counting {
+    /// `test_tool_with_progress`, as the conformance suite expects it:
+    /// 0, 50 and 100 of 100, 50 ms apart.
+    pub const CONFORMANCE: Counting = Counting {
+        steps: 3,
+        step_ms: 50,
+    };
+    /// Most steps `slow_progress` takes: a client cannot keep a call alive
+    /// for longer than `steps_max * step_ms_max` (100 s).
+    pub const STEPS_MAX: u32 = 100;
+    /// Longest pause `slow_progress` takes between two steps.
+    pub const STEP_MS_MAX: u64 = 1_000;
+
+    /// `slow_progress`'s arguments (`steps`, default 10; `step_ms`, default
+    /// 100), clamped to the bounds above.
+    pub fn slow(args: &Value) -> Counting {
+        let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(10);
+        let step_ms = args.get("step_ms").and_then(Value::as_u64).unwrap_or(100);
+        Counting {
+            steps: steps.clamp(1, u64::from(Self::STEPS_MAX)) as u32,
+            step_ms: step_ms.min(Self::STEP_MS_MAX),
+        }
+    }
+
+    /// Progress at `step`, out of 100.
+    fn percent(self, step: u32) -> u32 {
+        if self.steps <= 1 {
+            100
+        } else {
+            step * 100 / (self.steps - 1)
+        }
+    }
 }
 
 /// The reference application.
@@ -113,6 +158,8 @@ pub fn tools() -> Value {
         {"name": "test_tool_with_logging", "description": "Tests tool that emits log messages during execution", "inputSchema": empty},
         {"name": "test_tool_with_progress", "description": "Tests tool that reports progress notifications", "inputSchema": empty},
         {"name": "test_error_handling", "description": "Tests error response handling", "inputSchema": empty},
+        {"name": "slow_progress", "description": "Reports progress `steps` times (default 10, at most 100), `step_ms` apart (default 100, at most 1000), then answers: a call that stays in flight while its stream is cut or its instance killed.",
+         "inputSchema": object(json!({"steps": {"type": "integer", "minimum": 1, "maximum": 100}, "step_ms": {"type": "integer", "minimum": 0, "maximum": 1000}}), &[])},
         {"name": "test_reconnection", "description": "Tests SSE stream disconnection and client reconnection (SEP-1699). Server will close the stream mid-call and send the result after client reconnects.", "inputSchema": empty},
         {"name": "test_sampling", "description": "Tests server-initiated sampling (LLM completion request)",
          "inputSchema": object(json!({"prompt": {"type": "string", "description": "The prompt to send to the LLM"}}), &["prompt"])},
@@ -420,9 +467,13 @@ impl EverythingApp {
                 self.later(cx, 50, Pending::Log { id, step: 1 });
                 return;
             }
-            "test_tool_with_progress" => {
+            "test_tool_with_progress" | "slow_progress" => {
                 let token = meta.get("progressToken").cloned().unwrap_or(json!(0));
-                self.progress(cx, id, 0, token);
+                let count = match name {
+                    "slow_progress" => Counting::slow(&args),
+                    _ => Counting::CONFORMANCE,
+                };
+                self.progress(cx, id, 0, count, token);
                 return;
             }
             "test_reconnection" => {
@@ -452,8 +503,15 @@ impl EverythingApp {
         cx.respond(&id, answer);
     }
 
-    fn progress(&mut self, cx: &mut Cx<'_>, id: RequestId, step: u8, token: Value) {
-        let progress = u32::from(step) * 50;
+    fn progress(
+        &mut self,
+        cx: &mut Cx<'_>,
+        id: RequestId,
+        step: u32,
+        count: Counting,
+        token: Value,
+    ) {
+        let progress = count.percent(step);
         cx.notify(
             "notifications/progress",
             Some(RawJson::from(
@@ -462,13 +520,14 @@ impl EverythingApp {
             )),
             Cause::Request(id.clone()),
         );
-        if step < 2 {
+        if step + 1 < count.steps {
             self.later(
                 cx,
-                50,
+                count.step_ms,
                 Pending::Progress {
                     id,
                     step: step + 1,
+                    count,
                     token,
                 },
             );
@@ -675,7 +734,12 @@ impl App for EverythingApp {
                     self.later(cx, 50, Pending::Log { id, step: step + 1 });
                 }
             }
-            Pending::Progress { id, step, token } => self.progress(cx, id, step, token),
+            Pending::Progress {
+                id,
+                step,
+                count,
+                token,
+            } => self.progress(cx, id, step, count, token),
             Pending::Reconnection { id } => {
                 cx.respond(&id, tool_result(vec![text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.")]));
             }

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 pub struct CallArgs {
     /// The server URL (http://host:port/path), the tool and its JSON arguments, in any order of URL.
     args: Vec<String>,
-    /// Print server notifications and requests to stderr as they arrive
+    /// Print server notifications (with their params) and requests to stderr as they arrive
     /// (and ask for progress).
     #[arg(long)]
     verbose: bool,
@@ -136,9 +136,10 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
             tokio::spawn(async move {
                 while let Ok(e) = events.recv().await {
                     match e {
-                        ClientEvent::Notification { method, .. } => {
-                            eprintln!("notification {method}")
-                        }
+                        ClientEvent::Notification { method, params } => match params {
+                            Some(p) => eprintln!("notification {method} {}", p.as_str()),
+                            None => eprintln!("notification {method}"),
+                        },
                         ClientEvent::ServerRequest { method, .. } => {
                             eprintln!("server request {method}")
                         }
