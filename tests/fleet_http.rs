@@ -422,4 +422,89 @@ mod on_redis {
         assert!(append(&mut link, "c").await.is_empty(), "1 was taken");
         assert_eq!(append(&mut link, "d").await, [2], "2 was not");
     }
+
+    /// The session ops give the same replies on the Lua scripts as on
+    /// `MemoryStore`: a touch or a load counts an adoption only when asked,
+    /// a record overwritten keeps the count, a deleted session starts over.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn session_ops_count_adoptions_on_redis_as_in_memory() {
+        use mcp_streamable::fleet::store::{MemoryStore, Output};
+        use mcp_streamable::fleet::{InstanceId, StoreOp};
+        use mcp_streamable::http::fleet::FromStore;
+        use mcp_streamable::time::Instant;
+        let Some(redis) = start_redis() else {
+            return;
+        };
+        let options = RedisOptions {
+            url: format!("redis://127.0.0.1:{}", redis.port),
+            ..RedisOptions::default()
+        };
+        let mut link = connect(options).await.unwrap();
+        let session: mcp_streamable::ids::SessionId =
+            "0123456789abcdef0123456789abcdef".parse().unwrap();
+        let put = |r: &str| StoreOp::PutSession {
+            session: session.clone(),
+            record: r.to_string().into(),
+            ttl_ms: 60_000,
+        };
+        let touch = |adopt| StoreOp::TouchSession {
+            session: session.clone(),
+            ttl_ms: 60_000,
+            adopt,
+        };
+        let load = |adopt| StoreOp::LoadSession {
+            session: session.clone(),
+            adopt,
+        };
+        let ops = [
+            touch(true),
+            put("r1"),
+            touch(false),
+            touch(true),
+            load(true),
+            load(false),
+            put("r2"),
+            touch(true),
+            StoreOp::DeleteSession {
+                session: session.clone(),
+            },
+            load(true),
+            put("r3"),
+            touch(true),
+        ];
+        let mut memory = MemoryStore::new(8);
+        let (mut on_redis, mut in_memory) = (Vec::new(), Vec::new());
+        for op in ops {
+            memory.handle_op(InstanceId(0), op.clone(), Instant::ZERO);
+            while let Some((_, out)) = memory.poll_output() {
+                if let Output::Reply(r) = out {
+                    in_memory.push(r);
+                }
+            }
+            link.ops.send(op).unwrap();
+            loop {
+                let got = tokio::time::timeout(Duration::from_secs(5), link.from.recv())
+                    .await
+                    .expect("a reply within 5 s")
+                    .expect("the link stays up");
+                if let FromStore::Reply(r) = got {
+                    on_redis.push(r);
+                    break;
+                }
+            }
+        }
+        assert_eq!(on_redis, in_memory);
+        let adoptions: Vec<u32> = in_memory
+            .iter()
+            .filter_map(|r| match r {
+                mcp_streamable::fleet::StoreReply::Session {
+                    record: Some(_),
+                    adoption,
+                    ..
+                } => Some(*adoption),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(adoptions, [0, 1, 2, 0, 3, 1]);
+    }
 }

@@ -1399,3 +1399,49 @@ fn only_the_dead_writers_calls_are_completed() {
     assert_eq!(f.seen[&(1, rb)].end, Some(EndReason::Complete));
     assert_eq!(errors(&f, rb), []);
 }
+
+/// A copy that ended on an instance (closed by its application there, or
+/// its idle timer) while the session lives on is taken up again by the next
+/// request landing there. The new copy numbers its streams and its requests
+/// to the client in a slice of the instance's ranges of its own: it neither
+/// appends to the logs the first copy left nor reuses the ids of requests
+/// the client may still answer.
+#[test]
+fn a_copy_taken_up_again_numbers_streams_and_requests_afresh() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 0);
+    let sid = f.sid();
+    let (first_call, first) = f.call(1);
+    f.progress(1, first_call, 1);
+    let first_cursor = f.last_id(1, first);
+    let first_get = f.get(1, None);
+    let first_asked = ask(&mut f, 1, first_get);
+    let now = f.now;
+    f.nodes[1].session_mut(&sid).unwrap().close(now);
+    f.nodes[1].flush(now);
+    f.pump();
+    let first_log = f.store.entries(&log_of(&f, &first_cursor));
+    // Taken up again on instance 1.
+    let (second_call, second) = f.call(1);
+    f.progress(1, second_call, 2);
+    let second_cursor = f.last_id(1, second);
+    let second_get = f.get(1, None);
+    let second_asked = ask(&mut f, 1, second_get);
+    let range = STREAM_ID_SPAN..2 * STREAM_ID_SPAN;
+    let (a, b) = (stream_of(&first_cursor), stream_of(&second_cursor));
+    assert!(range.contains(&a) && range.contains(&b), "{a} {b}");
+    assert_ne!(a, b, "a stream of its own");
+    assert_eq!(
+        f.store.entries(&log_of(&f, &first_cursor)),
+        first_log,
+        "nothing appended to the first copy's log"
+    );
+    let second_log = f.store.entries(&log_of(&f, &second_cursor));
+    assert_eq!(second_log.first().map(|e| e.seq), Some(1), "{second_log:?}");
+    assert_ne!(first_asked, second_asked, "request ids of its own");
+    assert_eq!(
+        (first_asked >> 32, second_asked >> 32),
+        (1, 1),
+        "both in instance 1's range: the answer still names who asked"
+    );
+}

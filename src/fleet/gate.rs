@@ -16,7 +16,13 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Verdict {
     /// The session exists: serve the request with its record.
-    Admitted(Shared<String>),
+    Admitted {
+        /// The session's record.
+        record: Shared<String>,
+        /// Its adoptions counted so far, when the check took a copy up
+        /// (0 otherwise).
+        adoption: u32,
+    },
     /// Unknown, deleted or expired: `404` (R24).
     Unknown,
 }
@@ -84,15 +90,18 @@ impl SessionGate {
         });
     }
 
-    /// Request `tag` names `session`: ask the store.
-    pub fn check(&mut self, tag: u64, session: SessionId) {
+    /// Request `tag` names `session`: ask the store; `adopt` when no copy
+    /// of it is held here (the store counts the adoption).
+    pub fn check(&mut self, tag: u64, session: SessionId, adopt: bool) {
         let op = match self.refresh {
             SessionRefresh::Atomic => StoreOp::TouchSession {
                 session: session.clone(),
                 ttl_ms: self.ttl_ms,
+                adopt,
             },
             SessionRefresh::LoadThenStore => StoreOp::LoadSession {
                 session: session.clone(),
+                adopt,
             },
         };
         self.awaiting.push_back(Awaiting::Check { tag, session });
@@ -111,13 +120,18 @@ impl SessionGate {
             return;
         };
         match (awaiting, reply) {
-            (Awaiting::Check { tag, session }, StoreReply::Session { record, .. }) => {
+            (
+                Awaiting::Check { tag, session },
+                StoreReply::Session {
+                    record, adoption, ..
+                },
+            ) => {
                 let verdict = match record {
                     Some(record) => {
                         if self.refresh == SessionRefresh::LoadThenStore {
                             self.store(None, session, record.clone());
                         }
-                        Verdict::Admitted(record)
+                        Verdict::Admitted { record, adoption }
                     }
                     None => Verdict::Unknown,
                 };
@@ -186,14 +200,20 @@ mod tests {
         let mut store = MemoryStore::new(4);
         let mut g = SessionGate::new(SessionRefresh::Atomic, 100);
         g.create(0, sid(), "r".to_string().into());
-        g.check(1, sid());
+        g.check(1, sid(), false);
         assert_eq!(g.waiting(), 2, "the creation waits as well");
         round_trip(&mut g, &mut store, Instant::from_millis(50));
         assert_eq!(g.poll_created(), Some(0));
         assert_eq!(g.poll_created(), None);
         assert_eq!(
             g.poll_verdict(),
-            Some((1, Verdict::Admitted("r".to_string().into())))
+            Some((
+                1,
+                Verdict::Admitted {
+                    record: "r".to_string().into(),
+                    adoption: 0
+                }
+            ))
         );
         assert_eq!(g.waiting(), 0);
         assert_eq!(
@@ -202,7 +222,7 @@ mod tests {
             "the check pushed the expiry"
         );
         g.delete(2, sid());
-        g.check(3, sid());
+        g.check(3, sid(), true);
         round_trip(&mut g, &mut store, Instant::from_millis(60));
         assert_eq!(g.poll_deleted(), Some((2, true)));
         assert_eq!(g.poll_verdict(), Some((3, Verdict::Unknown)));
@@ -215,13 +235,23 @@ mod tests {
         g.create(0, sid(), "r".to_string().into());
         round_trip(&mut g, &mut store, Instant::ZERO);
         assert_eq!(g.poll_created(), Some(0));
-        g.check(1, sid());
-        assert_eq!(g.poll_op(), Some(StoreOp::LoadSession { session: sid() }));
+        g.check(1, sid(), true);
+        assert_eq!(
+            g.poll_op(),
+            Some(StoreOp::LoadSession {
+                session: sid(),
+                adopt: true
+            })
+        );
         g.handle_reply(StoreReply::Session {
             session: sid(),
             record: Some("r".to_string().into()),
+            adoption: 3,
         });
-        assert!(matches!(g.poll_verdict(), Some((1, Verdict::Admitted(_)))));
+        assert!(matches!(
+            g.poll_verdict(),
+            Some((1, Verdict::Admitted { adoption: 3, .. }))
+        ));
         assert_eq!(
             g.poll_op(),
             Some(StoreOp::PutSession {
@@ -234,7 +264,7 @@ mod tests {
         // leaves what waits in place.
         g.handle_reply(StoreReply::Stored { session: sid() });
         g.handle_reply(StoreReply::Stored { session: sid() });
-        g.check(2, sid());
+        g.check(2, sid(), false);
         g.handle_reply(StoreReply::Deleted {
             session: sid(),
             existed: true,

@@ -387,7 +387,11 @@ impl Instance {
                 self.endpoint.refuse(http, &RequestError::Overloaded);
             }
             Some(session) => {
-                self.gate.check(http.0, session.clone());
+                let held = self
+                    .endpoint
+                    .session(&session)
+                    .is_some_and(|s| !s.is_ended());
+                self.gate.check(http.0, session.clone(), !held);
                 let parked = Parked {
                     head: head.clone(),
                     body: body.to_vec(),
@@ -671,11 +675,13 @@ impl Instance {
                 continue; // the client went away meanwhile
             };
             let record = match verdict {
-                Verdict::Admitted(text) => SessionRecord::decode(&text),
+                Verdict::Admitted { record, adoption } => {
+                    SessionRecord::decode(&record).map(|r| (r, adoption))
+                }
                 Verdict::Unknown => None,
             };
             match record {
-                Some(record) => self.admitted(http, p, record, now),
+                Some((record, adoption)) => self.admitted(http, p, record, adoption, now),
                 None => {
                     self.end_local(&p.session, now);
                     self.dispatch(http, &p.head, &p.body, p.peer, now);
@@ -729,12 +735,22 @@ impl Instance {
     }
 
     /// The store knows the session: take it up if need be, then serve.
-    fn admitted(&mut self, http: HttpId, p: Parked, record: SessionRecord, now: Instant) {
+    fn admitted(
+        &mut self,
+        http: HttpId,
+        p: Parked,
+        record: SessionRecord,
+        adoption: u32,
+        now: Instant,
+    ) {
         let sid = p.session.clone();
-        if let Err(e) =
-            self.endpoint
-                .adopt_session(sid.clone(), record.version, record.namespace, now)
-        {
+        if let Err(e) = self.endpoint.adopt_session(
+            sid.clone(),
+            record.version,
+            record.namespace,
+            adoption,
+            now,
+        ) {
             self.endpoint.refuse(http, &e);
             return;
         }

@@ -261,19 +261,23 @@ pub enum StoreOp {
         ttl_ms: u64,
     },
     /// The session's record, and its expiry pushed `ttl_ms` from now, in one
-    /// step; nothing if it is gone (`GETEX … PX`); replies
-    /// [`StoreReply::Session`].
+    /// step; nothing if it is gone; replies [`StoreReply::Session`].
     TouchSession {
         /// The session.
         session: SessionId,
         /// Its time to live from now.
         ttl_ms: u64,
+        /// The instance asking holds no copy and takes one up: count the
+        /// adoption, in the same step.
+        adopt: bool,
     },
-    /// The session's record, its expiry untouched (`GET`); replies
+    /// The session's record, its expiry untouched; replies
     /// [`StoreReply::Session`].
     LoadSession {
         /// The session.
         session: SessionId,
+        /// Count an adoption, as for [`StoreOp::TouchSession`].
+        adopt: bool,
     },
     /// The session and every log of it are gone; replies
     /// [`StoreReply::Deleted`].
@@ -339,6 +343,10 @@ pub enum StoreReply {
         session: SessionId,
         /// Its record.
         record: Option<Shared<String>>,
+        /// The session's adoptions counted so far, this one included, when
+        /// the op counted one (0 otherwise): the copy taken up numbers in
+        /// ranges of its own ([`crate::server::ADOPTIONS_SPAN`]).
+        adoption: u32,
     },
     /// Whether an instance's heartbeat is current.
     Alive {

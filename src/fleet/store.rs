@@ -64,6 +64,8 @@ impl Log {
 struct SessionEntry {
     record: Shared<String>,
     expires_at: Instant,
+    /// Adoptions counted ([`StoreOp::TouchSession`]'s `adopt`).
+    adoptions: u32,
 }
 
 /// The store of one fleet, in memory (see the module docs).
@@ -221,26 +223,67 @@ impl MemoryStore {
                 ttl_ms,
             } => {
                 let expires_at = Instant::from_millis(now.as_millis().saturating_add(ttl_ms));
-                self.sessions
-                    .insert(session.clone(), SessionEntry { record, expires_at });
+                // Overwritten, the count of adoptions stays (a field of
+                // its own, as in Redis's hash).
+                let adoptions = self.live_session(&session, now).map_or(0, |e| e.adoptions);
+                let entry = SessionEntry {
+                    record,
+                    expires_at,
+                    adoptions,
+                };
+                self.sessions.insert(session.clone(), entry);
                 self.reply(from, StoreReply::Stored { session });
             }
-            StoreOp::TouchSession { session, ttl_ms } => {
-                let record = self.live_session(&session, now).map(|e| {
-                    e.expires_at = Instant::from_millis(now.as_millis().saturating_add(ttl_ms));
-                    e.record.clone()
-                });
-                self.reply(from, StoreReply::Session { session, record });
+            StoreOp::TouchSession {
+                session,
+                ttl_ms,
+                adopt,
+            } => {
+                let expires_at = Instant::from_millis(now.as_millis().saturating_add(ttl_ms));
+                let reply = match self.live_session(&session, now) {
+                    Some(e) => {
+                        e.expires_at = expires_at;
+                        Self::looked_up(session, e, adopt)
+                    }
+                    None => Self::gone(session),
+                };
+                self.reply(from, reply);
             }
-            StoreOp::LoadSession { session } => {
-                let record = self.live_session(&session, now).map(|e| e.record.clone());
-                self.reply(from, StoreReply::Session { session, record });
+            StoreOp::LoadSession { session, adopt } => {
+                let reply = match self.live_session(&session, now) {
+                    Some(e) => Self::looked_up(session, e, adopt),
+                    None => Self::gone(session),
+                };
+                self.reply(from, reply);
             }
             StoreOp::DeleteSession { session } => {
                 let existed = self.live_session(&session, now).is_some();
                 self.remove_session(&session);
                 self.reply(from, StoreReply::Deleted { session, existed });
             }
+        }
+    }
+
+    /// A live session's reply, its adoption counted if asked.
+    fn looked_up(session: SessionId, e: &mut SessionEntry, adopt: bool) -> StoreReply {
+        let adoption = if adopt {
+            e.adoptions = e.adoptions.wrapping_add(1);
+            e.adoptions
+        } else {
+            0
+        };
+        StoreReply::Session {
+            session,
+            record: Some(e.record.clone()),
+            adoption,
+        }
+    }
+
+    fn gone(session: SessionId) -> StoreReply {
+        StoreReply::Session {
+            session,
+            record: None,
+            adoption: 0,
         }
     }
 
@@ -575,6 +618,48 @@ mod tests {
     }
 
     #[test]
+    fn adoptions_are_counted_when_asked_kept_over_a_put_and_lost_with_the_session() {
+        let mut s = MemoryStore::new(8);
+        let counted = |s: &mut MemoryStore, op: StoreOp| {
+            s.handle_op(InstanceId(0), op, Instant::ZERO);
+            match drain(s).pop() {
+                Some((_, Output::Reply(StoreReply::Session { adoption, .. }))) => adoption,
+                other => panic!("{other:?}"),
+            }
+        };
+        let put = StoreOp::PutSession {
+            session: sid(),
+            record: "r".to_string().into(),
+            ttl_ms: 100,
+        };
+        let touch = |adopt| StoreOp::TouchSession {
+            session: sid(),
+            ttl_ms: 100,
+            adopt,
+        };
+        let load = |adopt| StoreOp::LoadSession {
+            session: sid(),
+            adopt,
+        };
+        assert_eq!(
+            counted(&mut s, touch(true)),
+            0,
+            "no session, nothing counted"
+        );
+        s.handle_op(InstanceId(0), put.clone(), Instant::ZERO);
+        assert_eq!(counted(&mut s, touch(false)), 0);
+        assert_eq!(counted(&mut s, touch(true)), 1);
+        assert_eq!(counted(&mut s, load(true)), 2);
+        assert_eq!(counted(&mut s, load(false)), 0);
+        s.handle_op(InstanceId(0), put.clone(), Instant::ZERO);
+        assert_eq!(counted(&mut s, touch(true)), 3, "kept over a put");
+        let delete = StoreOp::DeleteSession { session: sid() };
+        s.handle_op(InstanceId(0), delete, Instant::ZERO);
+        s.handle_op(InstanceId(0), put, Instant::ZERO);
+        assert_eq!(counted(&mut s, touch(true)), 1, "a new session counts anew");
+    }
+
+    #[test]
     fn a_session_expires_at_its_ttl_unless_a_touch_pushes_it() {
         let mut s = MemoryStore::new(8);
         let at = Instant::from_millis;
@@ -594,13 +679,17 @@ mod tests {
         let touch = StoreOp::TouchSession {
             session: sid(),
             ttl_ms: 100,
+            adopt: false,
         };
         s.handle_op(InstanceId(1), touch.clone(), at(99));
         assert!(session_reply(&mut s).is_some());
         assert_eq!(s.session_expires_at(&sid(), at(150)), Some(at(199)));
         s.handle_op(
             InstanceId(1),
-            StoreOp::LoadSession { session: sid() },
+            StoreOp::LoadSession {
+                session: sid(),
+                adopt: false,
+            },
             at(198),
         );
         assert!(session_reply(&mut s).is_some());
@@ -699,7 +788,10 @@ mod tests {
         );
         s.handle_op(
             InstanceId(0),
-            StoreOp::LoadSession { session: sid() },
+            StoreOp::LoadSession {
+                session: sid(),
+                adopt: false,
+            },
             Instant::ZERO,
         );
         assert_eq!(session_reply(&mut s), None);

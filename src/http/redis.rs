@@ -200,6 +200,20 @@ mod lua {
         redis.call('PEXPIRE', KEYS[1], ARGV[2])
         redis.call('SADD', KEYS[2], KEYS[1])
         return ids";
+    /// KEYS: session (a hash: `r` its record, `a` its adoptions); ARGV:
+    /// record, ttl. The record stored, the count of adoptions kept.
+    pub const PUT_SESSION: &str = "redis.call('HSET', KEYS[1], 'r', ARGV[1])
+        redis.call('PEXPIRE', KEYS[1], ARGV[2])
+        return 1";
+    /// KEYS: session; ARGV: ttl (`0`: expiry untouched), adopt (`1`: count
+    /// an adoption). Returns {record, adoption (0 when not counted)}, or nil
+    /// when the session is gone.
+    pub const GET_SESSION: &str = "local r = redis.call('HGET', KEYS[1], 'r')
+        if not r then return false end
+        if ARGV[1] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+        local n = 0
+        if ARGV[2] == '1' then n = redis.call('HINCRBY', KEYS[1], 'a', 1) end
+        return {r, n}";
     /// KEYS: session, index. Returns whether the session existed.
     pub const DELETE: &str = "local existed = redis.call('DEL', KEYS[1])
         local logs = redis.call('SMEMBERS', KEYS[2])
@@ -302,10 +316,13 @@ impl Decode {
             }
             Decode::Stored(session) => StoreReply::Stored { session },
             Decode::Session(session) => {
-                let record: Option<String> = redis::from_redis_value(v).map_err(parse)?;
+                let found: Option<(String, i64)> = redis::from_redis_value(v).map_err(parse)?;
+                let adoption = found.as_ref().map_or(0, |(_, n)| *n);
                 StoreReply::Session {
                     session,
-                    record: record.map(Shared::new),
+                    record: found.map(|(r, _)| Shared::new(r)),
+                    // A count past u32 goes on round it (slices wrap anyway).
+                    adoption: adoption as u32,
                 }
             }
             Decode::Deleted(session) => {
@@ -409,21 +426,22 @@ fn command(op: StoreOp, keys: &Keys, options: &RedisOptions) -> Option<(redis::C
             record,
             ttl_ms,
         } => {
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(keys.session(&session))
-                .arg(record.as_str())
-                .arg("PX")
-                .arg(ttl_ms.max(1));
+            let mut cmd = eval(lua::PUT_SESSION, &[keys.session(&session)]);
+            cmd.arg(record.as_str()).arg(ttl_ms.max(1));
             (cmd, Decode::Stored(session))
         }
-        StoreOp::TouchSession { session, ttl_ms } => {
-            let mut cmd = redis::cmd("GETEX");
-            cmd.arg(keys.session(&session)).arg("PX").arg(ttl_ms.max(1));
+        StoreOp::TouchSession {
+            session,
+            ttl_ms,
+            adopt,
+        } => {
+            let mut cmd = eval(lua::GET_SESSION, &[keys.session(&session)]);
+            cmd.arg(ttl_ms.max(1)).arg(u8::from(adopt));
             (cmd, Decode::Session(session))
         }
-        StoreOp::LoadSession { session } => {
-            let mut cmd = redis::cmd("GET");
-            cmd.arg(keys.session(&session));
+        StoreOp::LoadSession { session, adopt } => {
+            let mut cmd = eval(lua::GET_SESSION, &[keys.session(&session)]);
+            cmd.arg(0).arg(u8::from(adopt));
             (cmd, Decode::Session(session))
         }
         StoreOp::DeleteSession { session } => {

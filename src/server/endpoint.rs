@@ -294,6 +294,7 @@ impl ServerEndpoint {
         id: SessionId,
         version: ProtocolVersion,
         namespace: u32,
+        adoption: u32,
         now: Instant,
     ) -> Result<(), RequestError> {
         if self.sessions.get(&id).is_some_and(|s| !s.is_ended()) {
@@ -306,6 +307,7 @@ impl ServerEndpoint {
             id.clone(),
             namespace,
             version,
+            adoption,
             self.config.session,
             self.policy,
         );

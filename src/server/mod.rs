@@ -29,7 +29,7 @@ pub use endpoint::{Dispatched, EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};
 pub use session::{
     key_base, request_id_base, ResponseMode, ServerSession, SessionConfig, SessionTimer,
-    STREAM_ID_SPAN,
+    ADOPTIONS_SPAN, STREAM_ID_SPAN,
 };
 pub use shared_queue::SchedulingPoint;
 

@@ -98,6 +98,15 @@ pub struct SessionConfig {
 /// an id numbered again names a stream long forgotten.
 pub const STREAM_ID_SPAN: u32 = 1 << 20;
 
+/// How many copies of one session, taken up one after another on one
+/// instance of a fleet, number their streams, keys and requests in ranges
+/// of their own ([`ServerSession::adopted`]): the store counts a session's
+/// adoptions, and adoption `a` starts at the `a mod ADOPTIONS_SPAN`-th
+/// slice of the instance's ranges. A copy that ends (its idle timer, its
+/// application) leaves logs and requests behind; the next copy there must
+/// not append to those logs or reuse those request ids.
+pub const ADOPTIONS_SPAN: u32 = 256;
+
 /// The first of the message keys a session with streams from `stream_id_base`
 /// mints (keys `base + 1 …`): the base shifted into the high bits, so each
 /// instance of a fleet has 2^52 keys per session to itself; 0 in one process.
@@ -297,16 +306,28 @@ impl ServerSession {
     /// fleet, taken up here from its record (`fleet::SessionRecord`):
     /// ready at once, with the version and event-id namespace it was opened
     /// with. Its streams are numbered in this instance's range
-    /// ([`SessionConfig::stream_id_base`]).
+    /// ([`SessionConfig::stream_id_base`]), from the slice of it its
+    /// `adoption` (the store's count of the session's adoptions) names
+    /// ([`ADOPTIONS_SPAN`]).
     pub fn adopted(
         id: SessionId,
         namespace: u32,
         version: ProtocolVersion,
+        adoption: u32,
         config: SessionConfig,
         policy: ServerPolicy,
     ) -> Self {
         let mut s = ServerSession::new(id, namespace, version, config, policy);
         s.phase = Phase::Ready;
+        // Slice `a` of each range: a copy taken up again here neither
+        // appends to the logs of the streams an earlier copy opened nor
+        // reuses the ids of the requests it sent (the client may still
+        // answer them).
+        let a = adoption % ADOPTIONS_SPAN;
+        let base = config.stream_id_base;
+        s.next_stream = base.wrapping_add(1 + a * (STREAM_ID_SPAN / ADOPTIONS_SPAN));
+        s.next_outbound = request_id_base(base) + 1 + (i64::from(a) << 24);
+        s.next_key = key_base(base) + 1 + (u64::from(a) << 44);
         s
     }
 

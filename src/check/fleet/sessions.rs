@@ -148,7 +148,7 @@ impl SessionsModel {
                 s.to_store.entry(i as u16).or_default().push_back(op);
             }
             while let Some((_, v)) = g.poll_verdict() {
-                s.admitted.push(matches!(v, Verdict::Admitted(_)));
+                s.admitted.push(matches!(v, Verdict::Admitted { .. }));
             }
             while g.poll_deleted().is_some() {}
         }
@@ -227,9 +227,11 @@ impl Explorable for SessionsModel {
             SessionsAction::Request { instance } => {
                 n.requests_left = n.requests_left.checked_sub(1)?;
                 let tag = (self.scenario.requests - n.requests_left) as u64;
+                // Whether the store counts an adoption changes no verdict
+                // of F4; not counting keeps equal situations equal.
                 n.gates
                     .get_mut(*instance as usize)?
-                    .check(tag, self.session.clone());
+                    .check(tag, self.session.clone(), false);
             }
             SessionsAction::Delete => {
                 if !std::mem::take(&mut n.delete_left) {
