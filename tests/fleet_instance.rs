@@ -4,7 +4,7 @@
 
 use mcp_streamable::fleet::instance::{FleetConfigError, Instance, InstanceConfig, INSTANCES_MAX};
 use mcp_streamable::fleet::store::{MemoryStore, Output};
-use mcp_streamable::fleet::{Conn, InstanceId, StoreOp, CONTROL};
+use mcp_streamable::fleet::{Conn, InstanceId, StoreOp, StoreReply, CONTROL};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
@@ -1444,4 +1444,16 @@ fn a_copy_taken_up_again_numbers_streams_and_requests_afresh() {
         (1, 1),
         "both in instance 1's range: the answer still names who asked"
     );
+    // Only the two take-ups were counted, not every request that found a
+    // copy held (each count spent brings the slices round sooner).
+    let count = StoreOp::LoadSession {
+        session: sid,
+        adopt: true,
+    };
+    f.store.handle_op(InstanceId(0), count, f.now);
+    let counted = std::iter::from_fn(|| f.store.poll_output()).find_map(|(_, o)| match o {
+        Output::Reply(StoreReply::Session { adoption, .. }) => Some(adoption),
+        _ => None,
+    });
+    assert_eq!(counted, Some(3), "two adoptions, then this one");
 }

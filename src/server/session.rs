@@ -985,3 +985,55 @@ impl ServerSession {
         }
     }
 }
+
+#[cfg(test)]
+mod adoption_tests {
+    use super::*;
+
+    /// The first stream, request id and message key of adoption `a` on
+    /// the instance whose streams start at `base`.
+    fn firsts(base: u32, a: u32) -> (u32, i64, u64) {
+        let config = SessionConfig {
+            stream_id_base: base,
+            ..SessionConfig::default()
+        };
+        let s = ServerSession::adopted(
+            SessionId::from_bits(1),
+            0,
+            ProtocolVersion::LATEST,
+            a,
+            config,
+            ServerPolicy::FIXED,
+        );
+        (s.next_stream, s.next_outbound, s.next_key)
+    }
+
+    #[test]
+    fn each_adoption_starts_its_own_slice_of_the_instances_ranges() {
+        let base = 3 * STREAM_ID_SPAN;
+        let (r, k) = (request_id_base(base), key_base(base));
+        assert_eq!(
+            firsts(base, 0),
+            (base + 1, r + 1, k + 1),
+            "as a fresh session"
+        );
+        assert_eq!(
+            firsts(base, 1),
+            (base + 1 + 4096, r + 1 + (1 << 24), k + 1 + (1 << 44))
+        );
+        assert_eq!(
+            firsts(base, 2),
+            (base + 1 + 8192, r + 1 + (2 << 24), k + 1 + (2 << 44))
+        );
+        // The last slice still inside the instance's ranges (streams end at
+        // base + STREAM_ID_SPAN − 2; requests and keys at the next
+        // instance's bases), and the count comes round after it.
+        let (stream, request, key) = firsts(base, ADOPTIONS_SPAN - 1);
+        assert_eq!(stream, base + 1 + 255 * 4096);
+        assert!(stream < base + STREAM_ID_SPAN - 2);
+        assert!(request < request_id_base(base + STREAM_ID_SPAN));
+        assert!(key < key_base(base + STREAM_ID_SPAN));
+        assert_eq!(firsts(base, ADOPTIONS_SPAN), firsts(base, 0));
+        assert_eq!(firsts(base, ADOPTIONS_SPAN + 1), firsts(base, 1));
+    }
+}
