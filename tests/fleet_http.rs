@@ -297,6 +297,30 @@ mod on_redis {
         }
     }
 
+    impl Redis {
+        /// Options for a link to this server.
+        fn options(&self) -> RedisOptions {
+            RedisOptions {
+                url: format!("redis://127.0.0.1:{}", self.port),
+                ..RedisOptions::default()
+            }
+        }
+    }
+
+    /// The next reply on a link's command connection (publications skipped).
+    async fn next_reply(link: &mut StoreLink) -> mcp_streamable::fleet::StoreReply {
+        use mcp_streamable::http::fleet::FromStore;
+        loop {
+            let got = tokio::time::timeout(Duration::from_secs(5), link.from.recv())
+                .await
+                .expect("a reply within 5 s")
+                .expect("the link stays up");
+            if let FromStore::Reply(r) = got {
+                return r;
+            }
+        }
+    }
+
     /// Starts one on a free loopback port below 32768, or `None` if there
     /// is no `redis-server` (a failure where CI requires it).
     pub fn start_redis() -> Option<Redis> {
@@ -359,10 +383,7 @@ mod on_redis {
         let Some(redis) = start_redis() else {
             return;
         };
-        let options = RedisOptions {
-            url: format!("redis://127.0.0.1:{}", redis.port),
-            ..RedisOptions::default()
-        };
+        let options = redis.options();
         let a = instance(0, connect(options.clone()).await.unwrap()).await;
         let b = instance(1, connect(options).await.unwrap()).await;
         one_session_over_two_instances(a.addr.unwrap(), b.addr.unwrap()).await;
@@ -377,26 +398,15 @@ mod on_redis {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_mailbox_trimmed_on_redis_reports_what_no_claim_took() {
         use mcp_streamable::fleet::{LogKey, Record, StoreOp, StoreReply};
-        use mcp_streamable::http::fleet::FromStore;
         let Some(redis) = start_redis() else {
             return;
         };
         let options = RedisOptions {
-            url: format!("redis://127.0.0.1:{}", redis.port),
             entries_per_log_max: 2,
-            ..RedisOptions::default()
+            ..redis.options()
         };
         let mut link = connect(options).await.unwrap();
         let mailbox = LogKey::mailbox("0123456789abcdef0123456789abcdef".parse().unwrap());
-        let next_reply = async |link: &mut StoreLink| loop {
-            let got = tokio::time::timeout(Duration::from_secs(5), link.from.recv())
-                .await
-                .expect("a reply within 5 s")
-                .expect("the link stays up");
-            if let FromStore::Reply(r) = got {
-                return r;
-            }
-        };
         let append = async |link: &mut StoreLink, m: &str| {
             let record = Record::Message(format!("1 {m}").into());
             let log = mailbox.clone();
@@ -430,16 +440,11 @@ mod on_redis {
     async fn session_ops_count_adoptions_on_redis_as_in_memory() {
         use mcp_streamable::fleet::store::{MemoryStore, Output};
         use mcp_streamable::fleet::{InstanceId, StoreOp};
-        use mcp_streamable::http::fleet::FromStore;
         use mcp_streamable::time::Instant;
         let Some(redis) = start_redis() else {
             return;
         };
-        let options = RedisOptions {
-            url: format!("redis://127.0.0.1:{}", redis.port),
-            ..RedisOptions::default()
-        };
-        let mut link = connect(options).await.unwrap();
+        let mut link = connect(redis.options()).await.unwrap();
         let session: mcp_streamable::ids::SessionId =
             "0123456789abcdef0123456789abcdef".parse().unwrap();
         let put = |r: &str| StoreOp::PutSession {
@@ -482,16 +487,7 @@ mod on_redis {
                 }
             }
             link.ops.send(op).unwrap();
-            loop {
-                let got = tokio::time::timeout(Duration::from_secs(5), link.from.recv())
-                    .await
-                    .expect("a reply within 5 s")
-                    .expect("the link stays up");
-                if let FromStore::Reply(r) = got {
-                    on_redis.push(r);
-                    break;
-                }
-            }
+            on_redis.push(next_reply(&mut link).await);
         }
         assert_eq!(on_redis, in_memory);
         let adoptions: Vec<u32> = in_memory
