@@ -13,5 +13,7 @@ if [ ${#missing[@]} -gt 0 ]; then
         || { $SUDO apt-get update >/dev/null && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
 fi
 # The packages' own services are not used (no systemd here; ours run on ports of their own).
-redis-server --version | head -1
-haproxy -v | head -1
+# `sed -n 1p` reads all its input: `head -1` may close the pipe first, and the
+# writer's SIGPIPE then fails the script under pipefail (it once stopped CI).
+redis-server --version | sed -n 1p
+haproxy -v | sed -n 1p
