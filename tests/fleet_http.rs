@@ -268,6 +268,76 @@ async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
     assert_eq!(r.status, 404, "{}", r.text());
 }
 
+/// A session-era session opened on `at` with its GET there: its id, its
+/// POST headers and its GET.
+async fn session_with_get(at: SocketAddr) -> (String, Vec<(&'static str, String)>, Open) {
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut r = send(at, "POST", &POST, init).await;
+    assert_eq!(r.status, 200);
+    let sid = r.sid.clone().expect("a session id");
+    r.ended().await;
+    let mut h: Vec<(&str, String)> = POST.iter().map(|(n, v)| (*n, v.to_string())).collect();
+    h.push(("mcp-session-id", sid.clone()));
+    h.push(("mcp-protocol-version", "2025-11-25".into()));
+    let hr: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(send(at, "POST", &hr, note).await.status, 202);
+    let get_headers = [
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let get = send(at, "GET", &get_headers, "").await;
+    assert_eq!(get.status, 200, "{}", get.text());
+    (sid, h, get)
+}
+
+/// Sessions A (held on `a`) and B (held on `b`), each with its GET where
+/// it was opened; B calls the `broadcast` tool on `a`, then on `b`: each
+/// GET shows each broadcast once.
+async fn a_broadcast_reaches_both_instances_sessions(a: SocketAddr, b: SocketAddr) {
+    let (_, _, get_a) = session_with_get(a).await;
+    let (_, h, get_b) = session_with_get(b).await;
+    let h: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    for (round, at) in [(1, a), (2, b)] {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"broadcast","arguments":{{}}}}}}"#,
+            round + 1
+        );
+        let mut call = send(at, "POST", &h, &body).await;
+        assert_eq!(call.status, 200);
+        assert!(call.ended().await.contains("broadcast;"));
+        for get in [&get_a, &get_b] {
+            for _ in 0..500 {
+                if get.text().matches("tools/list_changed").count() >= round {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+    // Time for a second copy, if one were on its way.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for (name, get) in [("A", &get_a), ("B", &get_b)] {
+        let seen = get.text();
+        assert_eq!(
+            seen.matches("tools/list_changed").count(),
+            2,
+            "{name}: {seen}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broadcast_reaches_every_instance_on_the_memory_hub() {
+    let hub = MemoryHub::start(1024);
+    let a = instance(0, hub.connect(InstanceId(0))).await;
+    let b = instance(1, hub.connect(InstanceId(1))).await;
+    a_broadcast_reaches_both_instances_sessions(a.addr.unwrap(), b.addr.unwrap()).await;
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_spans_two_instances_on_the_memory_hub() {
     let hub = MemoryHub::start(1024);
@@ -387,6 +457,19 @@ mod on_redis {
         let a = instance(0, connect(options.clone()).await.unwrap()).await;
         let b = instance(1, connect(options).await.unwrap()).await;
         one_session_over_two_instances(a.addr.unwrap(), b.addr.unwrap()).await;
+        a.shutdown().await;
+        b.shutdown().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_broadcast_reaches_every_instance_on_redis() {
+        let Some(redis) = start_redis() else {
+            return;
+        };
+        let options = redis.options();
+        let a = instance(0, connect(options.clone()).await.unwrap()).await;
+        let b = instance(1, connect(options).await.unwrap()).await;
+        a_broadcast_reaches_both_instances_sessions(a.addr.unwrap(), b.addr.unwrap()).await;
         a.shutdown().await;
         b.shutdown().await;
     }

@@ -1457,3 +1457,109 @@ fn a_copy_taken_up_again_numbers_streams_and_requests_afresh() {
     });
     assert_eq!(counted, Some(3), "two adoptions, then this one");
 }
+
+/// How many `notifications/tools/list_changed` exchange `http` of
+/// instance `i` showed.
+fn list_changes(f: &Fleet, i: usize, http: HttpId) -> usize {
+    f.seen.get(&(i, http)).map_or(0, |s| {
+        s.messages()
+            .into_iter()
+            .filter(|m| m.method() == Some("notifications/tools/list_changed"))
+            .count()
+    })
+}
+
+fn broadcast_on(f: &mut Fleet, i: usize) {
+    let now = f.now;
+    f.nodes[i].broadcast("notifications/tools/list_changed", None, now);
+    f.pump();
+}
+
+#[test]
+fn a_broadcast_reaches_every_session_of_the_fleet_once() {
+    let mut f = Fleet::new(3, 64, |_| {});
+    for node in &mut f.nodes {
+        node.join_broadcasts();
+    }
+    f.pump();
+    // A: copies on 0 (its initialize) and 1 (its GET).
+    f.handshake(0, 1);
+    let a = f.get(1, None);
+    // B: on 2 alone.
+    f.handshake(2, 2);
+    let b = f.get(2, None);
+    // C: on 1, with no GET anywhere yet.
+    f.handshake(1, 1);
+    broadcast_on(&mut f, 0);
+    assert_eq!(list_changes(&f, 1, a), 1, "A once, though 0 and 1 hold it");
+    assert_eq!(list_changes(&f, 2, b), 1, "B, which 0 never saw");
+    // C's waits in its mailbox for its GET, wherever it opens.
+    let c = f.get(2, None);
+    assert_eq!(list_changes(&f, 2, c), 1, "C once, when its GET came");
+    // Another, from the instance holding B's GET.
+    broadcast_on(&mut f, 2);
+    assert_eq!(
+        [
+            list_changes(&f, 1, a),
+            list_changes(&f, 2, b),
+            list_changes(&f, 2, c)
+        ],
+        [2, 2, 2]
+    );
+    for node in &f.nodes {
+        assert_eq!(node.broadcasts_dropped(), 0);
+    }
+}
+
+#[test]
+fn without_joining_a_broadcast_reaches_the_sessions_held_where_it_was_made() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    f.handshake(0, 1);
+    let a = f.get(1, None);
+    f.handshake(1, 1);
+    let b = f.get(1, None);
+    // Instance 0 holds A (no GET there: through A's mailbox), not B.
+    broadcast_on(&mut f, 0);
+    assert_eq!((list_changes(&f, 1, a), list_changes(&f, 1, b)), (1, 0));
+}
+
+#[test]
+fn a_broadcast_claim_is_taken_once_and_never_for_a_session_gone() {
+    let mut store = MemoryStore::new(8);
+    let sid = SessionId::from_bits(9);
+    let claim = |store: &mut MemoryStore, from: u16, id: u64, now: u64| {
+        store.handle_op(
+            InstanceId(from),
+            StoreOp::ClaimDelivery {
+                session: sid.clone(),
+                id,
+                ttl_ms: 100,
+            },
+            Instant::from_millis(now),
+        );
+        match store.poll_output() {
+            Some((_, Output::Reply(StoreReply::Delivery { won, .. }))) => won,
+            other => panic!("a delivery reply, not {other:?}"),
+        }
+    };
+    assert!(!claim(&mut store, 0, 1, 0), "no such session in this store");
+    store.handle_op(
+        InstanceId(0),
+        StoreOp::PutSession {
+            session: sid.clone(),
+            record: "r".to_owned().into(),
+            ttl_ms: 1000,
+        },
+        Instant::ZERO,
+    );
+    store.poll_output();
+    assert!(claim(&mut store, 0, 1, 0), "the first asks: taken");
+    assert!(!claim(&mut store, 1, 1, 10), "the second: already taken");
+    assert!(
+        claim(&mut store, 1, 2, 10),
+        "another broadcast: its own claim"
+    );
+    assert!(!claim(&mut store, 0, 1, 99), "kept up to its TTL");
+    assert!(claim(&mut store, 0, 1, 100), "and forgotten after it");
+    assert!(!claim(&mut store, 0, 3, 1000), "the session expired");
+}

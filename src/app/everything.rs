@@ -151,6 +151,8 @@ pub fn tools() -> Value {
         {"name": "test_simple_text", "description": "Tests simple text content response", "inputSchema": empty},
         {"name": "notify", "description": "Sends notifications/tools/list_changed, unrelated to the call, after delay_ms (default 0): the standard way for a prober to make the server notify.",
          "inputSchema": object(json!({"delay_ms": {"type": "integer", "minimum": 0, "maximum": 10000}}), &[])},
+        {"name": "broadcast", "description": "Sends notifications/tools/list_changed to every client of the server, in either era (every session of a fleet, wherever it is held), and answers with how many got it at once.",
+         "inputSchema": empty},
         {"name": "test_image_content", "description": "Tests image content response", "inputSchema": empty},
         {"name": "test_audio_content", "description": "Tests audio content response", "inputSchema": empty},
         {"name": "test_embedded_resource", "description": "Tests embedded resource content response", "inputSchema": empty},
@@ -461,6 +463,10 @@ impl EverythingApp {
                     self.later(cx, delay, Pending::Notify);
                 }
                 tool_result(vec![text(format!("notifying in {delay} ms"))])
+            }
+            "broadcast" => {
+                let here = cx.broadcast("notifications/tools/list_changed", None);
+                tool_result(vec![text(format!("broadcast; {here} got it at once"))])
             }
             "test_tool_with_logging" => {
                 Self::log(cx, "Tool execution started", Cause::Request(id.clone()));

@@ -68,6 +68,9 @@ pub struct Cx<'a> {
     pub(crate) timers: &'a mut Vec<(Instant, SessionId, u64)>,
     pub(crate) tap: Option<std::sync::Arc<std::sync::Mutex<Tap>>>,
     pub(crate) fanout: Option<Fanout>,
+    /// The fan-out reaches this endpoint's sessions too: a broadcast goes
+    /// to it alone (a fleet's instance).
+    pub(crate) fanout_only: bool,
 }
 
 impl Cx<'_> {
@@ -140,6 +143,17 @@ impl Cx<'_> {
         let mut tap = self.tap.as_ref().and_then(|t| t.lock().ok());
         if let Some(fanout) = &self.fanout {
             fanout(method, params.as_ref());
+            if self.fanout_only {
+                // Delivered by the fan-out, here too, once it has the
+                // store's word: nothing got it here yet.
+                if let Some(tap) = tap.as_mut() {
+                    tap(&Observation::Broadcast {
+                        method: method.to_owned(),
+                        params,
+                    });
+                }
+                return 0;
+            }
         }
         self.ep.broadcast_observed(
             method,

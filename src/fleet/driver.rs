@@ -17,21 +17,45 @@
 //!      └──ops──► poll_op()   (to the store; replies and pushes come back as inputs)
 //! ```
 //!
-//! Broadcasts reach this instance's sessions (a fleet-wide broadcast is not
-//! built yet, `docs/fleets.md`).
+//! The application's broadcasts reach every session of the fleet, each once
+//! ([`crate::fleet::broadcast`]): the driver joins the fleet's broadcasts
+//! and hands each broadcast to the instance, which claims each delivery in
+//! the store.
 
 use super::instance::Instance;
 use super::{Push, StoreOp, StoreReply};
 use crate::app::{App, Cx, Fanout};
 use crate::ids::{HttpId, SessionId};
+use crate::jsonrpc::RawJson;
 use crate::server::driver::{dispatch, earliest, run_app, take_due, AppTimer, Parts};
 use crate::server::wire::{Wire, Write};
 use crate::server::{RequestHead, UnreadBody};
 use crate::time::Instant;
+use std::collections::VecDeque as Fifo;
 use std::collections::{BTreeSet, VecDeque};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// Broadcasts an application turn made, for the instance.
+#[derive(Default)]
+struct Queued {
+    made: Fifo<(String, Option<RawJson>)>,
+    dropped: u64,
+}
+
+/// Broadcasts one application turn may queue; past it the oldest is
+/// dropped (and counted in [`FleetDriver::broadcasts_dropped`]).
+pub const BROADCASTS_QUEUED_MAX: usize = 1024;
+
+impl Queued {
+    fn push(&mut self, method: &str, params: Option<&RawJson>) {
+        if self.made.len() >= BROADCASTS_QUEUED_MAX {
+            self.made.pop_front();
+            self.dropped += 1;
+        }
+        self.made.push_back((method.to_owned(), params.cloned()));
+    }
+}
 
 /// An instance, its application, and what is ready to write and to send to
 /// the store (see the module docs).
@@ -43,18 +67,24 @@ pub struct FleetDriver<A: App> {
     open: BTreeSet<HttpId>,
     wire: Wire,
     writes: VecDeque<(HttpId, Write)>,
-    /// Set by the application's broadcasts: every session here is synced
-    /// after its turn (the broadcast may have reached any of them).
-    broadcasted: Arc<AtomicBool>,
+    /// The application's broadcasts, for the instance after its turn
+    /// (at most `broadcasts_queued_max`; past it the oldest is dropped and
+    /// counted).
+    broadcasted: Arc<Mutex<Queued>>,
     fanout: Option<Fanout>,
 }
 
 impl<A: App> FleetDriver<A> {
     /// Drives `instance` for `app`.
-    pub fn new(instance: Instance, app: A) -> Self {
-        let broadcasted = Arc::new(AtomicBool::new(false));
-        let flag = broadcasted.clone();
-        let fanout: Fanout = Arc::new(move |_, _| flag.store(true, Ordering::Relaxed));
+    pub fn new(mut instance: Instance, app: A) -> Self {
+        instance.join_broadcasts();
+        let broadcasted = Arc::new(Mutex::new(Queued::default()));
+        let queue = broadcasted.clone();
+        let fanout: Fanout = Arc::new(move |method, params| {
+            if let Ok(mut q) = queue.lock() {
+                q.push(method, params);
+            }
+        });
         FleetDriver {
             instance,
             app,
@@ -77,6 +107,14 @@ impl<A: App> FleetDriver<A> {
     /// The application.
     pub fn app(&self) -> &A {
         &self.app
+    }
+
+    /// Broadcasts given up: queued past [`BROADCASTS_QUEUED_MAX`] in one
+    /// turn, or deliveries past the instance's
+    /// [`broadcasts_pending_max`](crate::fleet::instance::InstanceConfig::broadcasts_pending_max).
+    pub fn broadcasts_dropped(&self) -> u64 {
+        let queued = self.broadcasted.lock().map_or(0, |q| q.dropped);
+        queued + self.instance.broadcasts_dropped()
     }
 
     /// Whether exchange `http` is still being answered.
@@ -167,6 +205,7 @@ impl<A: App> FleetDriver<A> {
             timers: &mut self.timers,
             tap: &None,
             fanout: &self.fanout,
+            fanout_only: true,
         }
     }
 
@@ -200,8 +239,14 @@ impl<A: App> FleetDriver<A> {
                 let parts = self.parts(&session);
                 dispatch(parts, session, event, now);
             }
-            if self.broadcasted.swap(false, Ordering::Relaxed) {
-                self.instance.touch_all();
+            let made = self
+                .broadcasted
+                .lock()
+                .map(|mut q| std::mem::take(&mut q.made))
+                .unwrap_or_default();
+            for (method, params) in made {
+                moved = true;
+                self.instance.broadcast(&method, params, now);
             }
             self.instance.flush(now);
             while let Some(t) = self.instance.poll_transmit() {

@@ -30,6 +30,7 @@
 //! [`Instance::poll_event`] (the application). Application commands go
 //! through [`Instance::session_mut`].
 
+use super::broadcast::Broadcasts;
 use super::follow::{Follower, Phase};
 use super::gate::{SessionGate, Verdict};
 use super::liveness::{completion, Liveness};
@@ -47,7 +48,7 @@ use crate::head::{Content, Method, RequestHead, ResponseHead};
 use crate::headers;
 use crate::id_source::IdSource;
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
-use crate::jsonrpc::{parse_body, Message};
+use crate::jsonrpc::{parse_body, Message, RawJson};
 use crate::policy::{EventIdScheme, ServerPolicy};
 use crate::server::event_ids::EventIdCodec;
 use crate::server::{
@@ -106,6 +107,13 @@ pub struct InstanceConfig {
     /// What becomes of an answer posted here to a request another instance
     /// sent ([`Answers::Forward`]: FIXED).
     pub answers: Answers,
+    /// Broadcasts waiting for the store's word on their deliveries at
+    /// once ([`Broadcasts`]); past it the oldest is given up (counted in
+    /// [`Instance::broadcasts_dropped`]).
+    pub broadcasts_pending_max: usize,
+    /// How long the store keeps a broadcast's claim on a session: longer
+    /// than a broadcast takes to reach every instance.
+    pub delivery_claim_ttl_ms: u64,
 }
 
 impl Default for InstanceConfig {
@@ -125,6 +133,8 @@ impl Default for InstanceConfig {
             resumed: ResumedGet::ContinueWhereResumed,
             unrelated: Unrelated::Mailbox,
             answers: Answers::Forward,
+            broadcasts_pending_max: 64,
+            delivery_claim_ttl_ms: 5 * 60 * 1000,
         }
     }
 }
@@ -221,6 +231,8 @@ enum Waiter {
     Completing(LogKey),
     /// The completion of a dead writer's log.
     Completed(LogKey),
+    /// A claim on a broadcast's delivery to a session.
+    Delivery,
 }
 
 /// Who follows a subscribed log here.
@@ -235,6 +247,8 @@ enum Subscriber {
     /// A session's control channel, listened to while the copy that
     /// answered `initialize` here waits for `notifications/initialized`.
     Control(SessionId),
+    /// The fleet's broadcast channel, once the instance has joined.
+    Broadcasts,
 }
 
 /// An `initialize` answered here, withheld until its session's record is
@@ -282,6 +296,8 @@ pub struct Instance {
     completing: BTreeSet<LogKey>,
     /// Relayed GETs gone on as the session's GET here (see [`Continued`]).
     continued: BTreeMap<HttpId, Continued>,
+    /// The fleet's broadcasts, made here and elsewhere.
+    broadcasts: Broadcasts,
 }
 
 impl Instance {
@@ -321,6 +337,11 @@ impl Instance {
             liveness: Liveness::new(config.id, config.beat_ms, config.beat_ttl_ms),
             completing: BTreeSet::new(),
             continued: BTreeMap::new(),
+            broadcasts: Broadcasts::new(
+                config.id,
+                config.broadcasts_pending_max,
+                config.delivery_claim_ttl_ms,
+            ),
         })
     }
 
@@ -469,6 +490,11 @@ impl Instance {
                 }
             }
             Some(Waiter::Completing(log)) => self.complete(log, reply),
+            Some(Waiter::Delivery) => {
+                if let StoreReply::Delivery { session, id, won } = reply {
+                    self.deliver_broadcast(&session, id, won, now);
+                }
+            }
             Some(Waiter::Completed(log)) => {
                 self.completing.remove(&log);
                 if let StoreReply::Completed { log, appended } = reply {
@@ -509,6 +535,13 @@ impl Instance {
             Subscriber::Claimer(log) => {
                 if let Some(c) = self.claimers.get_mut(&log) {
                     c.handle_push(&push);
+                }
+            }
+            Subscriber::Broadcasts => {
+                if let Push::Published { entry, .. } = push {
+                    if let Some((id, method, params)) = self.broadcasts.handle_published(&entry) {
+                        self.take_broadcast(id, &method, params, now);
+                    }
                 }
             }
             Subscriber::Control(sid) => match push {
@@ -553,6 +586,48 @@ impl Instance {
     pub(crate) fn endpoint_for_app(&mut self, sid: &SessionId) -> &mut ServerEndpoint {
         self.touched.insert(sid.clone());
         &mut self.endpoint
+    }
+
+    /// Takes part in the fleet's broadcasts from now on: subscribes to the
+    /// broadcast channel, and [`Self::broadcast`] reaches every instance's
+    /// sessions ([`super::broadcast`]). Without it, a broadcast reaches the
+    /// sessions held here only.
+    pub fn join_broadcasts(&mut self) {
+        if self.broadcasts.is_joined() {
+            return;
+        }
+        self.broadcasts.join(self.endpoint.fork_entropy());
+        self.subscriptions
+            .subscribe(Subscriber::Broadcasts, LogKey::broadcasts());
+        while let Some(op) = self.subscriptions.poll_op() {
+            self.ops.push_back(op);
+        }
+    }
+
+    /// A broadcast by the application (a list changed): to every session
+    /// of the fleet, each once, if this instance joined the fleet's
+    /// broadcasts; to the sessions held here otherwise. Returns how many
+    /// got it here at once (modern listens, and every session unjoined);
+    /// the session-era sessions of a joined instance get it once their
+    /// claims come back.
+    pub fn broadcast(&mut self, method: &str, params: Option<RawJson>, now: Instant) -> usize {
+        let Some((id, publication)) = self.broadcasts.publish(method, params.clone()) else {
+            let sent = self.endpoint.broadcast(method, params, now);
+            self.touch_all();
+            self.settle(now);
+            return sent.len();
+        };
+        self.ops.push_back(publication);
+        let sent = self.take_broadcast(id, method, params, now);
+        self.settle(now);
+        sent
+    }
+
+    /// Deliveries given up because more than
+    /// [`InstanceConfig::broadcasts_pending_max`] broadcasts waited for
+    /// their claims at once.
+    pub fn broadcasts_dropped(&self) -> u64 {
+        self.broadcasts.dropped()
     }
 
     /// Every session here is synced at the next [`Self::flush`] (after a
@@ -1010,6 +1085,51 @@ impl Instance {
 
     /// The copy of `sid` here is ready or gone: its control channel is not
     /// listened to any more (an answer still waiting for it goes).
+    /// Broadcast `id`, made here or elsewhere, for the sessions held here:
+    /// modern listens notified at once, session-era copies claimed first.
+    /// Returns how many were notified at once.
+    fn take_broadcast(
+        &mut self,
+        id: u64,
+        method: &str,
+        params: Option<RawJson>,
+        now: Instant,
+    ) -> usize {
+        let value = params.as_ref().map(RawJson::to_value);
+        let (listens, copies): (Vec<SessionId>, Vec<SessionId>) = self
+            .endpoint
+            .broadcast_targets(method, value.as_ref())
+            .into_iter()
+            .partition(|sid| self.endpoint.is_modern(sid));
+        let mut sent = 0;
+        for sid in &listens {
+            let got =
+                self.endpoint
+                    .notify_of_broadcast(sid, method, params.clone(), value.as_ref(), now);
+            sent += usize::from(got.is_some());
+        }
+        for op in self.broadcasts.claim(id, method, params, &copies) {
+            self.send(Waiter::Delivery, op);
+        }
+        sent
+    }
+
+    /// The store's word on a claim of broadcast `id` for `sid`: taken here,
+    /// the copy here is notified (its GET here, or its mailbox).
+    fn deliver_broadcast(&mut self, sid: &SessionId, id: u64, won: bool, now: Instant) {
+        let Some((method, params)) = self.broadcasts.handle_delivery(id, won) else {
+            return;
+        };
+        let value = params.as_ref().map(RawJson::to_value);
+        if self
+            .endpoint
+            .notify_of_broadcast(sid, &method, params, value.as_ref(), now)
+            .is_some()
+        {
+            self.touched.insert(sid.clone());
+        }
+    }
+
     fn stop_listening(&mut self, sid: &SessionId) {
         let log = LogKey::control(sid.clone());
         let me = Subscriber::Control(sid.clone());

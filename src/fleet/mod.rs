@@ -22,6 +22,7 @@
 //! [`store::MemoryStore`] is the store as a pure state machine: the default
 //! for one process, and the store of the fleet checker.
 
+pub mod broadcast;
 pub mod driver;
 pub mod follow;
 pub mod gate;
@@ -114,6 +115,31 @@ impl LogKey {
         offset == 0 || offset == crate::server::STREAM_ID_SPAN - 1
     }
 }
+
+impl LogKey {
+    /// The fleet's broadcast channel: publications only, never appended,
+    /// each a broadcast made on one instance for the sessions of every
+    /// other ([`broadcast`]). It names the reserved session
+    /// [`BROADCASTS_SESSION`], which no instance mints.
+    pub fn broadcasts() -> Self {
+        LogKey {
+            session: BROADCASTS_SESSION
+                .parse()
+                .expect("a well-formed session id"),
+            stream: CONTROL,
+        }
+    }
+
+    /// Whether this is the fleet's broadcast channel.
+    pub fn is_broadcasts(&self) -> bool {
+        self.stream == CONTROL && self.session.as_str() == BROADCASTS_SESSION
+    }
+}
+
+/// The session id of the fleet's broadcast channel ([`LogKey::broadcasts`]):
+/// not hexadecimal, so never minted, and never stored, so a client naming it
+/// gets the 404 of any unknown session.
+pub const BROADCASTS_SESSION: &str = "-";
 
 /// The stream id of a session's mailbox log ([`LogKey::mailbox`]).
 pub const MAILBOX: StreamId = StreamId(0);
@@ -279,6 +305,20 @@ pub enum StoreOp {
         /// Count an adoption, as for [`StoreOp::TouchSession`].
         adopt: bool,
     },
+    /// Takes the delivery of broadcast `id` to `session` for the instance
+    /// asking, unless one took it already: every instance holding a copy
+    /// of the session asks, and one delivers ([`broadcast`]). The claim is
+    /// kept `ttl_ms` (longer than a broadcast takes to reach every
+    /// instance); a session gone is never won. Replies
+    /// [`StoreReply::Delivery`].
+    ClaimDelivery {
+        /// The session.
+        session: SessionId,
+        /// The broadcast.
+        id: u64,
+        /// How long the claim is kept.
+        ttl_ms: u64,
+    },
     /// The session and every log of it are gone; replies
     /// [`StoreReply::Deleted`].
     DeleteSession {
@@ -362,6 +402,16 @@ pub enum StoreReply {
         log: LogKey,
         /// The entries appended, to publish.
         appended: Vec<Entry>,
+    },
+    /// Whether the asking instance took a broadcast's delivery to a
+    /// session ([`StoreOp::ClaimDelivery`]).
+    Delivery {
+        /// The session.
+        session: SessionId,
+        /// The broadcast.
+        id: u64,
+        /// Taken by the asking instance: it delivers.
+        won: bool,
     },
     /// The session was deleted (`existed`: it was there to delete).
     Deleted {

@@ -66,6 +66,32 @@ struct SessionEntry {
     expires_at: Instant,
     /// Adoptions counted ([`StoreOp::TouchSession`]'s `adopt`).
     adoptions: u32,
+    /// Broadcasts whose delivery to this session was claimed, and until
+    /// when the claim is kept (oldest first; at most
+    /// [`DELIVERY_CLAIMS_MAX`]).
+    deliveries: VecDeque<(u64, Instant)>,
+}
+
+/// Delivery claims a session keeps at once ([`StoreOp::ClaimDelivery`]):
+/// past it the oldest is forgotten, and a copy that asks about it only
+/// after that many newer broadcasts could deliver it a second time.
+pub const DELIVERY_CLAIMS_MAX: usize = 1024;
+
+impl SessionEntry {
+    /// Takes broadcast `id`'s delivery unless it is taken; whether it was
+    /// taken now.
+    fn claim_delivery(&mut self, id: u64, ttl_ms: u64, now: Instant) -> bool {
+        self.deliveries.retain(|&(_, until)| until > now);
+        if self.deliveries.iter().any(|&(d, _)| d == id) {
+            return false;
+        }
+        if self.deliveries.len() >= DELIVERY_CLAIMS_MAX {
+            self.deliveries.pop_front();
+        }
+        let until = Instant::from_millis(now.as_millis().saturating_add(ttl_ms));
+        self.deliveries.push_back((id, until));
+        true
+    }
 }
 
 /// The store of one fleet, in memory (see the module docs).
@@ -225,11 +251,16 @@ impl MemoryStore {
                 let expires_at = Instant::from_millis(now.as_millis().saturating_add(ttl_ms));
                 // Overwritten, the count of adoptions stays (a field of
                 // its own, as in Redis's hash).
-                let adoptions = self.live_session(&session, now).map_or(0, |e| e.adoptions);
+                let (adoptions, deliveries) = self
+                    .live_session(&session, now)
+                    .map_or((0, VecDeque::new()), |e| {
+                        (e.adoptions, std::mem::take(&mut e.deliveries))
+                    });
                 let entry = SessionEntry {
                     record,
                     expires_at,
                     adoptions,
+                    deliveries,
                 };
                 self.sessions.insert(session.clone(), entry);
                 self.reply(from, StoreReply::Stored { session });
@@ -255,6 +286,16 @@ impl MemoryStore {
                     None => Self::gone(session),
                 };
                 self.reply(from, reply);
+            }
+            StoreOp::ClaimDelivery {
+                session,
+                id,
+                ttl_ms,
+            } => {
+                let won = self
+                    .live_session(&session, now)
+                    .is_some_and(|e| e.claim_delivery(id, ttl_ms, now));
+                self.reply(from, StoreReply::Delivery { session, id, won });
             }
             StoreOp::DeleteSession { session } => {
                 let existed = self.live_session(&session, now).is_some();

@@ -207,6 +207,9 @@ impl<A: App> Owner<A> {
         mut closed: mpsc::UnboundedReceiver<HttpId>,
         mut shutdown: watch::Receiver<bool>,
     ) {
+        // What the instance asks of the store from the start (its
+        // subscription to the fleet's broadcasts).
+        self.flush();
         loop {
             let sleep = super::clock::sleep_until(self.start, self.driver.poll_timeout());
             tokio::select! {

@@ -11,6 +11,7 @@
 //! | `PutSession` / `TouchSession` / `LoadSession` | `SET … PX` / `GETEX … PX` / `GET` |
 //! | `Beat` / `Alive` | `SET hb:instance 1 PX ttl` / `EXISTS` |
 //! | `Complete` | a script: unless the log's last entry is an end, `XADD` each record |
+//! | `ClaimDelivery` | a script: unless the session is gone, `SET d:session:id 1 NX PX ttl` (taken if set) |
 //! | `DeleteSession` | a script: `DEL` of the session, every log in its index, the index |
 //!
 //! The command connection sends every op waiting as one pipeline (at most
@@ -131,6 +132,10 @@ impl Keys {
     fn mark(&self, l: &LogKey) -> String {
         format!("{}:c:{}:{}", self.prefix, l.session, l.stream.0)
     }
+    /// A broadcast's claim on its delivery to a session.
+    fn delivery(&self, s: &SessionId, id: u64) -> String {
+        format!("{}:d:{s}:{id:x}", self.prefix)
+    }
     fn beat(&self, i: InstanceId) -> String {
         format!("{}:hb:{}", self.prefix, i.0)
     }
@@ -214,6 +219,11 @@ mod lua {
         local n = 0
         if ARGV[2] == '1' then n = redis.call('HINCRBY', KEYS[1], 'a', 1) end
         return {r, n}";
+    /// KEYS: session, the claim; ARGV: ttl. Returns 1 if the claim was
+    /// taken now: the session lives and no one took it before.
+    pub const CLAIM_DELIVERY: &str = "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+        if redis.call('SET', KEYS[2], 1, 'NX', 'PX', ARGV[1]) then return 1 end
+        return 0";
     /// KEYS: session, index. Returns whether the session existed.
     pub const DELETE: &str = "local existed = redis.call('DEL', KEYS[1])
         local logs = redis.call('SMEMBERS', KEYS[2])
@@ -281,6 +291,7 @@ enum Decode {
     Stored(SessionId),
     Session(SessionId),
     Deleted(SessionId),
+    Delivery(SessionId, u64),
     Alive(InstanceId),
     Completed(LogKey, Vec<Record>),
     /// No reply (a publication).
@@ -323,6 +334,14 @@ impl Decode {
                     record: found.map(|(r, _)| Shared::new(r)),
                     // A count past u32 goes on round it (slices wrap anyway).
                     adoption: adoption as u32,
+                }
+            }
+            Decode::Delivery(session, id) => {
+                let won: i64 = redis::from_redis_value(v).map_err(parse)?;
+                StoreReply::Delivery {
+                    session,
+                    id,
+                    won: won > 0,
                 }
             }
             Decode::Deleted(session) => {
@@ -443,6 +462,16 @@ fn command(op: StoreOp, keys: &Keys, options: &RedisOptions) -> Option<(redis::C
             let mut cmd = eval(lua::GET_SESSION, &[keys.session(&session)]);
             cmd.arg(0).arg(u8::from(adopt));
             (cmd, Decode::Session(session))
+        }
+        StoreOp::ClaimDelivery {
+            session,
+            id,
+            ttl_ms,
+        } => {
+            let claim = keys.delivery(&session, id);
+            let mut cmd = eval(lua::CLAIM_DELIVERY, &[keys.session(&session), claim]);
+            cmd.arg(ttl_ms.max(1));
+            (cmd, Decode::Delivery(session, id))
         }
         StoreOp::DeleteSession { session } => {
             let cmd = eval(lua::DELETE, &[keys.session(&session), keys.index(&session)]);

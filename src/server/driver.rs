@@ -236,6 +236,7 @@ impl<A: App> ServerDriver<A> {
             timers: &mut self.timers,
             tap: &self.tap,
             fanout: &self.fanout,
+            fanout_only: false,
         };
         run_app(parts, session, now, f);
     }
@@ -308,6 +309,7 @@ impl<A: App> ServerDriver<A> {
                         timers: &mut *timers,
                         tap,
                         fanout,
+                        fanout_only: false,
                     };
                     dispatch(parts, session, event, now)
                 }
@@ -360,6 +362,10 @@ pub(crate) struct Parts<'a, A> {
     pub(crate) timers: &'a mut Vec<AppTimer>,
     pub(crate) tap: &'a Option<Arc<Mutex<Tap>>>,
     pub(crate) fanout: &'a Option<Fanout>,
+    /// The fan-out reaches this endpoint's sessions too (a fleet's
+    /// instance, which claims each delivery in the store): the broadcast
+    /// goes to it alone.
+    pub(crate) fanout_only: bool,
 }
 
 /// The application's turn: `f` with a [`Cx`] for `session`.
@@ -376,6 +382,7 @@ pub(crate) fn run_app<A: App>(
         timers: parts.timers,
         tap: parts.tap.clone(),
         fanout: parts.fanout.clone(),
+        fanout_only: parts.fanout_only,
     };
     f(parts.app, &mut cx);
 }

@@ -413,36 +413,69 @@ impl ServerEndpoint {
         now: Instant,
     ) -> Vec<(SessionId, MsgKey, Cause)> {
         let value = params.as_ref().map(RawJson::to_value);
-        let targets: Vec<SessionId> = self
-            .sessions
+        let mut sent = Vec::new();
+        for id in self.broadcast_targets(method, value.as_ref()) {
+            if let Some((key, cause)) =
+                self.notify_of_broadcast(&id, method, params.clone(), value.as_ref(), now)
+            {
+                sent.push((id, key, cause));
+            }
+        }
+        sent
+    }
+
+    /// Who a broadcast of `method` (its params as `value`) is for, in id
+    /// order: modern listens subscribed to it, and session-era sessions
+    /// initialized and not ended. A fleet claims each session-era target in
+    /// the store before [`Self::notify_of_broadcast`], since other
+    /// instances hold copies of the same sessions (`fleet::broadcast`).
+    pub fn broadcast_targets(
+        &self,
+        method: &str,
+        value: Option<&serde_json::Value>,
+    ) -> Vec<SessionId> {
+        self.sessions
             .iter()
             .filter(|(_, s)| {
                 if s.version().is_modern() {
-                    s.listens_to(method, value.as_ref())
+                    s.listens_to(method, value)
                 } else {
                     s.is_initialized() && !s.is_ended()
                 }
             })
             .map(|(id, _)| id.clone())
-            .collect();
-        let mut sent = Vec::new();
-        for id in targets {
-            let Some(s) = self.sessions.get_mut(&id) else {
-                continue;
-            };
-            let got = if s.version().is_modern() {
-                s.notify_listener(method, value.as_ref(), now)
-            } else {
-                s.notify(method, params.clone(), Cause::Unrelated, now)
-                    .ok()
-                    .map(|key| (key, Cause::Unrelated))
-            };
-            if let Some((key, cause)) = got {
-                sent.push((id.clone(), key, cause));
-            }
-            self.dirty.insert(id);
-        }
-        sent
+            .collect()
+    }
+
+    /// A broadcast for one of its targets ([`Self::broadcast_targets`]):
+    /// a modern listen gets it tagged with its subscription, a session-era
+    /// session as an unrelated notification. What was sent, if anything.
+    pub fn notify_of_broadcast(
+        &mut self,
+        id: &SessionId,
+        method: &str,
+        params: Option<RawJson>,
+        value: Option<&serde_json::Value>,
+        now: Instant,
+    ) -> Option<(MsgKey, Cause)> {
+        let s = self.sessions.get_mut(id)?;
+        let got = if s.version().is_modern() {
+            s.notify_listener(method, value, now)
+        } else {
+            s.notify(method, params, Cause::Unrelated, now)
+                .ok()
+                .map(|key| (key, Cause::Unrelated))
+        };
+        self.dirty.insert(id.clone());
+        got
+    }
+
+    /// Whether session `id` here speaks the 2026-07-28 era (a listen's own
+    /// session, held by this endpoint alone).
+    pub fn is_modern(&self, id: &SessionId) -> bool {
+        self.sessions
+            .get(id)
+            .is_some_and(|s| s.version().is_modern())
     }
 
     /// Ends every modern listen gracefully (a `complete` result, then the
