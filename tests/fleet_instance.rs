@@ -1479,9 +1479,11 @@ fn broadcast_on(f: &mut Fleet, i: usize) {
 fn a_broadcast_reaches_every_session_of_the_fleet_once() {
     let mut f = Fleet::new(3, 64, |_| {});
     for node in &mut f.nodes {
-        node.join_broadcasts();
+        assert!(node.join_broadcasts());
+        assert!(!node.join_broadcasts(), "once");
     }
     f.pump();
+    assert_eq!(f.nodes[0].subscriptions_len(), 1, "the broadcast channel");
     // A: copies on 0 (its initialize) and 1 (its GET).
     f.handshake(0, 1);
     let a = f.get(1, None);
@@ -1562,4 +1564,59 @@ fn a_broadcast_claim_is_taken_once_and_never_for_a_session_gone() {
     assert!(!claim(&mut store, 0, 1, 99), "kept up to its TTL");
     assert!(claim(&mut store, 0, 1, 100), "and forgotten after it");
     assert!(!claim(&mut store, 0, 3, 1000), "the session expired");
+}
+
+#[test]
+fn broadcasts_past_pending_max_are_given_up_oldest_first_and_counted() {
+    let mut f = Fleet::new(2, 64, |c| c.broadcasts_pending_max = 1);
+    for node in &mut f.nodes {
+        node.join_broadcasts();
+    }
+    f.pump();
+    f.handshake(0, 0);
+    let get = f.get(0, None);
+    // Two broadcasts before the store answers the first's claim.
+    let now = f.now;
+    f.nodes[0].broadcast("notifications/tools/list_changed", None, now);
+    let params = RawJson::from(serde_json::json!({"second": true}));
+    f.nodes[0].broadcast("notifications/tools/list_changed", Some(params), now);
+    assert_eq!(f.nodes[0].broadcasts_dropped(), 1, "the first one's claim");
+    f.pump();
+    assert_eq!(list_changes(&f, 0, get), 1, "the second alone");
+    let seen = f.seen[&(0, get)].messages();
+    let last = seen.last().expect("a notification").to_json();
+    assert!(last.contains("second"), "{last}");
+    assert_eq!(f.nodes[1].broadcasts_dropped(), 0);
+}
+
+#[test]
+fn a_modern_listen_gets_a_broadcast_made_on_another_instance_unclaimed() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    for node in &mut f.nodes {
+        node.join_broadcasts();
+    }
+    f.pump();
+    let head = RequestHead::post(None, None)
+        .with("mcp-protocol-version", "2026-07-28")
+        .with("mcp-method", "subscriptions/listen");
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let listen = f.request(1, head, body);
+    assert_eq!(f.seen[&(1, listen)].status, Some(200));
+    // Made on 0, which holds no listen: none got it there at once.
+    let now = f.now;
+    let here = f.nodes[0].broadcast("notifications/tools/list_changed", None, now);
+    assert_eq!(here, 0);
+    f.pump();
+    assert_eq!(list_changes(&f, 1, listen), 1, "through the channel");
+    // Made on 1, which holds it: at once, and once.
+    let here = f.nodes[1].broadcast("notifications/tools/list_changed", None, now);
+    assert_eq!(here, 1);
+    f.pump();
+    assert_eq!(list_changes(&f, 1, listen), 2);
+    assert!(
+        f.store
+            .entries(&mcp_streamable::fleet::LogKey::broadcasts())
+            .is_empty(),
+        "the channel is publications only"
+    );
 }

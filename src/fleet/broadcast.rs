@@ -257,5 +257,24 @@ mod tests {
         assert_eq!(b.handle_delivery(30, true), None);
         assert_eq!(b.handle_delivery(10, true), Some(("b".to_owned(), None)));
         assert_eq!(b.handle_delivery(20, true), Some(("c".to_owned(), None)));
+        // Answered ones leave the order too: the bound counts only what waits.
+        b.claim(40, "d", None, &[sid(1)]);
+        b.claim(50, "e", None, &[sid(1)]);
+        assert_eq!((b.pending_len(), b.dropped()), (2, 2));
+        b.claim(60, "f", None, &[sid(1)]);
+        assert_eq!((b.pending_len(), b.dropped()), (2, 3), "40 given up");
+        assert_eq!(b.handle_delivery(40, true), None);
+        // A broadcast answered alone leaves no trace in the order either.
+        let mut b = Broadcasts::new(InstanceId(0), 2, 1000);
+        b.claim(1, "a", None, &[sid(1)]);
+        b.handle_delivery(1, true);
+        for id in [2, 3, 4] {
+            b.claim(id, "b", None, &[sid(1)]);
+        }
+        assert_eq!(
+            (b.pending_len(), b.dropped()),
+            (2, 1),
+            "2 given up, not 1 again"
+        );
     }
 }

@@ -77,7 +77,7 @@ pub struct FleetDriver<A: App> {
 impl<A: App> FleetDriver<A> {
     /// Drives `instance` for `app`.
     pub fn new(mut instance: Instance, app: A) -> Self {
-        instance.join_broadcasts();
+        let _joined = instance.join_broadcasts();
         let broadcasted = Arc::new(Mutex::new(Queued::default()));
         let queue = broadcasted.clone();
         let fanout: Fanout = Arc::new(move |method, params| {

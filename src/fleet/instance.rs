@@ -591,10 +591,11 @@ impl Instance {
     /// Takes part in the fleet's broadcasts from now on: subscribes to the
     /// broadcast channel, and [`Self::broadcast`] reaches every instance's
     /// sessions ([`super::broadcast`]). Without it, a broadcast reaches the
-    /// sessions held here only.
-    pub fn join_broadcasts(&mut self) {
+    /// sessions held here only. Returns whether it joined now (`false`:
+    /// it had already; nothing changes).
+    pub fn join_broadcasts(&mut self) -> bool {
         if self.broadcasts.is_joined() {
-            return;
+            return false;
         }
         self.broadcasts.join(self.endpoint.fork_entropy());
         self.subscriptions
@@ -602,6 +603,7 @@ impl Instance {
         while let Some(op) = self.subscriptions.poll_op() {
             self.ops.push_back(op);
         }
+        true
     }
 
     /// A broadcast by the application (a list changed): to every session
