@@ -328,24 +328,26 @@ async fn a_broadcast_reaches_both_instances_sessions(a: SocketAddr, b: SocketAdd
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_broadcast_reaches_every_instance_on_the_memory_hub() {
+/// `scenario` over two instances on the in-process memory hub.
+async fn on_two_hub_instances<F: std::future::Future<Output = ()>>(
+    scenario: impl FnOnce(SocketAddr, SocketAddr) -> F,
+) {
     let hub = MemoryHub::start(1024);
     let a = instance(0, hub.connect(InstanceId(0))).await;
     let b = instance(1, hub.connect(InstanceId(1))).await;
-    a_broadcast_reaches_both_instances_sessions(a.addr.unwrap(), b.addr.unwrap()).await;
+    scenario(a.addr.unwrap(), b.addr.unwrap()).await;
     a.shutdown().await;
     b.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broadcast_reaches_every_instance_on_the_memory_hub() {
+    on_two_hub_instances(a_broadcast_reaches_both_instances_sessions).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_spans_two_instances_on_the_memory_hub() {
-    let hub = MemoryHub::start(1024);
-    let a = instance(0, hub.connect(InstanceId(0))).await;
-    let b = instance(1, hub.connect(InstanceId(1))).await;
-    one_session_over_two_instances(a.addr.unwrap(), b.addr.unwrap()).await;
-    a.shutdown().await;
-    b.shutdown().await;
+    on_two_hub_instances(one_session_over_two_instances).await;
 }
 
 #[cfg(feature = "redis")]
@@ -448,30 +450,29 @@ mod on_redis {
         panic!("no free loopback port in 20000..30000");
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_session_spans_two_instances_on_redis() {
+    /// `scenario` over two instances on a `redis-server` of its own.
+    async fn on_two_redis_instances<F: std::future::Future<Output = ()>>(
+        scenario: impl FnOnce(SocketAddr, SocketAddr) -> F,
+    ) {
         let Some(redis) = start_redis() else {
             return;
         };
         let options = redis.options();
         let a = instance(0, connect(options.clone()).await.unwrap()).await;
         let b = instance(1, connect(options).await.unwrap()).await;
-        one_session_over_two_instances(a.addr.unwrap(), b.addr.unwrap()).await;
+        scenario(a.addr.unwrap(), b.addr.unwrap()).await;
         a.shutdown().await;
         b.shutdown().await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_spans_two_instances_on_redis() {
+        on_two_redis_instances(one_session_over_two_instances).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_broadcast_reaches_every_instance_on_redis() {
-        let Some(redis) = start_redis() else {
-            return;
-        };
-        let options = redis.options();
-        let a = instance(0, connect(options.clone()).await.unwrap()).await;
-        let b = instance(1, connect(options).await.unwrap()).await;
-        a_broadcast_reaches_both_instances_sessions(a.addr.unwrap(), b.addr.unwrap()).await;
-        a.shutdown().await;
-        b.shutdown().await;
+        on_two_redis_instances(a_broadcast_reaches_both_instances_sessions).await;
     }
 
     /// The same trim semantics as `MemoryStore` (its unit test
