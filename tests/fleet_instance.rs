@@ -1620,3 +1620,19 @@ fn a_modern_listen_gets_a_broadcast_made_on_another_instance_unclaimed() {
         "the channel is publications only"
     );
 }
+
+#[test]
+fn a_copy_not_yet_ready_takes_no_claim_its_ready_sibling_needs() {
+    let mut f = Fleet::new(2, 64, |_| {});
+    for node in &mut f.nodes {
+        node.join_broadcasts();
+    }
+    f.pump();
+    // The copy that answered `initialize` (on 0) never hears of the
+    // `initialized` posted to 1: it is not ready; 1's copy is, with the GET.
+    f.handshake_losing_the_announcement(0, 1);
+    let get = f.get(1, None);
+    // Made on 0, whose claim would go out first: only 1's copy claims.
+    broadcast_on(&mut f, 0);
+    assert_eq!(list_changes(&f, 1, get), 1);
+}
