@@ -155,39 +155,10 @@ async fn list_changed_once(
 }
 
 async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let mut r = send(a, "POST", &POST, init).await;
-    assert_eq!(r.status, 200);
-    let sid = r.sid.clone().expect("a session id");
-    assert!(r.ended().await.contains("protocolVersion"));
-    let with_sid = |extra: &[(&'static str, String)]| {
-        let mut h: Vec<(&str, String)> = POST.iter().map(|(n, v)| (*n, v.to_string())).collect();
-        h.push(("mcp-session-id", sid.clone()));
-        h.push(("mcp-protocol-version", "2025-11-25".into()));
-        h.extend(extra.iter().cloned());
-        h
-    };
-    let h = with_sid(&[]);
+    // The handshake ends on the other instance; the GET on `a`, and a
+    // message emitted on `b` (no GET there) reaches it.
+    let (sid, h, get) = session_with_get(a, b, a).await;
     let h: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
-
-    // The handshake ends on the other instance.
-    let r = send(
-        b,
-        "POST",
-        &h,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .await;
-    assert_eq!(r.status, 202);
-
-    // The GET on `a`; a message emitted on `b` (no GET there) reaches it.
-    let get_headers = [
-        ("accept", "text/event-stream"),
-        ("mcp-session-id", sid.as_str()),
-        ("mcp-protocol-version", "2025-11-25"),
-    ];
-    let get = send(a, "GET", &get_headers, "").await;
-    assert_eq!(get.status, 200, "{}", get.text());
     let seen = list_changed_once(b, &h, 2, &get).await;
 
     // The GET cut (`a` lets go of its stream) and resumed on `b`: it goes
@@ -268,26 +239,31 @@ async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
     assert_eq!(r.status, 404, "{}", r.text());
 }
 
-/// A session-era session opened on `at` with its GET there: its id, its
-/// POST headers and its GET.
-async fn session_with_get(at: SocketAddr) -> (String, Vec<(&'static str, String)>, Open) {
+/// A session-era session: `initialize` on `init_at`,
+/// `notifications/initialized` on `ready_at`, its GET on `get_at`. Its id,
+/// its POST headers and its GET.
+async fn session_with_get(
+    init_at: SocketAddr,
+    ready_at: SocketAddr,
+    get_at: SocketAddr,
+) -> (String, Vec<(&'static str, String)>, Open) {
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let mut r = send(at, "POST", &POST, init).await;
+    let mut r = send(init_at, "POST", &POST, init).await;
     assert_eq!(r.status, 200);
     let sid = r.sid.clone().expect("a session id");
-    r.ended().await;
+    assert!(r.ended().await.contains("protocolVersion"));
     let mut h: Vec<(&str, String)> = POST.iter().map(|(n, v)| (*n, v.to_string())).collect();
     h.push(("mcp-session-id", sid.clone()));
     h.push(("mcp-protocol-version", "2025-11-25".into()));
     let hr: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    assert_eq!(send(at, "POST", &hr, note).await.status, 202);
+    assert_eq!(send(ready_at, "POST", &hr, note).await.status, 202);
     let get_headers = [
         ("accept", "text/event-stream"),
         ("mcp-session-id", sid.as_str()),
         ("mcp-protocol-version", "2025-11-25"),
     ];
-    let get = send(at, "GET", &get_headers, "").await;
+    let get = send(get_at, "GET", &get_headers, "").await;
     assert_eq!(get.status, 200, "{}", get.text());
     (sid, h, get)
 }
@@ -296,8 +272,8 @@ async fn session_with_get(at: SocketAddr) -> (String, Vec<(&'static str, String)
 /// it was opened; B calls the `broadcast` tool on `a`, then on `b`: each
 /// GET shows each broadcast once.
 async fn a_broadcast_reaches_both_instances_sessions(a: SocketAddr, b: SocketAddr) {
-    let (_, _, get_a) = session_with_get(a).await;
-    let (_, h, get_b) = session_with_get(b).await;
+    let (_, _, get_a) = session_with_get(a, a, a).await;
+    let (_, h, get_b) = session_with_get(b, b, b).await;
     let h: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
     for (round, at) in [(1, a), (2, b)] {
         let body = format!(
