@@ -3,7 +3,8 @@
 # (scripts/install-fleet.sh), three `serve --store redis://` instances behind
 # HAProxy round-robin per request, no stickiness (every request of a session may
 # land on any instance). Through the balancer: our client (`call`), the TS and
-# Python SDK clients in both eras, and the conformance server suite (all of it must pass);
+# Python SDK clients in both eras, a broadcast heard once by each of three sessions and a listen,
+# and the conformance server suite (all of it must pass);
 # then one instance killed with SIGKILL between requests (a session opened before it goes on)
 # and another killed with a call in flight (the call completes, with an error, where it resumes).
 # Exits non-zero if any client fails, or the suite fails a scenario not in KNOWN_FAILING.
@@ -93,6 +94,11 @@ for m in legacy:2025-11-25 auto:2026-07-28; do
     echo "== Python SDK client (mode=${m%%:*}) through the balancer"
     timeout 60 "$PEERS/py/bin/python" scripts/peers/py-client.py "$URL" "${m%%:*}" "${m#*:}" || status=1
 done
+# A broadcast across the fleet (docs/fleets.md, "Broadcasts"): three session-era clients with
+# their GETs, a 2026-07-28 listen and the call that broadcasts, all spread by the balancer; each
+# session and the listen hear it once.
+echo "== a broadcast across the fleet: 3 sessions and a listen (Python SDK)"
+timeout 60 "$PEERS/py/bin/python" scripts/peers/py-listen.py "$URL" 3 || status=1
 
 echo "== conformance server suite (all) through the balancer"
 timeout 300 "$NODE" "$CONF" server --url "$URL" --suite all > "$LOG/suite.log" 2>&1 || true
