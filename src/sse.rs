@@ -524,6 +524,61 @@ fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
 mod tests {
     use super::*;
 
+    /// The decoder's reusable buffers keep their allocation for events up to
+    /// `KEEP_CAPACITY_MAX` (the next one reuses it) and give back anything
+    /// larger once the event is out: one huge event does not pin its memory
+    /// for the life of the stream.
+    #[test]
+    fn buffers_up_to_keep_capacity_max_are_kept_and_larger_ones_released() {
+        for (len, kept) in [(32 * 1024, true), (100 * 1024, false)] {
+            let mut dec = SseDecoder::new();
+            let mut out = Vec::new();
+            let event = format!("data: {}\n\n", "x".repeat(len));
+            // Split inside the line, so that it is buffered across the chunks.
+            let (a, b) = event.as_bytes().split_at(len / 2);
+            assert_eq!(dec.feed(a, &mut out), Ok(()));
+            assert_eq!(dec.feed(b, &mut out), Ok(()));
+            assert!(matches!(&out[..], [SseItem::Message { data, .. }] if data.len() == len));
+            let (line, data) = (dec.line.capacity(), dec.data.capacity());
+            if kept {
+                assert!(line >= len && data >= len, "{len}: kept {line}, {data}");
+            } else {
+                assert!(
+                    line == 0 && data == 0,
+                    "{len}: released, not {line}, {data}"
+                );
+            }
+        }
+    }
+
+    /// At the edge: a buffer of exactly `KEEP_CAPACITY_MAX` is kept, one byte
+    /// more is released, a small one is kept.
+    #[test]
+    fn release_keeps_keep_capacity_max_and_releases_one_byte_more() {
+        for (cap, kept) in [
+            (16, true),
+            (KEEP_CAPACITY_MAX, true),
+            (KEEP_CAPACITY_MAX + 1, false),
+        ] {
+            let mut v = Vec::<u8>::with_capacity(cap);
+            let mut s = String::with_capacity(cap);
+            release_vec(&mut v);
+            release_string(&mut s);
+            let want = if kept { cap } else { 0 };
+            assert_eq!((v.capacity(), s.capacity()), (want, want), "capacity {cap}");
+        }
+    }
+
+    /// Release builds strip CR, LF and NUL from an event id (debug builds
+    /// assert, a caller bug): the id stays one line, nothing else is lost.
+    #[cfg(not(debug_assertions))]
+    #[test]
+    fn release_builds_strip_line_breaks_and_nul_from_an_id() {
+        let mut out = Vec::new();
+        encode_event(&mut out, Some("a\rb\nc\0d"), None, Some("x"));
+        assert_eq!(out, b"id: abcd\ndata: x\n\n");
+    }
+
     fn msg(id: Option<&str>, event: Option<&str>, data: &str) -> SseItem {
         SseItem::Message {
             id: id.map(str::to_owned),

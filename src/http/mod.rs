@@ -10,6 +10,7 @@ pub(crate) mod clock;
 mod exchanges;
 pub mod fleet;
 mod io;
+mod owner;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod server;

@@ -1,28 +1,33 @@
-//! The server shell: hyper/tokio around the server core, one owner task per
+//! The server shell: hyper/tokio around the server core, one owner per
 //! session.
 //!
 //! ```text
-//!  connection tasks                     routing table (handles only)       session tasks
-//!  ────────────────                     ───────────────────────────        ─────────────
-//!  head + bounded body ──Mcp-Session-Id known?──yes──▶ that session's task ─▶ its endpoint
-//!                                        └──no──▶ a fresh task with a fresh   + its app
-//!                                                 one-session endpoint: it answers
-//!                                                 (initialize → a session, which the
-//!                                                 task registers; else 400/404/…)
+//!  connection tasks                     routing table (handles only)       session owners
+//!  ────────────────                     ───────────────────────────        ──────────────
+//!  head + bounded body ──Mcp-Session-Id known?──running──▶ its owner's inbox ─▶ its endpoint
+//!                                        ├──parked──▶ woken: served inline     + its app
+//!                                        └──no──▶ a fresh one-session endpoint, inline:
+//!                                                 it answers (initialize → a session,
+//!                                                 which the owner registers; else 400/404/…)
 //!  write head, then body ◀── whole body, or a bounded stream of SSE frames ──┘
 //!  body dropped (ended or client gone) ──closed──▶ endpoint.handle_http_closed
 //! ```
-//! Each task owns its core and its application instance in a
-//! [`ServerDriver`]: no shared mutable state beyond the table of channel
-//! handles and the admission table. Every decision (statuses, routing, ids,
-//! replay, headers, bytes, whole body or stream) is the core's; the shell
-//! moves the driver's [`Write`]s to hyper and time to the driver. A task ends
-//! when its session has ended and its exchanges are closed.
+//! Each owner (`src/http/owner.rs`) holds its core and its application
+//! instance in a [`ServerDriver`]: no shared mutable state beyond the table
+//! of channel handles and the admission table. A request that finds its
+//! session parked, or names none, is served on the connection task itself;
+//! an owner becomes a task only while something outlives a request (an open
+//! stream, queued requests, an application timer), and parks again when
+//! idle. Every decision (statuses, routing, ids, replay, headers, bytes,
+//! whole body or stream) is the core's; the shell moves the driver's
+//! [`Write`]s to hyper and time to the driver. An owner ends when its
+//! session has ended and its exchanges are closed.
 
 use super::body::ResponseBody;
-use super::exchanges::{Exchanges, Reply, Written};
+use super::exchanges::Reply;
 use super::io::Listen;
-use crate::app::{App, Fanout};
+use super::owner::Owner;
+use crate::app::App;
 use crate::error::RequestError;
 use crate::head::{Method, RequestHead};
 use crate::headers;
@@ -31,11 +36,8 @@ use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
 use crate::policy::ServerPolicy;
 use crate::server::wire::{WireHead, Write};
-use crate::server::{
-    Admission, EndpointConfig, ServerDriver, ServerEndpoint, SessionState, UnreadBody,
-};
+use crate::server::{Admission, EndpointConfig, ServerDriver, UnreadBody};
 use crate::sync::{Mailbox, SendError};
-use crate::time::Instant;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -113,7 +115,7 @@ impl Default for ServerOptions {
 }
 
 /// Exchange ids of one task start at `task number * HTTP_IDS_PER_TASK`.
-const HTTP_IDS_PER_TASK: u64 = 1 << 32;
+pub(super) const HTTP_IDS_PER_TASK: u64 = 1 << 32;
 
 /// A running server.
 pub struct ServerHandle {
@@ -145,27 +147,27 @@ pub struct Server;
 
 /// What a session task is sent: a request (boxed so the mailbox's slots stay
 /// small), or the order to end its session, evicted to make room.
-enum ToOwner {
+pub(super) enum ToOwner {
     Request(Box<RequestForOwner>),
     Evict(SessionId),
 }
 
 /// A session task's inbox: the mailbox (shared with the loom models, see
 /// [`crate::sync`]) and the task's wake-up.
-struct Inbox {
-    mail: Mailbox<ToOwner>,
+pub(super) struct Inbox {
+    pub(super) mail: Mailbox<ToOwner>,
     wake: Notify,
 }
 
 impl Inbox {
-    fn new(queued_max: usize) -> Arc<Inbox> {
+    pub(super) fn new(queued_max: usize) -> Arc<Inbox> {
         Arc::new(Inbox {
             mail: Mailbox::new(queued_max),
             wake: Notify::new(),
         })
     }
 
-    fn send(&self, m: ToOwner) -> Result<(), SendError<ToOwner>> {
+    pub(super) fn send(&self, m: ToOwner) -> Result<(), SendError<ToOwner>> {
         self.mail.send(m)?;
         self.wake.notify_one();
         Ok(())
@@ -174,7 +176,7 @@ impl Inbox {
     /// The next request; `None` once closed and drained. `notify_one` keeps a
     /// permit when nobody waits, so a send between the check and the wait
     /// still wakes us.
-    async fn recv(&self) -> Option<ToOwner> {
+    pub(super) async fn recv(&self) -> Option<ToOwner> {
         loop {
             if let Some(m) = self.mail.try_recv() {
                 return Some(m);
@@ -187,11 +189,11 @@ impl Inbox {
     }
 }
 
-struct RequestForOwner {
-    head: RequestHead,
-    body: Result<Bytes, UnreadBody>,
-    peer: Option<SocketAddr>,
-    reply: oneshot::Sender<Reply>,
+pub(super) struct RequestForOwner {
+    pub(super) head: RequestHead,
+    pub(super) body: Result<Bytes, UnreadBody>,
+    pub(super) peer: Option<SocketAddr>,
+    pub(super) reply: oneshot::Sender<Reply>,
 }
 
 /// The whole body, within the core's bound (refused at once when
@@ -215,7 +217,7 @@ pub(crate) async fn read_body<B: RequestBody>(
 /// A session in the routing table: its running task's handle, or its state
 /// parked while idle (no task, no channels: an idle session costs its core's
 /// state only).
-enum Slot<A: App> {
+pub(super) enum Slot<A: App> {
     Running(Arc<Inbox>),
     /// In a mutex only so the table is `Sync` while applications need only be `Send`.
     Parked(Mutex<Box<Parked<A>>>),
@@ -223,42 +225,42 @@ enum Slot<A: App> {
 
 /// An application's broadcast, on its way to every session task but the
 /// one it was made in (`from`, the origin of the driver that made it).
-struct Broadcast {
-    from: u64,
-    method: String,
-    params: Option<RawJson>,
+pub(super) struct Broadcast {
+    pub(super) from: u64,
+    pub(super) method: String,
+    pub(super) params: Option<RawJson>,
 }
 
 /// What a session task leaves behind when it parks.
-struct Parked<A: App> {
+pub(super) struct Parked<A: App> {
     /// The endpoint, the application and the scheduler's state (so a woken
     /// session goes on with its sequence).
-    driver: ServerDriver<A>,
-    start: tokio::time::Instant,
-    session: SessionId,
+    pub(super) driver: ServerDriver<A>,
+    pub(super) start: tokio::time::Instant,
+    pub(super) session: SessionId,
     /// Broadcasts keep queueing for a parked session; it takes them on waking.
-    broadcasts: broadcast::Receiver<Arc<Broadcast>>,
-    origin: u64,
+    pub(super) broadcasts: broadcast::Receiver<Arc<Broadcast>>,
+    pub(super) origin: u64,
     /// When the core next needs time (its idle expiry).
-    deadline: Option<tokio::time::Instant>,
+    pub(super) deadline: Option<tokio::time::Instant>,
 }
 
 /// What every connection and session task shares: handles and settings.
-struct Shared<A: App> {
-    options: ServerOptions,
-    make_app: Box<dyn Fn() -> A + Send + Sync>,
-    table: RwLock<BTreeMap<SessionId, Slot<A>>>,
+pub(super) struct Shared<A: App> {
+    pub(super) options: ServerOptions,
+    pub(super) make_app: Box<dyn Fn() -> A + Send + Sync>,
+    pub(super) table: RwLock<BTreeMap<SessionId, Slot<A>>>,
     /// Who may open a session, for all session tasks at once (the core's
     /// table; lock order: `table`, then `admission`).
-    admission: Mutex<Admission>,
+    pub(super) admission: Mutex<Admission>,
     /// Every core's epoch, so that times in `admission` compare across tasks.
-    epoch: tokio::time::Instant,
-    ids: Mutex<IdSource>,
-    tasks: AtomicUsize,
-    tap: Option<Arc<Mutex<super::Tap>>>,
-    shutdown: watch::Receiver<bool>,
-    live: Arc<(AtomicUsize, Notify)>,
-    broadcasts: broadcast::Sender<Arc<Broadcast>>,
+    pub(super) epoch: tokio::time::Instant,
+    pub(super) ids: Mutex<IdSource>,
+    pub(super) tasks: AtomicUsize,
+    pub(super) tap: Option<Arc<Mutex<super::Tap>>>,
+    pub(super) shutdown: watch::Receiver<bool>,
+    pub(super) live: Arc<(AtomicUsize, Notify)>,
+    pub(super) broadcasts: broadcast::Sender<Arc<Broadcast>>,
 }
 
 /// A request body the shell can read: hyper's `Incoming`, axum's `Body`,
@@ -498,28 +500,31 @@ async fn serve_one<A: App, B: RequestBody>(
     let sid = head
         .header(headers::MCP_SESSION_ID)
         .and_then(|s| s.parse::<SessionId>().ok());
-    let mut msg = ToOwner::Request(Box::new(RequestForOwner {
+    let mut request = Box::new(RequestForOwner {
         head,
         body,
         peer,
         reply,
-    }));
+    });
     let mut delivered = false;
-    // A task that has just parked closes its mailbox: look the session up again.
+    // An owner that has just parked closes its mailbox: look the session up again.
     for _ in 0..4 {
-        let inbox = sid
-            .as_ref()
-            .and_then(|sid| route(&shared, sid))
-            .unwrap_or_else(|| spawn_session_task(&shared, None));
-        match inbox.send(msg) {
-            Ok(()) => {
-                delivered = true;
-                break;
-            }
-            Err(SendError::Closed(m)) => msg = m,
-            // Overloaded: `requests_queued_max` requests already wait.
-            Err(SendError::Full(_)) => break,
+        match target(&shared, sid.as_ref()) {
+            // Served here, on this task (src/http/owner.rs).
+            Target::Woken(owner) => (*owner).serve_inline(request),
+            Target::Nobody => Owner::new(&shared, None).serve_inline(request),
+            Target::Running(inbox) => match inbox.send(ToOwner::Request(request)) {
+                Ok(()) => {}
+                Err(SendError::Closed(ToOwner::Request(r))) => {
+                    request = r;
+                    continue;
+                }
+                // Overloaded: `requests_queued_max` requests already wait.
+                Err(_) => break,
+            },
         }
+        delivered = true;
+        break;
     }
     if !delivered {
         return Ok(unavailable());
@@ -547,88 +552,55 @@ pub(crate) fn request_head<B>(req: &hyper::Request<B>) -> RequestHead {
     }
 }
 
-/// The channel of the task running `sid`, waking it if it is parked; `None`
-/// if no such session lives here (a fresh endpoint will answer 404).
-fn route<A: App>(shared: &Arc<Shared<A>>, sid: &SessionId) -> Option<Arc<Inbox>> {
-    if let Some(Slot::Running(tx)) = shared.table.read().ok()?.get(sid) {
-        return Some(tx.clone());
-    }
-    let mut table = shared.table.write().ok()?;
-    match table.remove(sid)? {
-        Slot::Running(tx) => {
-            table.insert(sid.clone(), Slot::Running(tx.clone()));
-            Some(tx)
-        }
-        Slot::Parked(parked) => {
-            let parked = parked.into_inner().ok()?;
-            let tx = spawn_session_task(shared, Some(*parked));
-            table.insert(sid.clone(), Slot::Running(tx.clone()));
-            Some(tx)
-        }
-    }
+/// Who serves a request for a session.
+enum Target<A: App> {
+    /// Its owner, running: the request goes to its inbox.
+    Running(Arc<Inbox>),
+    /// It was parked: the caller owns it now (the table says `Running` with
+    /// the new owner's inbox, so concurrent requests queue there). Boxed: an
+    /// owner is large, and this one moves on into a task or the table.
+    Woken(Box<Owner<A>>),
+    /// No such session lives here (or none was named): a fresh endpoint
+    /// answers (404, or a new session for an `initialize`).
+    Nobody,
 }
 
-/// A task for a session: a parked one woken up, or a fresh one-session
-/// endpoint for a request that names no live session (the core decides
-/// whether it starts one).
-fn spawn_session_task<A: App>(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>) -> Arc<Inbox> {
-    let inbox = Inbox::new(shared.options.requests_queued_max);
-    let (closed_tx, closed_rx) = mpsc::unbounded_channel();
-    let (driver, start, registered, broadcasts, origin) = match parked {
-        Some(p) => (p.driver, p.start, Some(p.session), p.broadcasts, p.origin),
-        None => {
-            // A fresh endpoint draws its ids from its own fork of the source.
-            let mut ids = match shared.ids.lock() {
-                Ok(mut parent) => parent.fork(),
-                Err(poisoned) => poisoned.into_inner().fork(),
-            };
-            let seed = ids.next_u64();
-            let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
-            let mut config = shared.options.endpoint.clone();
-            config.http_id_base = n * HTTP_IDS_PER_TASK;
-            let mut ep = ServerEndpoint::with_ids(config, shared.options.policy, ids);
-            if let Some(secret) = shared.options.app_secret {
-                ep.set_app_secret(secret);
-            }
-            // The application's broadcasts reach the other tasks' endpoints.
-            let to_others = shared.broadcasts.clone();
-            let fanout: Fanout = Arc::new(move |method: &str, params: Option<&RawJson>| {
-                let _ = to_others.send(Arc::new(Broadcast {
-                    from: n,
-                    method: method.to_owned(),
-                    params: params.cloned(),
-                }));
-            });
-            let driver = ServerDriver::new(ep, (shared.make_app)(), seed)
-                .with_tap(shared.tap.clone())
-                .with_fanout(Some(fanout));
-            let broadcasts = shared.broadcasts.subscribe();
-            (driver, shared.epoch, None, broadcasts, n)
+/// Who serves a request naming `sid`.
+fn target<A: App>(shared: &Arc<Shared<A>>, sid: Option<&SessionId>) -> Target<A> {
+    let Some(sid) = sid else {
+        return Target::Nobody;
+    };
+    match shared.table.read() {
+        Ok(t) => match t.get(sid) {
+            Some(Slot::Running(inbox)) => return Target::Running(inbox.clone()),
+            Some(Slot::Parked(_)) => {}
+            None => return Target::Nobody,
+        },
+        Err(_) => return Target::Nobody,
+    }
+    let Ok(mut table) = shared.table.write() else {
+        return Target::Nobody;
+    };
+    match table.remove(sid) {
+        Some(Slot::Running(inbox)) => {
+            table.insert(sid.clone(), Slot::Running(inbox.clone()));
+            Target::Running(inbox)
         }
-    };
-    let owner = Owner {
-        driver,
-        start,
-        broadcasts,
-        origin,
-        exchanges: Exchanges::new(
-            closed_tx,
-            shared.options.frames_queued_max,
-            shared.options.frame_bytes_queued_max,
-        ),
-        reported: None,
-        registered,
-        inbox: inbox.clone(),
-        shared: shared.clone(),
-    };
-    shared.live.0.fetch_add(1, Ordering::AcqRel);
-    tokio::spawn(owner.run(closed_rx));
-    inbox
+        Some(Slot::Parked(parked)) => match parked.into_inner() {
+            Ok(parked) => {
+                let owner = Box::new(Owner::new(shared, Some(*parked)));
+                table.insert(sid.clone(), Slot::Running(owner.inbox.clone()));
+                Target::Woken(owner)
+            }
+            Err(_) => Target::Nobody,
+        },
+        None => Target::Nobody,
+    }
 }
 
 /// Ends session `victim`, evicted by the admission table to make room: a
 /// parked one is dropped on the spot, a running one is told by its task.
-fn evict<A: App>(shared: &Arc<Shared<A>>, victim: SessionId) {
+pub(super) fn evict<A: App>(shared: &Arc<Shared<A>>, victim: SessionId) {
     let parked = {
         let Ok(mut t) = shared.table.write() else {
             return;
@@ -677,8 +649,11 @@ async fn sweep<A: App>(shared: Arc<Shared<A>>, period: std::time::Duration) {
                 .collect(),
             Err(_) => continue,
         };
+        // Woken as tasks, which see their deadline passed and expire them.
         for sid in due {
-            let _ = route(&shared, &sid);
+            if let Target::Woken(owner) = target(&shared, Some(&sid)) {
+                (*owner).spawn();
+            }
         }
     }
 }
@@ -706,277 +681,4 @@ pub(crate) fn response(head: WireHead, body: ResponseBody) -> hyper::Response<Re
         }
     }
     r
-}
-
-/// The task that owns one session's core and application.
-struct Owner<A: App> {
-    driver: ServerDriver<A>,
-    start: tokio::time::Instant,
-    /// Other tasks' broadcasts, for this task's endpoint.
-    broadcasts: broadcast::Receiver<Arc<Broadcast>>,
-    /// This driver's origin in [`Broadcast::from`].
-    origin: u64,
-    exchanges: Exchanges,
-    /// The session this task registered in the routing table.
-    registered: Option<SessionId>,
-    /// What the shared admission table last heard of the session.
-    reported: Option<SessionState>,
-    inbox: Arc<Inbox>,
-    shared: Arc<Shared<A>>,
-}
-
-impl<A: App> Owner<A> {
-    fn now(&self) -> Instant {
-        super::clock::now(self.start)
-    }
-
-    async fn run(mut self, mut closed_rx: mpsc::UnboundedReceiver<HttpId>) {
-        let mut shutdown = self.shared.shutdown.clone();
-        let inbox = self.inbox.clone();
-        let mut stopping = false;
-        loop {
-            let next = self.driver.poll_timeout();
-            let sleep = super::clock::sleep_until(self.start, next);
-            tokio::select! {
-                cmd = inbox.recv() => match cmd {
-                    Some(ToOwner::Request(r)) => self.on_request(r.head, r.body, r.peer, r.reply),
-                    Some(ToOwner::Evict(sid)) => {
-                        let now = self.now();
-                        self.driver.evict(&sid, now);
-                    }
-                    None => break,
-                },
-                Some(http) = closed_rx.recv() => self.on_closed(http),
-                b = self.broadcasts.recv() => self.on_broadcast(b),
-                _ = sleep => self.on_timeout(),
-                _ = shutdown.changed() => {
-                    // Listens end with their `complete` result, not cut off.
-                    let now = self.now();
-                    self.driver.end_listens(now);
-                    self.flush();
-                    stopping = true;
-                    break;
-                }
-            }
-            // Register a new session before its initialize answer goes out:
-            // the client may send its next request the moment it has the id.
-            self.register();
-            self.flush();
-            self.report_admission();
-            if self.finished() {
-                break;
-            }
-            if self.idle() {
-                match self.park() {
-                    None => return,
-                    Some(me) => self = me,
-                }
-            }
-        }
-        self.unregister();
-        // Requests that reached this task after its session ended: a fresh
-        // task answers them (404), none is dropped.
-        inbox.mail.close();
-        while let Some(m) = inbox.mail.try_recv() {
-            if !stopping {
-                let _ = spawn_session_task(&self.shared, None).send(m);
-            }
-        }
-        let (count, notify) = &*self.shared.live;
-        count.fetch_sub(1, Ordering::AcqRel);
-        notify.notify_waiters();
-    }
-
-    /// Once the core has minted this task's session, requests naming it come here.
-    fn register(&mut self) {
-        if self.registered.is_some() {
-            return;
-        }
-        // A modern request's own session is nobody's to name: not routed to,
-        // not counted by admission.
-        let Some(sid) = self.driver.endpoint().named_session_ids().next().cloned() else {
-            return;
-        };
-        if let Ok(mut t) = self.shared.table.write() {
-            t.insert(sid.clone(), Slot::Running(self.inbox.clone()));
-        }
-        self.registered = Some(sid);
-    }
-
-    fn unregister(&mut self) {
-        if let Some(sid) = self.registered.take() {
-            if let Ok(mut t) = self.shared.table.write() {
-                t.remove(&sid);
-                if let Ok(mut a) = self.shared.admission.lock() {
-                    a.remove(&sid);
-                }
-            }
-        }
-    }
-
-    /// Tells the shared admission table what changed of the session, as its
-    /// core sees it (handshake, idleness, bytes kept): the same report the
-    /// endpoint makes to its own table. Locks only when something changed.
-    fn report_admission(&mut self) {
-        let Some(sid) = &self.registered else {
-            return;
-        };
-        let Some(state) = self
-            .driver
-            .endpoint()
-            .session(sid)
-            .map(|s| s.admission_state())
-        else {
-            return;
-        };
-        if self.reported == Some(state) {
-            return;
-        }
-        if let Ok(mut a) = self.shared.admission.lock() {
-            a.handle_session(sid, state);
-        }
-        self.reported = Some(state);
-    }
-
-    /// Nothing to do until a request arrives or the session's idle expiry:
-    /// no open exchange, no application timer, no core deadline but that one.
-    fn idle(&self) -> bool {
-        self.registered.is_some()
-            && self.exchanges.is_empty()
-            && !self.driver.has_app_timers()
-            && self.driver.endpoint().poll_timeout().is_none_or(|(_, t)| {
-                matches!(
-                    t,
-                    crate::server::SessionTimer::Idle | crate::server::SessionTimer::Init
-                )
-            })
-    }
-
-    /// Parks the session in the routing table and ends the task (`None`);
-    /// gives itself back if a request arrived meanwhile.
-    fn park(mut self) -> Option<Self> {
-        let shared = self.shared.clone();
-        let Ok(mut table) = shared.table.write() else {
-            return Some(self);
-        };
-        if self.registered.is_none() {
-            return Some(self);
-        }
-        // Closed only if nothing is queued, under the mailbox's own lock: a
-        // request is either queued (the task goes on and takes it) or refused
-        // as closed, and its sender routes again and finds the parked slot
-        // once the table is released. (Checking, then closing, lost requests
-        // sent in between: tests/loom_handoff.rs.)
-        if !self.inbox.mail.close_if_empty() {
-            return Some(self);
-        }
-        let Some(session) = self.registered.take() else {
-            return Some(self);
-        };
-        let deadline = self.driver.endpoint().poll_timeout().map(|(t, _)| t);
-        table.insert(
-            session.clone(),
-            Slot::Parked(Mutex::new(Box::new(Parked {
-                driver: self.driver,
-                start: self.start,
-                session,
-                broadcasts: self.broadcasts,
-                origin: self.origin,
-                deadline: deadline
-                    .map(|d| self.start + std::time::Duration::from_millis(d.as_millis())),
-            }))),
-        );
-        drop(table);
-        let (count, notify) = &*shared.live;
-        count.fetch_sub(1, Ordering::AcqRel);
-        notify.notify_waiters();
-        None
-    }
-
-    /// No session (never started, or ended) and nothing left to write.
-    fn finished(&mut self) -> bool {
-        let no_session = self.driver.endpoint().session_ids().next().is_none();
-        if no_session {
-            self.unregister();
-        }
-        no_session && self.exchanges.is_empty()
-    }
-
-    fn on_request(
-        &mut self,
-        head: RequestHead,
-        body: Result<Bytes, UnreadBody>,
-        peer: Option<SocketAddr>,
-        reply: oneshot::Sender<Reply>,
-    ) {
-        let now = self.now();
-        let peer = peer.map(|p| p.ip());
-        let _span = tracing::debug_span!("request", method = ?head.method).entered();
-        let http = match &body {
-            // A task without a session may open one: the shared table admits it.
-            Ok(b) if self.driver.endpoint().session_ids().next().is_none() => {
-                let mut evicted = Vec::new();
-                let http = match self.shared.admission.lock() {
-                    Ok(mut a) => {
-                        let http = self
-                            .driver
-                            .handle_request_admitting(&head, b, peer, &mut a, now);
-                        evicted.extend(std::iter::from_fn(|| a.poll_evicted()));
-                        http
-                    }
-                    Err(_) => self.driver.handle_request(&head, Ok(b), peer, now),
-                };
-                for victim in evicted {
-                    evict(&self.shared, victim);
-                }
-                http
-            }
-            Ok(b) => self.driver.handle_request(&head, Ok(b), peer, now),
-            Err(why) => self.driver.handle_request(&head, Err(*why), peer, now),
-        };
-        tracing::debug!(%http, "request handled");
-        self.exchanges.awaiting(http, reply);
-    }
-
-    fn on_closed(&mut self, http: HttpId) {
-        self.exchanges.remove(http);
-        let now = self.now();
-        self.driver.handle_http_closed(http, now);
-    }
-
-    fn on_broadcast(&mut self, b: Result<Arc<Broadcast>, broadcast::error::RecvError>) {
-        match b {
-            Ok(b) if b.from != self.origin => {
-                let now = self.now();
-                self.driver
-                    .handle_broadcast(&b.method, b.params.clone(), now);
-            }
-            Ok(_) => {}
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(missed = n, "a session task fell behind on broadcasts");
-            }
-            // Never while `Shared` holds the sender.
-            Err(broadcast::error::RecvError::Closed) => {}
-        }
-    }
-
-    fn on_timeout(&mut self) {
-        let now = self.now();
-        self.driver.handle_timeout(now);
-    }
-
-    /// Moves every write the driver has ready to its exchange.
-    fn flush(&mut self) {
-        while let Some((http, write)) = self.driver.poll_write() {
-            self.write(http, write);
-        }
-    }
-
-    fn write(&mut self, http: HttpId, write: Write) {
-        if self.exchanges.write(http, write) == Written::TooSlow {
-            // Too slow (or gone): closed; the stream stays resumable.
-            let now = self.now();
-            self.driver.handle_http_closed(http, now);
-        }
-    }
 }
