@@ -53,6 +53,16 @@ const TTL_MS: u64 = 60_000;
 
 impl Fleet {
     fn new(n: u16, entries_per_log_max: usize, config: impl Fn(&mut InstanceConfig)) -> Self {
+        Self::with_endpoint(n, entries_per_log_max, config, EndpointConfig::default())
+    }
+
+    /// [`Fleet::new`] with every instance's endpoint set up as `endpoint`.
+    fn with_endpoint(
+        n: u16,
+        entries_per_log_max: usize,
+        config: impl Fn(&mut InstanceConfig),
+        endpoint: EndpointConfig,
+    ) -> Self {
         let nodes = (0..n)
             .map(|i| {
                 let mut c = InstanceConfig {
@@ -63,7 +73,7 @@ impl Fleet {
                 config(&mut c);
                 Instance::new(
                     c,
-                    EndpointConfig::default(),
+                    endpoint.clone(),
                     ServerPolicy::FIXED,
                     IdSource::reproducible(u64::from(i) + 1),
                 )
@@ -553,6 +563,70 @@ fn a_session_expired_in_the_store_is_unknown_everywhere() {
         &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
     );
     assert_eq!(f.seen[&(0, gone)].status, Some(404), "at its expiry");
+}
+
+/// An instance asks for time at its earliest deadline (here a copy's idle
+/// expiry, between two heartbeats). A copy its endpoint ends on that timer
+/// lets go of what it followed for the session at once; the session itself
+/// lives on in the store (the fleet's TTL decides, another instance may be
+/// serving it), and another instance serves it.
+#[test]
+fn a_copy_idle_on_its_instance_ends_at_its_deadline_and_lets_go_of_its_logs() {
+    let mut endpoint = EndpointConfig::default();
+    endpoint.session.idle_timeout_ms = Some(2_500);
+    let mut f = Fleet::with_endpoint(2, 64, |c| c.beat_ms = 1_000, endpoint);
+    f.handshake(0, 0);
+    let sid = f.sid();
+    // A call on a stream, which the copy logs; its connection drops (the
+    // stream stays resumable) and every other exchange is over: the copy is
+    // idle from here.
+    let (id, _) = f.call(0);
+    f.progress(0, id, 1);
+    let done: Vec<HttpId> = f
+        .seen
+        .keys()
+        .filter(|(i, _)| *i == 0)
+        .map(|k| k.1)
+        .collect();
+    for http in done {
+        f.close(0, http);
+    }
+    let written = f.nodes[0].logs().len();
+    assert!(written > 0, "the copy logged its streams");
+    let mut deadlines = Vec::new();
+    while f.nodes[0]
+        .endpoint()
+        .session(&sid)
+        .is_some_and(|s| !s.is_ended())
+    {
+        let t = f.nodes[0]
+            .poll_timeout()
+            .expect("an instance always has a deadline: its next heartbeat");
+        assert!(
+            t >= f.now,
+            "a deadline not behind, not {t:?} at {:?}",
+            f.now
+        );
+        assert!(deadlines.len() < 10, "never expired: {deadlines:?}");
+        deadlines.push(t.as_millis());
+        f.now = t;
+        f.nodes[0].handle_timeout(t);
+        f.pump();
+    }
+    // The first heartbeat at once, two more, then the expiry.
+    assert_eq!(deadlines, [0, 1_000, 2_000, 2_500]);
+    assert!(f.nodes[0].logs().is_empty(), "{written} logs kept");
+    assert_eq!(
+        f.store.sessions_len(),
+        1,
+        "the session lives on in the store"
+    );
+    let id = f.next_id();
+    let later = f.post(
+        1,
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+    );
+    assert_eq!(f.seen[&(1, later)].status, Some(200));
 }
 
 #[test]
