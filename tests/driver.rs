@@ -5,8 +5,9 @@
 use mcp_streamable::app::everything::Counting;
 use mcp_streamable::head::RequestHead;
 use mcp_streamable::ids::{HttpId, SessionId};
+use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::wire::Write;
-use mcp_streamable::server::UnreadBody;
+use mcp_streamable::server::{Admission, Cause, EndpointConfig, UnreadBody};
 use mcp_streamable::version::ProtocolVersion;
 
 mod common;
@@ -240,4 +241,158 @@ fn refusals_are_whole_json_rpc_errors_and_an_unread_body_is_answered() {
     );
     assert!(!h.driver.has_open_exchanges());
     h.clean();
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+impl Harness {
+    /// A standalone GET of `sid`, open.
+    fn get(&mut self, sid: &SessionId) -> HttpId {
+        let now = self.now();
+        let get = self.driver.handle_request(
+            &RequestHead::get(sid, ProtocolVersion::LATEST, None),
+            Ok(b""),
+            None,
+            now,
+        );
+        let writes = self.writes();
+        assert!(matches!(&writes[..], [(g, Write::Open { .. })] if *g == get));
+        get
+    }
+}
+
+/// The messages on exchange `http` among `writes` whose data mention `what`.
+fn count_on(writes: &[(HttpId, Write)], http: HttpId, what: &str) -> usize {
+    writes
+        .iter()
+        .filter(|(h, _)| *h == http)
+        .flat_map(|(_, w)| data(w.body()))
+        .filter(|d| d.contains(what))
+        .count()
+}
+
+/// What a shell asks before it parks a session: whether an exchange is
+/// still being answered, whether the application holds a timer.
+#[test]
+fn open_exchanges_and_app_timers_are_what_a_shell_parks_by() {
+    let mut h = Harness::new();
+    let sid = h.initialize();
+    assert!(!h.driver.has_open_exchanges() && !h.driver.has_app_timers());
+    let call = h.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p"}}}"#,
+    );
+    h.writes();
+    assert!(h.driver.has_open_exchanges(), "the call's stream is open");
+    assert!(h.driver.has_app_timers(), "its progress comes on timers");
+    for _ in 0..20 {
+        if !h.driver.has_app_timers() {
+            break;
+        }
+        let at = h.driver.poll_timeout().expect("a timer is set");
+        h.now = at.as_millis();
+        h.driver.handle_timeout(at);
+        h.writes();
+    }
+    assert!(!h.driver.has_app_timers(), "the tool's timers are done");
+    assert!(!h.driver.is_open(call) && !h.driver.has_open_exchanges());
+    h.clean();
+}
+
+/// A shell with one endpoint per session admits a new session through a
+/// table it shares (the id returned is the exchange the answer goes on) and
+/// ends, through the driver, a session that table evicts.
+#[test]
+fn a_session_admitted_by_a_shared_table_and_one_evicted_through_the_driver() {
+    let mut h = Harness::new();
+    let first = h.initialize();
+    let mut admission = Admission::default();
+    let now = h.now();
+    let http = h.driver.handle_request_admitting(
+        &RequestHead::post(None, None),
+        INITIALIZE.as_bytes(),
+        None,
+        &mut admission,
+        now,
+    );
+    let writes = h.writes();
+    assert!(
+        matches!(&writes[..], [(x, Write::Whole { head, .. })] if *x == http && head.status == 200),
+        "{http:?}: {writes:?}"
+    );
+    h.driver.evict(&first, now);
+    let ping = h.post(Some(&first), r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#);
+    let writes = h.writes();
+    assert!(
+        matches!(&writes[..], [(x, Write::Whole { head, .. })] if *x == ping && head.status == 404),
+        "the evicted session is gone: {writes:?}"
+    );
+    h.clean();
+}
+
+/// A broadcast made in another endpoint (a shell's fan-out) reaches every
+/// GET here and says how many got it; the application run from outside any
+/// callback (`with_app`) notifies through its `Cx`.
+#[test]
+fn a_broadcast_from_elsewhere_and_the_app_run_from_outside_reach_the_gets() {
+    let mut h = Harness::new();
+    let (a, b) = (h.initialize(), h.initialize());
+    let (get_a, get_b) = (h.get(&a), h.get(&b));
+    let now = h.now();
+    let list = "notifications/tools/list_changed";
+    assert_eq!(h.driver.handle_broadcast(list, None, now), 2);
+    let writes = h.writes();
+    assert_eq!(
+        (
+            count_on(&writes, get_a, list),
+            count_on(&writes, get_b, list)
+        ),
+        (1, 1)
+    );
+    h.driver.with_app(a.clone(), now, |_, cx| {
+        assert!(cx.notify("notifications/message", None, Cause::Unrelated));
+    });
+    let writes = h.writes();
+    assert_eq!(count_on(&writes, get_a, "notifications/message"), 1);
+    assert_eq!(count_on(&writes, get_b, "notifications/message"), 0);
+    h.clean();
+}
+
+/// Under mcp-go's competing listeners (MCP_GO_0_44) a notification waits in
+/// the shared queue until a scheduling point hands it on: the driver plays
+/// the scheduler, so the notification still goes out, on a stream.
+#[test]
+fn under_mcp_go_the_driver_fires_the_scheduling_points_that_send_a_notification() {
+    let mut h = Harness::with_policy(EndpointConfig::default(), ServerPolicy::MCP_GO_0_44);
+    h.post(None, INITIALIZE);
+    let writes = h.writes();
+    let sid: SessionId = match &writes[..] {
+        [(_, Write::Whole { head, .. } | Write::Open { head, .. })] => {
+            head.header("mcp-session-id").unwrap().parse().unwrap()
+        }
+        _ => panic!("{writes:?}"),
+    };
+    h.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    let now = h.now();
+    let get = h.driver.handle_request(
+        &RequestHead::get(&sid, ProtocolVersion::LATEST, None),
+        Ok(b""),
+        None,
+        now,
+    );
+    h.writes();
+    let call = h.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notify","arguments":{}}}"#,
+    );
+    let writes = h.writes();
+    let list = "notifications/tools/list_changed";
+    assert_eq!(
+        count_on(&writes, get, list) + count_on(&writes, call, list),
+        1,
+        "{writes:?}"
+    );
 }

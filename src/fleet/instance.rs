@@ -1642,3 +1642,28 @@ fn expects_reply(op: &StoreOp) -> bool {
             | StoreOp::Beat { .. }
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request id names the instance that asked in its upper 32 bits; ids
+    /// no instance mints (zero, negative, past the last instance, strings)
+    /// name none, so their answers are handled where they land.
+    #[test]
+    fn asked_by_reads_the_instance_from_ids_instances_mint_and_only_those() {
+        let top = i64::from(INSTANCES_MAX - 1);
+        for (n, want) in [
+            (1, Some(0)),
+            ((3 << 32) + 7, Some(3)),
+            (top << 32, Some(INSTANCES_MAX - 1)),
+            (0, None),
+            (-1, None),
+            (i64::from(INSTANCES_MAX) << 32, None),
+            ((i64::from(INSTANCES_MAX) << 32) + 1, None),
+        ] {
+            assert_eq!(asked_by(&RequestId::Num(n)), want.map(InstanceId), "{n}");
+        }
+        assert_eq!(asked_by(&RequestId::Str("1".into())), None);
+    }
+}

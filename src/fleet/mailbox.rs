@@ -249,6 +249,39 @@ mod tests {
         assert_eq!(seqs, [1, 2, 3, 4]);
     }
 
+    /// `is_claiming` says whether a claim is out: from the claim made on
+    /// subscribing until its answer.
+    #[test]
+    fn is_claiming_from_the_claim_until_its_answer() {
+        let mut c = Claimer::new(LogKey::mailbox(sid()), 2);
+        assert!(!c.is_claiming());
+        c.open();
+        assert!(!c.is_claiming(), "subscribing: nothing claimed yet");
+        c.handle_push(&Push::Subscribed {
+            log: LogKey::mailbox(sid()),
+        });
+        assert!(c.is_claiming());
+        c.handle_reply(claimed(&[1], false));
+        assert!(!c.is_claiming());
+    }
+
+    /// A subscription confirmed after the claimer closed (its GET left
+    /// before the store answered) claims nothing: a closed claimer stays
+    /// closed until it is opened again.
+    #[test]
+    fn a_subscription_confirmed_after_close_claims_nothing() {
+        let mut c = Claimer::new(LogKey::mailbox(sid()), 2);
+        c.open();
+        c.close();
+        ops(&mut c);
+        c.handle_push(&Push::Subscribed {
+            log: LogKey::mailbox(sid()),
+        });
+        assert!(ops(&mut c).is_empty(), "no claim for a closed claimer");
+        assert_eq!(c.phase(), Phase::Closed);
+        assert!(c.is_done());
+    }
+
     #[test]
     fn a_claim_out_at_close_is_still_delivered_and_nothing_more_is_claimed() {
         let mut c = Claimer::new(LogKey::mailbox(sid()), 2);

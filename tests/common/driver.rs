@@ -28,10 +28,14 @@ impl DriverHarness {
     }
 
     pub fn with(config: EndpointConfig) -> Self {
+        Self::with_policy(config, ServerPolicy::FIXED)
+    }
+
+    pub fn with_policy(config: EndpointConfig, policy: ServerPolicy) -> Self {
         let monitor = Arc::new(Mutex::new(Monitor::new()));
         let m = monitor.clone();
         let tap: Tap = Box::new(move |o: &Observation| m.lock().unwrap().observe(o));
-        let ep = ServerEndpoint::with_ids(config, ServerPolicy::FIXED, IdSource::reproducible(7));
+        let ep = ServerEndpoint::with_ids(config, policy, IdSource::reproducible(7));
         let driver = ServerDriver::new(ep, EverythingApp::default(), 1)
             .with_tap(Some(Arc::new(Mutex::new(tap))));
         DriverHarness {
