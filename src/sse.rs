@@ -569,6 +569,33 @@ mod tests {
         }
     }
 
+    /// The encoders reserve about what they write, up front: never a
+    /// multiple of it (a 4 MiB event must not reserve tens of MiB).
+    #[test]
+    fn encoders_reserve_about_what_they_write() {
+        let mut out = Vec::new();
+        encode_event(
+            &mut out,
+            Some("0123456789"),
+            None,
+            Some(&"x".repeat(100_000)),
+        );
+        assert!(
+            out.capacity() < 2 * out.len(),
+            "{} for {}",
+            out.capacity(),
+            out.len()
+        );
+        let mut out = Vec::new();
+        encode_comment(&mut out, &"y".repeat(1_000));
+        assert!(
+            out.capacity() < 2 * out.len(),
+            "{} for {}",
+            out.capacity(),
+            out.len()
+        );
+    }
+
     /// Release builds strip CR, LF and NUL from an event id (debug builds
     /// assert, a caller bug): the id stays one line, nothing else is lost.
     #[cfg(not(debug_assertions))]

@@ -396,3 +396,64 @@ fn under_mcp_go_the_driver_fires_the_scheduling_points_that_send_a_notification(
         "{writes:?}"
     );
 }
+
+/// A tap sees each request as the driver takes it and each exchange the
+/// peer closed (what the monitor judges the server's side by).
+#[test]
+fn the_tap_sees_each_request_and_each_close() {
+    use mcp_streamable::app::{EverythingApp, Tap};
+    use mcp_streamable::id_source::IdSource;
+    use mcp_streamable::monitor::Observation;
+    use mcp_streamable::server::{ServerDriver, ServerEndpoint};
+    use mcp_streamable::time::Instant;
+    use std::sync::{Arc, Mutex};
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let tap: Tap = Box::new(move |o: &Observation| match o {
+        Observation::Request { http, .. } => s.lock().unwrap().push(("request", *http)),
+        Observation::Closed { http } => s.lock().unwrap().push(("closed", *http)),
+        _ => {}
+    });
+    let ep = ServerEndpoint::with_ids(
+        EndpointConfig::default(),
+        ServerPolicy::FIXED,
+        IdSource::reproducible(7),
+    );
+    let mut driver = ServerDriver::new(ep, EverythingApp::default(), 1)
+        .with_tap(Some(Arc::new(Mutex::new(tap))));
+    let now = Instant::ZERO;
+    let init = driver.handle_request(
+        &RequestHead::post(None, None),
+        Ok(INITIALIZE.as_bytes()),
+        None,
+        now,
+    );
+    let sid: SessionId = match driver.poll_write() {
+        Some((_, Write::Whole { head, .. })) => {
+            head.header("mcp-session-id").unwrap().parse().unwrap()
+        }
+        w => panic!("{w:?}"),
+    };
+    let initialized = driver.handle_request(
+        &RequestHead::post(Some(&sid), Some(ProtocolVersion::LATEST)),
+        Ok(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+        None,
+        now,
+    );
+    let get = driver.handle_request(
+        &RequestHead::get(&sid, ProtocolVersion::LATEST, None),
+        Ok(b""),
+        None,
+        now,
+    );
+    driver.handle_http_closed(get, now);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            ("request", init),
+            ("request", initialized),
+            ("request", get),
+            ("closed", get)
+        ]
+    );
+}
