@@ -457,3 +457,39 @@ fn the_tap_sees_each_request_and_each_close() {
         ]
     );
 }
+
+/// A session that ends takes its application's timers with it, and only
+/// its own: another session's call on timers goes on to its result.
+#[test]
+fn an_ended_session_takes_its_app_timers_and_only_its_own() {
+    let mut h = Harness::new();
+    let (a, b) = (h.initialize(), h.initialize());
+    let progress = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":"p"}}}"#;
+    let call_a = h.post(Some(&a), progress);
+    let call_b = h.post(Some(&b), progress);
+    h.writes();
+    let now = h.now();
+    h.driver
+        .handle_request(&RequestHead::delete(&a), Ok(b""), None, now);
+    h.writes();
+    let mut result_b = false;
+    for _ in 0..20 {
+        let Some(at) = h
+            .driver
+            .poll_timeout()
+            .filter(|_| h.driver.has_app_timers())
+        else {
+            break;
+        };
+        h.now = at.as_millis();
+        h.driver.handle_timeout(at);
+        for (http, w) in h.writes() {
+            assert_ne!(http, call_a, "nothing more for the ended session: {w:?}");
+            if http == call_b && data(w.body()).iter().any(|d| d.contains(r#""result""#)) {
+                result_b = true;
+            }
+        }
+    }
+    assert!(result_b, "b's call went on to its result");
+    assert!(!h.driver.has_app_timers());
+}

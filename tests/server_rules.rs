@@ -879,3 +879,42 @@ fn a_batch_reply_commits_sse_at_once_even_when_json_could_wait() {
     assert_eq!(h.log[&batch].end, Some(EndReason::Complete));
     assert!(h.violations().is_empty(), "{:?}", h.violations());
 }
+
+/// What an endpoint hands its application and its embedder: one secret,
+/// drawn once from its source (or set: the instances of a fleet share one),
+/// a forked source that follows the seed (same seed, same trace), and the
+/// policy and configuration it was made with.
+#[test]
+fn an_endpoints_secret_entropy_policy_and_config_are_its_own() {
+    use mcp_streamable::id_source::IdSource;
+    use mcp_streamable::server::{EndpointConfig, ServerEndpoint};
+    let make = |seed: u64| {
+        let config = EndpointConfig {
+            body_max: 12_345,
+            ..EndpointConfig::default()
+        };
+        ServerEndpoint::with_ids(
+            config,
+            ServerPolicy::MCP_GO_0_44,
+            IdSource::reproducible(seed),
+        )
+    };
+    let (mut a, mut b, mut a_again) = (make(1), make(2), make(1));
+    let key = a.app_secret();
+    assert_eq!(a.app_secret(), key, "drawn once");
+    assert_ne!(b.app_secret(), key, "each endpoint its own");
+    assert_eq!(a_again.app_secret(), key, "the same seed draws the same");
+    let shared = [7u8; 32];
+    b.set_app_secret(shared);
+    assert_eq!(b.app_secret(), shared);
+    let (mut fa, mut fb) = (a.fork_entropy(), a_again.fork_entropy());
+    let draws = |f: &mut IdSource| (0..4).map(|_| f.next_u64()).collect::<Vec<_>>();
+    assert_eq!(draws(&mut fa), draws(&mut fb), "forks follow the seed");
+    assert_ne!(
+        draws(&mut a.fork_entropy()),
+        draws(&mut fa),
+        "each fork its own stream"
+    );
+    assert_eq!(*a.policy(), ServerPolicy::MCP_GO_0_44);
+    assert_eq!(a.config().body_max, 12_345);
+}
