@@ -918,3 +918,17 @@ fn an_endpoints_secret_entropy_policy_and_config_are_its_own() {
     assert_eq!(*a.policy(), ServerPolicy::MCP_GO_0_44);
     assert_eq!(a.config().body_max, 12_345);
 }
+
+/// The endpoint's next deadline is its sessions' earliest: here an idle
+/// session's expiry, `idle_timeout_ms` after its last exchange ended.
+#[test]
+fn the_endpoints_deadline_is_an_idle_sessions_expiry() {
+    let mut config = common::test_config();
+    config.session.idle_timeout_ms = Some(5_000);
+    let h = ready_with(config);
+    let (at, timer) = h.ep.poll_timeout().expect("the idle expiry");
+    assert_eq!(
+        (at.as_millis(), timer),
+        (h.now.as_millis() + 5_000, SessionTimer::Idle)
+    );
+}
