@@ -932,3 +932,33 @@ fn the_endpoints_deadline_is_an_idle_sessions_expiry() {
         (h.now.as_millis() + 5_000, SessionTimer::Idle)
     );
 }
+
+/// An `initialize` where none may be is refused as an invalid request
+/// (-32600), not handled as any other message: inside a session's POST, or
+/// batched with something else without a session.
+#[test]
+fn an_initialize_inside_a_session_or_a_batch_is_an_invalid_request() {
+    let mut h = ready();
+    let init = r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let again = h.post(init);
+    assert_eq!(h.log[&again].status, Some(400));
+    assert_eq!(error_code(&h, again), -32600);
+    let batch = format!(r#"[{init},{PING}]"#);
+    let head = RequestHead::post(None, Some(h.version));
+    let batched = h.request(&head, batch.as_bytes());
+    assert_eq!(h.log[&batched].status, Some(400));
+    assert_eq!(error_code(&h, batched), -32600);
+}
+
+/// A POST body of exactly `body_max` bytes is read; one byte more is 413.
+#[test]
+fn a_post_body_of_exactly_body_max_is_accepted_and_one_more_is_413() {
+    // Room for the handshake; the pings are padded to the edge with spaces.
+    let mut config = common::test_config();
+    config.body_max = 400;
+    let mut h = ready_with(config);
+    let at = h.post(&format!("{PING:<400}"));
+    assert_eq!(h.log[&at].status, Some(200));
+    let past = h.post(&format!("{PING:<401}"));
+    assert_eq!(h.log[&past].status, Some(413));
+}
