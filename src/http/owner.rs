@@ -2,25 +2,27 @@
 //! exchanges it writes to, and the turns that move them.
 //!
 //! ```text
-//!   a request for a parked session,            ┌──────────── idle ─────────────┐
-//!   or naming none                             ▼                               │
-//!   ──────────────▶ inline turn ──idle──▶ parked in the table ◀──idle── owner task
-//!                   (on the connection's       ▲  (no task, no channels)        ▲
-//!                    own task)                 └── woken by a request ──────────┤
-//!                        │ something outlives the request: an open stream,     │
-//!                        │ a request queued meanwhile, an application timer    │
-//!                        └────────────────────────────────────────────────────┘
-//!                   session ended and nothing left to write: gone (from either)
+//!   a request naming no live session                ┌──────── idle ────────┐
+//!   ────────────────────────▶ inline turn ──idle──▶ parked in the table    │
+//!                             (on the connection's   (no task, no channels) │
+//!                              own task)              │ woken by a request  │
+//!                                  │ something         ▼                    │
+//!                                  │ outlives it ──▶ owner task ────────────┘
+//!   session ended and nothing left to write: gone (from either)
 //! ```
 //!
-//! A request that finds its session parked (or names none) is served on the
+//! A request that names no live session (an `initialize`, a modern
+//! request, an unknown id) is served by a fresh one-session endpoint on the
 //! connection task that read it: no task spawned, no channel crossed, the
-//! answer ready when the turn ends. Only what outlives the request (a stream
-//! left open, mail queued by a concurrent request, a timer of the
-//! application) gets a task of its own, which parks the session again once
-//! it is idle. Either way the session has one owner at a time: the table
-//! holds `Running` with its inbox while anyone owns it, and an owner parks
-//! only if that inbox is empty, closed in the same step
+//! answer ready when the turn ends; a session it opened is parked at once.
+//! Only what outlives the request (a stream left open, an application
+//! timer) gets a task of its own, which parks the session once it is idle. A parked session is
+//! woken as a task (`Owner::spawn`), not inline: requests to a busy session
+//! come in bursts that its task takes in one go, where an inline wake and
+//! park per request cost 28% of the throughput at 32 connections
+//! (`docs/performance.md`). Either way the session has one owner at a time:
+//! the table holds `Running` with its inbox while anyone owns it, and an
+//! owner parks only if that inbox is empty, closed in the same step
 //! (`tests/loom_handoff.rs` explores both the task and the inline owner).
 
 use super::body::ClosedTx;
@@ -139,26 +141,17 @@ impl<A: App> Owner<A> {
         super::clock::now(self.start)
     }
 
-    /// One request served on the caller's task (see the module docs); the
+    /// One request served on the caller's task (see the module docs): a
+    /// fresh endpoint's, for a request that names no live session. The
     /// answer goes out on the request's `reply` as soon as the core writes
     /// its head, in this turn or, if the owner goes on as a task, later.
-    pub(super) fn serve_inline(mut self, request: Box<RequestForOwner>) {
-        // What reached the session while it was parked comes first.
-        let had_session = self.registered.is_some();
-        self.catch_up();
-        if had_session && self.finished() {
-            // It expired meanwhile: a fresh owner answers (404), as a task
-            // whose session ended hands on what reaches it late.
-            let shared = self.shared.clone();
-            self.end(false);
-            return Owner::new(&shared, None).serve_inline(request);
-        }
+    pub(super) fn serve_inline(mut self, request: RequestForOwner) {
         let RequestForOwner {
             head,
             body,
             peer,
             reply,
-        } = *request;
+        } = request;
         self.on_request(head, body, peer, reply);
         match self.after_turn() {
             AfterTurn::Goes(me) => {
@@ -188,6 +181,13 @@ impl<A: App> Owner<A> {
     async fn run(mut self) {
         let mut shutdown = self.shared.shutdown.clone();
         let inbox = self.inbox.clone();
+        // A woken session first catches up on what reached it while parked
+        // (its expiry before any request it was woken for).
+        let had_session = self.registered.is_some();
+        self.catch_up();
+        if had_session && self.finished() {
+            return self.end(false);
+        }
         loop {
             let next = self.driver.poll_timeout();
             let sleep = super::clock::sleep_until(self.start, next);

@@ -5,7 +5,7 @@
 //!  connection tasks                     routing table (handles only)       session owners
 //!  ────────────────                     ───────────────────────────        ──────────────
 //!  head + bounded body ──Mcp-Session-Id known?──running──▶ its owner's inbox ─▶ its endpoint
-//!                                        ├──parked──▶ woken: served inline     + its app
+//!                                        ├──parked──▶ woken as a task, inbox   + its app
 //!                                        └──no──▶ a fresh one-session endpoint, inline:
 //!                                                 it answers (initialize → a session,
 //!                                                 which the owner registers; else 400/404/…)
@@ -14,11 +14,10 @@
 //! ```
 //! Each owner (`src/http/owner.rs`) holds its core and its application
 //! instance in a [`ServerDriver`]: no shared mutable state beyond the table
-//! of channel handles and the admission table. A request that finds its
-//! session parked, or names none, is served on the connection task itself;
-//! an owner becomes a task only while something outlives a request (an open
-//! stream, queued requests, an application timer), and parks again when
-//! idle. Every decision (statuses, routing, ids, replay, headers, bytes,
+//! of channel handles and the admission table. A request that names no
+//! live session is served on the connection task itself; an owner is a
+//! task only while something outlives a request (an open stream, queued
+//! requests, an application timer), and parks again when idle. Every decision (statuses, routing, ids, replay, headers, bytes,
 //! whole body or stream) is the core's; the shell moves the driver's
 //! [`Write`]s to hyper and time to the driver. An owner ends when its
 //! session has ended and its exchanges are closed.
@@ -509,22 +508,26 @@ async fn serve_one<A: App, B: RequestBody>(
     let mut delivered = false;
     // An owner that has just parked closes its mailbox: look the session up again.
     for _ in 0..4 {
-        match target(&shared, sid.as_ref()) {
-            // Served here, on this task (src/http/owner.rs).
-            Target::Woken(owner) => (*owner).serve_inline(request),
-            Target::Nobody => Owner::new(&shared, None).serve_inline(request),
-            Target::Running(inbox) => match inbox.send(ToOwner::Request(request)) {
-                Ok(()) => {}
-                Err(SendError::Closed(ToOwner::Request(r))) => {
-                    request = r;
-                    continue;
-                }
-                // Overloaded: `requests_queued_max` requests already wait.
-                Err(_) => break,
-            },
+        let inbox = match target(&shared, sid.as_ref()) {
+            // A fresh endpoint answers here, on this task (src/http/owner.rs).
+            Target::Nobody => {
+                Owner::new(&shared, None).serve_inline(*request);
+                delivered = true;
+                break;
+            }
+            // Woken as a task, which takes a burst of requests in one go.
+            Target::Woken(owner) => (*owner).spawn(),
+            Target::Running(inbox) => inbox,
+        };
+        match inbox.send(ToOwner::Request(request)) {
+            Ok(()) => {
+                delivered = true;
+                break;
+            }
+            Err(SendError::Closed(ToOwner::Request(r))) => request = r,
+            // Overloaded: `requests_queued_max` requests already wait.
+            Err(_) => break,
         }
-        delivered = true;
-        break;
     }
     if !delivered {
         return Ok(unavailable());
