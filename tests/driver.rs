@@ -180,14 +180,7 @@ fn a_closed_stream_gets_no_more_writes_and_a_get_stream_carries_notifications() 
     let mut h = Harness::new();
     let sid = h.initialize();
     let now = h.now();
-    let get = h.driver.handle_request(
-        &RequestHead::get(&sid, ProtocolVersion::LATEST, None),
-        Ok(b""),
-        None,
-        now,
-    );
-    let writes = h.writes();
-    assert!(matches!(&writes[..], [(g, Write::Open { .. })] if *g == get));
+    let get = h.get(&sid);
     // The `notify` tool: an unrelated notification, on the GET stream.
     let call = h.post(
         Some(&sid),
@@ -246,15 +239,20 @@ fn refusals_are_whole_json_rpc_errors_and_an_unread_body_is_answered() {
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 impl Harness {
-    /// A standalone GET of `sid`, open.
-    fn get(&mut self, sid: &SessionId) -> HttpId {
+    /// A standalone GET of `sid`, sent.
+    fn send_get(&mut self, sid: &SessionId) -> HttpId {
         let now = self.now();
-        let get = self.driver.handle_request(
+        self.driver.handle_request(
             &RequestHead::get(sid, ProtocolVersion::LATEST, None),
             Ok(b""),
             None,
             now,
-        );
+        )
+    }
+
+    /// A standalone GET of `sid`, open.
+    fn get(&mut self, sid: &SessionId) -> HttpId {
+        let get = self.send_get(sid);
         let writes = self.writes();
         assert!(matches!(&writes[..], [(g, Write::Open { .. })] if *g == get));
         get
@@ -376,13 +374,7 @@ fn under_mcp_go_the_driver_fires_the_scheduling_points_that_send_a_notification(
         Some(&sid),
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     );
-    let now = h.now();
-    let get = h.driver.handle_request(
-        &RequestHead::get(&sid, ProtocolVersion::LATEST, None),
-        Ok(b""),
-        None,
-        now,
-    );
+    let get = h.send_get(&sid);
     h.writes();
     let call = h.post(
         Some(&sid),

@@ -222,6 +222,18 @@ async fn raw(
     (status, String::from_utf8_lossy(&text).into_owned(), sid)
 }
 
+/// A server of [`TestApp`]s on a loopback port of its own.
+async fn bind(options: ServerOptions) -> mcp_streamable::http::ServerHandle {
+    Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        options,
+        TestApp::default,
+        None,
+    )
+    .await
+    .unwrap()
+}
+
 const POST: [(&str, &str); 2] = [
     ("content-type", "application/json"),
     ("accept", "application/json, text/event-stream"),
@@ -434,14 +446,7 @@ async fn hold_get(addr: std::net::SocketAddr, sid: &str) -> tokio::net::TcpStrea
 async fn session_limit_and_cleanup_across_session_tasks() {
     let mut options = ServerOptions::default();
     options.endpoint.sessions_max = 1;
-    let server = Server::bind(
-        "127.0.0.1:0".parse().unwrap(),
-        options,
-        TestApp::default,
-        None,
-    )
-    .await
-    .unwrap();
+    let server = bind(options).await;
     let addr = server.addr.unwrap();
     let first = open_session(addr).await;
     let get = hold_get(addr, &first).await;
@@ -485,14 +490,7 @@ async fn session_limit_and_cleanup_across_session_tasks() {
 async fn idle_sessions_park_wake_and_expire() {
     let mut options = ServerOptions::default();
     options.endpoint.session.idle_timeout_ms = Some(1_500);
-    let server = Server::bind(
-        "127.0.0.1:0".parse().unwrap(),
-        options,
-        TestApp::default,
-        None,
-    )
-    .await
-    .unwrap();
+    let server = bind(options).await;
     let addr = server.addr.unwrap();
     let sid = open_session(addr).await;
     let h = [POST[0], POST[1], ("mcp-session-id", sid.as_str())];
@@ -515,14 +513,7 @@ async fn idle_sessions_park_wake_and_expire() {
 /// is answered once, with its own id and text, round after round.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_requests_on_one_session_are_each_answered_once() {
-    let server = Server::bind(
-        "127.0.0.1:0".parse().unwrap(),
-        ServerOptions::default(),
-        TestApp::default,
-        None,
-    )
-    .await
-    .unwrap();
+    let server = bind(ServerOptions::default()).await;
     let addr = server.addr.unwrap();
     let sid = open_session(addr).await;
     for round in 0..12u64 {
@@ -559,14 +550,7 @@ async fn racing_requests_on_one_session_are_each_answered_once() {
 async fn a_request_waking_an_expired_session_gets_404_before_any_sweep() {
     let mut options = ServerOptions::default();
     options.endpoint.session.idle_timeout_ms = Some(200);
-    let server = Server::bind(
-        "127.0.0.1:0".parse().unwrap(),
-        options,
-        TestApp::default,
-        None,
-    )
-    .await
-    .unwrap();
+    let server = bind(options).await;
     let addr = server.addr.unwrap();
     let sid = open_session(addr).await;
     // Past the expiry, before the first sweep (one second after the start).

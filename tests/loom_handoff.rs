@@ -27,6 +27,16 @@ enum Slot {
     Parked,
 }
 
+/// Sends a request to `target`: queued (true), or refused as closed (false:
+/// route again).
+fn delivered(target: &LoomMailbox<u32>) -> bool {
+    match target.send(7) {
+        Ok(()) => true,
+        Err(SendError::Closed(_)) => false,
+        Err(SendError::Full(_)) => panic!("full"),
+    }
+}
+
 /// One owner that parks when idle, two senders; `atomic` picks the park.
 fn handoff(atomic: bool) {
     let mailbox = Arc::new(LoomMailbox::new(4));
@@ -48,10 +58,8 @@ fn handoff(atomic: bool) {
                             fresh
                         }
                     });
-                    match target.send(7) {
-                        Ok(()) => return,
-                        Err(SendError::Closed(_)) => continue,
-                        Err(SendError::Full(_)) => panic!("full"),
+                    if delivered(&target) {
+                        return;
                     }
                 }
                 panic!("routed three times without delivering");
@@ -160,10 +168,8 @@ fn inline_handoff(careless: bool) {
                         own(&target, &t, &o, &k, careless);
                         return;
                     }
-                    match target.send(7) {
-                        Ok(()) => return,
-                        Err(SendError::Closed(_)) => continue,
-                        Err(SendError::Full(_)) => panic!("full"),
+                    if delivered(&target) {
+                        return;
                     }
                 }
                 panic!("routed three times without delivering");
@@ -179,34 +185,38 @@ fn inline_handoff(careless: bool) {
     assert_eq!(owners.load(SeqCst), 0, "the session was left owned");
 }
 
-#[test]
-fn an_inline_owner_parks_without_losing_a_request() {
-    let e = explore(3, || inline_handoff(false));
-    println!("inline handoff, close_if_empty: {e:?}");
+/// Explores `model` (preemption bound 3): no failure, over at least 500 executions.
+fn holds(name: &str, model: fn()) {
+    let e = explore(3, model);
+    println!("{name}: {e:?}");
     assert!(e.failure.is_none(), "{e:?}");
     assert!(e.executions >= 500, "explored {} executions", e.executions);
+}
+
+/// Explores `model`: loom finds the lost request.
+fn loses_a_request(name: &str, model: fn()) {
+    let e = explore(3, model);
+    println!("{name}: {e:?}");
+    let failure = e.failure.expect("loom finds the lost request");
+    assert!(failure.contains("lost or taken twice"), "{failure}");
+}
+
+#[test]
+fn an_inline_owner_parks_without_losing_a_request() {
+    holds("inline handoff, close_if_empty", || inline_handoff(false));
 }
 
 #[test]
 fn an_inline_owner_parking_without_the_check_loses_a_request_and_loom_finds_it() {
-    let e = explore(3, || inline_handoff(true));
-    println!("inline handoff, careless park: {e:?}");
-    let failure = e.failure.expect("loom finds the lost request");
-    assert!(failure.contains("lost or taken twice"), "{failure}");
+    loses_a_request("inline handoff, careless park", || inline_handoff(true));
 }
 
 #[test]
 fn close_if_empty_never_loses_a_request() {
-    let e = explore(3, || handoff(true));
-    println!("handoff, close_if_empty: {e:?}");
-    assert!(e.failure.is_none(), "{e:?}");
-    assert!(e.executions >= 500, "explored {} executions", e.executions);
+    holds("handoff, close_if_empty", || handoff(true));
 }
 
 #[test]
 fn check_then_close_loses_a_request_and_loom_finds_it() {
-    let e = explore(3, || handoff(false));
-    println!("handoff, check then close: {e:?}");
-    let failure = e.failure.expect("loom finds the lost request");
-    assert!(failure.contains("lost or taken twice"), "{failure}");
+    loses_a_request("handoff, check then close", || handoff(false));
 }
