@@ -206,6 +206,27 @@ pub enum Answers {
     LocalOnly,
 }
 
+/// How a fleet delivers the application's broadcast (a list changed) to
+/// its sessions (`fleet::broadcast`, `docs/fleets.md`): a session may have
+/// copies on several instances, and its GET or listen may be on any of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BroadcastDelivery {
+    /// Published to every instance; each claims, in the store, every
+    /// session-era copy it holds before notifying it, so one copy per
+    /// session delivers; modern listens are notified where they are.
+    #[default]
+    Claimed,
+    /// Published to every instance; each notifies every copy it holds, as
+    /// a fan-out with no claim would: a session with copies on two
+    /// instances hears it twice.
+    EveryCopy,
+    /// Notified to the sessions of the instance that made it only, as one
+    /// process does (and as every SDK leaves a fleet): a session or listen
+    /// held elsewhere never hears it.
+    InstanceOnly,
+}
+
 /// What becomes, in a fleet, of a standalone GET stream whose connection is
 /// gone (`fleet::instance`, `docs/fleets.md`): its client resumes it with
 /// `Last-Event-ID` on whichever instance the balancer picks, and unrelated

@@ -1710,3 +1710,62 @@ fn a_copy_not_yet_ready_takes_no_claim_its_ready_sibling_needs() {
     broadcast_on(&mut f, 0);
     assert_eq!(list_changes(&f, 1, get), 1);
 }
+
+#[test]
+fn requests_wait_until_the_broadcast_subscription_is_confirmed_then_go_in_order() {
+    // Found by the fleet world (`world_broadcast_elsewhere`): a GET taken
+    // up before this instance's subscription reached the store missed a
+    // broadcast another instance published meanwhile.
+    let mut f = Fleet::new(2, 64, |c| c.parked_max = 2);
+    assert!(f.nodes[1].is_ready(), "not joined: ready");
+    f.nodes[1].join_broadcasts();
+    assert!(!f.nodes[1].is_ready());
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let a = f.request_unpumped(1, RequestHead::post(None, None), body);
+    let gone = f.request_unpumped(1, RequestHead::post(None, None), body);
+    assert_eq!(f.nodes[1].early_len(), 2);
+    let refused = f.request_unpumped(1, RequestHead::post(None, None), body);
+    assert_eq!(f.seen[&(1, refused)].status, Some(503), "past parked_max");
+    let now = f.now;
+    f.nodes[1].handle_http_closed(gone, now);
+    assert_eq!(f.nodes[1].early_len(), 1, "its client left: forgotten");
+    assert!(
+        !f.seen.contains_key(&(1, a)),
+        "nothing before the store's word"
+    );
+    f.pump();
+    assert!(f.nodes[1].is_ready());
+    assert_eq!(f.nodes[1].early_len(), 0);
+    assert_eq!(f.requests(1).len(), 1, "the initialize, taken up once");
+    assert!(!f.seen.contains_key(&(1, gone)), "never served");
+}
+
+#[test]
+fn every_copy_delivers_twice_and_instance_only_misses_sessions_held_elsewhere() {
+    use mcp_streamable::fleet::BroadcastDelivery;
+    // A: copies on 0 (its initialize) and 1 (its GET), as in the test above.
+    let run = |delivery: BroadcastDelivery| {
+        let mut f = Fleet::new(2, 64, |c| c.broadcast = delivery);
+        for node in &mut f.nodes {
+            node.join_broadcasts();
+        }
+        f.pump();
+        f.handshake(0, 1);
+        let a = f.get(1, None);
+        broadcast_on(&mut f, 0);
+        list_changes(&f, 1, a)
+    };
+    assert_eq!(run(BroadcastDelivery::Claimed), 1);
+    assert_eq!(run(BroadcastDelivery::EveryCopy), 2, "each copy, unclaimed");
+    let mut f = Fleet::new(2, 64, |c| c.broadcast = BroadcastDelivery::InstanceOnly);
+    for node in &mut f.nodes {
+        node.join_broadcasts();
+    }
+    f.pump();
+    f.handshake(1, 1);
+    let b = f.get(1, None);
+    broadcast_on(&mut f, 0);
+    assert_eq!(list_changes(&f, 1, b), 0, "0 holds no copy of B");
+    broadcast_on(&mut f, 1);
+    assert_eq!(list_changes(&f, 1, b), 1);
+}

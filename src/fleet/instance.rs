@@ -40,8 +40,8 @@ use super::record::{decode_message, encode_message, SessionRecord};
 use super::subscriptions::Subscriptions;
 use super::writer::StreamLogs;
 use super::{
-    Answers, Entry, Handover, InstanceId, LogKey, Push, Record, Relay, ResumedGet, SessionRefresh,
-    StoreOp, StoreReply, Unrelated,
+    Answers, BroadcastDelivery, Entry, Handover, InstanceId, LogKey, Push, Record, Relay,
+    ResumedGet, SessionRefresh, StoreOp, StoreReply, Unrelated,
 };
 use crate::error::RequestError;
 use crate::head::{Content, Method, RequestHead, ResponseHead};
@@ -114,6 +114,9 @@ pub struct InstanceConfig {
     /// How long the store keeps a broadcast's claim on a session: longer
     /// than a broadcast takes to reach every instance.
     pub delivery_claim_ttl_ms: u64,
+    /// How a broadcast reaches the fleet's sessions
+    /// ([`BroadcastDelivery::Claimed`]: FIXED).
+    pub broadcast: BroadcastDelivery,
 }
 
 impl Default for InstanceConfig {
@@ -135,6 +138,7 @@ impl Default for InstanceConfig {
             answers: Answers::Forward,
             broadcasts_pending_max: 64,
             delivery_claim_ttl_ms: 5 * 60 * 1000,
+            broadcast: BroadcastDelivery::Claimed,
         }
     }
 }
@@ -172,6 +176,14 @@ struct Parked {
     body: Vec<u8>,
     peer: Option<IpAddr>,
     session: SessionId,
+}
+
+/// A request that came before the instance was ready ([`Instance::is_ready`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Early {
+    head: RequestHead,
+    body: Vec<u8>,
+    peer: Option<IpAddr>,
 }
 
 /// A GET served here from the log of a stream this endpoint does not
@@ -268,6 +280,9 @@ pub struct Instance {
     endpoint: ServerEndpoint,
     gate: SessionGate,
     parked: BTreeMap<HttpId, Parked>,
+    /// Requests held until the instance is ready, in arrival order (exchange
+    /// ids grow); they count against `parked_max` with `parked`.
+    early: BTreeMap<HttpId, Early>,
     relayed: BTreeMap<HttpId, Relayed>,
     subscriptions: Subscriptions<Subscriber>,
     logs: StreamLogs,
@@ -322,6 +337,7 @@ impl Instance {
             config,
             endpoint: ServerEndpoint::with_ids(endpoint, policy, ids),
             parked: BTreeMap::new(),
+            early: BTreeMap::new(),
             relayed: BTreeMap::new(),
             subscriptions: Subscriptions::default(),
             logs: StreamLogs::default(),
@@ -362,6 +378,11 @@ impl Instance {
         self.parked.len()
     }
 
+    /// Requests held until the instance is ready ([`Self::is_ready`]).
+    pub fn early_len(&self) -> usize {
+        self.early.len()
+    }
+
     /// GETs served here from other instances' streams.
     pub fn relayed_len(&self) -> usize {
         self.relayed.len()
@@ -394,6 +415,32 @@ impl Instance {
         now: Instant,
     ) -> HttpId {
         let http = self.endpoint.reserve_http();
+        if self.is_ready() {
+            self.take_request(http, head, body, peer, now);
+        } else if self.parked.len() + self.early.len() >= self.config.parked_max {
+            self.endpoint.refuse(http, &RequestError::Overloaded);
+        } else {
+            let early = Early {
+                head: head.clone(),
+                body: body.to_vec(),
+                peer,
+            };
+            self.early.insert(http, early);
+        }
+        self.settle(now);
+        http
+    }
+
+    /// Request `http` taken up: to the endpoint at once if it names no
+    /// session, held for the store's word on its session otherwise.
+    fn take_request(
+        &mut self,
+        http: HttpId,
+        head: &RequestHead,
+        body: &[u8],
+        peer: Option<IpAddr>,
+        now: Instant,
+    ) {
         match self.session_named(head, body) {
             None => {
                 let d = self.dispatch(http, head, body, peer, now);
@@ -422,8 +469,17 @@ impl Instance {
                 self.parked.insert(http, parked);
             }
         }
-        self.settle(now);
-        http
+    }
+
+    /// The requests that came before the instance was ready, taken up in
+    /// the order they came, once it is.
+    fn take_early(&mut self, now: Instant) {
+        if !self.is_ready() {
+            return;
+        }
+        for (http, r) in std::mem::take(&mut self.early) {
+            self.take_request(http, &r.head, &r.body, r.peer, now);
+        }
     }
 
     /// A request whose body could not be read (too large, unreadable, too
@@ -442,6 +498,7 @@ impl Instance {
     /// Exchange `http` is over (answered, or the client went away).
     pub fn handle_http_closed(&mut self, http: HttpId, now: Instant) {
         self.parked.remove(&http);
+        self.early.remove(&http);
         self.creating.remove(&http);
         self.withheld.remove(&http);
         self.tapped.remove(&http);
@@ -512,7 +569,10 @@ impl Instance {
     /// Something on the store's subscriber connection.
     pub fn handle_push(&mut self, push: Push, now: Instant) {
         match &push {
-            Push::Subscribed { log } => self.subscriptions.handle_subscribed(log),
+            Push::Subscribed { log } => {
+                self.subscriptions.handle_subscribed(log);
+                self.take_early(now);
+            }
             Push::Published { log, .. } => {
                 let followers: Vec<Subscriber> =
                     self.subscriptions.followers(log).cloned().collect();
@@ -588,6 +648,18 @@ impl Instance {
         &mut self.endpoint
     }
 
+    /// Whether the instance takes requests up: it has not joined the
+    /// fleet's broadcasts, or the store has confirmed its subscription to
+    /// them. Until then a request waits (counted against `parked_max`):
+    /// a session whose copy here got a request before the subscription
+    /// took effect would miss a broadcast published meanwhile by another
+    /// instance, which the store never sends to a subscriber that was not
+    /// there yet. (Found by the fleet world with a broadcast step.) A
+    /// shell's readiness probe reports this.
+    pub fn is_ready(&self) -> bool {
+        !self.broadcasts.is_joined() || self.subscriptions.is_confirmed(&LogKey::broadcasts())
+    }
+
     /// Takes part in the fleet's broadcasts from now on: subscribes to the
     /// broadcast channel, and [`Self::broadcast`] reaches every instance's
     /// sessions ([`super::broadcast`]). Without it, a broadcast reaches the
@@ -613,7 +685,14 @@ impl Instance {
     /// the session-era sessions of a joined instance get it once their
     /// claims come back.
     pub fn broadcast(&mut self, method: &str, params: Option<RawJson>, now: Instant) -> usize {
-        let Some((id, publication)) = self.broadcasts.publish(method, params.clone()) else {
+        let fleet_wide = match self.config.broadcast {
+            BroadcastDelivery::Claimed | BroadcastDelivery::EveryCopy => true,
+            BroadcastDelivery::InstanceOnly => false,
+        };
+        let publication = fleet_wide
+            .then(|| self.broadcasts.publish(method, params.clone()))
+            .flatten();
+        let Some((id, publication)) = publication else {
             let sent = self.endpoint.broadcast(method, params, now);
             self.touch_all();
             self.settle(now);
@@ -1110,8 +1189,26 @@ impl Instance {
                     .notify_of_broadcast(sid, method, params.clone(), value.as_ref(), now);
             sent += usize::from(got.is_some());
         }
-        for op in self.broadcasts.claim(id, method, params, &copies) {
-            self.send(Waiter::Delivery, op);
+        match self.config.broadcast {
+            BroadcastDelivery::Claimed | BroadcastDelivery::InstanceOnly => {
+                for op in self.broadcasts.claim(id, method, params, &copies) {
+                    self.send(Waiter::Delivery, op);
+                }
+            }
+            BroadcastDelivery::EveryCopy => {
+                for sid in &copies {
+                    let got = self.endpoint.notify_of_broadcast(
+                        sid,
+                        method,
+                        params.clone(),
+                        value.as_ref(),
+                        now,
+                    );
+                    if got.is_some() {
+                        self.touched.insert(sid.clone());
+                    }
+                }
+            }
         }
         sent
     }

@@ -36,7 +36,9 @@ pub mod subscriptions;
 pub mod writer;
 
 use crate::ids::{SessionId, StreamId};
-pub use crate::policy::{Answers, Handover, Relay, ResumedGet, SessionRefresh, Unrelated};
+pub use crate::policy::{
+    Answers, BroadcastDelivery, Handover, Relay, ResumedGet, SessionRefresh, Unrelated,
+};
 use crate::shared::Shared;
 
 /// One server instance of a fleet.

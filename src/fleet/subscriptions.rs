@@ -65,6 +65,12 @@ impl<W: Clone + Ord> Subscriptions<W> {
             .flat_map(|s| s.followers.iter())
     }
 
+    /// Whether the store has confirmed the subscription to `log` (its
+    /// followers hear everything published from then on).
+    pub fn is_confirmed(&self, log: &LogKey) -> bool {
+        self.live.get(log).is_some_and(|s| s.confirmed)
+    }
+
     /// Follower `who` asks to subscribe to `log`.
     pub fn subscribe(&mut self, who: W, log: LogKey) {
         let sub = self

@@ -23,6 +23,7 @@ impl World {
             client_events,
             outcomes: _,
             server_pending,
+            list_changes_heard: _,
             monitor,
             log,
             config: _, // fixed for a whole run
@@ -64,6 +65,7 @@ impl World {
             id.hash(h);
             done.hash(h);
         }
+        self.list_changes_heard.get(&c).hash(h);
         self.monitor.hash_client(c, h);
     }
 }

@@ -400,6 +400,26 @@ impl World<Fleet> {
         done
     }
 
+    /// The application on instance `at` broadcasts `method` (a list
+    /// changed): observed once, where it originates, then handed to the
+    /// instance, which reaches the fleet's sessions as its
+    /// [`crate::fleet::BroadcastDelivery`] says. Whether `at` was alive.
+    pub fn broadcast_at(&mut self, at: usize, method: &str) -> bool {
+        if self.server.instance(at).is_none() {
+            return false;
+        }
+        self.observe(&Observation::Broadcast {
+            method: method.to_owned(),
+            params: None,
+        });
+        let now = self.now;
+        if let Some(Some(inst)) = self.server.instances.get_mut(at) {
+            inst.broadcast(method, None, now);
+        }
+        self.pump();
+        true
+    }
+
     /// Instance `at` dies: every connection the client had with it is
     /// reset (the client sees it end; no one is left to tell). Whether it
     /// was alive.

@@ -47,6 +47,10 @@ pub struct PairConfig {
     /// Keep every client event in `client_events` (tests); the model checker
     /// keeps only outcomes, so equal situations hash equal.
     pub record_events: bool,
+    /// Count, per client, the `notifications/tools/list_changed` its
+    /// application is told of (`World::list_changes_heard`): a fleet model
+    /// judges that each broadcast reaches each session once.
+    pub count_list_changes: bool,
 }
 
 /// The world names client `c`'s exchange `h` (as that client's core minted
@@ -70,6 +74,7 @@ impl Default for PairConfig {
             clients: 1,
             client_eras: Vec::new(),
             record_events: true,
+            count_list_changes: false,
         }
     }
 }
@@ -94,6 +99,10 @@ pub struct World<S = ServerEndpoint> {
     pub outcomes: BTreeMap<(usize, RequestId), bool>,
     /// Requests the server application has not answered yet.
     pub server_pending: Vec<(SessionId, RequestId, String)>,
+    /// How many `notifications/tools/list_changed` each client's
+    /// application was told of, by client (when
+    /// [`PairConfig::count_list_changes`]; empty otherwise).
+    pub list_changes_heard: BTreeMap<usize, u32>,
     /// The monitor judging the run.
     pub monitor: Monitor,
     /// Every observation, when recording (replays and pictures; off while checking).
@@ -209,6 +218,7 @@ impl<S: Servers> World<S> {
             client_events: Vec::new(),
             outcomes: BTreeMap::new(),
             server_pending: Vec::new(),
+            list_changes_heard: BTreeMap::new(),
             monitor: Monitor::new(),
             log: None,
             config: Shared::new(config),
@@ -558,6 +568,7 @@ impl<S: Servers> World<S> {
             client_events,
             outcomes,
             server_pending,
+            list_changes_heard,
             monitor,
             log,
             config,
@@ -592,6 +603,12 @@ impl<S: Servers> World<S> {
                             | ClientEvent::Failed { id, .. }
                             | ClientEvent::Initialized { id, .. } => {
                                 outcomes.insert((c, id.clone()), true);
+                            }
+                            ClientEvent::Notification { method, .. }
+                                if config.count_list_changes
+                                    && method == "notifications/tools/list_changed" =>
+                            {
+                                *list_changes_heard.entry(c).or_default() += 1;
                             }
                             _ => {}
                         }

@@ -7,7 +7,9 @@ use super::sessions::{SessionsModel, SessionsScenario};
 use super::world::{AppStep, WorldModel, WorldScenario};
 use crate::check::engine::{explore, Explorable, Limits};
 use crate::check::scenario::{ClientStep, ScenarioError, Verdict};
-use crate::fleet::{Answers, Handover, Relay, ResumedGet, SessionRefresh, Unrelated};
+use crate::fleet::{
+    Answers, BroadcastDelivery, Handover, Relay, ResumedGet, SessionRefresh, Unrelated,
+};
 use crate::sim::StoreTiming;
 use serde::Deserialize;
 use std::fmt::Debug;
@@ -57,6 +59,9 @@ pub struct WorldSpec {
     /// Whether the client keeps a standalone GET open.
     #[serde(default)]
     pub background_get: bool,
+    /// Whether the client speaks 2026-07-28 (no session; `listen`).
+    #[serde(default)]
+    pub modern: bool,
     /// Connection cuts the network may inject.
     #[serde(default)]
     pub drops: u8,
@@ -257,10 +262,12 @@ impl FleetFile {
                     resumed: d.resumed,
                     unrelated: d.unrelated,
                     answers: d.answers,
+                    broadcast: d.broadcast,
                     instances: w.instances,
                     client: w.client.clone(),
                     app: w.app.clone(),
                     background_get: w.background_get,
+                    modern: w.modern,
                     drops: w.drops,
                     kills: w.kills,
                     time_ms: w.time_ms,
@@ -281,10 +288,12 @@ struct WorldDesign {
     resumed: ResumedGet,
     unrelated: Unrelated,
     answers: Answers,
+    broadcast: BroadcastDelivery,
 }
 
 /// A world file's design: a [`Relay`], [`Handover`], [`ResumedGet`],
-/// [`Unrelated`] or [`Answers`] value, every other knob as FIXED.
+/// [`Unrelated`], [`Answers`] or [`BroadcastDelivery`] value, every other
+/// knob as FIXED.
 fn world_design(design: &str) -> Option<WorldDesign> {
     let quoted = format!("{design:?}");
     let fixed = WorldDesign::default();
@@ -300,8 +309,11 @@ fn world_design(design: &str) -> Option<WorldDesign> {
     if let Ok(unrelated) = serde_json::from_str::<Unrelated>(&quoted) {
         return Some(WorldDesign { unrelated, ..fixed });
     }
-    let answers = serde_json::from_str::<Answers>(&quoted).ok()?;
-    Some(WorldDesign { answers, ..fixed })
+    if let Ok(answers) = serde_json::from_str::<Answers>(&quoted) {
+        return Some(WorldDesign { answers, ..fixed });
+    }
+    let broadcast = serde_json::from_str::<BroadcastDelivery>(&quoted).ok()?;
+    Some(WorldDesign { broadcast, ..fixed })
 }
 
 fn run_one<M: Explorable>(

@@ -10,6 +10,13 @@
 //!   or an error), without the client's own deadline: a call in flight on an
 //!   instance that died is completed by the instance that follows its
 //!   stream (`-32603`), not left to hang.
+//! - **F7, a broadcast reaches each session once**: a session-era client
+//!   never hears a broadcast more often than the application made it while
+//!   the client's session was there to get it; and, once nothing more can
+//!   happen on a run with no fault (no cut, no death), with its standalone
+//!   GET kept, it has heard every one. (A message written on a connection
+//!   that broke before its client read any event id is lost however it is
+//!   sent: A5's exception. A modern listen's share is M3 and M4's.)
 //!
 //! Nondeterminism: the client's and the application's next scripted step,
 //! any pending request answered, the balancer's choice of instance for each
@@ -21,9 +28,12 @@
 use crate::check::engine::Explorable;
 use crate::check::scenario::ClientStep;
 use crate::check::script;
+use crate::client::ClientEra;
 use crate::fleet::instance::{Instance, InstanceConfig};
 use crate::fleet::store::MemoryStore;
-use crate::fleet::{Answers, Conn, Handover, InstanceId, Relay, ResumedGet, Unrelated};
+use crate::fleet::{
+    Answers, BroadcastDelivery, Conn, Handover, InstanceId, Relay, ResumedGet, Unrelated,
+};
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::monitor::Violation;
@@ -48,6 +58,11 @@ pub enum AppStep {
     /// `tools/call`, sent by the instance running it: the client's answer
     /// is posted wherever the balancer sends it.
     Ask,
+    /// The tool list changed, for every session of the fleet: the
+    /// application on instance `n` broadcasts
+    /// `notifications/tools/list_changed` (enabled once the client's
+    /// session, or its listen, is there on some instance to get it).
+    Broadcast(u16),
 }
 
 /// One fleet world scenario.
@@ -64,6 +79,8 @@ pub struct WorldScenario {
     pub unrelated: Unrelated,
     /// What becomes of an answer posted to an instance that did not ask.
     pub answers: Answers,
+    /// How a broadcast reaches the fleet's sessions.
+    pub broadcast: BroadcastDelivery,
     /// How many instances.
     pub instances: u16,
     /// The client's script.
@@ -72,6 +89,8 @@ pub struct WorldScenario {
     pub app: Vec<AppStep>,
     /// Whether the client keeps a standalone GET open.
     pub background_get: bool,
+    /// Whether the client speaks 2026-07-28 (no session; `listen`).
+    pub modern: bool,
     /// Connection cuts the network may inject.
     pub drops: u8,
     /// Instances that may die.
@@ -147,6 +166,8 @@ pub struct WorldState {
     app_pc: u8,
     drops: u8,
     kills: u8,
+    /// Broadcasts made (each while the client had something to get it).
+    broadcasts: u8,
 }
 
 /// What a fleet world breaks: a monitor invariant, or F5.
@@ -170,6 +191,14 @@ pub enum WorldViolation {
         /// The application's requests.
         requests: Vec<RequestId>,
     },
+    /// F7: the client heard a broadcast's notification this many times,
+    /// for this many broadcasts.
+    Broadcasts {
+        /// Notifications the client's application was told of.
+        heard: u32,
+        /// Broadcasts the application made.
+        made: u8,
+    },
 }
 
 impl WorldViolation {
@@ -179,6 +208,7 @@ impl WorldViolation {
             WorldViolation::Monitor(v) => v.id,
             WorldViolation::Stuck { .. } | WorldViolation::Unanswered { .. } => "F5",
             WorldViolation::AnswerLost { .. } => "F6",
+            WorldViolation::Broadcasts { .. } => "F7",
         }
     }
 }
@@ -189,6 +219,9 @@ pub struct WorldModel {
     /// The scenario.
     pub scenario: WorldScenario,
 }
+
+/// What the application's notifications and broadcasts say changed.
+const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// The client's deadline: far past any horizon, so a call completes by
 /// the fleet or not at all (F5).
@@ -209,6 +242,10 @@ impl WorldModel {
         };
         c.client.request_timeout_ms = CLIENT_DEADLINE_MS;
         c.client.background_failures_max = 2;
+        if self.scenario.modern {
+            c.client.era = ClientEra::Modern;
+        }
+        c.count_list_changes = self.judges_broadcasts();
         if !self.scenario.background_get {
             c.client_policy = ClientPolicy {
                 background_get: crate::policy::BackgroundGet::Off,
@@ -234,6 +271,7 @@ impl WorldModel {
                     resumed: self.scenario.resumed,
                     unrelated: self.scenario.unrelated,
                     answers: self.scenario.answers,
+                    broadcast: self.scenario.broadcast,
                     session_ttl_ms: CLIENT_DEADLINE_MS,
                     ..InstanceConfig::default()
                 };
@@ -244,16 +282,47 @@ impl WorldModel {
                     config.beat_ms = self.scenario.time_ms + 1;
                     config.beat_ttl_ms = 3 * config.beat_ms;
                 }
-                Instance::new(
+                let mut instance = Instance::new(
                     config,
                     Self::endpoint_config(),
                     ServerPolicy::FIXED,
                     IdSource::reproducible(u64::from(i) + 1),
                 )
-                .expect("a fleet setting")
+                .expect("a fleet setting");
+                if self.broadcasts() {
+                    instance.join_broadcasts();
+                }
+                instance
             })
             .collect();
         Fleet::new(instances, MemoryStore::new(64)).with_timing(self.scenario.store)
+    }
+
+    /// Whether the application's script broadcasts.
+    fn broadcasts(&self) -> bool {
+        self.scenario
+            .app
+            .iter()
+            .any(|a| matches!(a, AppStep::Broadcast(_)))
+    }
+
+    /// Whether F7 is judged: broadcasts to a session-era client, which
+    /// hears them on its standalone GET.
+    fn judges_broadcasts(&self) -> bool {
+        self.broadcasts() && !self.scenario.modern
+    }
+
+    /// Whether a broadcast made now has the client to reach: its session
+    /// (or its listen) is a broadcast target on some live instance.
+    fn client_reachable(w: &World<Fleet>) -> bool {
+        w.server.alive().any(|i| {
+            w.server.instance(i).is_some_and(|inst| {
+                !inst
+                    .endpoint()
+                    .broadcast_targets(LIST_CHANGED, None)
+                    .is_empty()
+            })
+        })
     }
 
     fn client_step_enabled(&self, s: &WorldState) -> bool {
@@ -270,6 +339,10 @@ impl WorldModel {
         match step {
             AppStep::Progress | AppStep::Ask => script::oldest_call(&s.world).is_some(),
             AppStep::Notify(n) => !s.world.server.named_sessions(usize::from(*n)).is_empty(),
+            AppStep::Broadcast(n) => {
+                s.world.server.instance(usize::from(*n)).is_some()
+                    && Self::client_reachable(&s.world)
+            }
         }
     }
 
@@ -315,6 +388,7 @@ impl Explorable for WorldModel {
             app_pc: 0,
             drops: 0,
             kills: 0,
+            broadcasts: 0,
         }
     }
 
@@ -395,12 +469,13 @@ impl Explorable for WorldModel {
                     AppStep::Notify(at) => {
                         let at = usize::from(at);
                         let sid = w.server.named_sessions(at).into_iter().next()?;
-                        w.server_notify_at(
-                            at,
-                            &sid,
-                            "notifications/tools/list_changed",
-                            Cause::Unrelated,
-                        );
+                        w.server_notify_at(at, &sid, LIST_CHANGED, Cause::Unrelated);
+                    }
+                    AppStep::Broadcast(at) => {
+                        if !w.broadcast_at(usize::from(at), LIST_CHANGED) {
+                            return None;
+                        }
+                        n.broadcasts += 1;
                     }
                 }
                 n.app_pc += 1;
@@ -468,6 +543,14 @@ impl Explorable for WorldModel {
         if let Some(v) = s.world.monitor.violations().first() {
             return Some(WorldViolation::Monitor(v.clone()));
         }
+        let heard = s.world.list_changes_heard.get(&0).copied().unwrap_or(0);
+        let broadcasts = WorldViolation::Broadcasts {
+            heard,
+            made: s.broadcasts,
+        };
+        if heard > u32::from(s.broadcasts) {
+            return Some(broadcasts);
+        }
         let mut enabled = Vec::new();
         self.enabled(s, &mut enabled);
         let over = self.over(s, &enabled);
@@ -499,7 +582,17 @@ impl Explorable for WorldModel {
         // An answer counts where it was asked; a copy that ended, or died
         // with its instance, has no one left to tell.
         let lost = s.world.server.awaited_answers();
-        (!lost.is_empty()).then_some(WorldViolation::AnswerLost { requests: lost })
+        if !lost.is_empty() {
+            return Some(WorldViolation::AnswerLost { requests: lost });
+        }
+        // A message written on a connection that broke before the client
+        // read a single event id is lost to it however it is sent (A5's
+        // exception): every broadcast is owed on fault-free runs only.
+        let every_one_owed = self.judges_broadcasts()
+            && self.scenario.background_get
+            && s.kills == 0
+            && s.drops == 0;
+        (every_one_owed && heard < u32::from(s.broadcasts)).then_some(broadcasts)
     }
 
     fn depth_bound(&self) -> usize {
