@@ -370,10 +370,20 @@ fn under_mcp_go_the_driver_fires_the_scheduling_points_that_send_a_notification(
         }
         _ => panic!("{writes:?}"),
     };
-    h.post(
+    let initialized = h.post(
         Some(&sid),
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     );
+    // Its handler's two steps (write the 202 head, then return) are
+    // scheduling points too: the head and the end go out only because the
+    // driver fires them.
+    match &h.writes()[..] {
+        [(a, Write::Open { head, body }), (b, Write::Last(last))] => {
+            assert_eq!((*a, *b, head.status), (initialized, initialized, 202));
+            assert!(body.is_empty() && last.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
     let get = h.send_get(&sid);
     h.writes();
     let call = h.post(

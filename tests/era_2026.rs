@@ -1277,3 +1277,43 @@ fn listen_presets_offer_their_one_step_until_it_is_taken() {
         );
     }
 }
+
+#[test]
+fn an_open_listen_is_not_a_session_the_table_counts() {
+    // With `sessions_max: 1` and a listen open for as long as it likes, a
+    // session-era client still gets its session, and the listen is neither
+    // refused nor evicted for it (nor evicts it): the admission table
+    // counts sessions, and a modern listen is a request, bounded by
+    // `stateless_requests_max`.
+    let mut h = Harness::with(EndpointConfig {
+        sessions_max: 1,
+        ..EndpointConfig::default()
+    });
+    let (first, opened) = listen(&mut h, 60, r#"{"toolsListChanged":true}"#);
+    assert_eq!((opened.status, opened.ended), (200, false));
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#;
+    let http = h.send(RequestHead::post(None, None), init);
+    let a = h.call(http);
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert!(a.header("mcp-session-id").is_some());
+    let (again, opened) = listen(&mut h, 61, r#"{"toolsListChanged":true}"#);
+    assert_eq!((opened.status, opened.ended), (200, false), "no eviction");
+    let now = h.now();
+    assert_eq!(
+        h.driver
+            .broadcast("notifications/tools/list_changed", None, now),
+        2,
+        "both listens still open (the session is not initialized yet)"
+    );
+    let mut heard = std::collections::BTreeMap::new();
+    while let Some((http, w)) = h.driver.poll_write() {
+        assert!(!w.ends(), "nothing ends");
+        let a = Answer {
+            body: w.body().to_vec(),
+            ..Answer::default()
+        };
+        *heard.entry(http).or_insert(0) += a.events().len();
+    }
+    assert_eq!(heard, [(first, 1), (again, 1)].into_iter().collect());
+    h.clean();
+}

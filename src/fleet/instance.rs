@@ -1763,4 +1763,31 @@ mod tests {
         }
         assert_eq!(asked_by(&RequestId::Str("1".into())), None);
     }
+
+    /// Instances with entropy of their own share the one secret set for
+    /// the fleet: state an application seals on one opens on another.
+    #[test]
+    fn the_fleet_secret_is_every_instance_applications_secret() {
+        let sid = SessionId::from_bits(1);
+        let key = [7u8; 32];
+        let mut secrets = Vec::new();
+        for i in 0..2u16 {
+            let config = InstanceConfig {
+                id: InstanceId(i),
+                ..InstanceConfig::default()
+            };
+            let mut inst = Instance::new(
+                config,
+                crate::server::EndpointConfig::default(),
+                ServerPolicy::FIXED,
+                IdSource::reproducible(u64::from(i) + 1),
+            )
+            .expect("a fleet setting");
+            let own = inst.endpoint_for_app(&sid).app_secret();
+            assert_ne!(own, key);
+            inst.set_app_secret(key);
+            secrets.push(inst.endpoint_for_app(&sid).app_secret());
+        }
+        assert_eq!(secrets, [key, key]);
+    }
 }
