@@ -971,3 +971,55 @@ fn a_post_body_of_exactly_body_max_is_accepted_and_one_more_is_413() {
     let past = h.post(&format!("{PING:<401}"));
     assert_eq!(h.log[&past].status, Some(413));
 }
+
+/// What admission evicts by: an idle session is idle since its last
+/// exchange ended (its idle deadline less the timeout), not since the
+/// start; one with an exchange open is not idle; its requests in flight
+/// are listed until answered.
+#[test]
+fn a_session_is_idle_since_its_last_exchange_and_lists_what_is_in_flight() {
+    let mut config = common::test_config();
+    config.session.idle_timeout_ms = Some(5_000);
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.now = mcp_streamable::time::Instant::from_millis(1_000);
+    h.initialize();
+    h.initialized();
+    let sid = h.session.clone().unwrap();
+    let session = |h: &Harness| h.ep.session(&sid).unwrap().clone();
+    assert_eq!(
+        session(&h).idle_since(),
+        Some(mcp_streamable::time::Instant::from_millis(1_000))
+    );
+    h.now = mcp_streamable::time::Instant::from_millis(3_000);
+    let (_, id) = h.call();
+    assert_eq!(session(&h).idle_since(), None, "a call is open");
+    assert_eq!(
+        session(&h).in_flight().cloned().collect::<Vec<_>>(),
+        [id.clone()]
+    );
+    h.respond(&id);
+    assert_eq!(session(&h).in_flight().count(), 0);
+    assert_eq!(
+        session(&h).idle_since(),
+        Some(mcp_streamable::time::Instant::from_millis(3_000))
+    );
+}
+
+/// A client response that answers no request of the server's is accepted
+/// (202) and counted, not handed to the application; the session's size
+/// estimate grows with what it holds.
+#[test]
+fn a_response_to_nothing_is_counted_late_and_the_size_estimate_grows() {
+    let mut h = ready();
+    let sid = h.session.clone().unwrap();
+    let idle = h.ep.session(&sid).unwrap().approx_bytes();
+    assert!(idle >= std::mem::size_of::<mcp_streamable::server::ServerSession>());
+    let late = h.post(r#"{"jsonrpc":"2.0","id":"nobody-asked","result":{}}"#);
+    assert_eq!(h.log[&late].status, Some(202));
+    assert_eq!(h.ep.session(&sid).unwrap().late_responses(), 1);
+    let (_, _id) = h.call();
+    assert!(
+        h.ep.session(&sid).unwrap().approx_bytes() > idle,
+        "a call open"
+    );
+}

@@ -1037,3 +1037,54 @@ mod adoption_tests {
         assert_eq!(firsts(base, ADOPTIONS_SPAN + 1), firsts(base, 1));
     }
 }
+
+#[cfg(test)]
+mod getter_tests {
+    use super::*;
+    use crate::policy::EventIdScheme;
+
+    /// A modern request's session keeps the endpoint's preset but numbers
+    /// its events its own way: rmcp's schemes would give it a common
+    /// stream, which nothing in that era can resume.
+    #[test]
+    fn a_stateless_session_keeps_its_preset_but_not_its_event_ids() {
+        let preset = ServerPolicy::RMCP_0_16;
+        assert_eq!(preset.event_ids, EventIdScheme::Rmcp016);
+        let s = ServerSession::stateless(SessionId::from_bits(1), SessionConfig::default(), preset);
+        let want = ServerPolicy {
+            event_ids: EventIdScheme::StreamScoped,
+            ..preset
+        };
+        assert_ne!(want, ServerPolicy::default());
+        assert_eq!(*s.policy(), want);
+        assert_eq!(s.streams().count(), 0, "no common stream");
+    }
+
+    /// An event id renders in the session's namespace and parses back; the
+    /// same text is nobody else's.
+    #[test]
+    fn event_ids_render_in_the_namespace_and_parse_back() {
+        let s = ServerSession::new(
+            SessionId::from_bits(1),
+            0xab,
+            ProtocolVersion::LATEST,
+            SessionConfig::default(),
+            ServerPolicy::FIXED,
+        );
+        let id = EventId {
+            stream: StreamId(3),
+            seq: 9,
+        };
+        let text = s.render_event_id(id);
+        assert_eq!(text, "000000ab-3-9");
+        assert_eq!(s.parse_event_id(&text), Some(id));
+        let other = ServerSession::new(
+            SessionId::from_bits(2),
+            0xac,
+            ProtocolVersion::LATEST,
+            SessionConfig::default(),
+            ServerPolicy::FIXED,
+        );
+        assert_eq!(other.parse_event_id(&text), None);
+    }
+}
