@@ -1023,3 +1023,36 @@ fn a_response_to_nothing_is_counted_late_and_the_size_estimate_grows() {
         "a call open"
     );
 }
+
+/// A request id already in flight in the session is refused (400, -32600,
+/// R45), whether the first use is still being served or sits earlier in
+/// the same 2025-03-26 batch; once answered, the id may be used again.
+#[test]
+fn a_request_id_in_flight_is_refused_until_answered() {
+    let mut h = ready();
+    let (_, id) = h.call();
+    let RequestId::Num(n) = id.clone() else {
+        panic!("numeric ids")
+    };
+    let again =
+        format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"t"}}}}"#);
+    let refused = h.post(&again);
+    assert_eq!(h.log[&refused].status, Some(400));
+    assert_eq!(error_code(&h, refused), -32600);
+    h.respond(&id);
+    let reused = h.post(&again);
+    assert_eq!(h.log[&reused].status, Some(200), "answered: free again");
+    // Twice in one batch (2025-03-26, the one version with batches).
+    let mut h = Harness::with(
+        ServerPolicy::FIXED,
+        ProtocolVersion::V2025_03_26,
+        common::test_config(),
+    );
+    h.initialize();
+    h.initialized();
+    let twice =
+        r#"[{"jsonrpc":"2.0","id":70,"method":"ping"},{"jsonrpc":"2.0","id":70,"method":"ping"}]"#;
+    let batched = h.post(twice);
+    assert_eq!(h.log[&batched].status, Some(400));
+    assert_eq!(error_code(&h, batched), -32600);
+}

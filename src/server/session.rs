@@ -1060,6 +1060,62 @@ mod getter_tests {
         assert_eq!(s.streams().count(), 0, "no common stream");
     }
 
+    /// The idle-session figure's estimate: the struct and its id, then per
+    /// stream its struct and 64 bytes per buffered event, per open exchange
+    /// its struct and 16, per request in flight 48.
+    #[test]
+    fn the_size_estimate_weighs_each_part_as_documented() {
+        use std::mem::size_of;
+        let mut s = ServerSession::new(
+            SessionId::from_bits(1),
+            0,
+            ProtocolVersion::LATEST,
+            SessionConfig::default(),
+            ServerPolicy::FIXED,
+        );
+        let base = s.approx_bytes();
+        assert_eq!(base, size_of::<ServerSession>() + s.id().as_str().len());
+        let mut stream = Stream::new(StreamId(1), Origin::Standalone);
+        s.streams.insert(StreamId(1), stream.clone());
+        let one_stream = s.approx_bytes();
+        assert_eq!(one_stream - base, size_of::<Stream>());
+        let bound = super::super::stream::ReplayBound {
+            events_max: 8,
+            bytes_max: 1 << 20,
+        };
+        for key in 1..=2 {
+            let out = Outgoing {
+                session: s.id().clone(),
+                key: MsgKey(key),
+                cause: Cause::Unrelated,
+                message: Message::notification("notifications/message", None),
+            };
+            stream.push(Some(Arc::new(out)), bound);
+        }
+        s.streams.insert(StreamId(1), stream);
+        assert_eq!(s.approx_bytes() - one_stream, 2 * 64);
+        let with_events = s.approx_bytes();
+        for h in 1..=2 {
+            let ex = Exchange {
+                role: Role::Get {
+                    stream: StreamId(1),
+                },
+                head_sent: true,
+                ended: false,
+                listener: Listener::None,
+            };
+            s.exchanges.insert(HttpId(h), ex);
+        }
+        assert_eq!(
+            s.approx_bytes() - with_events,
+            2 * (size_of::<Exchange>() + 16)
+        );
+        let with_exchanges = s.approx_bytes();
+        s.in_flight.insert(RequestId::Num(1), StreamId(1));
+        s.in_flight.insert(RequestId::Num(2), StreamId(1));
+        assert_eq!(s.approx_bytes() - with_exchanges, 2 * 48);
+    }
+
     /// An event id renders in the session's namespace and parses back; the
     /// same text is nobody else's.
     #[test]
