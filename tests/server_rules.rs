@@ -1056,3 +1056,72 @@ fn a_request_id_in_flight_is_refused_until_answered() {
     assert_eq!(h.log[&batched].status, Some(400));
     assert_eq!(error_code(&h, batched), -32600);
 }
+
+/// Keep-alive comments go to the SSE streams whose head is out and which
+/// are not over: never before a head (a JSON reply not yet written), never
+/// after an end.
+#[test]
+fn keep_alive_comments_go_only_to_open_streams_whose_head_is_out() {
+    use mcp_streamable::server::ResponseMode;
+    let mut config = common::test_config();
+    config.session.keepalive_ms = Some(1_000);
+    config.session.response_mode = ResponseMode::JsonWhenAlone;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let (call, _) = h.call();
+    let get = h.get(None);
+    let (done, done_id) = h.call();
+    h.respond(&done_id);
+    assert_eq!(h.log[&done].end, Some(EndReason::Complete));
+    let (at, _) = h.ep.poll_timeout().expect("a keep-alive");
+    h.now = at;
+    h.ep.handle_timeout(at);
+    h.drain();
+    assert!(h.log[&get].comments >= 1, "the GET");
+    assert_eq!(h.log[&call].status, None, "no head yet");
+    assert_eq!(h.log[&call].comments, 0, "nothing before its head");
+    assert_eq!(h.log[&done].comments, 0, "nothing after its end");
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// Closing a call's connection for polling (R37) needs an event id the
+/// client can resume from: on 2025-03-26 (no priming event) a stream with
+/// nothing written yet keeps its connection.
+#[test]
+fn a_connection_is_closed_for_polling_only_after_an_event_id() {
+    let mut h = Harness::with(
+        ServerPolicy::FIXED,
+        ProtocolVersion::V2025_03_26,
+        common::test_config(),
+    );
+    h.initialize();
+    h.initialized();
+    let (call, id) = h.call();
+    assert!(h.log[&call].events.is_empty(), "no priming event");
+    h.close_connection(&id);
+    assert_eq!(h.log[&call].end, None, "kept: nothing to resume from");
+    assert!(h.notify("notifications/progress", Cause::Request(id.clone())));
+    h.close_connection(&id);
+    assert_eq!(h.log[&call].end, Some(EndReason::Polling));
+}
+
+/// The server's requests to the client are numbered one after another.
+#[test]
+fn server_requests_get_ids_one_after_another() {
+    let mut h = ready();
+    let (_, call) = h.call();
+    let sid = h.session.clone().unwrap();
+    let now = h.now;
+    let s = h.ep.session_mut(&sid).unwrap();
+    let (a, _) = s
+        .request("roots/list", None, Cause::Request(call.clone()), now)
+        .unwrap();
+    let (b, _) = s
+        .request("roots/list", None, Cause::Request(call), now)
+        .unwrap();
+    match (a, b) {
+        (RequestId::Num(a), RequestId::Num(b)) => assert_eq!(b, a + 1),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1116,6 +1116,29 @@ mod getter_tests {
         assert_eq!(s.approx_bytes() - with_exchanges, 2 * 48);
     }
 
+    /// An application that negotiates by itself may set the version until
+    /// the `initialize` answer, and only to a session-era one.
+    #[test]
+    fn a_version_is_agreed_before_the_answer_only() {
+        let mut s = ServerSession::new(
+            SessionId::from_bits(1),
+            0,
+            ProtocolVersion::LATEST,
+            SessionConfig::default(),
+            ServerPolicy::FIXED,
+        );
+        assert!(s.agree_version(ProtocolVersion::MODERN).is_err());
+        assert_eq!(s.version(), ProtocolVersion::LATEST);
+        assert_eq!(s.agree_version(ProtocolVersion::V2025_03_26), Ok(()));
+        assert_eq!(s.version(), ProtocolVersion::V2025_03_26);
+        s.phase = Phase::Ready;
+        assert_eq!(
+            s.agree_version(ProtocolVersion::V2025_06_18),
+            Err(UsageError::AlreadyInitialized)
+        );
+        assert_eq!(s.version(), ProtocolVersion::V2025_03_26);
+    }
+
     /// An event id renders in the session's namespace and parses back; the
     /// same text is nobody else's.
     #[test]
