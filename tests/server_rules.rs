@@ -1120,6 +1120,8 @@ fn server_requests_get_ids_one_after_another() {
     let (b, _) = s
         .request("roots/list", None, Cause::Request(call), now)
         .unwrap();
+    let awaited: Vec<RequestId> = s.awaited_answers().cloned().collect();
+    assert_eq!(awaited, [a.clone(), b.clone()], "both await their answers");
     match (a, b) {
         (RequestId::Num(a), RequestId::Num(b)) => assert_eq!(b, a + 1),
         other => panic!("{other:?}"),

@@ -1139,6 +1139,42 @@ mod getter_tests {
         assert_eq!(s.version(), ProtocolVersion::V2025_03_26);
     }
 
+    /// Drained and with nothing open, a session gives its queues' buffers
+    /// back (what keeps an idle session small); with an exchange open it
+    /// keeps them.
+    #[test]
+    fn an_idle_session_gives_its_buffers_back_once_drained() {
+        let mut s = ServerSession::new(
+            SessionId::from_bits(1),
+            0,
+            ProtocolVersion::LATEST,
+            SessionConfig::default(),
+            ServerPolicy::FIXED,
+        );
+        for _ in 0..4 {
+            s.tx(HttpId(1), TransmitKind::Comment);
+            s.events.push_back(ServerEvent::Dropped {
+                key: MsgKey(1),
+                reason: DropReason::NoStream,
+            });
+        }
+        assert!(s.transmits.capacity() >= 4 && s.events.capacity() >= 4);
+        while s.poll_transmit().is_some() {}
+        while s.poll_event().is_some() {}
+        assert_eq!((s.transmits.capacity(), s.events.capacity()), (0, 0));
+        // With an exchange open, nothing is given back.
+        let ex = Exchange {
+            role: Role::Shadow,
+            head_sent: false,
+            ended: false,
+            listener: Listener::None,
+        };
+        s.exchanges.insert(HttpId(2), ex);
+        s.tx(HttpId(2), TransmitKind::Comment);
+        while s.poll_transmit().is_some() {}
+        assert!(s.transmits.capacity() > 0);
+    }
+
     /// An event id renders in the session's namespace and parses back; the
     /// same text is nobody else's.
     #[test]
