@@ -1017,6 +1017,14 @@ fn a_response_to_nothing_is_counted_late_and_the_size_estimate_grows() {
     let late = h.post(r#"{"jsonrpc":"2.0","id":"nobody-asked","result":{}}"#);
     assert_eq!(h.log[&late].status, Some(202));
     assert_eq!(h.ep.session(&sid).unwrap().late_responses(), 1);
+    let anonymous =
+        h.post(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#);
+    assert_eq!(h.log[&anonymous].status, Some(202));
+    assert_eq!(
+        h.ep.session(&sid).unwrap().late_responses(),
+        2,
+        "an error naming nothing"
+    );
     let (_, _id) = h.call();
     assert!(
         h.ep.session(&sid).unwrap().approx_bytes() > idle,
@@ -1126,4 +1134,18 @@ fn server_requests_get_ids_one_after_another() {
         (RequestId::Num(a), RequestId::Num(b)) => assert_eq!(b, a + 1),
         other => panic!("{other:?}"),
     }
+}
+
+/// Only `notifications/initialized` completes the handshake: another
+/// notification before it leaves the session uninitialized.
+#[test]
+fn only_the_initialized_notification_readies_a_session() {
+    let mut h = Harness::new(ServerPolicy::FIXED);
+    h.initialize();
+    let sid = h.session.clone().unwrap();
+    let other = h.post(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
+    assert_eq!(h.log[&other].status, Some(202));
+    assert!(!h.ep.session(&sid).unwrap().is_initialized());
+    h.initialized();
+    assert!(h.ep.session(&sid).unwrap().is_initialized());
 }
