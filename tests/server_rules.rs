@@ -1149,3 +1149,42 @@ fn only_the_initialized_notification_readies_a_session() {
     h.initialized();
     assert!(h.ep.session(&sid).unwrap().is_initialized());
 }
+
+/// The session remembers the last `cancelled_max` cancelled requests: the
+/// application's late answer to one of them is dropped as cancelled (R50),
+/// to an older one it is a usage error (no such request).
+#[test]
+fn the_last_cancelled_max_cancellations_are_remembered() {
+    let mut config = common::test_config();
+    config.session.cancelled_max = 2;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let (_, id) = h.call();
+        let RequestId::Num(n) = id else {
+            panic!("numeric ids")
+        };
+        h.post(&format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{n}}}}}"#
+        ));
+        ids.push(RequestId::Num(n));
+    }
+    let sid = h.session.clone().unwrap();
+    let now = h.now;
+    let s = h.ep.session_mut(&sid).unwrap();
+    let answer = |s: &mut mcp_streamable::server::ServerSession, id: &RequestId| {
+        s.respond(
+            id,
+            Ok(mcp_streamable::jsonrpc::RawJson::empty_object()),
+            now,
+        )
+    };
+    assert!(answer(s, &ids[2]).is_ok(), "the last: dropped as cancelled");
+    assert!(
+        answer(s, &ids[1]).is_ok(),
+        "the one before: still remembered"
+    );
+    assert!(answer(s, &ids[0]).is_err(), "past cancelled_max: forgotten");
+}
