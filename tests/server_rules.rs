@@ -993,10 +993,8 @@ fn a_session_is_idle_since_its_last_exchange_and_lists_what_is_in_flight() {
     h.now = mcp_streamable::time::Instant::from_millis(3_000);
     let (_, id) = h.call();
     assert_eq!(session(&h).idle_since(), None, "a call is open");
-    assert_eq!(
-        session(&h).in_flight().cloned().collect::<Vec<_>>(),
-        [id.clone()]
-    );
+    let open = session(&h);
+    assert_eq!(open.in_flight().collect::<Vec<_>>(), [&id]);
     h.respond(&id);
     assert_eq!(session(&h).in_flight().count(), 0);
     assert_eq!(
