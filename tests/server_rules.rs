@@ -20,6 +20,14 @@ fn ready() -> Harness {
     h
 }
 
+/// A FIXED session of `version`, initialized.
+fn ready_at(version: ProtocolVersion) -> Harness {
+    let mut h = Harness::with(ServerPolicy::FIXED, version, common::test_config());
+    h.initialize();
+    h.initialized();
+    h
+}
+
 /// A FIXED 2025-11-25 session under `config`, initialized.
 fn ready_with(config: mcp_streamable::server::EndpointConfig) -> Harness {
     let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
@@ -1049,13 +1057,7 @@ fn a_request_id_in_flight_is_refused_until_answered() {
     let reused = h.post(&again);
     assert_eq!(h.log[&reused].status, Some(200), "answered: free again");
     // Twice in one batch (2025-03-26, the one version with batches).
-    let mut h = Harness::with(
-        ServerPolicy::FIXED,
-        ProtocolVersion::V2025_03_26,
-        common::test_config(),
-    );
-    h.initialize();
-    h.initialized();
+    let mut h = ready_at(ProtocolVersion::V2025_03_26);
     let twice =
         r#"[{"jsonrpc":"2.0","id":70,"method":"ping"},{"jsonrpc":"2.0","id":70,"method":"ping"}]"#;
     let batched = h.post(twice);
@@ -1096,13 +1098,7 @@ fn keep_alive_comments_go_only_to_open_streams_whose_head_is_out() {
 /// nothing written yet keeps its connection.
 #[test]
 fn a_connection_is_closed_for_polling_only_after_an_event_id() {
-    let mut h = Harness::with(
-        ServerPolicy::FIXED,
-        ProtocolVersion::V2025_03_26,
-        common::test_config(),
-    );
-    h.initialize();
-    h.initialized();
+    let mut h = ready_at(ProtocolVersion::V2025_03_26);
     let (call, id) = h.call();
     assert!(h.log[&call].events.is_empty(), "no priming event");
     h.close_connection(&id);

@@ -1043,6 +1043,18 @@ mod getter_tests {
     use super::*;
     use crate::policy::EventIdScheme;
 
+    /// A FIXED session of the latest session-era version whose event ids
+    /// live in `namespace`.
+    fn fresh(namespace: u32) -> ServerSession {
+        ServerSession::new(
+            SessionId::from_bits(u128::from(namespace) + 1),
+            namespace,
+            ProtocolVersion::LATEST,
+            SessionConfig::default(),
+            ServerPolicy::FIXED,
+        )
+    }
+
     /// A modern request's session keeps the endpoint's preset but numbers
     /// its events its own way: rmcp's schemes would give it a common
     /// stream, which nothing in that era can resume.
@@ -1066,13 +1078,7 @@ mod getter_tests {
     #[test]
     fn the_size_estimate_weighs_each_part_as_documented() {
         use std::mem::size_of;
-        let mut s = ServerSession::new(
-            SessionId::from_bits(1),
-            0,
-            ProtocolVersion::LATEST,
-            SessionConfig::default(),
-            ServerPolicy::FIXED,
-        );
+        let mut s = fresh(0);
         let base = s.approx_bytes();
         assert_eq!(base, size_of::<ServerSession>() + s.id().as_str().len());
         let mut stream = Stream::new(StreamId(1), Origin::Standalone);
@@ -1120,13 +1126,7 @@ mod getter_tests {
     /// the `initialize` answer, and only to a session-era one.
     #[test]
     fn a_version_is_agreed_before_the_answer_only() {
-        let mut s = ServerSession::new(
-            SessionId::from_bits(1),
-            0,
-            ProtocolVersion::LATEST,
-            SessionConfig::default(),
-            ServerPolicy::FIXED,
-        );
+        let mut s = fresh(0);
         assert!(s.agree_version(ProtocolVersion::MODERN).is_err());
         assert_eq!(s.version(), ProtocolVersion::LATEST);
         assert_eq!(s.agree_version(ProtocolVersion::V2025_03_26), Ok(()));
@@ -1144,13 +1144,7 @@ mod getter_tests {
     /// keeps them.
     #[test]
     fn an_idle_session_gives_its_buffers_back_once_drained() {
-        let mut s = ServerSession::new(
-            SessionId::from_bits(1),
-            0,
-            ProtocolVersion::LATEST,
-            SessionConfig::default(),
-            ServerPolicy::FIXED,
-        );
+        let mut s = fresh(0);
         for _ in 0..4 {
             s.tx(HttpId(1), TransmitKind::Comment);
             s.events.push_back(ServerEvent::Dropped {
@@ -1179,13 +1173,7 @@ mod getter_tests {
     /// same text is nobody else's.
     #[test]
     fn event_ids_render_in_the_namespace_and_parse_back() {
-        let s = ServerSession::new(
-            SessionId::from_bits(1),
-            0xab,
-            ProtocolVersion::LATEST,
-            SessionConfig::default(),
-            ServerPolicy::FIXED,
-        );
+        let s = fresh(0xab);
         let id = EventId {
             stream: StreamId(3),
             seq: 9,
@@ -1193,13 +1181,7 @@ mod getter_tests {
         let text = s.render_event_id(id);
         assert_eq!(text, "000000ab-3-9");
         assert_eq!(s.parse_event_id(&text), Some(id));
-        let other = ServerSession::new(
-            SessionId::from_bits(2),
-            0xac,
-            ProtocolVersion::LATEST,
-            SessionConfig::default(),
-            ServerPolicy::FIXED,
-        );
+        let other = fresh(0xac);
         assert_eq!(other.parse_event_id(&text), None);
     }
 }
