@@ -10,7 +10,7 @@ use crate::ids::{HttpId, RequestId, SessionId};
 use crate::monitor::Violation;
 use crate::policy::{BackgroundGet, ClientPolicy, ServerPolicy};
 use crate::server::{Cause, SchedulingPoint};
-use crate::sim::{PairConfig, World};
+use crate::sim::{PairConfig, World, LIST_CHANGED};
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
@@ -307,11 +307,7 @@ impl CheckModel {
                         let sessions: Vec<SessionId> =
                             w.server.named_session_ids().cloned().collect();
                         for sid in &sessions {
-                            w.server_notify_in(
-                                sid,
-                                "notifications/tools/list_changed",
-                                Cause::Unrelated,
-                            );
+                            w.server_notify_in(sid, LIST_CHANGED, Cause::Unrelated);
                         }
                     }
                     ServerStep::HookNotify => {
@@ -336,7 +332,7 @@ impl CheckModel {
                         w.server_close_connection_in(&sid, &id);
                     }
                     ServerStep::Broadcast => {
-                        w.server_broadcast("notifications/tools/list_changed");
+                        w.server_broadcast(LIST_CHANGED);
                     }
                 }
                 n.server_pc += 1;

@@ -172,18 +172,28 @@ impl std::error::Error for FleetConfigError {}
 /// A request waiting for the store.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Parked {
-    head: RequestHead,
-    body: Vec<u8>,
-    peer: Option<IpAddr>,
+    req: HeldRequest,
     session: SessionId,
 }
 
-/// A request that came before the instance was ready ([`Instance::is_ready`]).
+/// A request kept whole until it can be taken up: before the instance is
+/// ready ([`Instance::is_ready`]), or, [`Parked`], until the store has
+/// answered for its session.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Early {
+struct HeldRequest {
     head: RequestHead,
     body: Vec<u8>,
     peer: Option<IpAddr>,
+}
+
+impl HeldRequest {
+    fn new(head: &RequestHead, body: &[u8], peer: Option<IpAddr>) -> Self {
+        HeldRequest {
+            head: head.clone(),
+            body: body.to_vec(),
+            peer,
+        }
+    }
 }
 
 /// A GET served here from the log of a stream this endpoint does not
@@ -282,7 +292,7 @@ pub struct Instance {
     parked: BTreeMap<HttpId, Parked>,
     /// Requests held until the instance is ready, in arrival order (exchange
     /// ids grow); they count against `parked_max` with `parked`.
-    early: BTreeMap<HttpId, Early>,
+    early: BTreeMap<HttpId, HeldRequest>,
     relayed: BTreeMap<HttpId, Relayed>,
     subscriptions: Subscriptions<Subscriber>,
     logs: StreamLogs,
@@ -420,12 +430,7 @@ impl Instance {
         } else if self.parked.len() + self.early.len() >= self.config.parked_max {
             self.endpoint.refuse(http, &RequestError::Overloaded);
         } else {
-            let early = Early {
-                head: head.clone(),
-                body: body.to_vec(),
-                peer,
-            };
-            self.early.insert(http, early);
+            self.early.insert(http, HeldRequest::new(head, body, peer));
         }
         self.settle(now);
         http
@@ -461,9 +466,7 @@ impl Instance {
                     .is_some_and(|s| !s.is_ended());
                 self.gate.check(http.0, session.clone(), !held);
                 let parked = Parked {
-                    head: head.clone(),
-                    body: body.to_vec(),
-                    peer,
+                    req: HeldRequest::new(head, body, peer),
                     session,
                 };
                 self.parked.insert(http, parked);
@@ -685,13 +688,12 @@ impl Instance {
     /// the session-era sessions of a joined instance get it once their
     /// claims come back.
     pub fn broadcast(&mut self, method: &str, params: Option<RawJson>, now: Instant) -> usize {
-        let fleet_wide = match self.config.broadcast {
-            BroadcastDelivery::Claimed | BroadcastDelivery::EveryCopy => true,
-            BroadcastDelivery::InstanceOnly => false,
+        let publication = match self.config.broadcast {
+            BroadcastDelivery::Claimed | BroadcastDelivery::EveryCopy => {
+                self.broadcasts.publish(method, params.clone())
+            }
+            BroadcastDelivery::InstanceOnly => None,
         };
-        let publication = fleet_wide
-            .then(|| self.broadcasts.publish(method, params.clone()))
-            .flatten();
         let Some((id, publication)) = publication else {
             let sent = self.endpoint.broadcast(method, params, now);
             self.touch_all();
@@ -840,7 +842,7 @@ impl Instance {
                 Some((record, adoption)) => self.admitted(http, p, record, adoption, now),
                 None => {
                     self.end_local(&p.session, now);
-                    self.dispatch(http, &p.head, &p.body, p.peer, now);
+                    self.dispatch(http, &p.req.head, &p.req.body, p.req.peer, now);
                 }
             }
         }
@@ -852,7 +854,7 @@ impl Instance {
             if !existed {
                 self.end_local(&p.session, now);
             }
-            self.dispatch(http, &p.head, &p.body, p.peer, now);
+            self.dispatch(http, &p.req.head, &p.req.body, p.req.peer, now);
             self.end_relayed(&p.session);
         }
     }
@@ -911,7 +913,7 @@ impl Instance {
             return;
         }
         self.touched.insert(sid.clone());
-        if posted_method(&p.head, &p.body) == Some("notifications/initialized") {
+        if posted_method(&p.req.head, &p.req.body) == Some("notifications/initialized") {
             // Whichever instance answered `initialize` may be waiting.
             self.ops.push_back(StoreOp::Publish {
                 log: LogKey::control(sid.clone()),
@@ -921,15 +923,15 @@ impl Instance {
                 },
             });
         }
-        if past_handshake(&p.head, &p.body) {
+        if past_handshake(&p.req.head, &p.req.body) {
             if let Some(s) = self.endpoint.session_mut(&sid) {
                 s.confirm_initialized(now);
             }
         }
-        if p.head.method == Method::Post {
-            self.forward_answers(&sid, record.version, &p.body);
+        if p.req.head.method == Method::Post {
+            self.forward_answers(&sid, record.version, &p.req.body);
         }
-        if p.head.method == Method::Delete {
+        if p.req.head.method == Method::Delete {
             self.gate.delete(http.0, sid);
             self.parked.insert(http, p);
             return;
@@ -938,7 +940,7 @@ impl Instance {
             self.relay(http, &p, cursor, record);
             return;
         }
-        self.dispatch(http, &p.head, &p.body, p.peer, now);
+        self.dispatch(http, &p.req.head, &p.req.body, p.req.peer, now);
     }
 
     /// A GET's `Last-Event-ID` naming a stream to be served from its log:
@@ -946,10 +948,10 @@ impl Instance {
     /// [`ResumedGet::ContinueWhereResumed`]) a standalone stream of this
     /// one whose GET is gone, which its log says it released.
     fn foreign_cursor(&self, p: &Parked) -> Option<EventId> {
-        if p.head.method != Method::Get {
+        if p.req.head.method != Method::Get {
             return None;
         }
-        let text = p.head.header(headers::LAST_EVENT_ID)?;
+        let text = p.req.head.header(headers::LAST_EVENT_ID)?;
         let session = self.endpoint.session(&p.session)?;
         let cursor = session.parse_event_id(text)?;
         if LogKey::is_reserved(cursor.stream) {
@@ -999,8 +1001,8 @@ impl Instance {
             codec: EventIdCodec::new(EventIdScheme::StreamScoped, record.namespace),
             follower,
             head_sent: false,
-            head: p.head.clone(),
-            peer: p.peer,
+            head: p.req.head.clone(),
+            peer: p.req.peer,
             writer_dead: false,
         };
         self.relayed.insert(http, r);
@@ -1197,16 +1199,7 @@ impl Instance {
             }
             BroadcastDelivery::EveryCopy => {
                 for sid in &copies {
-                    let got = self.endpoint.notify_of_broadcast(
-                        sid,
-                        method,
-                        params.clone(),
-                        value.as_ref(),
-                        now,
-                    );
-                    if got.is_some() {
-                        self.touched.insert(sid.clone());
-                    }
+                    self.notify_copy(sid, method, params.clone(), value.as_ref(), now);
                 }
             }
         }
@@ -1220,9 +1213,22 @@ impl Instance {
             return;
         };
         let value = params.as_ref().map(RawJson::to_value);
+        self.notify_copy(sid, &method, params, value.as_ref(), now);
+    }
+
+    /// The copy of `sid` here is notified of a broadcast (its GET here, or
+    /// its mailbox), and synced at the next flush if it took it.
+    fn notify_copy(
+        &mut self,
+        sid: &SessionId,
+        method: &str,
+        params: Option<RawJson>,
+        value: Option<&serde_json::Value>,
+        now: Instant,
+    ) {
         if self
             .endpoint
-            .notify_of_broadcast(sid, &method, params, value.as_ref(), now)
+            .notify_of_broadcast(sid, method, params, value, now)
             .is_some()
         {
             self.touched.insert(sid.clone());

@@ -17,4 +17,4 @@ pub use fleet::{Fleet, StoreTiming};
 pub use net::{deliveries, Delivery, Link};
 pub use servers::{OutputHandler, Servers, SERVER_HTTP_STRIDE};
 pub use store_links::{ConnKey, StoreLinks};
-pub use world::{Pair, PairConfig, World, HTTP_ID_STRIDE};
+pub use world::{Pair, PairConfig, World, HTTP_ID_STRIDE, LIST_CHANGED};

@@ -53,6 +53,10 @@ pub struct PairConfig {
     pub count_list_changes: bool,
 }
 
+/// What the applications' list-change notifications and broadcasts say
+/// changed (`World::list_changes_heard` counts it).
+pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
+
 /// The world names client `c`'s exchange `h` (as that client's core minted
 /// it) `c * HTTP_ID_STRIDE + h`. Every client core mints from 1, so a core's
 /// state never says which client it is: clients with the same script are
@@ -605,8 +609,7 @@ impl<S: Servers> World<S> {
                                 outcomes.insert((c, id.clone()), true);
                             }
                             ClientEvent::Notification { method, .. }
-                                if config.count_list_changes
-                                    && method == "notifications/tools/list_changed" =>
+                                if config.count_list_changes && method == LIST_CHANGED =>
                             {
                                 *list_changes_heard.entry(c).or_default() += 1;
                             }

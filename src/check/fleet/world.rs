@@ -40,7 +40,7 @@ use crate::monitor::Violation;
 use crate::policy::{ClientPolicy, ServerPolicy};
 use crate::server::{Cause, EndpointConfig};
 use crate::shared::fixed_keys;
-use crate::sim::{Fleet, PairConfig, Servers, StoreTiming, World};
+use crate::sim::{Fleet, PairConfig, Servers, StoreTiming, World, LIST_CHANGED};
 use serde::{Deserialize, Serialize};
 
 /// A step of the application's script (it runs on the instances).
@@ -219,9 +219,6 @@ pub struct WorldModel {
     /// The scenario.
     pub scenario: WorldScenario,
 }
-
-/// What the application's notifications and broadcasts say changed.
-const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// The client's deadline: far past any horizon, so a call completes by
 /// the fleet or not at all (F5).
