@@ -276,9 +276,10 @@ impl ClientSession {
 
 #[cfg(test)]
 mod tests {
-    use crate::client::testing::{modern, sent};
-    use crate::client::{ClientEvent, ListenId};
+    use crate::client::testing::{answer, modern, sent};
+    use crate::client::{ClientError, ClientEvent, ClientSession, ClientUsageError, ListenId};
     use crate::head::ResponseHead;
+    use crate::ids::{HttpId, RequestId};
     use crate::server::modern::ListenFilter;
     use crate::sse::SseItem;
     use crate::time::Instant;
@@ -289,6 +290,161 @@ mod tests {
             event: None,
             data: data.to_string(),
         }
+    }
+
+    fn tools() -> ListenFilter {
+        ListenFilter {
+            tools: true,
+            ..ListenFilter::default()
+        }
+    }
+
+    fn ack(n: i64) -> serde_json::Value {
+        serde_json::json!({"jsonrpc": "2.0", "method": super::ACKNOWLEDGED,
+            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": n}}})
+    }
+
+    /// A listen whose stream is open (not yet acknowledged): the listen,
+    /// its exchange and its request id.
+    fn opened(c: &mut ClientSession) -> (ListenId, HttpId, i64) {
+        let now = Instant::ZERO;
+        let l = c.listen(tools(), now).unwrap();
+        let s = sent(c).remove(0);
+        let n = s.body["id"].as_i64().unwrap();
+        let head = ResponseHead::from_wire(200, [("content-type", "text/event-stream")]);
+        c.handle_response_head(s.http, head, now);
+        (l, s.http, n)
+    }
+
+    fn events(c: &mut ClientSession) -> Vec<ClientEvent> {
+        std::iter::from_fn(|| c.poll_event()).collect()
+    }
+
+    #[test]
+    fn each_listen_has_its_own_id_request_and_state_until_it_is_stopped() {
+        let now = Instant::ZERO;
+        let mut c = modern(serde_json::json!({}));
+        let (a, ha, na) = opened(&mut c);
+        let (b, hb, nb) = opened(&mut c);
+        assert_ne!(a, b);
+        assert_ne!(ha, hb);
+        assert_eq!(c.listens().collect::<Vec<_>>(), [a, b]);
+        assert_eq!(c.listen_request(a), Some(RequestId::Num(na)));
+        assert_eq!(c.listen_request(b), Some(RequestId::Num(nb)));
+        assert!(!c.is_listening(a), "not before its acknowledgement");
+        c.handle_sse_event(ha, message(ack(na)), now);
+        assert!(c.is_listening(a) && !c.is_listening(b));
+        assert_eq!(format!("{a}"), format!("listen#{}", a.0));
+        c.unlisten(b).unwrap();
+        assert_eq!(c.listens().collect::<Vec<_>>(), [a]);
+        assert_eq!(c.listen_request(b), None);
+        assert!(matches!(
+            c.unlisten(b),
+            Err(ClientUsageError::UnknownListen(x)) if x == b
+        ));
+        assert!(matches!(
+            events(&mut c).last(),
+            Some(ClientEvent::ListenEnded { listen, error: Some(ClientError::Cancelled) }) if *listen == b
+        ));
+    }
+
+    #[test]
+    fn a_second_acknowledgement_and_anything_before_the_first_are_dropped_and_counted() {
+        let now = Instant::ZERO;
+        let mut c = modern(serde_json::json!({}));
+        let (l, http, n) = opened(&mut c);
+        let change = serde_json::json!({"jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed"});
+        c.handle_sse_event(http, message(change.clone()), now);
+        assert_eq!(c.strangers_dropped(), 1, "a notification before the ack");
+        c.handle_sse_event(http, message(ack(n)), now);
+        c.handle_sse_event(http, message(ack(n)), now);
+        assert_eq!(c.duplicates_dropped(), 1);
+        c.handle_sse_event(http, message(change), now);
+        // A response or an error to some other request is nobody's here.
+        let other = serde_json::json!({"jsonrpc": "2.0", "id": n + 1, "result": {}});
+        c.handle_sse_event(http, message(other), now);
+        let other = serde_json::json!({"jsonrpc": "2.0", "id": n + 1,
+            "error": {"code": -32603, "message": "x"}});
+        c.handle_sse_event(http, message(other), now);
+        assert_eq!(c.strangers_dropped(), 3);
+        assert!(c.is_listening(l));
+        let kinds: Vec<_> = events(&mut c)
+            .into_iter()
+            .map(|e| match e {
+                ClientEvent::Listening { resumed, .. } => format!("listening {resumed}"),
+                ClientEvent::Notification { method, .. } => method,
+                e => format!("{e:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["listening false", "notifications/tools/list_changed"]
+        );
+    }
+
+    #[test]
+    fn the_listens_own_error_ends_it_with_that_error() {
+        let now = Instant::ZERO;
+        let mut c = modern(serde_json::json!({}));
+        let (l, http, n) = opened(&mut c);
+        c.handle_sse_event(http, message(ack(n)), now);
+        let error = serde_json::json!({"jsonrpc": "2.0", "id": n,
+            "error": {"code": -32603, "message": "gone"}});
+        c.handle_sse_event(http, message(error), now);
+        assert!(c.listens().next().is_none());
+        assert!(matches!(
+            events(&mut c).last(),
+            Some(ClientEvent::ListenEnded {
+                listen,
+                error: Some(ClientError::Status { status: 200, error: Some(_) })
+            }) if *listen == l
+        ));
+    }
+
+    #[test]
+    fn a_broken_stream_is_listened_again_and_the_new_ack_says_resumed() {
+        let mut now = Instant::ZERO;
+        let mut c = modern(serde_json::json!({}));
+        let (l, http, n) = opened(&mut c);
+        c.handle_sse_event(http, message(ack(n)), now);
+        // The end of some other exchange is not this listen's.
+        c.handle_http_closed(HttpId(http.0 + 1000), now);
+        assert!(c.is_listening(l));
+        c.handle_http_closed(http, now);
+        assert!(!c.is_listening(l));
+        assert_eq!(c.listen_request(l), None);
+        let (at, _) = c.poll_timeout().expect("a re-listen is scheduled");
+        now = at;
+        c.handle_timeout(now);
+        let again = sent(&mut c).remove(0);
+        let m = again.body["id"].as_i64().unwrap();
+        assert_ne!(m, n);
+        assert_eq!(c.listen_request(l), Some(RequestId::Num(m)));
+        let head = ResponseHead::from_wire(200, [("content-type", "text/event-stream")]);
+        c.handle_response_head(again.http, head, now);
+        c.handle_sse_event(again.http, message(ack(m)), now);
+        assert!(matches!(
+            events(&mut c).last(),
+            Some(ClientEvent::Listening { resumed: true, listen, .. }) if *listen == l
+        ));
+    }
+
+    #[test]
+    fn a_listen_answered_whole_instead_of_with_a_stream_ends_as_malformed() {
+        let now = Instant::ZERO;
+        let mut c = modern(serde_json::json!({}));
+        let l = c.listen(tools(), now).unwrap();
+        let s = sent(&mut c).remove(0);
+        answer(&mut c, s.http, 200, "{}");
+        assert!(matches!(
+            events(&mut c).last(),
+            Some(ClientEvent::ListenEnded {
+                listen,
+                error: Some(ClientError::Malformed("a listen answered without a stream"))
+            }) if *listen == l
+        ));
+        assert_eq!(c.poll_timeout(), None, "not listened again");
     }
 
     #[test]

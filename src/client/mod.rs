@@ -10,6 +10,8 @@ mod listen;
 mod modern;
 mod mrtr;
 mod session;
+#[cfg(test)]
+mod session_tests;
 mod streams;
 #[cfg(test)]
 mod testing;

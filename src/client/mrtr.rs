@@ -494,6 +494,31 @@ mod tests {
     }
 
     #[test]
+    fn closing_fails_the_requests_waiting_for_input_and_only_once() {
+        let mut c = declared();
+        let (waiting, s) = call(&mut c, "t");
+        reply(&mut c, &s, ask_name(Some("k")));
+        let (flying, _) = call(&mut c, "u");
+        events(&mut c);
+        c.close(NOW);
+        let mut failed: Vec<_> = events(&mut c)
+            .into_iter()
+            .filter_map(|e| match e {
+                ClientEvent::Failed {
+                    id,
+                    error: ClientError::Closed,
+                } => Some(id),
+                _ => None,
+            })
+            .collect();
+        failed.sort();
+        let mut both = vec![waiting, flying];
+        both.sort();
+        assert_eq!(failed, both, "each outstanding request fails once");
+        assert_eq!(c.awaiting_input().count(), 0);
+    }
+
+    #[test]
     fn a_client_that_answers_nothing_fails_instead_of_asking() {
         let mut c = {
             let mut config = crate::client::ClientConfig {

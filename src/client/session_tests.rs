@@ -1,0 +1,621 @@
+//! Unit tests of the client session's getters and commands: what a driver
+//! or an application reads and calls, each pinned to what it must say.
+
+use super::testing::{answer, modern, sent, Sent};
+use super::{ClientConfig, ClientEra, ClientError, ClientEvent, ClientSession, ClientUsageError};
+use crate::head::ResponseHead;
+use crate::ids::{HttpId, RequestId};
+use crate::jsonrpc::{ErrorObject, RawJson};
+use crate::policy::ClientPolicy;
+use crate::sse::SseItem;
+use crate::time::Instant;
+use crate::version::ProtocolVersion;
+use serde_json::{json, Value};
+
+const NOW: Instant = Instant::ZERO;
+
+fn events(c: &mut ClientSession) -> Vec<ClientEvent> {
+    std::iter::from_fn(|| c.poll_event()).collect()
+}
+
+fn sse(c: &mut ClientSession, http: HttpId, data: Value) {
+    let item = SseItem::Message {
+        id: Some("e1".into()),
+        event: None,
+        data: data.to_string(),
+    };
+    c.handle_sse_event(http, item, NOW);
+}
+
+fn stream_head(c: &mut ClientSession, http: HttpId) {
+    let head = ResponseHead::from_wire(200, [("content-type", "text/event-stream")]);
+    c.handle_response_head(http, head, NOW);
+}
+
+/// A session-era client under `policy`, its session `s1` agreed; what it
+/// sent after the handshake (`notifications/initialized`, its GET) is
+/// returned.
+fn legacy(policy: ClientPolicy) -> (ClientSession, Vec<Sent>) {
+    legacy_with(|_| {}, policy)
+}
+
+/// As [`legacy`], with the config changed by `edit` first.
+fn legacy_with(
+    edit: impl FnOnce(&mut ClientConfig),
+    policy: ClientPolicy,
+) -> (ClientSession, Vec<Sent>) {
+    let mut config = ClientConfig {
+        era: ClientEra::Legacy,
+        ..ClientConfig::default()
+    };
+    edit(&mut config);
+    let mut c = ClientSession::new(config, policy);
+    assert!(c.can_initialize());
+    let params = RawJson::from(json!({"capabilities": {"roots": {}}}));
+    c.initialize(params, NOW).unwrap();
+    assert!(!c.can_initialize(), "not while initializing");
+    let init = sent(&mut c).remove(0);
+    assert_eq!(init.body["params"]["capabilities"], json!({"roots": {}}));
+    assert_eq!(init.body["params"]["protocolVersion"], "2025-11-25");
+    let head = ResponseHead::from_wire(
+        200,
+        [
+            ("content-type", "application/json"),
+            ("mcp-session-id", "s1"),
+        ],
+    );
+    c.handle_response_head(init.http, head, NOW);
+    let ok = json!({"jsonrpc": "2.0", "id": init.body["id"], "result": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "serverInfo": {"name": "s", "version": "1"}}});
+    c.handle_body(init.http, ok.to_string().as_bytes(), NOW);
+    c.handle_http_closed(init.http, NOW);
+    // The policies that commit later do so at their scheduling point.
+    while let Some(&http) = c.scheduling_points().first() {
+        let elsewhere = HttpId(http.0 + 100);
+        assert!(!c.handle_foreground_step(elsewhere, NOW), "not its point");
+        assert_eq!(c.session_id(), None, "nothing committed");
+        assert!(c.handle_foreground_step(http, NOW));
+    }
+    assert!(c.is_ready());
+    events(&mut c);
+    let after = sent(&mut c);
+    (c, after)
+}
+
+#[test]
+fn the_getters_say_what_was_agreed_and_configured() {
+    let (c, _) = legacy(ClientPolicy::CSHARP_PR1381);
+    assert_eq!(c.version(), Some(ProtocolVersion::V2025_06_18));
+    assert_eq!(c.session_id().map(|s| s.as_str()), Some("s1"));
+    assert!(!c.can_initialize(), "a session is running");
+    assert_eq!(c.policy(), &ClientPolicy::CSHARP_PR1381);
+    assert_eq!(c.config().era, ClientEra::Legacy);
+    let fresh = super::testing::client(ClientEra::Modern);
+    assert_eq!(fresh.version(), None);
+    assert_eq!(fresh.config().era, ClientEra::Modern);
+    assert_eq!(fresh.policy(), &ClientPolicy::FIXED);
+}
+
+#[test]
+fn non_object_initialize_parameters_become_an_object_with_the_version() {
+    let config = ClientConfig {
+        era: ClientEra::Legacy,
+        ..ClientConfig::default()
+    };
+    let mut c = ClientSession::new(config, ClientPolicy::FIXED);
+    c.initialize(RawJson::from(json!([1, 2])), NOW).unwrap();
+    let init = sent(&mut c).remove(0);
+    assert_eq!(
+        init.body["params"],
+        json!({"protocolVersion": "2025-11-25"})
+    );
+}
+
+#[test]
+fn pending_lists_requests_by_handle_until_their_answer() {
+    let (mut c, _) = legacy(ClientPolicy::FIXED);
+    let a = c.send_request("tools/list", None, NOW).unwrap();
+    let b = c.send_request("prompts/list", None, NOW).unwrap();
+    let mut pending: Vec<_> = c.pending().collect();
+    pending.sort();
+    assert_eq!(pending, [a.clone(), b.clone()]);
+    let s = sent(&mut c);
+    let body = json!({"jsonrpc": "2.0", "id": s[0].body["id"], "result": {}});
+    answer(&mut c, s[0].http, 200, &body.to_string());
+    assert_eq!(c.pending().collect::<Vec<_>>(), [b]);
+}
+
+#[test]
+fn a_duplicate_and_a_stranger_are_each_counted_once() {
+    let (mut c, _) = legacy(ClientPolicy::FIXED);
+    c.send_request("tools/list", None, NOW).unwrap();
+    let s = sent(&mut c).remove(0);
+    stream_head(&mut c, s.http);
+    let ok = json!({"jsonrpc": "2.0", "id": s.body["id"], "result": {}});
+    sse(&mut c, s.http, ok.clone());
+    assert_eq!((c.duplicates_dropped(), c.strangers_dropped()), (0, 0));
+    // The exchange is aborted once answered; a copy on another stream
+    // of ours is a duplicate, an id never sent a stranger.
+    let (mut c2, _) = legacy(ClientPolicy::FIXED);
+    c2.send_request("tools/list", None, NOW).unwrap();
+    let s2 = sent(&mut c2).remove(0);
+    stream_head(&mut c2, s2.http);
+    c2.send_request("tools/list", None, NOW).unwrap();
+    let s3 = sent(&mut c2).remove(0);
+    stream_head(&mut c2, s3.http);
+    let ok = json!({"jsonrpc": "2.0", "id": s2.body["id"], "result": {}});
+    sse(&mut c2, s2.http, ok.clone());
+    sse(&mut c2, s3.http, ok);
+    assert_eq!((c2.duplicates_dropped(), c2.strangers_dropped()), (1, 0));
+    sse(
+        &mut c2,
+        s3.http,
+        json!({"jsonrpc": "2.0", "id": 999, "result": {}}),
+    );
+    sse(&mut c2, s3.http, json!("not a message"));
+    let bad = SseItem::Message {
+        id: None,
+        event: None,
+        data: "{".into(),
+    };
+    c2.handle_sse_event(s3.http, bad, NOW);
+    let anonymous = json!({"jsonrpc": "2.0", "id": null,
+        "error": {"code": -32700, "message": "parse error"}});
+    sse(&mut c2, s3.http, anonymous);
+    assert_eq!((c2.duplicates_dropped(), c2.strangers_dropped()), (1, 4));
+}
+
+#[test]
+fn notify_and_respond_post_in_the_session_era_only_and_only_when_ready() {
+    let mut fresh = ClientSession::new(ClientConfig::default(), ClientPolicy::FIXED);
+    assert_eq!(
+        fresh.notify("notifications/roots/list_changed", None, NOW),
+        Err(ClientUsageError::NotReady)
+    );
+    assert_eq!(
+        fresh.respond(RequestId::Num(1), Ok(RawJson::empty_object()), NOW),
+        Err(ClientUsageError::NotReady)
+    );
+    let (mut c, _) = legacy(ClientPolicy::FIXED);
+    c.notify("notifications/roots/list_changed", None, NOW)
+        .unwrap();
+    c.respond(RequestId::Num(7), Ok(RawJson::empty_object()), NOW)
+        .unwrap();
+    let error = ErrorObject {
+        code: -32601,
+        message: "no".into(),
+        data: None,
+    };
+    c.respond(RequestId::Num(8), Err(error), NOW).unwrap();
+    let bodies: Vec<Value> = sent(&mut c).into_iter().map(|s| s.body).collect();
+    assert_eq!(bodies[0]["method"], "notifications/roots/list_changed");
+    assert_eq!(bodies[1], json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
+    assert_eq!(bodies[2]["error"]["code"], -32601);
+    let mut m = modern(json!({}));
+    assert_eq!(
+        m.notify("notifications/roots/list_changed", None, NOW),
+        Err(ClientUsageError::ModernEra)
+    );
+    assert_eq!(
+        m.respond(RequestId::Num(1), Ok(RawJson::empty_object()), NOW),
+        Err(ClientUsageError::ModernEra)
+    );
+    assert!(sent(&mut m).is_empty());
+    c.close(NOW);
+    assert_eq!(
+        c.send_request("tools/list", None, NOW),
+        Err(ClientUsageError::Closed)
+    );
+    assert_eq!(
+        c.notify("notifications/roots/list_changed", None, NOW),
+        Err(ClientUsageError::Closed)
+    );
+}
+
+#[test]
+fn has_output_while_a_transmit_or_an_event_waits() {
+    let mut c = super::testing::client(ClientEra::Legacy);
+    assert!(!c.has_output());
+    c.initialize(RawJson::empty_object(), NOW).unwrap();
+    assert!(c.has_output());
+    sent(&mut c);
+    assert!(!c.has_output());
+    c.close(NOW);
+    assert!(c.has_output(), "the initialize failed");
+    events(&mut c);
+    sent(&mut c);
+    assert!(!c.has_output());
+}
+
+#[test]
+fn a_request_whose_caller_has_its_result_cannot_be_cancelled() {
+    // KeepRunning: the answer came on the background GET, the foreground
+    // still runs; the caller has its outcome, so a cancel finds nothing.
+    let (mut c, after) = legacy(ClientPolicy::CSHARP_PR1381);
+    let get = after
+        .iter()
+        .find(|s| s.body.is_null())
+        .expect("the background GET")
+        .http;
+    stream_head(&mut c, get);
+    let id = c.send_request("tools/list", None, NOW).unwrap();
+    let post = sent(&mut c).remove(0);
+    stream_head(&mut c, post.http);
+    sse(
+        &mut c,
+        get,
+        json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}}),
+    );
+    assert!(matches!(
+        &events(&mut c)[..],
+        [ClientEvent::Response { .. }]
+    ));
+    assert_eq!(c.pending().count(), 1, "the foreground still runs");
+    assert_eq!(
+        c.cancel(&id, NOW),
+        Err(ClientUsageError::UnknownRequest(id))
+    );
+    assert!(events(&mut c).is_empty(), "no second outcome");
+}
+
+/// Breaks request stream `http` and fires the resumption timer: the GET
+/// that resumes it, if one was sent.
+fn break_and_resume(c: &mut ClientSession, http: HttpId) -> Option<HttpId> {
+    c.handle_http_closed(http, NOW);
+    let (at, _) = c.poll_timeout()?;
+    c.handle_timeout(at);
+    let get = sent(c).into_iter().find(|s| s.body.is_null())?;
+    stream_head(c, get.http);
+    Some(get.http)
+}
+
+#[test]
+fn a_resumed_stream_that_delivers_a_message_starts_its_attempts_over() {
+    let (mut c, _) = legacy(ClientPolicy::FIXED);
+    let max = c.config().resume_attempts_max;
+    let id = c.send_request("tools/call", None, NOW).unwrap();
+    let post = sent(&mut c).remove(0);
+    stream_head(&mut c, post.http);
+    let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": 1, "progress": 1}});
+    sse(&mut c, post.http, progress.clone());
+    // Twice the bound, each resumed stream bringing a message: never exhausted.
+    let mut http = post.http;
+    for _ in 0..2 * max + 2 {
+        http = break_and_resume(&mut c, http).expect("resumed again");
+        sse(&mut c, http, progress.clone());
+    }
+    assert_eq!(c.pending().collect::<Vec<_>>(), std::slice::from_ref(&id));
+    // Streams that bring nothing: the bound holds.
+    let mut resumed = 0;
+    while let Some(next) = break_and_resume(&mut c, http) {
+        http = next;
+        resumed += 1;
+        assert!(resumed <= max, "more than resume_attempts_max resumptions");
+    }
+    assert_eq!(resumed, max);
+    assert!(events(&mut c).iter().any(|e| matches!(
+        e,
+        ClientEvent::Failed { id: f, error: ClientError::ResumeExhausted } if *f == id
+    )));
+}
+
+#[test]
+fn an_answer_on_the_background_get_aborts_the_requests_own_stream() {
+    let (mut c, after) = legacy(ClientPolicy::FIXED);
+    let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
+    stream_head(&mut c, get);
+    c.send_request("tools/list", None, NOW).unwrap();
+    let post = sent(&mut c).remove(0);
+    stream_head(&mut c, post.http);
+    assert!(c.exchanges().any(|h| h == post.http));
+    sse(
+        &mut c,
+        get,
+        json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}}),
+    );
+    let aborted: Vec<HttpId> = std::iter::from_fn(|| c.poll_transmit())
+        .filter(|t| t.kind == super::ClientTransmitKind::Abort)
+        .map(|t| t.http)
+        .collect();
+    assert_eq!(aborted, [post.http]);
+    assert!(!c.exchanges().any(|h| h == post.http));
+    assert!(c.exchanges().any(|h| h == get), "the GET stays");
+    assert_eq!(c.purpose(get), Some(super::Purpose::Background));
+}
+
+#[test]
+fn the_last_finished_max_answered_ids_are_duplicates_older_ones_strangers() {
+    let (mut c, _) = legacy_with(|c| c.finished_max = 2, ClientPolicy::FIXED);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        c.send_request("tools/list", None, NOW).unwrap();
+        let s = sent(&mut c).remove(0);
+        let ok = json!({"jsonrpc": "2.0", "id": s.body["id"], "result": {}});
+        answer(&mut c, s.http, 200, &ok.to_string());
+        ids.push(s.body["id"].clone());
+    }
+    c.send_request("tools/list", None, NOW).unwrap();
+    let carrier = sent(&mut c).remove(0);
+    stream_head(&mut c, carrier.http);
+    for (k, id) in ids.iter().enumerate() {
+        sse(
+            &mut c,
+            carrier.http,
+            json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+        );
+        let expected = if k == 0 { (0, 1) } else { (k as u64, 1) };
+        assert_eq!(
+            (c.duplicates_dropped(), c.strangers_dropped()),
+            expected,
+            "after the copy of answered request {k}"
+        );
+    }
+    // A string id is never one of ours.
+    sse(
+        &mut c,
+        carrier.http,
+        json!({"jsonrpc": "2.0", "id": "1", "result": {}}),
+    );
+    assert_eq!(c.strangers_dropped(), 2);
+}
+
+#[test]
+fn keep_running_ends_a_request_answered_on_its_own_stream_at_once() {
+    let (mut c, _) = legacy(ClientPolicy::CSHARP_PR1381);
+    c.send_request("tools/list", None, NOW).unwrap();
+    let post = sent(&mut c).remove(0);
+    stream_head(&mut c, post.http);
+    let ok = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
+    sse(&mut c, post.http, ok);
+    assert!(matches!(
+        &events(&mut c)[..],
+        [ClientEvent::Response { .. }]
+    ));
+    assert_eq!(c.pending().count(), 0, "nothing is left running");
+}
+
+#[test]
+fn keep_running_counts_the_foregrounds_own_late_copy_as_a_duplicate() {
+    let (mut c, after) = legacy(ClientPolicy::CSHARP_PR1381);
+    let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
+    stream_head(&mut c, get);
+    c.send_request("tools/list", None, NOW).unwrap();
+    let post = sent(&mut c).remove(0);
+    stream_head(&mut c, post.http);
+    let ok = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
+    sse(&mut c, get, ok.clone());
+    sse(&mut c, post.http, ok);
+    assert_eq!(c.duplicates_dropped(), 1);
+    assert_eq!(c.pending().count(), 0, "the foreground returned");
+    assert_eq!(events(&mut c).len(), 1, "one outcome");
+}
+
+#[test]
+fn after_foreground_returns_keeps_the_first_copy_and_counts_a_second() {
+    let (mut c, after) = legacy(ClientPolicy::CSHARP_BASELINE);
+    let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
+    stream_head(&mut c, get);
+    c.send_request("tools/list", None, NOW).unwrap();
+    let post = sent(&mut c).remove(0);
+    stream_head(&mut c, post.http);
+    let first = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {"n": 1}});
+    let second = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {"n": 2}});
+    sse(&mut c, get, first);
+    sse(&mut c, get, second);
+    assert_eq!(c.duplicates_dropped(), 1);
+    assert!(
+        events(&mut c).is_empty(),
+        "held until the foreground returns"
+    );
+}
+
+#[test]
+fn a_cancelled_request_is_announced_to_the_server_and_the_session_stays() {
+    let (mut c, _) = legacy(ClientPolicy::FIXED);
+    let id = c.send_request("tools/call", None, NOW).unwrap();
+    let post = sent(&mut c).remove(0);
+    c.cancel(&id, NOW).unwrap();
+    let notice = sent(&mut c);
+    assert_eq!(notice.len(), 1, "one notifications/cancelled");
+    assert_eq!(notice[0].body["method"], "notifications/cancelled");
+    assert_eq!(notice[0].body["params"]["requestId"], post.body["id"]);
+    assert!(c.is_ready(), "the session goes on");
+    assert!(!c.can_initialize());
+}
+
+#[test]
+fn an_initialize_that_times_out_is_not_cancelled_and_may_be_tried_again() {
+    let mut c = super::testing::client(ClientEra::Legacy);
+    c.initialize(RawJson::empty_object(), NOW).unwrap();
+    sent(&mut c);
+    let (at, _) = c.poll_timeout().unwrap();
+    c.handle_timeout(at);
+    assert!(matches!(
+        &events(&mut c)[..],
+        [ClientEvent::Failed {
+            error: ClientError::Timeout,
+            ..
+        }]
+    ));
+    assert!(sent(&mut c).is_empty(), "no cancellation of an initialize");
+    assert!(c.can_initialize());
+}
+
+/// The GETs a step sent, each with its `Last-Event-ID`.
+type Gets = Vec<(HttpId, Option<String>)>;
+
+/// Breaks exchange `http` at `now` and fires the next timer: the time it
+/// fired at and the GETs it sent, each with its `Last-Event-ID`.
+fn break_then_fire(c: &mut ClientSession, http: HttpId, now: Instant) -> Option<(Instant, Gets)> {
+    c.handle_http_closed(http, now);
+    let (at, _) = c.poll_timeout()?;
+    c.handle_timeout(at);
+    let gets = std::iter::from_fn(|| c.poll_transmit())
+        .filter_map(|t| match t.kind {
+            super::ClientTransmitKind::Send { head, body } if body.is_empty() => {
+                Some((t.http, head.header("last-event-id").map(str::to_owned)))
+            }
+            _ => None,
+        })
+        .collect();
+    Some((at, gets))
+}
+
+/// How many times a request stream that keeps breaking without a message
+/// is resumed before it is given up, under `policy`, retrying every 250 ms
+/// within a 1,000 ms window, at most 8 attempts.
+fn resumptions_without_messages(policy: ClientPolicy) -> usize {
+    let (mut c, _) = legacy_with(
+        |c| {
+            c.retry_default_ms = 250;
+            c.resume_window_ms = 1000;
+            c.resume_attempts_max = 8;
+            c.request_timeout_ms = 3_600_000;
+        },
+        policy,
+    );
+    c.send_request("tools/call", None, NOW).unwrap();
+    let post = sent(&mut c).remove(0);
+    stream_head(&mut c, post.http);
+    sse(
+        &mut c,
+        post.http,
+        json!({"jsonrpc": "2.0", "method": "notifications/message"}),
+    );
+    let (mut http, mut now, mut resumed) = (post.http, NOW, 0);
+    while let Some((at, gets)) = break_then_fire(&mut c, http, now) {
+        let Some((get, last)) = gets.into_iter().next() else {
+            break;
+        };
+        assert_eq!(last.as_deref(), Some("e1"), "resumed from the last id");
+        stream_head(&mut c, get);
+        (http, now) = (get, at);
+        resumed += 1;
+        assert!(resumed < 100);
+    }
+    assert!(events(&mut c).iter().any(|e| matches!(
+        e,
+        ClientEvent::Failed {
+            error: ClientError::ResumeExhausted,
+            ..
+        }
+    )));
+    resumed
+}
+
+#[test]
+fn resumption_is_bounded_by_its_window_and_reset_on_event_id_by_attempts_only() {
+    // Breaks at 0, 250, ..., 1,250 ms: the one at 1,000 is still inside
+    // the window (not past it), the one at 1,250 is not.
+    assert_eq!(resumptions_without_messages(ClientPolicy::FIXED), 5);
+    // csharp's bound knows no window: only the attempts stop it.
+    assert_eq!(
+        resumptions_without_messages(ClientPolicy::CSHARP_BASELINE),
+        8
+    );
+}
+
+#[test]
+fn the_background_get_is_reopened_from_its_cursor_and_given_up_after_its_failures() {
+    let (mut c, after) = legacy_with(|c| c.background_failures_max = 2, ClientPolicy::FIXED);
+    let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
+    stream_head(&mut c, get);
+    sse(
+        &mut c,
+        get,
+        json!({"jsonrpc": "2.0", "method": "notifications/message"}),
+    );
+    let (now, gets) = break_then_fire(&mut c, get, NOW).unwrap();
+    let [(get, Some(last))] = &gets[..] else {
+        panic!("{gets:?}");
+    };
+    assert_eq!(last, "e1", "reopened from the last event id");
+    // The server forgot the cursor: start afresh.
+    let head = ResponseHead::from_wire(400, [("content-type", "application/json")]);
+    c.handle_response_head(*get, head, now);
+    let (now, gets) = break_then_fire(&mut c, *get, now).unwrap();
+    let [(get, None)] = &gets[..] else {
+        panic!("{gets:?}");
+    };
+    // Two failures in a row are allowed (the 400 was the first), a third is not.
+    let head = ResponseHead::from_wire(500, [("content-type", "application/json")]);
+    c.handle_response_head(*get, head.clone(), now);
+    let (now, gets) = break_then_fire(&mut c, *get, now).unwrap();
+    let [(get, None)] = &gets[..] else {
+        panic!("{gets:?}");
+    };
+    c.handle_response_head(*get, head, now);
+    c.handle_http_closed(*get, now);
+    assert_eq!(
+        c.poll_timeout(),
+        None,
+        "given up after its third failure in a row"
+    );
+}
+
+#[test]
+fn a_get_answered_405_is_never_tried_again() {
+    let (mut c, after) = legacy(ClientPolicy::FIXED);
+    let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
+    let head = ResponseHead::from_wire(405, [("content-type", "application/json")]);
+    c.handle_response_head(get, head, NOW);
+    c.handle_http_closed(get, NOW);
+    assert!(matches!(
+        &events(&mut c)[..],
+        [ClientEvent::BackgroundDisabled]
+    ));
+    assert_eq!(c.poll_timeout(), None, "no reconnection scheduled");
+}
+
+#[test]
+fn an_eventsource_reader_reconnects_after_a_clean_end_only() {
+    // Reconnected while each stream ends cleanly (200, an event stream);
+    // an answer that is not one fails it for good, as WHATWG says.
+    for (status, content, again) in [
+        (200, "text/event-stream", true),
+        (200, "application/json", false),
+        (500, "text/event-stream", false),
+    ] {
+        let (mut c, _) = legacy(ClientPolicy::EVENTSOURCE_RECONNECT);
+        c.send_request("tools/list", None, NOW).unwrap();
+        let post = sent(&mut c).remove(0);
+        stream_head(&mut c, post.http);
+        let ok = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
+        sse(&mut c, post.http, ok);
+        let (now, gets) = break_then_fire(&mut c, post.http, NOW).unwrap();
+        let [(get, Some(last))] = &gets[..] else {
+            panic!("{gets:?}");
+        };
+        assert_eq!(last, "e1");
+        let head = ResponseHead::from_wire(status, [("content-type", content)]);
+        c.handle_response_head(*get, head, now);
+        let next = break_then_fire(&mut c, *get, now).map(|(_, gets)| gets.len());
+        assert_eq!(next.unwrap_or(0) == 1, again, "{status} {content}");
+    }
+}
+
+#[test]
+fn an_eventsource_reader_reconnects_at_most_reader_reconnects_max_times() {
+    let (mut c, _) = legacy_with(
+        |c| c.reader_reconnects_max = 2,
+        ClientPolicy::EVENTSOURCE_RECONNECT,
+    );
+    c.send_request("tools/list", None, NOW).unwrap();
+    let post = sent(&mut c).remove(0);
+    stream_head(&mut c, post.http);
+    let ok = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
+    sse(&mut c, post.http, ok);
+    let (mut http, mut now, mut reconnects) = (post.http, NOW, 0);
+    while let Some((at, gets)) = break_then_fire(&mut c, http, now) {
+        let Some(&(get, _)) = gets.first() else {
+            break;
+        };
+        stream_head(&mut c, get);
+        (http, now) = (get, at);
+        reconnects += 1;
+        assert!(reconnects < 10);
+    }
+    assert_eq!(reconnects, 2);
+}
