@@ -14,7 +14,7 @@ mod session;
 mod session_tests;
 mod streams;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 
 pub use drain::ClientOutput;
 pub use listen::ACKNOWLEDGED;

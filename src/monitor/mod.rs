@@ -13,6 +13,8 @@
 
 mod client;
 mod listen;
+#[cfg(test)]
+mod tests;
 
 use crate::client::{ClientEvent, ClientTransmit};
 use crate::ids::{HttpId, MsgKey, RequestId};

@@ -1,0 +1,489 @@
+//! Unit tests of the monitor's own surface: what a checker compares and
+//! hashes it by, and the getters a run's report reads.
+
+use super::{Monitor, Observation};
+use crate::head::ResponseHead;
+use crate::ids::{HttpId, MsgKey, SessionId};
+use crate::jsonrpc::{parse_message, Message};
+use crate::server::{Cause, Content, EndReason, Method, Transmit, TransmitKind};
+use crate::shared::fixed_keys;
+use std::hash::{BuildHasher, Hash, Hasher};
+
+/// A response to request `id` that client `client` never sent: I1.
+fn stray(client: usize, id: u64, http: u64) -> Observation {
+    Observation::ClientReceived {
+        client,
+        http: HttpId(http),
+        message: parse_message(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)).unwrap(),
+    }
+}
+
+fn post(http: u64) -> Observation {
+    let m: Message = parse_message(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
+    Observation::Request {
+        http: HttpId(http),
+        method: Method::Post,
+        session: Some("s".into()),
+        last_event_id: None,
+        messages: vec![m],
+        modern: false,
+    }
+}
+
+fn fed(observations: &[Observation]) -> Monitor {
+    let mut m = Monitor::new();
+    for o in observations {
+        m.observe(o);
+    }
+    m
+}
+
+fn hash(f: impl FnOnce(&mut dyn Hasher)) -> u64 {
+    let mut h = fixed_keys().build_hasher();
+    f(&mut h);
+    h.finish()
+}
+
+fn whole(m: &Monitor) -> u64 {
+    hash(|mut h| m.hash(&mut h))
+}
+
+fn shared(m: &Monitor) -> u64 {
+    hash(|mut h| m.hash_shared(&mut h))
+}
+
+fn client(m: &Monitor, c: usize) -> u64 {
+    hash(|mut h| m.hash_client(c, &mut h))
+}
+
+#[test]
+fn the_same_violations_found_after_more_steps_are_the_same_state() {
+    let short = fed(&[stray(0, 7, 1)]);
+    let long = fed(&[
+        post(5),
+        Observation::Closed { http: HttpId(5) },
+        stray(0, 7, 1),
+    ]);
+    assert_eq!(short.steps(), 1);
+    assert_eq!(long.steps(), 3);
+    // Not equal as wholes (the closed exchange differs), but their
+    // violations compare and hash alike whatever step found them.
+    assert_eq!(short.violations.clone(), long.violations.clone());
+    let key = |m: &Monitor| hash(|mut h| m.violations.hash(&mut h));
+    assert_eq!(key(&short), key(&long));
+    let again = fed(&[stray(0, 7, 1)]);
+    assert_eq!(short, again);
+    assert_eq!(whole(&short), whole(&again));
+    assert_eq!(shared(&short), shared(&again));
+}
+
+#[test]
+fn different_violations_are_different_states() {
+    let a = fed(&[stray(0, 7, 1)]);
+    let b = fed(&[stray(0, 8, 1)]);
+    let none = Monitor::new();
+    assert_eq!(a.first_violation().map(|v| v.id), Some("I1"));
+    assert_eq!(none.first_violation(), None);
+    assert_ne!(a.violations, b.violations, "the detail names the id");
+    assert_ne!(a.violations, none.violations);
+    assert_ne!(a, b);
+    assert_ne!(shared(&a), shared(&b));
+    assert_ne!(shared(&a), shared(&none));
+}
+
+#[test]
+fn the_shared_part_and_each_client_part_hash_what_differs() {
+    // Client 1 sent a request client 0 did not: only client 1's part differs.
+    let transmit = |client| {
+        let mut c = crate::client::testing::client(crate::client::ClientEra::Legacy);
+        c.initialize(
+            crate::jsonrpc::RawJson::empty_object(),
+            crate::time::Instant::ZERO,
+        )
+        .unwrap();
+        Observation::ClientTransmit {
+            client,
+            transmit: c.poll_transmit().unwrap(),
+        }
+    };
+    let zero = fed(&[transmit(0)]);
+    let one = fed(&[transmit(1)]);
+    assert_eq!(shared(&zero), shared(&one));
+    assert_ne!(client(&zero, 0), client(&one, 0));
+    assert_ne!(client(&zero, 1), client(&one, 1));
+    assert_eq!(
+        client(&zero, 0),
+        client(&one, 1),
+        "the same part, another index"
+    );
+    // A server-side difference is in the shared part.
+    let served = fed(&[transmit(0), post(5)]);
+    assert_ne!(shared(&zero), shared(&served));
+    assert_eq!(client(&zero, 0), client(&served, 0));
+}
+
+#[test]
+fn unanswered_lists_exchanges_with_no_head_not_ended_and_not_closed() {
+    let head = |http| {
+        Observation::Transmit(Transmit {
+            http: HttpId(http),
+            kind: TransmitKind::Head(ResponseHead::new(200, Content::Sse)),
+        })
+    };
+    let end = |http| {
+        Observation::Transmit(Transmit {
+            http: HttpId(http),
+            kind: TransmitKind::End(EndReason::Complete),
+        })
+    };
+    let m = fed(&[
+        post(1),
+        post(2),
+        head(2),
+        post(3),
+        Observation::Closed { http: HttpId(3) },
+        post(4),
+        end(4),
+        post(5),
+    ]);
+    assert_eq!(m.unanswered(), [HttpId(1), HttpId(5)]);
+}
+
+fn get(http: u64, last_event_id: Option<&str>) -> Observation {
+    Observation::Request {
+        http: HttpId(http),
+        method: Method::Get,
+        session: Some("s".into()),
+        last_event_id: last_event_id.map(str::to_owned),
+        messages: Vec::new(),
+        modern: false,
+    }
+}
+
+fn head(http: u64, status: u16, content: Content) -> Observation {
+    Observation::Transmit(Transmit {
+        http: HttpId(http),
+        kind: TransmitKind::Head(ResponseHead::new(status, content)),
+    })
+}
+
+fn end(http: u64, reason: EndReason) -> Observation {
+    Observation::Transmit(Transmit {
+        http: HttpId(http),
+        kind: TransmitKind::End(reason),
+    })
+}
+
+fn sent(cause: Cause) -> Observation {
+    Observation::Sent {
+        session: "s".into(),
+        key: MsgKey(1),
+        cause,
+    }
+}
+
+/// A monitor (`gets_max` when given) that saw session `s` issued.
+fn issued(gets_max: Option<usize>) -> Monitor {
+    let mut m = gets_max.map_or_else(Monitor::new, Monitor::with_gets_max);
+    let init = parse_message(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#);
+    m.observe(&Observation::Request {
+        http: HttpId(100),
+        method: Method::Post,
+        session: None,
+        last_event_id: None,
+        messages: vec![init.unwrap()],
+        modern: false,
+    });
+    let mut head = ResponseHead::new(200, Content::Json);
+    head.session_id = Some("s".parse::<SessionId>().unwrap());
+    m.observe(&Observation::Transmit(Transmit {
+        http: HttpId(100),
+        kind: TransmitKind::Head(head),
+    }));
+    m
+}
+
+/// What `finish` finds when the message of [`sent`] is still queued (or
+/// not) after session `s` was issued and `observations`.
+fn finished(observations: &[Observation], queued: bool) -> Vec<&'static str> {
+    let mut m = issued(None);
+    for o in observations {
+        m.observe(o);
+    }
+    let queue = [("s".to_owned(), MsgKey(1))];
+    m.finish(if queued { &queue } else { &[] });
+    m.violations().iter().map(|v| v.id).collect()
+}
+
+#[test]
+fn b4_is_a_message_queued_while_a_live_standalone_get_of_its_session_is_open() {
+    let live = [
+        get(1, None),
+        head(1, 200, Content::Sse),
+        sent(Cause::Unrelated),
+    ];
+    assert_eq!(finished(&live, true), ["B4"]);
+    let resumed = [
+        get(1, Some("e1")),
+        head(1, 200, Content::Sse),
+        sent(Cause::Unrelated),
+    ];
+    assert_eq!(finished(&resumed, true), ["B4"], "a resumed GET is one too");
+    // Not live: closed, ended, or refused; or the message is a request's.
+    let closed = [
+        get(1, None),
+        head(1, 200, Content::Sse),
+        Observation::Closed { http: HttpId(1) },
+        sent(Cause::Unrelated),
+    ];
+    assert_eq!(finished(&closed, true), [] as [&str; 0]);
+    let ended = [
+        get(1, None),
+        head(1, 200, Content::Sse),
+        end(1, EndReason::Complete),
+        sent(Cause::Unrelated),
+    ];
+    assert_eq!(finished(&ended, true), [] as [&str; 0]);
+    let refused = [
+        get(1, None),
+        head(1, 409, Content::Json),
+        sent(Cause::Unrelated),
+    ];
+    assert!(!finished(&refused, true).contains(&"B4"));
+    let related = [
+        get(1, None),
+        head(1, 200, Content::Sse),
+        sent(Cause::Request(crate::ids::RequestId::Num(1))),
+    ];
+    assert_eq!(finished(&related, true), [] as [&str; 0]);
+    // A POST's stream is no standalone GET.
+    let post_stream = [post(1), head(1, 200, Content::Sse), sent(Cause::Unrelated)];
+    assert_eq!(finished(&post_stream, true), [] as [&str; 0]);
+}
+
+#[test]
+fn a5_is_a_message_neither_queued_nor_written_nor_dropped_while_its_session_lives() {
+    assert_eq!(finished(&[sent(Cause::Unrelated)], false), ["A5"]);
+    assert_eq!(finished(&[sent(Cause::Unrelated)], true), [] as [&str; 0]);
+    // Queued under another key, or another session's same key: still lost.
+    for other in [("s", MsgKey(2)), ("t", MsgKey(1))] {
+        let mut m = issued(None);
+        m.observe(&sent(Cause::Unrelated));
+        m.finish(&[(other.0.to_owned(), other.1)]);
+        let ids: Vec<_> = m.violations().iter().map(|v| v.id).collect();
+        assert_eq!(ids, ["A5"], "{other:?}");
+    }
+    let dropped = [
+        sent(Cause::Unrelated),
+        Observation::Dropped {
+            session: "s".into(),
+            key: MsgKey(1),
+        },
+    ];
+    assert_eq!(finished(&dropped, false), [] as [&str; 0]);
+    let ended = [
+        get(1, None),
+        head(1, 200, Content::Sse),
+        sent(Cause::Unrelated),
+        end(1, EndReason::SessionEnded),
+    ];
+    assert_eq!(
+        finished(&ended, false),
+        [] as [&str; 0],
+        "its session ended"
+    );
+}
+
+#[test]
+fn b5_bounds_a_sessions_gets_only_in_runs_without_faults() {
+    let gets = |fault: bool| {
+        let mut m = issued(Some(1));
+        if fault {
+            m.observe(&Observation::Fault);
+        }
+        for http in [1, 2] {
+            m.observe(&get(http, None));
+            m.observe(&Observation::Closed { http: HttpId(http) });
+        }
+        m.violations().iter().map(|v| v.id).collect::<Vec<_>>()
+    };
+    assert_eq!(gets(false), ["B5"]);
+    assert_eq!(gets(true), [] as [&str; 0]);
+}
+
+#[test]
+fn a_notification_on_a_cancelled_requests_stream_is_a3() {
+    let progress = |key| {
+        let message = parse_message(
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
+        )
+        .unwrap();
+        Observation::Transmit(Transmit {
+            http: HttpId(1),
+            kind: TransmitKind::Event {
+                id: None,
+                retry_ms: None,
+                message: Some(std::sync::Arc::new(crate::server::Outgoing {
+                    session: "s".parse().unwrap(),
+                    key: MsgKey(key),
+                    cause: Cause::Request(crate::ids::RequestId::Num(1)),
+                    message,
+                })),
+            },
+        })
+    };
+    let cancel = |method: &str| {
+        let m = parse_message(&format!(
+            r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"requestId":1}}}}"#
+        ))
+        .unwrap();
+        Observation::Request {
+            http: HttpId(2),
+            method: Method::Post,
+            session: Some("s".into()),
+            last_event_id: None,
+            messages: vec![m],
+            modern: false,
+        }
+    };
+    let run = |notice: Option<&str>| {
+        let mut m = issued(None);
+        m.observe(&post(1));
+        m.observe(&head(1, 200, Content::Sse));
+        m.observe(&progress(1));
+        if let Some(method) = notice {
+            m.observe(&cancel(method));
+        }
+        m.observe(&progress(2));
+        m.violations().iter().map(|v| v.id).collect::<Vec<_>>()
+    };
+    assert_eq!(run(None), [] as [&str; 0]);
+    assert_eq!(run(Some("notifications/progress")), [] as [&str; 0]);
+    assert_eq!(run(Some("notifications/cancelled")), ["A3"]);
+}
+
+fn ids(m: &Monitor) -> Vec<&'static str> {
+    m.violations().iter().map(|v| v.id).collect()
+}
+
+#[test]
+fn anything_but_the_end_written_after_the_end_is_a4() {
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 200, Content::Sse));
+    m.observe(&end(1, EndReason::Complete));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&Observation::Transmit(Transmit {
+        http: HttpId(1),
+        kind: TransmitKind::Comment,
+    }));
+    assert_eq!(ids(&m), ["A4"]);
+}
+
+#[test]
+fn a_notification_post_answered_200_is_a1_and_202_is_not() {
+    let notification = |http| {
+        let m = parse_message(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        Observation::Request {
+            http: HttpId(http),
+            method: Method::Post,
+            session: Some("s".into()),
+            last_event_id: None,
+            messages: vec![m.unwrap()],
+            modern: false,
+        }
+    };
+    let mut m = issued(None);
+    m.observe(&notification(1));
+    m.observe(&head(1, 202, Content::None));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&notification(2));
+    m.observe(&head(2, 200, Content::Json));
+    assert_eq!(ids(&m), ["A1"]);
+}
+
+#[test]
+fn only_an_initialize_takes_its_session_from_the_answers_head() {
+    // A request sent without a session, answered with a session id it
+    // did not ask for, is still of no session: what it carries is not
+    // judged against that id.
+    let mut m = issued(None);
+    let list = parse_message(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
+    m.observe(&Observation::Request {
+        http: HttpId(1),
+        method: Method::Post,
+        session: None,
+        last_event_id: None,
+        messages: vec![list],
+        modern: true,
+    });
+    let mut answer = ResponseHead::new(200, Content::Sse);
+    answer.session_id = Some("t".parse::<SessionId>().unwrap());
+    m.observe(&Observation::Transmit(Transmit {
+        http: HttpId(1),
+        kind: TransmitKind::Head(answer),
+    }));
+    let message = parse_message(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
+    m.observe(&Observation::Transmit(Transmit {
+        http: HttpId(1),
+        kind: TransmitKind::Event {
+            id: None,
+            retry_ms: None,
+            message: Some(std::sync::Arc::new(crate::server::Outgoing {
+                session: "s".parse().unwrap(),
+                key: MsgKey(1),
+                cause: Cause::Request(crate::ids::RequestId::Num(1)),
+                message,
+            })),
+        },
+    }));
+    // M1 for the session id on a modern answer; no I1.
+    assert_eq!(ids(&m), ["M1"], "{:?}", m.violations());
+}
+
+#[test]
+fn a_standalone_get_accepted_without_an_event_stream_is_r13() {
+    let mut m = issued(None);
+    m.observe(&get(1, None));
+    m.observe(&head(1, 200, Content::Sse));
+    m.observe(&get(2, None));
+    m.observe(&head(2, 405, Content::None));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&get(3, None));
+    m.observe(&head(3, 200, Content::Json));
+    assert_eq!(ids(&m), ["R13"]);
+}
+
+#[test]
+fn a_session_never_issued_or_deleted_must_be_answered_404_b6() {
+    let of = |session: &str, http| Observation::Request {
+        http: HttpId(http),
+        method: Method::Get,
+        session: Some(session.into()),
+        last_event_id: None,
+        messages: Vec::new(),
+        modern: false,
+    };
+    let mut m = issued(None);
+    m.observe(&of("unknown", 1));
+    m.observe(&head(1, 404, Content::None));
+    m.observe(&of("s", 2));
+    m.observe(&head(2, 200, Content::Sse));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&of("unknown", 3));
+    m.observe(&head(3, 200, Content::Sse));
+    assert_eq!(ids(&m), ["B6"]);
+    // Deleted: from then on only 404.
+    m.observe(&Observation::Request {
+        http: HttpId(4),
+        method: Method::Delete,
+        session: Some("s".into()),
+        last_event_id: None,
+        messages: Vec::new(),
+        modern: false,
+    });
+    m.observe(&head(4, 200, Content::None));
+    m.observe(&of("s", 5));
+    m.observe(&head(5, 200, Content::Sse));
+    assert_eq!(ids(&m), ["B6", "B6"]);
+}
