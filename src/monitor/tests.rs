@@ -487,3 +487,235 @@ fn a_session_never_issued_or_deleted_must_be_answered_404_b6() {
     m.observe(&head(5, 200, Content::Sse));
     assert_eq!(ids(&m), ["B6", "B6"]);
 }
+
+#[test]
+fn a_json_body_must_follow_the_head_and_be_the_one_response_of_its_request() {
+    let json = |http, body: &str| {
+        Observation::Transmit(Transmit {
+            http: HttpId(http),
+            kind: TransmitKind::Json(parse_message(body).unwrap()),
+        })
+    };
+    let ok = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 200, Content::Json));
+    m.observe(&json(1, ok));
+    assert_eq!(ids(&m), [] as [&str; 0], "the response, once");
+    m.observe(&json(1, ok));
+    assert_eq!(ids(&m), ["A2"], "a second message in one body");
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 200, Content::Json));
+    m.observe(&json(1, r#"{"jsonrpc":"2.0","id":2,"result":{}}"#));
+    assert_eq!(ids(&m), ["A2"], "another request's response");
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 200, Content::Json));
+    m.observe(&json(
+        1,
+        r#"{"jsonrpc":"2.0","method":"notifications/message"}"#,
+    ));
+    assert_eq!(ids(&m), ["A2"], "not a response");
+    // A refusal's error body is not judged as the response.
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 400, Content::Json));
+    m.observe(&json(
+        1,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}"#,
+    ));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&json(1, ok));
+    assert_eq!(ids(&m), ["A4"], "a body before the head");
+    let notification = parse_message(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let mut m = issued(None);
+    m.observe(&Observation::Request {
+        http: HttpId(1),
+        method: Method::Post,
+        session: Some("s".into()),
+        last_event_id: None,
+        messages: vec![notification.unwrap()],
+        modern: false,
+    });
+    m.observe(&head(1, 202, Content::None));
+    m.observe(&json(1, ok));
+    assert_eq!(ids(&m), ["A1"], "a 202 with a body");
+}
+
+/// An SSE event on `http` with event id `id` carrying message `key` of
+/// session `s`, caused by request `cause` (`None`: unrelated).
+fn event(http: u64, id: Option<&str>, key: u64, cause: Option<i64>, body: &str) -> Observation {
+    Observation::Transmit(Transmit {
+        http: HttpId(http),
+        kind: TransmitKind::Event {
+            id: id.map(str::to_owned),
+            retry_ms: None,
+            message: Some(std::sync::Arc::new(crate::server::Outgoing {
+                session: "s".parse().unwrap(),
+                key: MsgKey(key),
+                cause: cause.map_or(Cause::Unrelated, |r| {
+                    Cause::Request(crate::ids::RequestId::Num(r))
+                }),
+                message: parse_message(body).unwrap(),
+            })),
+        },
+    })
+}
+
+const PROGRESS: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#;
+
+#[test]
+fn a_notification_of_another_request_on_a_requests_stream_is_a3_and_says_what() {
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 200, Content::Sse));
+    m.observe(&event(1, None, 1, Some(1), PROGRESS));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&event(1, None, 2, Some(2), PROGRESS));
+    assert_eq!(ids(&m), ["A3"]);
+    assert!(m.violations()[0]
+        .detail
+        .starts_with("notifications/progress on the stream"));
+    m.observe(&end(1, EndReason::Complete));
+    m.observe(&Observation::Transmit(Transmit {
+        http: HttpId(1),
+        kind: TransmitKind::Comment,
+    }));
+    assert_eq!(
+        m.violations()[1].detail,
+        "\"comment\" written after the response ended"
+    );
+}
+
+#[test]
+fn a_resumption_that_replays_another_streams_event_is_b3() {
+    let list = |http, id| {
+        let m = parse_message(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#
+        ));
+        Observation::Request {
+            http: HttpId(http),
+            method: Method::Post,
+            session: Some("s".into()),
+            last_event_id: None,
+            messages: vec![m.unwrap()],
+            modern: false,
+        }
+    };
+    let mut m = issued(None);
+    m.observe(&list(1, 1));
+    m.observe(&head(1, 200, Content::Sse));
+    m.observe(&event(1, Some("a1"), 1, Some(1), PROGRESS));
+    m.observe(&list(2, 2));
+    m.observe(&head(2, 200, Content::Sse));
+    m.observe(&event(2, Some("b1"), 2, Some(2), PROGRESS));
+    m.observe(&Observation::Closed { http: HttpId(1) });
+    m.observe(&get(3, Some("a1")));
+    m.observe(&head(3, 200, Content::Sse));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&event(3, Some("b1"), 2, Some(2), PROGRESS));
+    // (and A3: request 2's notification is not this stream's)
+    assert_eq!(ids(&m).first(), Some(&"B3"), "{:?}", m.violations());
+}
+
+#[test]
+fn writing_on_a_closed_connection_once_its_stream_was_resumed_elsewhere_is_b4() {
+    // The resumption is open and accepted: B4. Refused, closed or ended: not.
+    for (status, then, b4) in [
+        (200, None, true),
+        (404, None, false),
+        (200, Some(Observation::Closed { http: HttpId(2) }), false),
+        (200, Some(end(2, EndReason::Complete)), false),
+    ] {
+        let mut m = issued(None);
+        m.observe(&post(1));
+        m.observe(&head(1, 200, Content::Sse));
+        m.observe(&event(1, Some("e1"), 1, Some(1), PROGRESS));
+        m.observe(&Observation::Closed { http: HttpId(1) });
+        m.observe(&get(2, Some("e1")));
+        m.observe(&head(2, status, Content::Sse));
+        if let Some(o) = &then {
+            m.observe(o);
+        }
+        m.observe(&event(1, Some("e2"), 2, Some(1), PROGRESS));
+        assert_eq!(
+            ids(&m).contains(&"B4"),
+            b4,
+            "{status} {then:?}: {:?}",
+            m.violations()
+        );
+    }
+}
+
+fn client_event(client: usize, event: crate::client::ClientEvent) -> Observation {
+    Observation::ClientEvent { client, event }
+}
+
+#[test]
+fn a_question_the_application_was_asked_is_settled_one_it_never_heard_is_c2() {
+    use crate::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Purpose};
+    use crate::ids::RequestId;
+    let run = |asked: bool| {
+        let mut m = Monitor::new();
+        m.observe(&Observation::ClientTransmit {
+            client: 0,
+            transmit: ClientTransmit {
+                http: HttpId(1),
+                purpose: Purpose::Request(RequestId::Num(1)),
+                kind: ClientTransmitKind::Send {
+                    head: crate::head::RequestHead::post(None, None),
+                    body: Vec::new(),
+                },
+            },
+        });
+        m.observe(&Observation::ClientReceived {
+            client: 0,
+            http: HttpId(1),
+            message: parse_message(
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}"#,
+            )
+            .unwrap(),
+        });
+        m.observe(&Observation::ClientClosed {
+            client: 0,
+            http: HttpId(1),
+        });
+        if asked {
+            let event = ClientEvent::InputRequired {
+                id: RequestId::Num(1),
+                requests: crate::jsonrpc::RawJson::empty_object(),
+                round: 1,
+            };
+            m.observe(&client_event(0, event));
+        }
+        m.finish(&[]);
+        ids(&m)
+    };
+    assert_eq!(run(true), [] as [&str; 0]);
+    assert_eq!(run(false), ["C2"]);
+}
+
+#[test]
+fn a_session_its_client_lost_may_be_another_clients_without_i1() {
+    use crate::client::ClientEvent;
+    let initialized = || ClientEvent::Initialized {
+        id: crate::ids::RequestId::Num(1),
+        session_id: Some("x".parse().unwrap()),
+        version: crate::version::ProtocolVersion::V2025_06_18,
+        result: crate::jsonrpc::RawJson::empty_object(),
+    };
+    let run = |lost: bool| {
+        let mut m = Monitor::new();
+        m.observe(&client_event(0, initialized()));
+        if lost {
+            m.observe(&client_event(0, ClientEvent::SessionLost));
+        }
+        m.observe(&client_event(1, initialized()));
+        ids(&m)
+    };
+    assert_eq!(run(true), [] as [&str; 0]);
+    assert_eq!(run(false), ["I1"]);
+}
