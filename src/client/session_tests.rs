@@ -32,6 +32,15 @@ fn stream_head(c: &mut ClientSession, http: HttpId) {
     c.handle_response_head(http, head, NOW);
 }
 
+/// Sends a `method` request and answers its POST with an event stream:
+/// the request's id and what was sent.
+fn streaming(c: &mut ClientSession, method: &str) -> (RequestId, Sent) {
+    let id = c.send_request(method, None, NOW).unwrap();
+    let post = sent(c).remove(0);
+    stream_head(c, post.http);
+    (id, post)
+}
+
 /// A session-era client under `policy`, its session `s1` agreed; what it
 /// sent after the handshake (`notifications/initialized`, its GET) is
 /// returned.
@@ -239,9 +248,7 @@ fn a_request_whose_caller_has_its_result_cannot_be_cancelled() {
         .expect("the background GET")
         .http;
     stream_head(&mut c, get);
-    let id = c.send_request("tools/list", None, NOW).unwrap();
-    let post = sent(&mut c).remove(0);
-    stream_head(&mut c, post.http);
+    let (id, post) = streaming(&mut c, "tools/list");
     sse(
         &mut c,
         get,
@@ -274,9 +281,7 @@ fn break_and_resume(c: &mut ClientSession, http: HttpId) -> Option<HttpId> {
 fn a_resumed_stream_that_delivers_a_message_starts_its_attempts_over() {
     let (mut c, _) = legacy(ClientPolicy::FIXED);
     let max = c.config().resume_attempts_max;
-    let id = c.send_request("tools/call", None, NOW).unwrap();
-    let post = sent(&mut c).remove(0);
-    stream_head(&mut c, post.http);
+    let (id, post) = streaming(&mut c, "tools/call");
     let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
         "params": {"progressToken": 1, "progress": 1}});
     sse(&mut c, post.http, progress.clone());
@@ -306,9 +311,7 @@ fn an_answer_on_the_background_get_aborts_the_requests_own_stream() {
     let (mut c, after) = legacy(ClientPolicy::FIXED);
     let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
     stream_head(&mut c, get);
-    c.send_request("tools/list", None, NOW).unwrap();
-    let post = sent(&mut c).remove(0);
-    stream_head(&mut c, post.http);
+    let (_, post) = streaming(&mut c, "tools/list");
     assert!(c.exchanges().any(|h| h == post.http));
     sse(
         &mut c,
@@ -364,9 +367,7 @@ fn the_last_finished_max_answered_ids_are_duplicates_older_ones_strangers() {
 #[test]
 fn keep_running_ends_a_request_answered_on_its_own_stream_at_once() {
     let (mut c, _) = legacy(ClientPolicy::CSHARP_PR1381);
-    c.send_request("tools/list", None, NOW).unwrap();
-    let post = sent(&mut c).remove(0);
-    stream_head(&mut c, post.http);
+    let (_, post) = streaming(&mut c, "tools/list");
     let ok = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
     sse(&mut c, post.http, ok);
     assert!(matches!(
@@ -381,9 +382,7 @@ fn keep_running_counts_the_foregrounds_own_late_copy_as_a_duplicate() {
     let (mut c, after) = legacy(ClientPolicy::CSHARP_PR1381);
     let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
     stream_head(&mut c, get);
-    c.send_request("tools/list", None, NOW).unwrap();
-    let post = sent(&mut c).remove(0);
-    stream_head(&mut c, post.http);
+    let (_, post) = streaming(&mut c, "tools/list");
     let ok = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
     sse(&mut c, get, ok.clone());
     sse(&mut c, post.http, ok);
@@ -397,9 +396,7 @@ fn after_foreground_returns_keeps_the_first_copy_and_counts_a_second() {
     let (mut c, after) = legacy(ClientPolicy::CSHARP_BASELINE);
     let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
     stream_head(&mut c, get);
-    c.send_request("tools/list", None, NOW).unwrap();
-    let post = sent(&mut c).remove(0);
-    stream_head(&mut c, post.http);
+    let (_, post) = streaming(&mut c, "tools/list");
     let first = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {"n": 1}});
     let second = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {"n": 2}});
     sse(&mut c, get, first);
@@ -476,9 +473,7 @@ fn resumptions_without_messages(policy: ClientPolicy) -> usize {
         },
         policy,
     );
-    c.send_request("tools/call", None, NOW).unwrap();
-    let post = sent(&mut c).remove(0);
-    stream_head(&mut c, post.http);
+    let (_, post) = streaming(&mut c, "tools/call");
     sse(
         &mut c,
         post.http,
@@ -579,9 +574,7 @@ fn an_eventsource_reader_reconnects_after_a_clean_end_only() {
         (500, "text/event-stream", false),
     ] {
         let (mut c, _) = legacy(ClientPolicy::EVENTSOURCE_RECONNECT);
-        c.send_request("tools/list", None, NOW).unwrap();
-        let post = sent(&mut c).remove(0);
-        stream_head(&mut c, post.http);
+        let (_, post) = streaming(&mut c, "tools/list");
         let ok = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
         sse(&mut c, post.http, ok);
         let (now, gets) = break_then_fire(&mut c, post.http, NOW).unwrap();
@@ -602,9 +595,7 @@ fn an_eventsource_reader_reconnects_at_most_reader_reconnects_max_times() {
         |c| c.reader_reconnects_max = 2,
         ClientPolicy::EVENTSOURCE_RECONNECT,
     );
-    c.send_request("tools/list", None, NOW).unwrap();
-    let post = sent(&mut c).remove(0);
-    stream_head(&mut c, post.http);
+    let (_, post) = streaming(&mut c, "tools/list");
     let ok = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
     sse(&mut c, post.http, ok);
     let (mut http, mut now, mut reconnects) = (post.http, NOW, 0);

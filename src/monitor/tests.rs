@@ -4,7 +4,7 @@
 use super::{Monitor, Observation};
 use crate::head::ResponseHead;
 use crate::ids::{HttpId, MsgKey, SessionId};
-use crate::jsonrpc::{parse_message, Message};
+use crate::jsonrpc::parse_message;
 use crate::server::{Cause, Content, EndReason, Method, Transmit, TransmitKind};
 use crate::shared::fixed_keys;
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -18,16 +18,20 @@ fn stray(client: usize, id: u64, http: u64) -> Observation {
     }
 }
 
-fn post(http: u64) -> Observation {
-    let m: Message = parse_message(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
+/// A session-era POST of `body` on session `s` as exchange `http`.
+fn posted(http: u64, body: &str) -> Observation {
     Observation::Request {
         http: HttpId(http),
         method: Method::Post,
         session: Some("s".into()),
         last_event_id: None,
-        messages: vec![m],
+        messages: vec![parse_message(body).unwrap()],
         modern: false,
     }
+}
+
+fn post(http: u64) -> Observation {
+    posted(http, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
 }
 
 fn fed(observations: &[Observation]) -> Monitor {
@@ -182,6 +186,16 @@ fn sent(cause: Cause) -> Observation {
     }
 }
 
+/// A 200 head on `http` naming session `session`.
+fn naming(http: u64, content: Content, session: &str) -> Observation {
+    let mut head = ResponseHead::new(200, content);
+    head.session_id = Some(session.parse::<SessionId>().unwrap());
+    Observation::Transmit(Transmit {
+        http: HttpId(http),
+        kind: TransmitKind::Head(head),
+    })
+}
+
 /// A monitor (`gets_max` when given) that saw session `s` issued.
 fn issued(gets_max: Option<usize>) -> Monitor {
     let mut m = gets_max.map_or_else(Monitor::new, Monitor::with_gets_max);
@@ -194,12 +208,7 @@ fn issued(gets_max: Option<usize>) -> Monitor {
         messages: vec![init.unwrap()],
         modern: false,
     });
-    let mut head = ResponseHead::new(200, Content::Json);
-    head.session_id = Some("s".parse::<SessionId>().unwrap());
-    m.observe(&Observation::Transmit(Transmit {
-        http: HttpId(100),
-        kind: TransmitKind::Head(head),
-    }));
+    m.observe(&naming(100, Content::Json, "s"));
     m
 }
 
@@ -333,18 +342,10 @@ fn a_notification_on_a_cancelled_requests_stream_is_a3() {
         })
     };
     let cancel = |method: &str| {
-        let m = parse_message(&format!(
-            r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"requestId":1}}}}"#
-        ))
-        .unwrap();
-        Observation::Request {
-            http: HttpId(2),
-            method: Method::Post,
-            session: Some("s".into()),
-            last_event_id: None,
-            messages: vec![m],
-            modern: false,
-        }
+        posted(
+            2,
+            &format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"requestId":1}}}}"#),
+        )
     };
     let run = |notice: Option<&str>| {
         let mut m = issued(None);
@@ -383,15 +384,10 @@ fn anything_but_the_end_written_after_the_end_is_a4() {
 #[test]
 fn a_notification_post_answered_200_is_a1_and_202_is_not() {
     let notification = |http| {
-        let m = parse_message(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        Observation::Request {
-            http: HttpId(http),
-            method: Method::Post,
-            session: Some("s".into()),
-            last_event_id: None,
-            messages: vec![m.unwrap()],
-            modern: false,
-        }
+        posted(
+            http,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )
     };
     let mut m = issued(None);
     m.observe(&notification(1));
@@ -417,12 +413,7 @@ fn only_an_initialize_takes_its_session_from_the_answers_head() {
         messages: vec![list],
         modern: true,
     });
-    let mut answer = ResponseHead::new(200, Content::Sse);
-    answer.session_id = Some("t".parse::<SessionId>().unwrap());
-    m.observe(&Observation::Transmit(Transmit {
-        http: HttpId(1),
-        kind: TransmitKind::Head(answer),
-    }));
+    m.observe(&naming(1, Content::Sse, "t"));
     let message = parse_message(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
     m.observe(&Observation::Transmit(Transmit {
         http: HttpId(1),
@@ -530,16 +521,11 @@ fn a_json_body_must_follow_the_head_and_be_the_one_response_of_its_request() {
     m.observe(&post(1));
     m.observe(&json(1, ok));
     assert_eq!(ids(&m), ["A4"], "a body before the head");
-    let notification = parse_message(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     let mut m = issued(None);
-    m.observe(&Observation::Request {
-        http: HttpId(1),
-        method: Method::Post,
-        session: Some("s".into()),
-        last_event_id: None,
-        messages: vec![notification.unwrap()],
-        modern: false,
-    });
+    m.observe(&posted(
+        1,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    ));
     m.observe(&head(1, 202, Content::None));
     m.observe(&json(1, ok));
     assert_eq!(ids(&m), ["A1"], "a 202 with a body");
@@ -593,17 +579,10 @@ fn a_notification_of_another_request_on_a_requests_stream_is_a3_and_says_what() 
 #[test]
 fn a_resumption_that_replays_another_streams_event_is_b3() {
     let list = |http, id| {
-        let m = parse_message(&format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#
-        ));
-        Observation::Request {
-            http: HttpId(http),
-            method: Method::Post,
-            session: Some("s".into()),
-            last_event_id: None,
-            messages: vec![m.unwrap()],
-            modern: false,
-        }
+        posted(
+            http,
+            &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#),
+        )
     };
     let mut m = issued(None);
     m.observe(&list(1, 1));
