@@ -698,3 +698,40 @@ fn a_session_its_client_lost_may_be_another_clients_without_i1() {
     assert_eq!(run(true), [] as [&str; 0]);
     assert_eq!(run(false), ["I1"]);
 }
+
+#[test]
+fn a_new_round_of_a_request_whose_caller_has_its_result_is_c3() {
+    use crate::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Purpose};
+    use crate::ids::RequestId;
+    let send = |http, purpose| Observation::ClientTransmit {
+        client: 0,
+        transmit: ClientTransmit {
+            http: HttpId(http),
+            purpose,
+            kind: ClientTransmitKind::Send {
+                head: crate::head::RequestHead::post(None, None),
+                body: Vec::new(),
+            },
+        },
+    };
+    let run = |returned: bool| {
+        let mut m = Monitor::new();
+        m.observe(&send(1, Purpose::Request(RequestId::Num(1))));
+        if returned {
+            let result = Ok(crate::jsonrpc::RawJson::empty_object());
+            let event = ClientEvent::Response {
+                id: RequestId::Num(1),
+                result,
+            };
+            m.observe(&client_event(0, event));
+        }
+        let round = Purpose::Round {
+            handle: RequestId::Num(1),
+            request: RequestId::Num(2),
+        };
+        m.observe(&send(2, round));
+        ids(&m)
+    };
+    assert_eq!(run(false), [] as [&str; 0]);
+    assert_eq!(run(true), ["C3"]);
+}
