@@ -7,6 +7,7 @@ use crate::ids::{HttpId, MsgKey, SessionId};
 use crate::jsonrpc::parse_message;
 use crate::server::{Cause, Content, EndReason, Method, Transmit, TransmitKind};
 use crate::shared::fixed_keys;
+use serde_json::json;
 use std::hash::{BuildHasher, Hash, Hasher};
 
 /// A response to request `id` that client `client` never sent: I1.
@@ -734,4 +735,22 @@ fn a_new_round_of_a_request_whose_caller_has_its_result_is_c3() {
     };
     assert_eq!(run(false), [] as [&str; 0]);
     assert_eq!(run(true), ["C3"]);
+}
+
+#[test]
+fn a_change_is_told_apart_by_its_method_and_for_a_resource_update_its_uri() {
+    use super::listen::label;
+    let uri = json!({"uri": "file:///a"});
+    assert_eq!(
+        label("notifications/resources/updated", Some(&uri)),
+        "notifications/resources/updated file:///a"
+    );
+    assert_eq!(
+        label("notifications/resources/updated", None),
+        "notifications/resources/updated"
+    );
+    assert_eq!(
+        label("notifications/tools/list_changed", Some(&uri)),
+        "notifications/tools/list_changed"
+    );
 }
