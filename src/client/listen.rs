@@ -451,27 +451,17 @@ mod tests {
     fn a_server_cancelling_the_listen_ends_it_and_nothing_is_listened_again() {
         let now = Instant::ZERO;
         let mut c = modern(serde_json::json!({}));
-        let filter = ListenFilter {
-            tools: true,
-            ..ListenFilter::default()
-        };
-        let l = c.listen(filter, now).unwrap();
-        let s = sent(&mut c).remove(0);
-        let n = s.body["id"].as_i64().unwrap();
-        let head = ResponseHead::from_wire(200, [("content-type", "text/event-stream")]);
-        c.handle_response_head(s.http, head, now);
-        let ack = serde_json::json!({"jsonrpc": "2.0", "method": super::ACKNOWLEDGED,
-            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": n}}});
-        c.handle_sse_event(s.http, message(ack), now);
+        let (l, http, n) = opened(&mut c);
+        c.handle_sse_event(http, message(ack(n)), now);
         // Another request's cancellation is not this listen's end.
         let other = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": n + 100}});
-        c.handle_sse_event(s.http, message(other), now);
+        c.handle_sse_event(http, message(other), now);
         assert!(c.is_listening(l));
         let cancelled = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": n, "reason": "shutting down"}});
-        c.handle_sse_event(s.http, message(cancelled), now);
-        c.handle_http_closed(s.http, now);
+        c.handle_sse_event(http, message(cancelled), now);
+        c.handle_http_closed(http, now);
         let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
         assert!(
             matches!(events.last(), Some(ClientEvent::ListenEnded { listen, error: None }) if *listen == l),

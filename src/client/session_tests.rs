@@ -177,15 +177,16 @@ fn a_duplicate_and_a_stranger_are_each_counted_once() {
 
 #[test]
 fn notify_and_respond_post_in_the_session_era_only_and_only_when_ready() {
+    /// Both refuse with `error` and send nothing.
+    fn refused(c: &mut ClientSession, error: ClientUsageError) {
+        let notified = c.notify("notifications/roots/list_changed", None, NOW);
+        assert_eq!(notified, Err(error.clone()));
+        let answered = c.respond(RequestId::Num(1), Ok(RawJson::empty_object()), NOW);
+        assert_eq!(answered, Err(error));
+        assert!(sent(c).is_empty());
+    }
     let mut fresh = ClientSession::new(ClientConfig::default(), ClientPolicy::FIXED);
-    assert_eq!(
-        fresh.notify("notifications/roots/list_changed", None, NOW),
-        Err(ClientUsageError::NotReady)
-    );
-    assert_eq!(
-        fresh.respond(RequestId::Num(1), Ok(RawJson::empty_object()), NOW),
-        Err(ClientUsageError::NotReady)
-    );
+    refused(&mut fresh, ClientUsageError::NotReady);
     let (mut c, _) = legacy(ClientPolicy::FIXED);
     c.notify("notifications/roots/list_changed", None, NOW)
         .unwrap();
@@ -201,16 +202,7 @@ fn notify_and_respond_post_in_the_session_era_only_and_only_when_ready() {
     assert_eq!(bodies[0]["method"], "notifications/roots/list_changed");
     assert_eq!(bodies[1], json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
     assert_eq!(bodies[2]["error"]["code"], -32601);
-    let mut m = modern(json!({}));
-    assert_eq!(
-        m.notify("notifications/roots/list_changed", None, NOW),
-        Err(ClientUsageError::ModernEra)
-    );
-    assert_eq!(
-        m.respond(RequestId::Num(1), Ok(RawJson::empty_object()), NOW),
-        Err(ClientUsageError::ModernEra)
-    );
-    assert!(sent(&mut m).is_empty());
+    refused(&mut modern(json!({})), ClientUsageError::ModernEra);
     c.close(NOW);
     assert_eq!(
         c.send_request("tools/list", None, NOW),

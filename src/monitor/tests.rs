@@ -323,25 +323,7 @@ fn b5_bounds_a_sessions_gets_only_in_runs_without_faults() {
 
 #[test]
 fn a_notification_on_a_cancelled_requests_stream_is_a3() {
-    let progress = |key| {
-        let message = parse_message(
-            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
-        )
-        .unwrap();
-        Observation::Transmit(Transmit {
-            http: HttpId(1),
-            kind: TransmitKind::Event {
-                id: None,
-                retry_ms: None,
-                message: Some(std::sync::Arc::new(crate::server::Outgoing {
-                    session: "s".parse().unwrap(),
-                    key: MsgKey(key),
-                    cause: Cause::Request(crate::ids::RequestId::Num(1)),
-                    message,
-                })),
-            },
-        })
-    };
+    let progress = |key| event(1, None, key, Some(1), PROGRESS);
     let cancel = |method: &str| {
         posted(
             2,
@@ -415,20 +397,13 @@ fn only_an_initialize_takes_its_session_from_the_answers_head() {
         modern: true,
     });
     m.observe(&naming(1, Content::Sse, "t"));
-    let message = parse_message(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
-    m.observe(&Observation::Transmit(Transmit {
-        http: HttpId(1),
-        kind: TransmitKind::Event {
-            id: None,
-            retry_ms: None,
-            message: Some(std::sync::Arc::new(crate::server::Outgoing {
-                session: "s".parse().unwrap(),
-                key: MsgKey(1),
-                cause: Cause::Request(crate::ids::RequestId::Num(1)),
-                message,
-            })),
-        },
-    }));
+    m.observe(&event(
+        1,
+        None,
+        1,
+        Some(1),
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+    ));
     // M1 for the session id on a modern answer; no I1.
     assert_eq!(ids(&m), ["M1"], "{:?}", m.violations());
 }
