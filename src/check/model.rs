@@ -10,7 +10,7 @@ use crate::ids::{HttpId, RequestId, SessionId};
 use crate::monitor::Violation;
 use crate::policy::{BackgroundGet, ClientPolicy, ServerPolicy};
 use crate::server::{Cause, SchedulingPoint};
-use crate::sim::{PairConfig, World, LIST_CHANGED};
+use crate::sim::{Naming, PairConfig, World, LIST_CHANGED};
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
@@ -102,6 +102,9 @@ pub struct CheckModel {
     pub judge: Vec<String>,
     /// Interchangeable clients, and whether the fingerprint uses them.
     pub symmetry: Symmetry,
+    /// How the server names what requests open: after their exchange unless
+    /// asked otherwise (`check --arrival-naming`, traces recorded before).
+    pub naming: Naming,
 }
 
 impl CheckModel {
@@ -127,6 +130,7 @@ impl CheckModel {
                     })
                     .collect::<Vec<_>>(),
             ),
+            naming: Naming::ByExchange,
             scenario,
         })
     }
@@ -153,6 +157,7 @@ impl CheckModel {
             client_auto_respond: true,
             clients: self.scenario.clients.len(),
             record_events: false,
+            naming: self.naming,
             ..PairConfig::default()
         };
         let st = &self.scenario.settings;
@@ -399,6 +404,13 @@ impl CheckModel {
     /// The same model with the symmetry reduction on or off.
     pub fn with_symmetry(mut self, on: bool) -> Self {
         self.symmetry = self.symmetry.enabled(on);
+        self
+    }
+
+    /// The same model with the server naming what requests open this way
+    /// ([`Naming`]: by exchange, a reduction; by arrival, as real servers).
+    pub fn with_naming(mut self, naming: Naming) -> Self {
+        self.naming = naming;
         self
     }
 

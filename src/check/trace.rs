@@ -7,6 +7,7 @@ use super::model::{Action, CheckModel, State};
 use super::run::Counterexample;
 use super::scenario::Scenario;
 use crate::monitor::Observation;
+use crate::sim::Naming;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -47,6 +48,10 @@ pub struct Trace {
     pub judge: Vec<String>,
     /// The server's session-id seed.
     pub seed: u64,
+    /// How the world's server named exchanges and sessions (absent in
+    /// traces written before naming by exchange: by arrival).
+    #[serde(default)]
+    pub naming: Naming,
     /// The actions.
     pub steps: Vec<TraceStep>,
     /// The violation reached.
@@ -63,6 +68,7 @@ impl Trace {
             client: model.client_name.clone(),
             judge: model.judge.clone(),
             seed: model.pair_config().seed,
+            naming: model.naming,
             steps: cx
                 .steps
                 .iter()
@@ -107,7 +113,7 @@ impl Trace {
             || TraceError::UnknownPreset(format!("{} x {}", self.server, self.client)),
         )?;
         m.judge = self.judge.clone();
-        Ok(m)
+        Ok(m.with_naming(self.naming))
     }
 }
 

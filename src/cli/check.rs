@@ -6,6 +6,7 @@ use mcp_streamable::check::{
     memory, replay, run_search, CheckModel, Diagram, Expectation, Limit, Limits, Order, Scenario,
     Search, Trace, Verdict,
 };
+use mcp_streamable::sim::Naming;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -49,6 +50,12 @@ pub struct CheckArgs {
     /// then told apart (more states, the same verdicts; for cross-checks).
     #[arg(long)]
     no_symmetry: bool,
+    /// Name the server's exchanges and sessions in the order requests
+    /// arrive, as real servers do, instead of after the client exchange that
+    /// carried each (more states when clients interleave, the same
+    /// verdicts; for cross-checks).
+    #[arg(long)]
+    arrival_naming: bool,
     /// Seed of `--search simulation`.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -131,7 +138,13 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                     scenario.name, e.server, e.client
                 ));
             };
-            jobs.push((scenario, e, model.with_symmetry(!args.no_symmetry)));
+            let naming = if args.arrival_naming {
+                Naming::Arrival
+            } else {
+                Naming::ByExchange
+            };
+            let model = model.with_symmetry(!args.no_symmetry).with_naming(naming);
+            jobs.push((scenario, e, model));
         }
     }
     let fleet_names = fleet.iter().map(|(_, f)| f.name.len());

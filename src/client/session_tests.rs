@@ -543,6 +543,20 @@ fn the_background_get_is_reopened_from_its_cursor_and_given_up_after_its_failure
 }
 
 #[test]
+fn a_background_get_answered_200_without_an_event_stream_is_a_failure() {
+    // With no failure allowed, a 200 that is not an event stream ends the
+    // background GET; a 200 event stream that breaks is reopened.
+    for (content, again) in [("application/json", false), ("text/event-stream", true)] {
+        let (mut c, after) = legacy_with(|c| c.background_failures_max = 0, ClientPolicy::FIXED);
+        let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
+        let head = ResponseHead::from_wire(200, [("content-type", content)]);
+        c.handle_response_head(get, head, NOW);
+        c.handle_http_closed(get, NOW);
+        assert_eq!(c.poll_timeout().is_some(), again, "{content}");
+    }
+}
+
+#[test]
 fn a_get_answered_405_is_never_tried_again() {
     let (mut c, after) = legacy(ClientPolicy::FIXED);
     let get = after.iter().find(|s| s.body.is_null()).unwrap().http;

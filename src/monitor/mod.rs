@@ -189,7 +189,7 @@ struct Exchange {
     json_bodies: u32,
     ended: bool,
     closed: bool,
-    lineage: usize,
+    lineage: HttpId,
     /// A modern (2026-07-28) exchange.
     modern: bool,
     /// A modern `subscriptions/listen`: its id, and once acknowledged, the
@@ -216,7 +216,7 @@ struct Lineage {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct EventRecord {
     key: Option<MsgKey>,
-    lineage: usize,
+    lineage: HttpId,
     position: usize,
 }
 
@@ -231,7 +231,9 @@ pub struct Monitor {
     /// Observations seen: how many says nothing about what can happen next.
     step: Unhashed<usize>,
     exchanges: Shared<BTreeMap<HttpId, Exchange>>,
-    lineages: Shared<Vec<Lineage>>,
+    /// By the exchange that began each (not by arrival: a checker's states
+    /// that differ only in the order two clients' requests arrived are one).
+    lineages: Shared<BTreeMap<HttpId, Lineage>>,
     /// (session, event id) → first write.
     event_ids: Shared<BTreeMap<(Text, Text), EventRecord>>,
     sessions_issued: BTreeSet<Text>,
@@ -240,7 +242,7 @@ pub struct Monitor {
     sent: Shared<BTreeMap<(Text, MsgKey), Cause>>,
     delivered: Shared<BTreeSet<(Text, MsgKey)>>,
     dropped: BTreeSet<(Text, MsgKey)>,
-    fresh_writes: Shared<BTreeMap<(Text, MsgKey), BTreeSet<usize>>>,
+    fresh_writes: Shared<BTreeMap<(Text, MsgKey), BTreeSet<HttpId>>>,
     sessions_ended: BTreeSet<Text>,
     gets_per_session: BTreeMap<Text, usize>,
     /// Each client's side, by client index. The big records above and each
@@ -441,7 +443,7 @@ impl Monitor {
                     && e.status == Some(200)
                     && self
                         .lineages
-                        .get(e.lineage)
+                        .get(&e.lineage)
                         .is_some_and(|l| l.requests.is_empty())
             })
             .filter_map(|e| e.session.clone())
@@ -480,7 +482,7 @@ impl Monitor {
             // Written only into connections that were already dead: lost to the
             // network unless the client resumed that stream, in which case the
             // replay must have brought it.
-            let written_on: Vec<usize> = self
+            let written_on: Vec<HttpId> = self
                 .fresh_writes
                 .get(&key)
                 .map(|l| l.iter().copied().collect())
@@ -491,7 +493,7 @@ impl Monitor {
                     None,
                     format!("{k} was dequeued and lost: never written, never dropped by policy"),
                 );
-            } else if written_on.iter().any(|l| self.lineages[*l].resumed) {
+            } else if written_on.iter().any(|l| self.lineages[l].resumed) {
                 self.flag_end(
                     "A5",
                     None,
@@ -563,12 +565,15 @@ impl Monitor {
         });
     }
 
-    fn new_lineage(&mut self, requests: Vec<RequestId>) -> usize {
-        self.lineages.push(Lineage {
-            requests,
-            ..Lineage::default()
-        });
-        self.lineages.len() - 1
+    fn new_lineage(&mut self, http: HttpId, requests: Vec<RequestId>) -> HttpId {
+        self.lineages.insert(
+            http,
+            Lineage {
+                requests,
+                ..Lineage::default()
+            },
+        );
+        http
     }
 
     fn on_request(
@@ -637,8 +642,8 @@ impl Monitor {
             }
         }
         let lineage = match &kind {
-            Kind::PostRequests(r) => self.new_lineage(r.clone()),
-            Kind::Initialize(r) => self.new_lineage(vec![r.clone()]),
+            Kind::PostRequests(r) => self.new_lineage(http, r.clone()),
+            Kind::Initialize(r) => self.new_lineage(http, vec![r.clone()]),
             Kind::GetResume(l) => {
                 let known = session
                     .as_ref()
@@ -646,12 +651,12 @@ impl Monitor {
                     .map(|r| r.lineage);
                 match known {
                     Some(lin) => lin,
-                    None => self.new_lineage(Vec::new()),
+                    None => self.new_lineage(http, Vec::new()),
                 }
             }
-            _ => self.new_lineage(Vec::new()),
+            _ => self.new_lineage(http, Vec::new()),
         };
-        if let Some(l) = self.lineages.get_mut(lineage) {
+        if let Some(l) = self.lineages.get_mut(&lineage) {
             l.connections.push(http);
         }
         let listen = match messages {
@@ -768,7 +773,7 @@ impl Monitor {
             return;
         }
         if matches!(ex.kind, Kind::GetResume(_)) && (200..300).contains(&status) {
-            if let Some(l) = self.lineages.get_mut(ex.lineage) {
+            if let Some(l) = self.lineages.get_mut(&ex.lineage) {
                 l.resumed = true;
             }
         }
@@ -1053,7 +1058,9 @@ impl Monitor {
         };
         let map_key = (session.clone(), Text::from(id));
         let Some(first) = self.event_ids.get(&map_key).cloned() else {
-            let lineage = &mut self.lineages[ex.lineage];
+            let Some(lineage) = self.lineages.get_mut(&ex.lineage) else {
+                return false;
+            };
             lineage.ids.push(id.into());
             let position = lineage.ids.len() - 1;
             self.event_ids.insert(
@@ -1116,8 +1123,8 @@ impl Monitor {
     }
 
     /// Whether a newer exchange of the same lineage was answered and is still open.
-    fn superseded(&self, http: HttpId, lineage: usize) -> bool {
-        let Some(l) = self.lineages.get(lineage) else {
+    fn superseded(&self, http: HttpId, lineage: HttpId) -> bool {
+        let Some(l) = self.lineages.get(&lineage) else {
             return false;
         };
         let Some(pos) = l.connections.iter().position(|h| *h == http) else {
@@ -1138,7 +1145,7 @@ impl Monitor {
         message: &Message,
         cause: Option<&Cause>,
     ) {
-        let requests = self.lineages[ex.lineage].requests.clone();
+        let requests = self.lineages[&ex.lineage].requests.clone();
         let session = ex.session.clone().unwrap_or_default();
         if message.is_response() {
             let Some(rid) = message.id().cloned() else {
@@ -1153,14 +1160,16 @@ impl Monitor {
                 return;
             }
             // A second copy on its own stream is a replay, judged by check_event_id.
-            self.lineages[ex.lineage].answered.insert(rid);
+            if let Some(l) = self.lineages.get_mut(&ex.lineage) {
+                l.answered.insert(rid);
+            }
             return;
         }
         if requests.is_empty() {
             return; // standalone stream: unrelated messages belong here
         }
         let all_answered = requests.iter().all(|r| {
-            self.lineages[ex.lineage].answered.contains(r)
+            self.lineages[&ex.lineage].answered.contains(r)
                 || self.cancelled.contains(&(session.clone(), r.clone()))
         });
         if all_answered {

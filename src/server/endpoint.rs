@@ -251,6 +251,15 @@ impl ServerEndpoint {
         self.handle_reserved(http, head, body, peer, now)
     }
 
+    /// Swaps the source this endpoint draws session ids, namespaces and
+    /// secrets from; the one it had. A caller that wants what a request
+    /// mints to follow from the request rather than from the order of
+    /// arrival (a model checker: `sim::Naming::ByExchange`) hands each
+    /// request its own source and puts the endpoint's back.
+    pub fn replace_ids(&mut self, ids: IdSource) -> IdSource {
+        std::mem::replace(&mut self.ids, ids)
+    }
+
     /// A fresh exchange id, for a request the caller will hand over later
     /// ([`Self::handle_reserved`]), or answer itself ([`Self::refuse`]): a
     /// fleet instance holds a request until the shared store has answered

@@ -77,10 +77,22 @@ impl ServerSession {
     }
 
     pub(super) fn first_attached_standalone(&self) -> Option<StreamId> {
-        self.streams
-            .values()
+        self.streams_oldest_first()
             .find(|s| s.is_standalone() && s.attached.is_some())
             .map(|s| s.id)
+    }
+
+    /// The streams, oldest first. Ids count up through the session's range
+    /// and start over at its end ([`Self::new_stream`]), so once the range
+    /// has wrapped, the ids at or past the counter are the older ones; id
+    /// order is age order only until then. The common stream comes first.
+    pub(super) fn streams_oldest_first(&self) -> impl Iterator<Item = &Stream> {
+        let next = StreamId(self.next_stream);
+        let after = StreamId(COMMON.0 + 1);
+        let common = self.streams.get(&COMMON);
+        let older = self.streams.range(next..).map(|(_, s)| s);
+        let newer = self.streams.range(after..next.max(after)).map(|(_, s)| s);
+        common.into_iter().chain(older).chain(newer)
     }
 
     pub(super) fn hold(&mut self, out: Arc<Outgoing>, now: Instant) {
@@ -161,8 +173,7 @@ impl ServerSession {
         }
         for attached in [false, true] {
             let ids: Vec<StreamId> = self
-                .streams
-                .values()
+                .streams_oldest_first()
                 .filter(|s| s.attached.is_some() == attached)
                 .map(|s| s.id)
                 .collect();
@@ -297,8 +308,7 @@ impl ServerSession {
     /// Forgets the oldest finished or detached standalone streams past `streams_max`.
     pub(super) fn trim_streams(&mut self) {
         let idle: Vec<StreamId> = self
-            .streams
-            .values()
+            .streams_oldest_first()
             .filter(|s| s.id != COMMON && s.attached.is_none())
             .filter(|s| s.finished || s.is_standalone())
             .map(|s| s.id)
@@ -342,16 +352,32 @@ impl ServerSession {
     }
 
     pub(super) fn new_stream(&mut self, origin: Origin) -> StreamId {
+        // Numbered again after the range wraps, an id names a stream long
+        // forgotten, unless that stream still lives (a GET kept open across
+        // a million requests): those ids are skipped, never overwritten. The
+        // live streams are far fewer than the range, so this ends.
+        let mut sid = self.next_stream_id();
+        for _ in 0..STREAM_ID_SPAN {
+            if !self.streams.contains_key(&sid) {
+                break;
+            }
+            sid = self.next_stream_id();
+        }
+        self.streams.insert(sid, Stream::new(sid, origin));
+        sid
+    }
+
+    /// The next id of the session's range: base + 1 … base + STREAM_ID_SPAN
+    /// − 2 (the last id is the fleet's: the instance's answers log), then
+    /// base + 1 again.
+    fn next_stream_id(&mut self) -> StreamId {
         let sid = StreamId(self.next_stream);
-        // The session's range is base + 1 … base + STREAM_ID_SPAN − 2 (the
-        // last id is the fleet's: the instance's answers log).
         let base = self.config.stream_id_base;
         self.next_stream = if self.next_stream.wrapping_sub(base) >= STREAM_ID_SPAN - 2 {
             base.wrapping_add(1)
         } else {
             self.next_stream + 1
         };
-        self.streams.insert(sid, Stream::new(sid, origin));
         sid
     }
 
@@ -535,11 +561,48 @@ mod tests {
                 StreamId(base + (STREAM_ID_SPAN - 2)),
                 "the range's last (its very last id is the fleet's)"
             );
+            // base + 1 and base + 2 still live: skipped, not overwritten.
             assert_eq!(
                 s.new_stream(Origin::Standalone),
-                StreamId(base + 1),
-                "then its first again"
+                StreamId(base + 3),
+                "then its first free id again"
             );
+            assert_eq!(s.streams.len(), 5, "no live stream was replaced");
+            s.streams.remove(&StreamId(base + 1));
+            s.next_stream = base + (STREAM_ID_SPAN - 2);
+            assert_eq!(s.new_stream(Origin::Standalone), StreamId(base + 1));
+        }
+    }
+
+    #[test]
+    fn after_the_range_wraps_the_oldest_stream_is_the_one_numbered_before_the_wrap() {
+        for base in [0, STREAM_ID_SPAN] {
+            let mut s = session(base);
+            s.config.streams_max = 1;
+            s.next_stream = base + (STREAM_ID_SPAN - 2);
+            let old = s.new_stream(Origin::Standalone);
+            let new = s.new_stream(Origin::Standalone);
+            assert_eq!(
+                (old, new),
+                (StreamId(base + (STREAM_ID_SPAN - 2)), StreamId(base + 1))
+            );
+            let order: Vec<StreamId> = s
+                .streams_oldest_first()
+                .map(|st| st.id)
+                .filter(|id| *id != COMMON)
+                .collect();
+            assert_eq!(order, [old, new]);
+            // Both attached: unrelated messages go to the older one.
+            for (sid, http) in [(old, 7), (new, 8)] {
+                s.streams.get_mut(&sid).unwrap().attached = Some(HttpId(http));
+            }
+            assert_eq!(s.first_attached_standalone(), Some(old));
+            // Both idle past `streams_max` 1: the older is forgotten.
+            for sid in [old, new] {
+                s.streams.get_mut(&sid).unwrap().attached = None;
+            }
+            s.trim_streams();
+            assert!(s.streams.contains_key(&new) && !s.streams.contains_key(&old));
         }
     }
 }

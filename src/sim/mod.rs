@@ -8,12 +8,14 @@
 
 mod canonical;
 mod fleet;
+mod naming;
 mod net;
 mod servers;
 mod store_links;
 mod world;
 
 pub use fleet::{Fleet, StoreTiming};
+pub use naming::Naming;
 pub use net::{deliveries, Delivery, Link};
 pub use servers::{OutputHandler, Servers, SERVER_HTTP_STRIDE};
 pub use store_links::{ConnKey, StoreLinks};

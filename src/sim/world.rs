@@ -4,6 +4,7 @@
 //! [`Monitor`]. [`Pair`] is a world with one client; the model checker
 //! explores worlds with several.
 
+use super::naming::Naming;
 use super::net::{deliveries, Delivery, Link};
 use super::servers::Servers;
 use crate::client::{
@@ -51,6 +52,9 @@ pub struct PairConfig {
     /// application is told of (`World::list_changes_heard`): a fleet model
     /// judges that each broadcast reaches each session once.
     pub count_list_changes: bool,
+    /// How the server names the exchanges and sessions requests open (the
+    /// checker: [`Naming::ByExchange`]).
+    pub naming: Naming,
 }
 
 /// What the applications' list-change notifications and broadcasts say
@@ -79,6 +83,7 @@ impl Default for PairConfig {
             client_eras: Vec::new(),
             record_events: true,
             count_list_changes: false,
+            naming: Naming::Arrival,
         }
     }
 }
@@ -244,7 +249,8 @@ impl<S: Servers> World<S> {
         &mut self.clients[0]
     }
 
-    /// The session id the server minted, if any.
+    /// The session id the server minted, if any (with several sessions, the
+    /// smallest: see [`Servers::first_session`]).
     pub fn server_session(&self) -> Option<SessionId> {
         self.server.first_session()
     }
@@ -661,7 +667,14 @@ impl<S: Servers> World<S> {
         let Some((head, body)) = link.request.take() else {
             return false;
         };
-        let http = self.server.handle_request(at, &head, &body, self.now);
+        let http = match self.config.naming {
+            Naming::Arrival => self.server.handle_request(at, &head, &body, self.now),
+            Naming::ByExchange => {
+                let ids = Naming::source_for(self.config.seed, ch);
+                self.server
+                    .handle_request_named(at, ch, ids, &head, &body, self.now)
+            }
+        };
         link.server_http = Some(http);
         self.by_server.insert(http, ch);
         self.observe(&Observation::request(http, &head, &body));
