@@ -61,6 +61,9 @@ pub struct PairConfig {
 /// changed (`World::list_changes_heard` counts it).
 pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
+/// The one request whose order in the application's queue matters.
+const CALL: &str = "tools/call";
+
 /// The world names client `c`'s exchange `h` (as that client's core minted
 /// it) `c * HTTP_ID_STRIDE + h`. Every client core mints from 1, so a core's
 /// state never says which client it is: clients with the same script are
@@ -629,7 +632,7 @@ impl<S: Servers> World<S> {
         }
         progressed |= server.drain(now, &mut observe, &mut |server, out, _| match out {
             ServerOutput::Event(sid, ServerEvent::Request { id, method, .. }) => {
-                server_pending.push((sid, id, method));
+                queue_request(server_pending, config.naming, (sid, id, method));
             }
             ServerOutput::Event(..) => {}
             ServerOutput::Transmit(t) => {
@@ -902,4 +905,26 @@ fn abandon<S: Servers>(
     if notice {
         server.handle_http_closed(sh, now);
     }
+}
+
+/// Queues a request for the server application. By arrival, in arrival
+/// order. By exchange, only the order of the `tools/call`s is kept (a server
+/// step acts on the oldest call); the rest, which are answered in any order,
+/// go sorted after them, so the order in which they arrived names nothing.
+fn queue_request(
+    pending: &mut Vec<(SessionId, RequestId, String)>,
+    naming: Naming,
+    request: (SessionId, RequestId, String),
+) {
+    if naming == Naming::Arrival {
+        pending.push(request);
+        return;
+    }
+    let calls = pending.iter().take_while(|r| r.2 == CALL).count();
+    let at = if request.2 == CALL {
+        calls
+    } else {
+        calls + pending[calls..].partition_point(|r| *r < request)
+    };
+    pending.insert(at, request);
 }
