@@ -354,6 +354,72 @@ mod tests {
     }
 
     #[test]
+    fn input_requests_up_to_the_bound_are_sent() {
+        let all = caps(json!({"roots": {}}));
+        assert!(InputRequests::new().is_empty());
+        assert_eq!(InputRequests::new().len(), 0);
+        let at = (0..INPUT_REQUESTS_MAX).fold(InputRequests::new(), |r, i| {
+            r.ask(format!("k{i}"), InputKind::Roots, json!({}))
+        });
+        assert_eq!(at.len(), INPUT_REQUESTS_MAX);
+        assert!(!at.is_empty());
+        let sent = input_required("tools/call", &all, &at, None).unwrap();
+        let asked = check_asked("tools/call", &all, &sent.to_value()).unwrap();
+        assert_eq!(asked.requests.map(|m| m.len()), Some(INPUT_REQUESTS_MAX));
+    }
+
+    #[test]
+    fn an_empty_input_requests_map_is_none_and_needs_a_state() {
+        let none = caps(json!({}));
+        let with_state =
+            json!({"resultType": "input_required", "inputRequests": {}, "requestState": "s"});
+        assert_eq!(
+            check_asked("tools/call", &none, &with_state),
+            Ok(Asked {
+                requests: None,
+                state: Some("s".into())
+            })
+        );
+        let without = json!({"resultType": "input_required", "inputRequests": {}});
+        assert_eq!(
+            check_asked("tools/call", &none, &without),
+            Err(InputError::Empty)
+        );
+    }
+
+    #[test]
+    fn only_its_result_type_makes_an_input_required_result() {
+        let parse = |t: &str| RawJson::parse(t).unwrap();
+        assert!(is_input_required(&parse(
+            r#"{"resultType":"input_required","requestState":"s"}"#
+        )));
+        // The marker as text elsewhere is not one (the cheap test alone would say so).
+        assert!(!is_input_required(&parse(
+            r#"{"content":[{"type":"text","text":"input_required"}]}"#
+        )));
+        assert!(!is_input_required(&parse(r#"{"resultType":"complete"}"#)));
+    }
+
+    #[test]
+    fn every_input_error_has_its_own_reason() {
+        let errors = [
+            InputError::NotForMethod("x".into()),
+            InputError::Empty,
+            InputError::TooMany,
+            InputError::Undeclared(InputKind::Roots),
+            InputError::UnknownKind,
+            InputError::StateNotAString,
+        ];
+        let reasons: std::collections::BTreeSet<&str> =
+            errors.iter().map(InputError::as_static).collect();
+        assert_eq!(reasons.len(), errors.len());
+        assert!(InputError::TooMany
+            .as_static()
+            .contains("INPUT_REQUESTS_MAX"));
+        assert!(InputError::Empty.as_static().contains("requestState"));
+    }
+
+    #[test]
     fn a_retry_reads_back_as_sent() {
         let p = json!({"inputResponses": {"a": {"action": "accept"}}, "requestState": "xyz"});
         assert_eq!(input_responses(Some(&p))["a"]["action"], "accept");

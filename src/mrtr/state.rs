@@ -254,6 +254,72 @@ mod tests {
     }
 
     #[test]
+    fn a_long_state_opens_up_to_the_bound_and_not_past_it() {
+        let mut s = sealer();
+        assert_eq!(s.ttl_ms(), 60_000);
+        let b = Binding::of("tools/call", None, None);
+        let data = json!("x".repeat(4_000));
+        let long = s.seal(&b, &data, Instant::ZERO);
+        assert!(long.len() > 4_000 && long.len() <= REQUEST_STATE_BYTES_MAX);
+        assert_eq!(s.open(&long, &b, Instant::ZERO), Ok(data));
+        let too_long = s.seal(&b, &json!("x".repeat(13_000)), Instant::ZERO);
+        assert!(too_long.len() > REQUEST_STATE_BYTES_MAX);
+        assert_eq!(
+            s.open(&too_long, &b, Instant::ZERO),
+            Err(StateError::Malformed)
+        );
+    }
+
+    #[test]
+    fn a_state_shorter_than_nonce_and_tag_is_malformed_and_one_as_long_unauthentic() {
+        let s = sealer();
+        let b = Binding::of("tools/call", None, None);
+        let of = |n: usize| format!("{PREFIX}{}", base64::encode(&vec![0u8; n]));
+        let short = aead::NONCE_LEN + aead::TAG_LEN - 1;
+        assert_eq!(
+            s.open(&of(short), &b, Instant::ZERO),
+            Err(StateError::Malformed)
+        );
+        assert_eq!(
+            s.open(&of(4), &b, Instant::ZERO),
+            Err(StateError::Malformed)
+        );
+        assert_eq!(
+            s.open(&of(short + 1), &b, Instant::ZERO),
+            Err(StateError::Unauthentic)
+        );
+    }
+
+    #[test]
+    fn a_resource_binds_its_uri_and_other_methods_all_but_what_a_retry_adds() {
+        let read = |p: Value| Binding::of("resources/read", Some(&p), None);
+        assert_eq!(
+            read(json!({"uri": "file:///a", "cursor": "c1"})),
+            read(json!({"uri": "file:///a"}))
+        );
+        assert_ne!(
+            read(json!({"uri": "file:///a"})),
+            read(json!({"uri": "file:///b"}))
+        );
+        let other = |p: Value| Binding::of("completion/complete", Some(&p), None);
+        assert_ne!(other(json!({"a": 1})), other(json!({"a": 2})));
+        assert_eq!(
+            other(json!({"a": 1, "_meta": {"x": 1}, "requestState": "s"})),
+            other(json!({"a": 1, "inputResponses": {}}))
+        );
+    }
+
+    #[test]
+    fn debug_shows_the_lifetime_and_never_the_key() {
+        let shown = format!("{:?}", sealer());
+        assert!(
+            shown.contains("StateSealer") && shown.contains("60000"),
+            "{shown}"
+        );
+        assert!(!shown.contains("key"), "{shown}");
+    }
+
+    #[test]
     fn two_states_of_one_request_differ_and_the_same_seed_repeats_them() {
         let b = Binding::of("tools/call", None, None);
         let (mut x, mut y) = (sealer(), sealer());
