@@ -115,6 +115,50 @@ fn post_round_trip(c: &mut Criterion) {
     g.finish();
 }
 
+/// What `serve` runs per request, short of HTTP: the driver (the endpoint,
+/// the `everything` application, the wire) answering a `tools/call` whole.
+fn driver_tools_call(c: &mut Criterion) {
+    use mcp_streamable::app::EverythingApp;
+    use mcp_streamable::server::ServerDriver;
+    let now = Instant::ZERO;
+    let ep = ServerEndpoint::with_ids(config(), ServerPolicy::FIXED, IdSource::reproducible(4));
+    let mut driver = ServerDriver::new(ep, EverythingApp::default(), 4);
+    let drain = |d: &mut ServerDriver<EverythingApp>| {
+        let mut bytes = 0;
+        while let Some((_, w)) = d.poll_write() {
+            bytes += w.body().len();
+        }
+        bytes
+    };
+    driver.handle_request(&RequestHead::post(None, None), Ok(INIT), None, now);
+    drain(&mut driver);
+    let sid = driver
+        .endpoint()
+        .session_ids()
+        .next()
+        .cloned()
+        .expect("session");
+    let head = RequestHead::post(Some(&sid), Some(ProtocolVersion::V2025_11_25));
+    driver.handle_request(&head, Ok(INITIALIZED), None, now);
+    drain(&mut driver);
+    let mut id = 1u64;
+    let mut g = c.benchmark_group("driver");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("tools_call_everything", |b| {
+        b.iter(|| {
+            id += 1;
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#
+            );
+            driver.handle_request(&head, Ok(body.as_bytes()), None, now);
+            let n = drain(&mut driver);
+            assert!(n > 0 && !driver.has_open_exchanges());
+            n
+        })
+    });
+    g.finish();
+}
+
 fn notify_live_get(c: &mut Criterion) {
     let now = Instant::ZERO;
     let mut cfg = config();
@@ -165,7 +209,7 @@ fn idle_session_bytes() {
     );
 }
 
-criterion_group!(benches, post_round_trip, notify_live_get);
+criterion_group!(benches, post_round_trip, driver_tools_call, notify_live_get);
 
 fn main() {
     benches();

@@ -148,6 +148,14 @@ impl<T, L: Lock<MailboxState<T>>> Mailbox<T, L> {
         })
     }
 
+    /// Opens a closed mailbox again, for the session's next owner (a parked
+    /// session woken): a sender that still holds it then reaches the new
+    /// owner, as one that routes again would. Only whoever takes ownership
+    /// calls it, under the lock that says who owns the session.
+    pub fn reopen(&self) {
+        self.state.with(|s| s.closed = false);
+    }
+
     /// Closes the mailbox whatever is queued (the owner is ending); what is
     /// queued can still be taken with [`Mailbox::try_recv`].
     pub fn close(&self) {
@@ -181,5 +189,9 @@ mod tests {
         assert!(m.close_if_empty());
         assert_eq!(m.send(4), Err(SendError::Closed(4)));
         assert_eq!(m.try_recv(), None);
+        m.reopen();
+        assert!(!m.is_closed());
+        assert_eq!(m.send(5), Ok(()));
+        assert_eq!(m.try_recv(), Some(5));
     }
 }

@@ -14,6 +14,12 @@
 //! Every request is taken exactly once, by one owner at a time; an inline
 //! owner that parks straight after its own request, without the atomic
 //! `close_if_empty`, loses what queued meanwhile, and loom finds it.
+//!
+//! The shell reuses a parked owner's mailbox: whoever wakes the session
+//! reopens it under the slot's lock (no fresh mailbox, channel or task per
+//! wake). A sender still holding the mailbox from before the park then
+//! reaches the new owner, as one that routes again would: the same model
+//! with the reopened mailbox holds too.
 
 mod loom_support;
 
@@ -141,6 +147,12 @@ fn own(
 /// inline when it finds the session parked. `careless`: inline owners park
 /// without the atomic check.
 fn inline_handoff(careless: bool) {
+    inline_handoff_with(careless, false)
+}
+
+/// [`inline_handoff`]; `reopen`: a woken owner reopens the session's one
+/// mailbox instead of making a fresh one (what the shell does).
+fn inline_handoff_with(careless: bool, reopen: bool) {
     use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     let mailbox = Arc::new(LoomMailbox::new(4));
     let table = Arc::new(LoomLock::new(Slot::Running(mailbox.clone())));
@@ -150,16 +162,22 @@ fn inline_handoff(careless: bool) {
     let senders: Vec<_> = (0..2)
         .map(|_| {
             let (t, o, k) = (table.clone(), owners.clone(), taken.clone());
+            let m = mailbox.clone();
             thread::spawn(move || {
                 for _ in 0..3 {
                     // target(): the running owner's mailbox, or the session itself.
                     let (target, owning) = t.with(|slot| match slot {
                         Slot::Running(m) => (m.clone(), false),
                         Slot::Parked => {
-                            let fresh = Arc::new(LoomMailbox::new(4));
-                            *slot = Slot::Running(fresh.clone());
+                            let mailbox = if reopen {
+                                m.reopen();
+                                m.clone()
+                            } else {
+                                Arc::new(LoomMailbox::new(4))
+                            };
+                            *slot = Slot::Running(mailbox.clone());
                             assert_eq!(o.fetch_add(1, SeqCst), 0, "two owners at once");
-                            (fresh, true)
+                            (mailbox, true)
                         }
                     });
                     if owning {
@@ -204,6 +222,20 @@ fn loses_a_request(name: &str, model: fn()) {
 #[test]
 fn an_inline_owner_parks_without_losing_a_request() {
     holds("inline handoff, close_if_empty", || inline_handoff(false));
+}
+
+#[test]
+fn a_woken_owner_reopening_the_mailbox_loses_no_request() {
+    holds("inline handoff, reopened mailbox", || {
+        inline_handoff_with(false, true)
+    });
+}
+
+#[test]
+fn a_reopened_mailbox_with_a_careless_park_loses_a_request_and_loom_finds_it() {
+    loses_a_request("inline handoff, reopened mailbox, careless park", || {
+        inline_handoff_with(true, true)
+    });
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The response body the server shell hands to hyper: a whole body known at
 //! once (JSON answers, errors, short SSE answers), or a stream fed by the
-//! session owner. Dropping it tells the owner the exchange is over, whether
-//! it ended or the client went away.
+//! session owner. Dropping a stream tells the owner the exchange is over,
+//! whether it ended or the client went away.
 
 use crate::ids::HttpId;
 use bytes::Bytes;
@@ -31,11 +31,13 @@ pub struct ResponseBody {
 }
 
 impl ResponseBody {
-    pub(crate) fn full(http: HttpId, bytes: Bytes, closed: ClosedTx) -> Self {
+    /// A whole body. Nobody hears of its end: the core counted the
+    /// exchange over when it wrote it whole, so no channel is touched.
+    pub(crate) fn full(bytes: Bytes) -> Self {
         ResponseBody {
             inner: Inner::Full((!bytes.is_empty()).then_some(bytes)),
-            http,
-            closed: Some(closed),
+            http: HttpId(0),
+            closed: None,
         }
     }
 

@@ -29,7 +29,11 @@ enum Exchange {
 /// The open exchanges of one owner task (see the module docs).
 pub(crate) struct Exchanges {
     open: BTreeMap<HttpId, Exchange>,
-    closed_tx: ClosedTx,
+    /// Streamed bodies report their end here. Made with the first stream and
+    /// let go by [`Exchanges::release`]: a whole answer reports nothing (its
+    /// exchange was over for the core when written), so an owner that only
+    /// answers whole never makes one, and a parked one keeps none.
+    closed: Option<(ClosedTx, mpsc::UnboundedReceiver<HttpId>)>,
     frames_queued_max: usize,
     frame_bytes_queued_max: usize,
 }
@@ -45,15 +49,11 @@ pub(crate) enum Written {
 }
 
 impl Exchanges {
-    /// No exchanges yet; bodies report their end on `closed_tx`.
-    pub(crate) fn new(
-        closed_tx: ClosedTx,
-        frames_queued_max: usize,
-        frame_bytes_queued_max: usize,
-    ) -> Self {
+    /// No exchanges yet.
+    pub(crate) fn new(frames_queued_max: usize, frame_bytes_queued_max: usize) -> Self {
         Exchanges {
             open: BTreeMap::new(),
-            closed_tx,
+            closed: None,
             frames_queued_max,
             frame_bytes_queued_max,
         }
@@ -62,6 +62,35 @@ impl Exchanges {
     /// Whether none is open.
     pub(crate) fn is_empty(&self) -> bool {
         self.open.is_empty()
+    }
+
+    /// The next exchange whose streamed body was dropped (it ended, or its
+    /// client went away); pending while no stream was made.
+    pub(crate) async fn next_closed(&mut self) -> HttpId {
+        match &mut self.closed {
+            // Never `None`: the sender is held here.
+            Some((_, rx)) => match rx.recv().await {
+                Some(http) => http,
+                None => std::future::pending().await,
+            },
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Lets the channel go when nothing is open (an owner parking): the
+    /// bodies of streams that ended still hold senders, whose reports no
+    /// longer matter (the core counted those exchanges over already).
+    pub(crate) fn release(&mut self) {
+        if self.open.is_empty() {
+            self.closed = None;
+        }
+    }
+
+    fn closed_tx(&mut self) -> ClosedTx {
+        self.closed
+            .get_or_insert_with(mpsc::unbounded_channel)
+            .0
+            .clone()
     }
 
     /// Exchange `http` waits for its head, to be sent on `reply`.
@@ -79,11 +108,10 @@ impl Exchanges {
         let ends = write.ends();
         match (self.open.remove(&http), write) {
             (Some(Exchange::AwaitingHead(reply)), Write::Whole { head, body }) => {
-                let closed = self.closed_tx.clone();
-                let _ = reply.send((head, ResponseBody::full(http, Bytes::from(body), closed)));
+                let _ = reply.send((head, ResponseBody::full(Bytes::from(body))));
             }
             (Some(Exchange::AwaitingHead(reply)), Write::Open { head, body }) => {
-                let closed = self.closed_tx.clone();
+                let closed = self.closed_tx();
                 let (tx, rx) = mpsc::channel(self.frames_queued_max);
                 let queued = Arc::new(AtomicUsize::new(body.len()));
                 if !body.is_empty() {

@@ -28,7 +28,6 @@ use crate::fleet::driver::FleetDriver;
 use crate::fleet::instance::{FleetConfigError, Instance, InstanceConfig};
 use crate::fleet::store::{MemoryStore, Output};
 use crate::fleet::{InstanceId, Push, StoreOp, StoreReply};
-use crate::ids::HttpId;
 use crate::server::{RequestHead, UnreadBody};
 use bytes::Bytes;
 use std::convert::Infallible;
@@ -110,21 +109,16 @@ impl FleetServer {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let live = Arc::new((AtomicUsize::new(1), Notify::new()));
         let (requests_tx, requests_rx) = mpsc::channel(server.requests_queued_max.max(1));
-        let (closed_tx, closed_rx) = mpsc::unbounded_channel();
         let owner = Owner {
             driver,
             start: tokio::time::Instant::now(),
-            exchanges: Exchanges::new(
-                closed_tx,
-                server.frames_queued_max,
-                server.frame_bytes_queued_max,
-            ),
+            exchanges: Exchanges::new(server.frames_queued_max, server.frame_bytes_queued_max),
             store,
         };
         let done = live.clone();
         let stop = shutdown_rx.clone();
         tokio::spawn(async move {
-            owner.run(requests_rx, closed_rx, stop).await;
+            owner.run(requests_rx, stop).await;
             done.0.fetch_sub(1, Ordering::AcqRel);
             done.1.notify_waiters();
         });
@@ -204,7 +198,6 @@ impl<A: App> Owner<A> {
     async fn run(
         mut self,
         mut requests: mpsc::Receiver<ToOwner>,
-        mut closed: mpsc::UnboundedReceiver<HttpId>,
         mut shutdown: watch::Receiver<bool>,
     ) {
         // What the instance asks of the store from the start (its
@@ -214,7 +207,7 @@ impl<A: App> Owner<A> {
             let sleep = super::clock::sleep_until(self.start, self.driver.poll_timeout());
             tokio::select! {
                 Some(r) = requests.recv() => self.on_request(r),
-                Some(http) = closed.recv() => {
+                http = self.exchanges.next_closed() => {
                     self.exchanges.remove(http);
                     let now = self.now();
                     self.driver.handle_http_closed(http, now);

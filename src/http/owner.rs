@@ -2,33 +2,39 @@
 //! exchanges it writes to, and the turns that move them.
 //!
 //! ```text
-//!   a request naming no live session                ┌──────── idle ────────┐
-//!   ────────────────────────▶ inline turn ──idle──▶ parked in the table    │
-//!                             (on the connection's   (no task, no channels) │
-//!                              own task)              │ woken by a request  │
-//!                                  │ something         ▼                    │
-//!                                  │ outlives it ──▶ owner task ────────────┘
+//!   a request naming no live session,            ┌──────── idle ──────────┐
+//!   or its parked session                        ▼                        │
+//!   ───────────────────────▶ inline turn ──idle──▶ parked in its slot     │
+//!                            (on the connection's  (the owner boxed whole,│
+//!                             own task)             no task)              │
+//!                                 │ something        │ woken by a request │
+//!                                 │ outlives it      ▼ (inline again)     │
+//!                                 └─────────────▶ owner task ─────────────┘
 //!   session ended and nothing left to write: gone (from either)
 //! ```
 //!
-//! A request that names no live session (an `initialize`, a modern
-//! request, an unknown id) is served by a fresh one-session endpoint on the
-//! connection task that read it: no task spawned, no channel crossed, the
-//! answer ready when the turn ends; a session it opened is parked at once.
+//! Every request whose session has no running owner is served on the
+//! connection task that read it: by a fresh one-session endpoint when it
+//! names no live session (an `initialize`, a modern request, an unknown id),
+//! else by its parked owner, taken out of its slot. No task is spawned and
+//! no channel crossed; the answer is ready when the turn ends, and the owner
+//! parks again at once. Waking and parking move one box and flip the slot
+//! under its lock: the owner keeps its inbox (closed while parked, reopened
+//! by whoever wakes it) and its channels. (When a wake built a fresh inbox,
+//! channel and owner each time, serving parked sessions inline cost 28% of
+//! the throughput at 32 connections, and sessions were woken as tasks:
+//! `docs/performance.md`.) Requests that queue while an inline owner works
+//! (other workers' connections) are taken by it, a few, then by a task.
 //! Only what outlives the request (a stream left open, an application
-//! timer) gets a task of its own, which parks the session once it is idle. A parked session is
-//! woken as a task (`Owner::spawn`), not inline: requests to a busy session
-//! come in bursts that its task takes in one go, where an inline wake and
-//! park per request cost 28% of the throughput at 32 connections
-//! (`docs/performance.md`). Either way the session has one owner at a time:
-//! the table holds `Running` with its inbox while anyone owns it, and an
-//! owner parks only if that inbox is empty, closed in the same step
-//! (`tests/loom_handoff.rs` explores both the task and the inline owner).
+//! timer) gets a task of its own, which parks the session once it is idle.
+//! Either way the session has one owner at a time: the slot holds `Running`
+//! with its inbox while anyone owns it, and an owner parks only if that
+//! inbox is empty, closed in the same step (`tests/loom_handoff.rs`
+//! explores the task, the inline owner, and the reopened inbox).
 
-use super::body::ClosedTx;
 use super::exchanges::{Exchanges, Reply, Written};
 use super::server::{
-    evict, Broadcast, Inbox, Parked, RequestForOwner, Shared, Slot, ToOwner, HTTP_IDS_PER_TASK,
+    evict, Broadcast, Inbox, RequestForOwner, Shared, Slot, SlotState, ToOwner, HTTP_IDS_PER_TASK,
 };
 use crate::app::{App, Fanout};
 use crate::head::RequestHead;
@@ -40,8 +46,8 @@ use crate::time::Instant;
 use bytes::Bytes;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use std::sync::{Arc, Weak};
+use tokio::sync::{broadcast, oneshot};
 
 /// The owner of one session's core and application (see the module docs).
 pub(super) struct Owner<A: App> {
@@ -52,36 +58,38 @@ pub(super) struct Owner<A: App> {
     /// This driver's origin in [`Broadcast::from`].
     origin: u64,
     exchanges: Exchanges,
-    /// Bodies of this owner's exchanges report their end here.
-    closed_rx: mpsc::UnboundedReceiver<HttpId>,
     /// The session this owner registered in the routing table.
     registered: Option<SessionId>,
     /// What the shared admission table last heard of the session.
     reported: Option<SessionState>,
     pub(super) inbox: Arc<Inbox>,
-    shared: Arc<Shared<A>>,
+    /// Weak: a parked owner sits in the table, which the shared state holds.
+    shared: Weak<Shared<A>>,
 }
+
+/// Requests a woken inline owner takes from its inbox (queued by other
+/// workers' connections while it served) before a task takes the rest: its
+/// own connection waits for its answer meanwhile.
+const INLINE_REQUESTS_MAX: usize = 8;
 
 /// What a turn leaves.
 enum AfterTurn<A: App> {
-    /// Something outlives the turn: the owner goes on (as a task).
-    Goes(Owner<A>),
-    /// Idle: parked in the routing table.
+    /// Something outlives the turn, or requests queued: the owner goes on.
+    Goes(Box<Owner<A>>),
+    /// Idle: parked in its slot.
     Parked,
     /// No session and nothing left to write.
-    Finished(Owner<A>),
+    Finished(Box<Owner<A>>),
 }
 
 impl<A: App> Owner<A> {
-    /// The owner of a parked session woken up, or of a fresh one-session
-    /// endpoint for a request that names no live session (the core decides
-    /// whether it starts one). Counted live until it parks or ends.
-    pub(super) fn new(shared: &Arc<Shared<A>>, parked: Option<Parked<A>>) -> Self {
+    /// The owner of a fresh one-session endpoint, for a request that names
+    /// no live session (the core decides whether it starts one). Counted
+    /// live until it parks or ends.
+    pub(super) fn fresh(shared: &Arc<Shared<A>>) -> Box<Self> {
         let inbox = Inbox::new(shared.options.requests_queued_max);
-        let (closed_tx, closed_rx): (ClosedTx, _) = mpsc::unbounded_channel();
-        let (driver, start, registered, broadcasts, origin) = match parked {
-            Some(p) => (p.driver, p.start, Some(p.session), p.broadcasts, p.origin),
-            None => {
+        let (driver, start, registered, broadcasts, origin) = {
+            {
                 // A fresh endpoint draws its ids from its own fork of the source.
                 let mut ids = match shared.ids.lock() {
                     Ok(mut parent) => parent.fork(),
@@ -112,26 +120,46 @@ impl<A: App> Owner<A> {
             }
         };
         shared.live.0.fetch_add(1, Ordering::AcqRel);
-        Owner {
+        Box::new(Owner {
             driver,
             start,
             broadcasts,
             origin,
             exchanges: Exchanges::new(
-                closed_tx,
                 shared.options.frames_queued_max,
                 shared.options.frame_bytes_queued_max,
             ),
-            closed_rx,
             reported: None,
             registered,
             inbox,
-            shared: shared.clone(),
+            shared: Arc::downgrade(shared),
+        })
+    }
+
+    /// A parked owner taken out of its slot by a request (or the sweeper),
+    /// under the slot's lock: its inbox open again, counted live.
+    pub(super) fn woken(self: Box<Self>) -> Box<Self> {
+        self.inbox.mail.reopen();
+        if let Some(shared) = self.shared() {
+            shared.live.0.fetch_add(1, Ordering::AcqRel);
         }
+        self
+    }
+
+    /// A parked owner whose session admission evicted: its core ends the
+    /// session (nothing is open, nothing to write), and it is dropped.
+    pub(super) fn evicted(&mut self, victim: &SessionId) {
+        let now = self.now();
+        self.driver.evict(victim, now);
+    }
+
+    /// The state every owner shares, unless the server has gone.
+    fn shared(&self) -> Option<Arc<Shared<A>>> {
+        self.shared.upgrade()
     }
 
     /// Goes on as a task of its own; returns its inbox.
-    pub(super) fn spawn(self) -> Arc<Inbox> {
+    pub(super) fn spawn(self: Box<Self>) -> Arc<Inbox> {
         let inbox = self.inbox.clone();
         tokio::spawn(self.run());
         inbox
@@ -141,24 +169,61 @@ impl<A: App> Owner<A> {
         super::clock::now(self.start)
     }
 
-    /// One request served on the caller's task (see the module docs): a
-    /// fresh endpoint's, for a request that names no live session. The
+    /// One request served on the caller's task (see the module docs), by a
+    /// fresh endpoint or a woken one; then what queued meanwhile, a few. The
     /// answer goes out on the request's `reply` as soon as the core writes
     /// its head, in this turn or, if the owner goes on as a task, later.
-    pub(super) fn serve_inline(mut self, request: RequestForOwner) {
-        let RequestForOwner {
-            head,
-            body,
-            peer,
-            reply,
-        } = request;
-        self.on_request(head, body, peer, reply);
-        match self.after_turn() {
-            AfterTurn::Goes(me) => {
-                me.spawn();
+    pub(super) fn serve_inline(mut self: Box<Self>, request: RequestForOwner) {
+        // A woken session first catches up on what reached it while parked
+        // (its expiry before the request it was woken for).
+        let had_session = self.registered.is_some();
+        self.catch_up();
+        if had_session && self.finished() {
+            let shared = self.shared();
+            self.end(false);
+            if let Some(shared) = shared {
+                Owner::fresh(&shared).serve_inline(request);
             }
-            AfterTurn::Parked => {}
-            AfterTurn::Finished(me) => me.end(false),
+            return;
+        }
+        self.on_message(ToOwner::Request(Box::new(request)));
+        let mut served = 1;
+        loop {
+            match self.after_turn() {
+                AfterTurn::Parked => return,
+                AfterTurn::Finished(mut me) => return me.end(false),
+                AfterTurn::Goes(mut me) => {
+                    if served < INLINE_REQUESTS_MAX {
+                        if let Some(m) = me.inbox.mail.try_recv() {
+                            me.on_message(m);
+                            served += 1;
+                            self = me;
+                            continue;
+                        }
+                    }
+                    me.spawn();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A request, or the order to end a session evicted to make room.
+    fn on_message(&mut self, m: ToOwner) {
+        match m {
+            ToOwner::Request(r) => {
+                let RequestForOwner {
+                    head,
+                    body,
+                    peer,
+                    reply,
+                } = *r;
+                self.on_request(head, body, peer, reply);
+            }
+            ToOwner::Evict(sid) => {
+                let now = self.now();
+                self.driver.evict(&sid, now);
+            }
         }
     }
 
@@ -178,8 +243,10 @@ impl<A: App> Owner<A> {
         }
     }
 
-    async fn run(mut self) {
-        let mut shutdown = self.shared.shutdown.clone();
+    async fn run(mut self: Box<Self>) {
+        let Some(mut shutdown) = self.shared().map(|s| s.shutdown.clone()) else {
+            return;
+        };
         let inbox = self.inbox.clone();
         // A woken session first catches up on what reached it while parked
         // (its expiry before any request it was woken for).
@@ -193,14 +260,10 @@ impl<A: App> Owner<A> {
             let sleep = super::clock::sleep_until(self.start, next);
             tokio::select! {
                 cmd = inbox.recv() => match cmd {
-                    Some(ToOwner::Request(r)) => self.on_request(r.head, r.body, r.peer, r.reply),
-                    Some(ToOwner::Evict(sid)) => {
-                        let now = self.now();
-                        self.driver.evict(&sid, now);
-                    }
+                    Some(m) => self.on_message(m),
                     None => return self.end(false),
                 },
-                Some(http) = self.closed_rx.recv() => self.on_closed(http),
+                http = self.exchanges.next_closed() => self.on_closed(http),
                 b = self.broadcasts.recv() => self.on_broadcast(b),
                 _ = sleep => self.on_timeout(),
                 _ = shutdown.changed() => {
@@ -214,14 +277,14 @@ impl<A: App> Owner<A> {
             match self.after_turn() {
                 AfterTurn::Goes(me) => self = me,
                 AfterTurn::Parked => return,
-                AfterTurn::Finished(me) => return me.end(false),
+                AfterTurn::Finished(mut me) => return me.end(false),
             }
         }
     }
 
     /// After anything the owner handled: register a new session, write what
     /// is ready, report to admission; then end, park, or go on.
-    fn after_turn(mut self) -> AfterTurn<A> {
+    fn after_turn(mut self: Box<Self>) -> AfterTurn<A> {
         // Register a new session before its initialize answer goes out:
         // the client may send its next request the moment it has the id.
         self.register();
@@ -242,17 +305,18 @@ impl<A: App> Owner<A> {
     /// The owner is done: requests that reached it after its session ended
     /// go to a fresh owner (404), none is dropped (unless the server is
     /// stopping).
-    fn end(mut self, stopping: bool) {
+    fn end(&mut self, stopping: bool) {
         self.unregister();
         self.inbox.mail.close();
+        let Some(shared) = self.shared() else {
+            return;
+        };
         while let Some(m) = self.inbox.mail.try_recv() {
             if !stopping {
-                let _ = Owner::new(&self.shared, None).spawn().send(m);
+                let _ = Owner::fresh(&shared).spawn().send(m);
             }
         }
-        let (count, notify) = &*self.shared.live;
-        count.fetch_sub(1, Ordering::AcqRel);
-        notify.notify_waiters();
+        not_live(&shared);
     }
 
     /// Once the core has minted this owner's session, requests naming it come here.
@@ -265,17 +329,22 @@ impl<A: App> Owner<A> {
         let Some(sid) = self.driver.endpoint().named_session_ids().next().cloned() else {
             return;
         };
-        if let Ok(mut t) = self.shared.table.write() {
-            t.insert(sid.clone(), Slot::Running(self.inbox.clone()));
+        if let Some(shared) = self.shared() {
+            if let Ok(mut t) = shared.table.write() {
+                t.insert(sid.clone(), Slot::running(self.inbox.clone()));
+            }
         }
         self.registered = Some(sid);
     }
 
     fn unregister(&mut self) {
+        let Some(shared) = self.shared() else {
+            return;
+        };
         if let Some(sid) = self.registered.take() {
-            if let Ok(mut t) = self.shared.table.write() {
+            if let Ok(mut t) = shared.table.write() {
                 t.remove(&sid);
-                if let Ok(mut a) = self.shared.admission.lock() {
+                if let Ok(mut a) = shared.admission.lock() {
                     a.remove(&sid);
                 }
             }
@@ -300,8 +369,10 @@ impl<A: App> Owner<A> {
         if self.reported == Some(state) {
             return;
         }
-        if let Ok(mut a) = self.shared.admission.lock() {
-            a.handle_session(sid, state);
+        if let Some(shared) = self.shared() {
+            if let Ok(mut a) = shared.admission.lock() {
+                a.handle_session(sid, state);
+            }
         }
         self.reported = Some(state);
     }
@@ -320,45 +391,44 @@ impl<A: App> Owner<A> {
             })
     }
 
-    /// Parks the session in the routing table (`None`); gives itself back if
-    /// a request arrived meanwhile.
-    fn park(mut self) -> Option<Self> {
-        let shared = self.shared.clone();
-        let Ok(mut table) = shared.table.write() else {
+    /// Parks the session in its slot (`None`); gives itself back if a
+    /// request queued meanwhile (or the session is not in the table).
+    fn park(mut self: Box<Self>) -> Option<Box<Self>> {
+        let Some(shared) = self.shared() else {
             return Some(self);
         };
-        if self.registered.is_none() {
-            return Some(self);
-        }
-        // Closed only if nothing is queued, under the mailbox's own lock: a
-        // request is either queued (the owner goes on and takes it) or refused
-        // as closed, and its sender routes again and finds the parked slot
-        // once the table is released. (Checking, then closing, lost requests
-        // sent in between: tests/loom_handoff.rs.)
-        if !self.inbox.mail.close_if_empty() {
-            return Some(self);
-        }
-        let Some(session) = self.registered.take() else {
+        let Some(session) = self.registered.clone() else {
             return Some(self);
         };
-        let deadline = self.driver.endpoint().poll_timeout().map(|(t, _)| t);
-        table.insert(
-            session.clone(),
-            Slot::Parked(Mutex::new(Box::new(Parked {
-                driver: self.driver,
-                start: self.start,
-                session,
-                broadcasts: self.broadcasts,
-                origin: self.origin,
-                deadline: deadline
-                    .map(|d| self.start + std::time::Duration::from_millis(d.as_millis())),
-            }))),
-        );
-        drop(table);
-        let (count, notify) = &*shared.live;
-        count.fetch_sub(1, Ordering::AcqRel);
-        notify.notify_waiters();
-        None
+        let slot = match shared.table.read() {
+            Ok(t) => t.get(&session).cloned(),
+            Err(_) => None,
+        };
+        let Some(slot) = slot else {
+            return Some(self);
+        };
+        let deadline = self
+            .driver
+            .endpoint()
+            .poll_timeout()
+            .map(|(t, _)| self.start + std::time::Duration::from_millis(t.as_millis()));
+        // Closed only if nothing is queued, under the mailbox's own lock and
+        // the slot's: a request is either queued (the owner goes on and takes
+        // it) or refused as closed, and its sender routes again and finds the
+        // parked slot. (Checking, then closing, lost requests sent in
+        // between: tests/loom_handoff.rs.)
+        let parked = slot.with(|state| {
+            if !self.inbox.mail.close_if_empty() {
+                return Some(self);
+            }
+            self.exchanges.release();
+            *state = SlotState::Parked(self, deadline);
+            None
+        });
+        if parked.is_none() {
+            not_live(&shared);
+        }
+        parked
     }
 
     /// No session (never started, or ended) and nothing left to write.
@@ -384,18 +454,22 @@ impl<A: App> Owner<A> {
             // An owner without a session may open one: the shared table admits it.
             Ok(b) if self.driver.endpoint().session_ids().next().is_none() => {
                 let mut evicted = Vec::new();
-                let http = match self.shared.admission.lock() {
-                    Ok(mut a) => {
+                let shared = self.shared();
+                let admission = shared.as_ref().map(|s| s.admission.lock());
+                let http = match admission {
+                    Some(Ok(mut a)) => {
                         let http = self
                             .driver
                             .handle_request_admitting(&head, b, peer, &mut a, now);
                         evicted.extend(std::iter::from_fn(|| a.poll_evicted()));
                         http
                     }
-                    Err(_) => self.driver.handle_request(&head, Ok(b), peer, now),
+                    _ => self.driver.handle_request(&head, Ok(b), peer, now),
                 };
-                for victim in evicted {
-                    evict(&self.shared, victim);
+                if let Some(shared) = self.shared() {
+                    for victim in evicted {
+                        evict(&shared, victim);
+                    }
                 }
                 http
             }
@@ -446,5 +520,14 @@ impl<A: App> Owner<A> {
             let now = self.now();
             self.driver.handle_http_closed(http, now);
         }
+    }
+}
+
+/// An owner stopped being live (parked or ended): wakes a shutdown waiting
+/// for the last one.
+fn not_live<A: App>(shared: &Shared<A>) {
+    let (count, notify) = &*shared.live;
+    if count.fetch_sub(1, Ordering::AcqRel) == 1 {
+        notify.notify_waiters();
     }
 }

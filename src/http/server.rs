@@ -5,7 +5,7 @@
 //!  connection tasks                     routing table (handles only)       session owners
 //!  ────────────────                     ───────────────────────────        ──────────────
 //!  head + bounded body ──Mcp-Session-Id known?──running──▶ its owner's inbox ─▶ its endpoint
-//!                                        ├──parked──▶ woken as a task, inbox   + its app
+//!                                        ├──parked──▶ its owner, woken inline   + its app
 //!                                        └──no──▶ a fresh one-session endpoint, inline:
 //!                                                 it answers (initialize → a session,
 //!                                                 which the owner registers; else 400/404/…)
@@ -13,9 +13,9 @@
 //!  body dropped (ended or client gone) ──closed──▶ endpoint.handle_http_closed
 //! ```
 //! Each owner (`src/http/owner.rs`) holds its core and its application
-//! instance in a [`ServerDriver`]: no shared mutable state beyond the table
-//! of channel handles and the admission table. A request that names no
-//! live session is served on the connection task itself; an owner is a
+//! instance in a [`ServerDriver`](crate::server::ServerDriver): no shared mutable state beyond the table
+//! of session slots and the admission table. A request whose session has no
+//! running owner is served on the connection task itself; an owner is a
 //! task only while something outlives a request (an open stream, queued
 //! requests, an application timer), and parks again when idle. Every decision (statuses, routing, ids, replay, headers, bytes,
 //! whole body or stream) is the core's; the shell moves the driver's
@@ -31,11 +31,11 @@ use crate::error::RequestError;
 use crate::head::{Method, RequestHead};
 use crate::headers;
 use crate::id_source::IdSource;
-use crate::ids::{HttpId, SessionId};
+use crate::ids::SessionId;
 use crate::jsonrpc::RawJson;
 use crate::policy::ServerPolicy;
 use crate::server::wire::{WireHead, Write};
-use crate::server::{Admission, EndpointConfig, ServerDriver, UnreadBody};
+use crate::server::{Admission, EndpointConfig, UnreadBody};
 use crate::sync::{Mailbox, SendError};
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -46,7 +46,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::{broadcast, mpsc, oneshot, watch, Notify};
+use tokio::sync::{broadcast, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 
 /// Settings of the server shell.
@@ -213,13 +213,40 @@ pub(crate) async fn read_body<B: RequestBody>(
     }
 }
 
-/// A session in the routing table: its running task's handle, or its state
-/// parked while idle (no task, no channels: an idle session costs its core's
-/// state only).
-pub(super) enum Slot<A: App> {
+/// A session in the routing table. Who owns it is decided under the slot's
+/// own lock, taken only with the table's (read or write) lock held, except
+/// by the owner parking itself: the routing table's map changes only when a
+/// session starts or ends.
+pub(super) struct Slot<A: App> {
+    pub(super) state: Mutex<SlotState<A>>,
+}
+
+/// Who owns a session.
+pub(super) enum SlotState<A: App> {
+    /// An owner serves it (a task, or a connection task inline): requests go
+    /// to its inbox.
     Running(Arc<Inbox>),
-    /// In a mutex only so the table is `Sync` while applications need only be `Send`.
-    Parked(Mutex<Box<Parked<A>>>),
+    /// Idle: the owner itself, whole, with its closed inbox (no task, no
+    /// channel touched to wake it: the next request takes the box), and
+    /// when its core next needs time (its idle expiry).
+    Parked(Box<Owner<A>>, Option<tokio::time::Instant>),
+    /// Evicted while parked: no owner any more (the table no longer has it).
+    Gone,
+}
+
+impl<A: App> Slot<A> {
+    pub(super) fn running(inbox: Arc<Inbox>) -> Arc<Self> {
+        Arc::new(Slot {
+            state: Mutex::new(SlotState::Running(inbox)),
+        })
+    }
+
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut SlotState<A>) -> R) -> R {
+        match self.state.lock() {
+            Ok(mut g) => f(&mut g),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
 }
 
 /// An application's broadcast, on its way to every session task but the
@@ -230,25 +257,11 @@ pub(super) struct Broadcast {
     pub(super) params: Option<RawJson>,
 }
 
-/// What a session task leaves behind when it parks.
-pub(super) struct Parked<A: App> {
-    /// The endpoint, the application and the scheduler's state (so a woken
-    /// session goes on with its sequence).
-    pub(super) driver: ServerDriver<A>,
-    pub(super) start: tokio::time::Instant,
-    pub(super) session: SessionId,
-    /// Broadcasts keep queueing for a parked session; it takes them on waking.
-    pub(super) broadcasts: broadcast::Receiver<Arc<Broadcast>>,
-    pub(super) origin: u64,
-    /// When the core next needs time (its idle expiry).
-    pub(super) deadline: Option<tokio::time::Instant>,
-}
-
 /// What every connection and session task shares: handles and settings.
 pub(super) struct Shared<A: App> {
     pub(super) options: ServerOptions,
     pub(super) make_app: Box<dyn Fn() -> A + Send + Sync>,
-    pub(super) table: RwLock<BTreeMap<SessionId, Slot<A>>>,
+    pub(super) table: RwLock<BTreeMap<SessionId, Arc<Slot<A>>>>,
     /// Who may open a session, for all session tasks at once (the core's
     /// table; lock order: `table`, then `admission`).
     pub(super) admission: Mutex<Admission>,
@@ -511,12 +524,16 @@ async fn serve_one<A: App, B: RequestBody>(
         let inbox = match target(&shared, sid.as_ref()) {
             // A fresh endpoint answers here, on this task (src/http/owner.rs).
             Target::Nobody => {
-                Owner::new(&shared, None).serve_inline(*request);
+                Owner::fresh(&shared).serve_inline(*request);
                 delivered = true;
                 break;
             }
-            // Woken as a task, which takes a burst of requests in one go.
-            Target::Woken(owner) => (*owner).spawn(),
+            // Woken: served here too; a task only if something outlives it.
+            Target::Woken(owner) => {
+                owner.serve_inline(*request);
+                delivered = true;
+                break;
+            }
             Target::Running(inbox) => inbox,
         };
         match inbox.send(ToOwner::Request(request)) {
@@ -559,72 +576,68 @@ pub(crate) fn request_head<B>(req: &hyper::Request<B>) -> RequestHead {
 enum Target<A: App> {
     /// Its owner, running: the request goes to its inbox.
     Running(Arc<Inbox>),
-    /// It was parked: the caller owns it now (the table says `Running` with
-    /// the new owner's inbox, so concurrent requests queue there). Boxed: an
-    /// owner is large, and this one moves on into a task or the table.
+    /// It was parked: the caller owns it now (the slot says `Running` with
+    /// its reopened inbox, so concurrent requests queue there).
     Woken(Box<Owner<A>>),
     /// No such session lives here (or none was named): a fresh endpoint
     /// answers (404, or a new session for an `initialize`).
     Nobody,
 }
 
-/// Who serves a request naming `sid`.
+/// Who serves a request naming `sid`. Lock order: the table, then the slot.
 fn target<A: App>(shared: &Arc<Shared<A>>, sid: Option<&SessionId>) -> Target<A> {
     let Some(sid) = sid else {
         return Target::Nobody;
     };
-    match shared.table.read() {
-        Ok(t) => match t.get(sid) {
-            Some(Slot::Running(inbox)) => return Target::Running(inbox.clone()),
-            Some(Slot::Parked(_)) => {}
-            None => return Target::Nobody,
-        },
-        Err(_) => return Target::Nobody,
-    }
-    let Ok(mut table) = shared.table.write() else {
+    let Ok(table) = shared.table.read() else {
         return Target::Nobody;
     };
-    match table.remove(sid) {
-        Some(Slot::Running(inbox)) => {
-            table.insert(sid.clone(), Slot::Running(inbox.clone()));
+    let Some(slot) = table.get(sid) else {
+        return Target::Nobody;
+    };
+    slot.with(|state| match std::mem::replace(state, SlotState::Gone) {
+        SlotState::Running(inbox) => {
+            *state = SlotState::Running(inbox.clone());
             Target::Running(inbox)
         }
-        Some(Slot::Parked(parked)) => match parked.into_inner() {
-            Ok(parked) => {
-                let owner = Box::new(Owner::new(shared, Some(*parked)));
-                table.insert(sid.clone(), Slot::Running(owner.inbox.clone()));
-                Target::Woken(owner)
-            }
-            Err(_) => Target::Nobody,
-        },
-        None => Target::Nobody,
-    }
+        SlotState::Parked(owner, _) => {
+            let owner = owner.woken();
+            *state = SlotState::Running(owner.inbox.clone());
+            Target::Woken(owner)
+        }
+        SlotState::Gone => Target::Nobody,
+    })
 }
 
 /// Ends session `victim`, evicted by the admission table to make room: a
-/// parked one is dropped on the spot, a running one is told by its task.
+/// parked one is dropped on the spot, a running one is told by its owner.
 pub(super) fn evict<A: App>(shared: &Arc<Shared<A>>, victim: SessionId) {
     let parked = {
         let Ok(mut t) = shared.table.write() else {
             return;
         };
-        match t.get(&victim) {
-            Some(Slot::Running(inbox)) => {
-                // Closed: it is parking or ending; either way it is leaving
-                // (a parking task re-checks its session on the next request).
-                let _ = inbox.send(ToOwner::Evict(victim));
-                return;
+        let Some(slot) = t.get(&victim).cloned() else {
+            return;
+        };
+        let parked = slot.with(|state| match std::mem::replace(state, SlotState::Gone) {
+            SlotState::Parked(owner, _) => Some(owner),
+            running => {
+                if let SlotState::Running(inbox) = &running {
+                    // Closed: it is ending; either way it is leaving.
+                    let _ = inbox.send(ToOwner::Evict(victim.clone()));
+                }
+                *state = running;
+                None
             }
-            Some(Slot::Parked(_)) => t.remove(&victim),
-            None => return,
+        });
+        if parked.is_some() {
+            t.remove(&victim);
         }
+        parked
     };
-    if let Some(Slot::Parked(p)) = parked {
-        if let Ok(mut p) = p.into_inner() {
-            let now = super::clock::now(p.start);
-            // A parked session has no open exchange: nothing to write.
-            p.driver.evict(&victim, now);
-        }
+    if let Some(mut owner) = parked {
+        // A parked session has no open exchange: nothing to write.
+        owner.evicted(&victim);
     }
 }
 
@@ -640,14 +653,13 @@ async fn sweep<A: App>(shared: Arc<Shared<A>>, period: std::time::Duration) {
         let due: Vec<SessionId> = match shared.table.read() {
             Ok(t) => t
                 .iter()
-                .filter_map(|(sid, slot)| match slot {
-                    Slot::Parked(p) => p
-                        .lock()
-                        .ok()?
-                        .deadline
-                        .filter(|d| *d <= tokio::time::Instant::now())
-                        .map(|_| sid.clone()),
-                    Slot::Running(_) => None,
+                .filter_map(|(sid, slot)| {
+                    slot.with(|state| match state {
+                        SlotState::Parked(_, deadline) => deadline
+                            .filter(|d| *d <= tokio::time::Instant::now())
+                            .map(|_| sid.clone()),
+                        _ => None,
+                    })
                 })
                 .collect(),
             Err(_) => continue,
@@ -655,7 +667,7 @@ async fn sweep<A: App>(shared: Arc<Shared<A>>, period: std::time::Duration) {
         // Woken as tasks, which see their deadline passed and expire them.
         for sid in due {
             if let Target::Woken(owner) = target(&shared, Some(&sid)) {
-                (*owner).spawn();
+                owner.spawn();
             }
         }
     }
@@ -664,11 +676,10 @@ async fn sweep<A: App>(shared: Arc<Shared<A>>, period: std::time::Duration) {
 /// The shell's own refusal when a session's queue of requests is full: the
 /// core's answer for [`RequestError::Overloaded`].
 pub(crate) fn unavailable() -> hyper::Response<ResponseBody> {
-    let (tx, _) = mpsc::unbounded_channel();
     let Write::Whole { head, body } = Write::refusal(&RequestError::Overloaded) else {
         unreachable!("a refusal is a whole response")
     };
-    response(head, ResponseBody::full(HttpId(0), Bytes::from(body), tx))
+    response(head, ResponseBody::full(Bytes::from(body)))
 }
 
 /// The hyper response for a head the core wrote.
