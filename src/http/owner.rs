@@ -60,6 +60,10 @@ pub(super) struct Owner<A: App> {
     exchanges: Exchanges,
     /// The session this owner registered in the routing table.
     registered: Option<SessionId>,
+    /// The connection the last request came on (the peer's address and
+    /// port): a woken session whose next request comes on the same one is
+    /// used one request at a time ([`Owner::serves_inline`]).
+    last_peer: Option<SocketAddr>,
     /// What the shared admission table last heard of the session.
     reported: Option<SessionState>,
     pub(super) inbox: Arc<Inbox>,
@@ -131,6 +135,7 @@ impl<A: App> Owner<A> {
             ),
             reported: None,
             registered,
+            last_peer: None,
             inbox,
             shared: Arc::downgrade(shared),
         })
@@ -151,6 +156,18 @@ impl<A: App> Owner<A> {
     pub(super) fn evicted(&mut self, victim: &SessionId) {
         let now = self.now();
         self.driver.evict(victim, now);
+    }
+
+    /// Whether a woken session serves a request that came on `peer` inline
+    /// or as a task: inline when it came on the connection the last one came
+    /// on, a client using the session one request at a time, where a task
+    /// would add a hop and two wake-ups per request. Requests arriving on
+    /// other connections mean several are in use at once, and a task then
+    /// takes the burst of them in one go: running the core for each
+    /// request between hyper's turns for the others cost 33% more CPU per
+    /// request at 32 connections (the instruction cache, `docs/performance.md`).
+    pub(super) fn serves_inline(&self, peer: Option<SocketAddr>) -> bool {
+        peer.is_some() && peer == self.last_peer
     }
 
     /// The state every owner shares, unless the server has gone.
@@ -448,6 +465,7 @@ impl<A: App> Owner<A> {
         reply: oneshot::Sender<Reply>,
     ) {
         let now = self.now();
+        self.last_peer = peer;
         let peer = peer.map(|p| p.ip());
         let _span = tracing::debug_span!("request", method = ?head.method).entered();
         let http = match &body {

@@ -528,12 +528,14 @@ async fn serve_one<A: App, B: RequestBody>(
                 delivered = true;
                 break;
             }
-            // Woken: served here too; a task only if something outlives it.
-            Target::Woken(owner) => {
+            // Woken: served here when its client uses it one request at a
+            // time, else as a task that takes the burst (src/http/owner.rs).
+            Target::Woken(owner) if owner.serves_inline(request.peer) => {
                 owner.serve_inline(*request);
                 delivered = true;
                 break;
             }
+            Target::Woken(owner) => owner.spawn(),
             Target::Running(inbox) => inbox,
         };
         match inbox.send(ToOwner::Request(request)) {
