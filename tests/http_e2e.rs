@@ -543,6 +543,102 @@ async fn racing_requests_on_one_session_are_each_answered_once() {
     server.shutdown().await;
 }
 
+/// One keep-alive connection: requests sent in turn on it, each answered whole.
+struct KeepAlive {
+    sender: hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    addr: std::net::SocketAddr,
+}
+
+impl KeepAlive {
+    async fn open(addr: std::net::SocketAddr) -> Self {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        KeepAlive { sender, addr }
+    }
+
+    async fn post(&mut self, sid: Option<&str>, body: &str) -> (u16, String, Option<String>) {
+        use http_body_util::BodyExt;
+        let mut b = hyper::Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("host", self.addr.to_string());
+        for (n, v) in POST {
+            b = b.header(n, v);
+        }
+        if let Some(sid) = sid {
+            b = b.header("mcp-session-id", sid);
+        }
+        let req = b
+            .body(http_body_util::Full::new(bytes::Bytes::from(
+                body.to_owned(),
+            )))
+            .unwrap();
+        self.sender.ready().await.unwrap();
+        let resp = self.sender.send_request(req).await.unwrap();
+        let status = resp.status().as_u16();
+        let sid = resp
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let text = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&text).into_owned(), sid)
+    }
+}
+
+/// A client using its session one request at a time on one connection
+/// (src/http/owner.rs): the session parks after each answer and the next
+/// request on that connection wakes it inline, on the connection's task.
+/// Requests from another connection between them wake it as a task; back on
+/// the first connection it is inline again; and a request on it past the
+/// idle expiry finds the session ended (404): woken inline, its core ends it
+/// first (or, on a slow machine, the sweep did; the answer is the same).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_wakes_its_parked_session_inline_and_others_as_a_task() {
+    let mut options = ServerOptions::default();
+    options.endpoint.session.idle_timeout_ms = Some(400);
+    let server = bind(options).await;
+    let addr = server.addr.unwrap();
+    let mut a = KeepAlive::open(addr).await;
+    let (status, _, sid) = a
+        .post(None, r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#)
+        .await;
+    assert_eq!(status, 200);
+    let sid = sid.expect("session id");
+    let (status, _, _) = a
+        .post(
+            Some(&sid),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )
+        .await;
+    assert_eq!(status, 202);
+    let call = |id: u64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"t{id}"}}}}}}"#
+        )
+    };
+    let mut b = KeepAlive::open(addr).await;
+    for id in 10..22u64 {
+        // Every third request from the other connection; now and then a
+        // pause long enough to park for certain (it parks at once anyway).
+        let conn = if id % 3 == 0 { &mut b } else { &mut a };
+        let (status, body, _) = conn.post(Some(&sid), &call(id)).await;
+        assert_eq!(status, 200, "request {id}: {body}");
+        assert_eq!(body.matches(&format!("\"id\":{id}")).count(), 1, "{body}");
+        assert!(body.contains(&format!("t{id}")), "request {id} got {body}");
+        if id % 4 == 0 {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (status, body, _) = a.post(Some(&sid), &call(99)).await;
+    assert_eq!(status, 404, "the core expired the parked session: {body}");
+    server.shutdown().await;
+}
+
 /// A parked session past its idle expiry, named before the sweep comes by:
 /// the request that wakes it finds its deadline passed, the core ends the
 /// session first, and a fresh endpoint answers 404.
