@@ -111,3 +111,16 @@ fn a_fleet_model_with_an_unknown_design_names_the_field() {
         .to_string();
     assert!(err.contains("relay"), "{err}");
 }
+
+/// The large models (`models/large/`, minutes each, run by hand: README)
+/// stay loadable, with expectations for presets that exist.
+#[test]
+fn the_large_models_load() {
+    let models = Scenario::load_dir(Path::new("models/large")).expect("large models load");
+    assert!(!models.is_empty());
+    for (_, scenario) in &models {
+        for e in &scenario.expect {
+            CheckModel::for_expectation(scenario, e).expect("presets exist");
+        }
+    }
+}
