@@ -599,7 +599,7 @@ impl KeepAlive {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_connection_wakes_its_parked_session_inline_and_others_as_a_task() {
     let mut options = ServerOptions::default();
-    options.endpoint.session.idle_timeout_ms = Some(400);
+    options.endpoint.session.idle_timeout_ms = Some(1_000);
     let server = bind(options).await;
     let addr = server.addr.unwrap();
     let mut a = KeepAlive::open(addr).await;
@@ -633,7 +633,7 @@ async fn one_connection_wakes_its_parked_session_inline_and_others_as_a_task() {
             tokio::time::sleep(Duration::from_millis(30)).await;
         }
     }
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
     let (status, body, _) = a.post(Some(&sid), &call(99)).await;
     assert_eq!(status, 404, "the core expired the parked session: {body}");
     server.shutdown().await;
