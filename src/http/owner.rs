@@ -69,6 +69,10 @@ pub(super) struct Owner<A: App> {
     pub(super) inbox: Arc<Inbox>,
     /// Weak: a parked owner sits in the table, which the shared state holds.
     shared: Weak<Shared<A>>,
+    /// How many owners are live, which a shutdown waits on: held strongly,
+    /// so an owner that outlives the shared state (a stream ended by the
+    /// shutdown) still counts itself out.
+    live: Arc<(std::sync::atomic::AtomicUsize, tokio::sync::Notify)>,
 }
 
 /// Requests a woken inline owner takes from its inbox (queued by other
@@ -138,6 +142,7 @@ impl<A: App> Owner<A> {
             last_peer: None,
             inbox,
             shared: Arc::downgrade(shared),
+            live: shared.live.clone(),
         })
     }
 
@@ -145,9 +150,7 @@ impl<A: App> Owner<A> {
     /// under the slot's lock: its inbox open again, counted live.
     pub(super) fn woken(self: Box<Self>) -> Box<Self> {
         self.inbox.mail.reopen();
-        if let Some(shared) = self.shared() {
-            shared.live.0.fetch_add(1, Ordering::AcqRel);
-        }
+        self.live.0.fetch_add(1, Ordering::AcqRel);
         self
     }
 
@@ -262,7 +265,7 @@ impl<A: App> Owner<A> {
 
     async fn run(mut self: Box<Self>) {
         let Some(mut shutdown) = self.shared().map(|s| s.shutdown.clone()) else {
-            return;
+            return self.end(true);
         };
         let inbox = self.inbox.clone();
         // A woken session first catches up on what reached it while parked
@@ -325,15 +328,14 @@ impl<A: App> Owner<A> {
     fn end(&mut self, stopping: bool) {
         self.unregister();
         self.inbox.mail.close();
-        let Some(shared) = self.shared() else {
-            return;
-        };
-        while let Some(m) = self.inbox.mail.try_recv() {
-            if !stopping {
-                let _ = Owner::fresh(&shared).spawn().send(m);
+        if let Some(shared) = self.shared() {
+            while let Some(m) = self.inbox.mail.try_recv() {
+                if !stopping {
+                    let _ = Owner::fresh(&shared).spawn().send(m);
+                }
             }
         }
-        not_live(&shared);
+        not_live(&self.live);
     }
 
     /// Once the core has minted this owner's session, requests naming it come here.
@@ -443,7 +445,7 @@ impl<A: App> Owner<A> {
             None
         });
         if parked.is_none() {
-            not_live(&shared);
+            not_live(&shared.live);
         }
         parked
     }
@@ -543,8 +545,8 @@ impl<A: App> Owner<A> {
 
 /// An owner stopped being live (parked or ended): wakes a shutdown waiting
 /// for the last one.
-fn not_live<A: App>(shared: &Shared<A>) {
-    let (count, notify) = &*shared.live;
+fn not_live(live: &(std::sync::atomic::AtomicUsize, tokio::sync::Notify)) {
+    let (count, notify) = live;
     if count.fetch_sub(1, Ordering::AcqRel) == 1 {
         notify.notify_waiters();
     }
