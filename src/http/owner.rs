@@ -486,9 +486,10 @@ impl<A: App> Owner<A> {
                     }
                     _ => self.driver.handle_request(&head, Ok(b), peer, now),
                 };
-                if let Some(shared) = self.shared() {
+                // The admission guard is gone by now (lock order: table first).
+                if let Some(shared) = &shared {
                     for victim in evicted {
-                        evict(&shared, victim);
+                        evict(shared, victim);
                     }
                 }
                 http
