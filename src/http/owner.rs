@@ -552,3 +552,41 @@ fn not_live(live: &(std::sync::atomic::AtomicUsize, tokio::sync::Notify)) {
         notify.notify_waiters();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::EverythingApp;
+    use crate::http::{Server, ServerOptions};
+
+    /// The shutdown race of session 27, made deterministic: an owner whose
+    /// shared state is gone (the server dropped its last strong reference
+    /// while the owner still ran a stream) must still count itself out, or
+    /// `ServerHandle::shutdown` waits forever. With the count reached only
+    /// through the weak shared state, this hangs.
+    #[tokio::test]
+    async fn an_owner_that_outlives_the_shared_state_still_counts_itself_out() {
+        let (service, handle) =
+            Server::start(ServerOptions::default(), EverythingApp::default, None);
+        let mut owner = Owner::fresh(&service.shared);
+        assert_eq!(handle.live.0.load(Ordering::Acquire), 1);
+        // The sweeper holds the shared state until it sees the shutdown.
+        let _ = handle.shutdown.send(true);
+        tokio::task::yield_now().await;
+        let weak = Arc::downgrade(&service.shared);
+        drop(service);
+        for _ in 0..100 {
+            if weak.strong_count() == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(weak.strong_count(), 0, "only the owner is left");
+        assert!(owner.shared().is_none());
+        owner.end(true);
+        assert_eq!(handle.live.0.load(Ordering::Acquire), 0);
+        tokio::time::timeout(std::time::Duration::from_secs(5), handle.shutdown())
+            .await
+            .expect("the shutdown sees no live owner");
+    }
+}

@@ -297,7 +297,7 @@ impl<B> RequestBody for B where
 /// any [`RequestBody`]. Put a [`PeerAddr`] in the request's extensions for
 /// the per-client session quota.
 pub struct McpService<A: App> {
-    shared: Arc<Shared<A>>,
+    pub(super) shared: Arc<Shared<A>>,
 }
 
 impl<A: App> Clone for McpService<A> {
