@@ -82,7 +82,8 @@ impl fmt::Debug for RawJson {
 
 impl From<serde_json::Value> for RawJson {
     fn from(v: serde_json::Value) -> Self {
-        RawJson(v.to_string().into())
+        // `to_string` through `Display` writes by way of a formatter: slower.
+        RawJson::from_trusted(serde_json::to_string(&v).unwrap_or_else(|_| "null".to_owned()))
     }
 }
 
@@ -255,10 +256,73 @@ impl Message {
         Some(token.clone())
     }
 
-    /// Serializes to compact JSON.
+    /// Serializes to compact JSON: the bytes of its [`Serialize`] form (a
+    /// test holds them equal), written directly. Parameters and results are
+    /// already JSON text ([`RawJson`] is valid by construction), so they are
+    /// copied in, not re-validated as serde's raw values are on every write
+    /// (2% of a `tools/call`'s CPU in the HTTP server: docs/performance.md).
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+        let raw = |r: &RawJson| r.as_str().len();
+        let len = match self {
+            Message::Request { method, params, .. } | Message::Notification { method, params } => {
+                method.len() + params.as_ref().map_or(0, raw)
+            }
+            Message::Response { result, .. } => raw(result),
+            Message::Error { error, .. } => {
+                error.message.len() + error.data.as_ref().map_or(0, raw)
+            }
+        };
+        let mut out = String::with_capacity(len + 64);
+        out.push_str("{\"jsonrpc\":\"2.0\"");
+        match self {
+            Message::Request { id, method, params } => {
+                push_id(&mut out, Some(id));
+                push_entry(&mut out, "method", &json_string(method));
+                if let Some(p) = params {
+                    push_entry(&mut out, "params", p.as_str());
+                }
+            }
+            Message::Notification { method, params } => {
+                push_entry(&mut out, "method", &json_string(method));
+                if let Some(p) = params {
+                    push_entry(&mut out, "params", p.as_str());
+                }
+            }
+            Message::Response { id, result } => {
+                push_id(&mut out, Some(id));
+                push_entry(&mut out, "result", result.as_str());
+            }
+            Message::Error { id, error } => {
+                push_id(&mut out, id.as_ref());
+                let error = serde_json::to_string(error).unwrap_or_default();
+                push_entry(&mut out, "error", &error);
+            }
+        }
+        out.push('}');
+        out
     }
+}
+
+/// Appends `,"key":value` (`value` already JSON text).
+fn push_entry(out: &mut String, key: &str, value: &str) {
+    out.push_str(",\"");
+    out.push_str(key);
+    out.push_str("\":");
+    out.push_str(value);
+}
+
+/// Appends `,"id":…` (`null` when unreadable).
+fn push_id(out: &mut String, id: Option<&RequestId>) {
+    match id {
+        Some(RequestId::Num(n)) => push_entry(out, "id", &n.to_string()),
+        Some(RequestId::Str(s)) => push_entry(out, "id", &json_string(s)),
+        None => push_entry(out, "id", "null"),
+    }
+}
+
+/// A string as JSON text, escaped as serde_json escapes it.
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
 }
 
 impl Serialize for Message {
@@ -527,6 +591,61 @@ mod tests {
             let (big_a, big_j) = (big.approx_len(), big.to_json().len());
             assert_eq!(big_a - a, big_j - j, "grows as the JSON: {big:?}");
             assert!(a.abs_diff(j) <= 16, "{a} for {j} bytes: {small:?}");
+        }
+    }
+
+    /// `to_json` writes the message directly; its [`Serialize`] form is the
+    /// reference, byte for byte: every kind, numeric and string ids that need
+    /// escaping, an unreadable id, parameters kept as the peer wrote them
+    /// (spaces, escapes, non-ASCII), a null result, errors with and without data.
+    #[test]
+    fn to_json_is_the_serialize_form_byte_for_byte() {
+        let raw = |t: &str| RawJson::parse(t).unwrap();
+        let mut all = every_kind(0, 0);
+        all.extend(every_kind(7, 40));
+        for id in [
+            RequestId::Num(-9_007_199_254_740_993),
+            RequestId::Num(0),
+            RequestId::Str("quote\"back\\slash\u{7}ctl é".into()),
+        ] {
+            all.push(Message::Request {
+                id: id.clone(),
+                method: "tools/\"call\"\n".into(),
+                params: Some(raw(r#"{ "a" : [1, 2.5e3, "\u00e9\n"], "b": null }"#)),
+            });
+            all.push(Message::Request {
+                id: id.clone(),
+                method: "ping".into(),
+                params: None,
+            });
+            all.push(Message::Response {
+                id: id.clone(),
+                result: raw("null"),
+            });
+            all.push(Message::Error {
+                id: Some(id),
+                error: ErrorObject {
+                    code: INVALID_PARAMS,
+                    message: "bad \"x\" ü".into(),
+                    data: None,
+                },
+            });
+        }
+        all.push(Message::Notification {
+            method: "notifications/initialized".into(),
+            params: None,
+        });
+        all.push(Message::Error {
+            id: None,
+            error: ErrorObject {
+                code: PARSE_ERROR,
+                message: "Parse error".into(),
+                data: Some(raw(r#"{"line": 1}"#)),
+            },
+        });
+        for m in &all {
+            assert_eq!(m.to_json(), serde_json::to_string(m).unwrap(), "{m:?}");
+            assert_eq!(&parse_message(&m.to_json()).unwrap(), m, "round trip");
         }
     }
 

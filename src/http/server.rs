@@ -565,10 +565,11 @@ pub(crate) fn request_head<B>(req: &hyper::Request<B>) -> RequestHead {
             .headers()
             .iter()
             .map(|(n, v)| {
-                (
-                    n.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
+                let value = match v.to_str() {
+                    Ok(text) => text.to_owned(),
+                    Err(_) => String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                };
+                (n.as_str().to_owned(), value)
             })
             .collect(),
     }
@@ -690,11 +691,28 @@ pub(crate) fn response(head: WireHead, body: ResponseBody) -> hyper::Response<Re
     *r.status_mut() = hyper::StatusCode::from_u16(head.status)
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();
+    h.reserve(head.headers.len());
     for (name, value) in head.headers {
-        let name = hyper::header::HeaderName::from_bytes(name.as_bytes());
-        if let (Ok(n), Ok(v)) = (name, hyper::header::HeaderValue::from_str(&value)) {
+        // The value's bytes move into the header (validated, not copied).
+        let value = hyper::header::HeaderValue::from_maybe_shared(Bytes::from(value));
+        if let (Some(n), Ok(v)) = (header_name(name), value) {
             h.insert(n, v);
         }
     }
     r
+}
+
+/// The names the core writes, made once; any other is parsed.
+fn header_name(name: &'static str) -> Option<hyper::header::HeaderName> {
+    use hyper::header::{self, HeaderName};
+    const MCP_SESSION_ID: HeaderName = HeaderName::from_static(headers::MCP_SESSION_ID);
+    const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static(headers::X_ACCEL_BUFFERING);
+    Some(match name {
+        headers::CONTENT_TYPE => header::CONTENT_TYPE,
+        headers::CACHE_CONTROL => header::CACHE_CONTROL,
+        headers::MCP_SESSION_ID => MCP_SESSION_ID,
+        headers::X_ACCEL_BUFFERING => X_ACCEL_BUFFERING,
+        headers::ALLOW => header::ALLOW,
+        other => return HeaderName::from_bytes(other.as_bytes()).ok(),
+    })
 }

@@ -42,8 +42,20 @@ impl EventIdCodec {
     /// The wire form of `id`.
     pub fn render(&self, id: EventId) -> String {
         match self.scheme {
+            // `{namespace:08x}-{stream}-{seq}`, spelled by hand: one per
+            // event written, and `format!`'s padding machinery was 3% of a
+            // `tools/call` through the driver (`benches/core.rs`).
             EventIdScheme::StreamScoped => {
-                format!("{:08x}-{}-{}", self.namespace, id.stream.0, id.seq)
+                let mut out = String::with_capacity(8 + 1 + 10 + 1 + 20);
+                for shift in (0..8).rev() {
+                    let digit = (self.namespace >> (shift * 4)) & 0xf;
+                    out.push(char::from_digit(digit, 16).unwrap_or('0'));
+                }
+                out.push('-');
+                push_decimal(&mut out, u64::from(id.stream.0));
+                out.push('-');
+                push_decimal(&mut out, id.seq);
+                out
             }
             EventIdScheme::Rmcp016 | EventIdScheme::Rmcp39 => {
                 let index = id.seq.saturating_sub(1);
@@ -116,9 +128,42 @@ impl EventIdCodec {
     }
 }
 
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hand-spelled id is `format!`'s `{:08x}-{}-{}`, at the edges of
+    /// every field (zero, one digit, all digits).
+    #[test]
+    fn stream_scoped_ids_are_spelled_as_format_spells_them() {
+        for ns in [0, 0xa, 0xabc, 0x0f0f_0f0f, u32::MAX] {
+            let c = EventIdCodec::new(EventIdScheme::StreamScoped, ns);
+            for stream in [0, 1, 9, 10, 1 << 20, u32::MAX] {
+                for seq in [0, 1, 9, 10, 99, 100, 12_345, u64::MAX] {
+                    let id = EventId {
+                        stream: StreamId(stream),
+                        seq,
+                    };
+                    assert_eq!(c.render(id), format!("{ns:08x}-{stream}-{seq}"));
+                }
+            }
+        }
+    }
 
     #[test]
     fn stream_scoped_round_trip_and_namespace() {
