@@ -503,8 +503,9 @@ pub fn encode_comment(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(b"\n\n");
 }
 
-/// Appends the decimal digits of `n` without allocating.
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+/// Appends the decimal digits of `n` without allocating (SSE `retry`
+/// fields here, event ids in `server::event_ids`).
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut start = digits.len();
     loop {

@@ -8,6 +8,8 @@ use crate::policy::EventIdScheme;
 /// uses stream 0.
 pub const COMMON: StreamId = StreamId(0);
 
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 /// What a stream opening sends as its priming event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Priming {
@@ -46,16 +48,17 @@ impl EventIdCodec {
             // event written, and `format!`'s padding machinery was 3% of a
             // `tools/call` through the driver (`benches/core.rs`).
             EventIdScheme::StreamScoped => {
-                let mut out = String::with_capacity(8 + 1 + 10 + 1 + 20);
+                let mut out = Vec::with_capacity(8 + 1 + 10 + 1 + 20);
                 for shift in (0..8).rev() {
                     let digit = (self.namespace >> (shift * 4)) & 0xf;
-                    out.push(char::from_digit(digit, 16).unwrap_or('0'));
+                    out.push(HEX.get(digit as usize).copied().unwrap_or(b'0'));
                 }
-                out.push('-');
-                push_decimal(&mut out, u64::from(id.stream.0));
-                out.push('-');
-                push_decimal(&mut out, id.seq);
-                out
+                out.push(b'-');
+                crate::sse::push_decimal(&mut out, u64::from(id.stream.0));
+                out.push(b'-');
+                crate::sse::push_decimal(&mut out, id.seq);
+                // ASCII by construction.
+                String::from_utf8(out).unwrap_or_default()
             }
             EventIdScheme::Rmcp016 | EventIdScheme::Rmcp39 => {
                 let index = id.seq.saturating_sub(1);
@@ -126,21 +129,6 @@ impl EventIdCodec {
     pub fn single_common_stream(&self) -> bool {
         !matches!(self.scheme, EventIdScheme::StreamScoped)
     }
-}
-
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 #[cfg(test)]
