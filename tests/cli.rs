@@ -122,3 +122,73 @@ fn a_budget_stops_a_check_as_bounded_with_its_own_exit_code() {
     );
     assert!(stdout.contains("0 not, 1 bounded"), "{stdout}");
 }
+
+/// Ctrl-C in a long check: the running search stops, its line says
+/// "bounded" with what it explored, the checks after it are named as not
+/// run, and the exit code is 130. With stderr not a terminal, progress comes
+/// as plain lines (the test waits for the first, so the search is running).
+#[test]
+fn ctrl_c_ends_a_long_check_as_bounded_with_the_figures_printed() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    let mut child = bin()
+        .args([
+            "check",
+            "--models",
+            "models/large",
+            "--threads",
+            "1",
+            "--progress-every",
+            "1",
+            "--out",
+        ])
+        .arg(std::env::temp_dir().join("mcp-streamable-cli-interrupt"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    // The first progress line comes after about a second; a check that
+    // ended before it (it cannot: the model has millions of states) would
+    // show up as a missing line here, not a hang.
+    while !seen.contains("progress: ") {
+        line.clear();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    assert!(
+        seen.contains("progress: lifecycle_two_calls FIXED x FIXED:") && seen.contains(" states ("),
+        "{seen}"
+    );
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    stderr.read_to_string(&mut seen).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{stdout}{seen}");
+    assert!(seen.contains("interrupted"), "{seen}");
+    assert!(
+        stdout.contains("lifecycle_two_calls")
+            && stdout.contains("stopped at an interrupt (Ctrl-C)")
+            && stdout.contains("bounded: no violation in"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("holds"), "never holds: {stdout}");
+    assert!(
+        stdout.contains("interrupted: 1 check(s) not run") && stdout.contains("1 bounded"),
+        "{stdout}"
+    );
+}

@@ -10,7 +10,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use mcp_streamable::check::{
-    memory, run_search, CheckModel, Limit, Limits, Order, Scenario, Search, Verdict,
+    memory, run_search, CheckModel, Interrupt, Limit, Limits, Order, Scenario, Search, Verdict,
 };
 use std::path::Path;
 
@@ -137,6 +137,43 @@ fn a_state_budget_gives_bounded_never_holds() {
     );
     // The same model without the budget is far bigger.
     assert!(out.depth < 26, "{}", out.depth);
+}
+
+#[test]
+fn an_interrupt_stops_a_run_as_bounded_breadth_and_depth_first() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // A full lifecycle run is 151,340 states; the flag is set from the
+    // progress callback, which the watching thread calls after half a second.
+    for search in [Search::Bfs, Search::Dfs] {
+        let flag: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+        let m = model("lifecycle", "FIXED", "FIXED");
+        let mut limits = Limits::new(2);
+        limits.interrupt = Some(Interrupt::new(flag));
+        let out = run_search(&m, limits, search, |p| {
+            if p.states > 1_000 {
+                flag.store(true, Ordering::Relaxed);
+            }
+        });
+        assert_eq!(out.limit, Some(Limit::Interrupted), "{search:?}");
+        assert!(!out.exhaustive());
+        assert!(out.counterexample.is_none());
+        assert!(
+            (1_000..151_340).contains(&out.states),
+            "{search:?}: {}",
+            out.states
+        );
+    }
+    // Set before the run: only the initial state.
+    let flag: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(true)));
+    let mut limits = Limits::new(1);
+    limits.interrupt = Some(Interrupt::new(flag));
+    let out = run_search(
+        &model("lifecycle", "FIXED", "FIXED"),
+        limits,
+        Search::Bfs,
+        |_| {},
+    );
+    assert_eq!((out.limit, out.states), (Some(Limit::Interrupted), 1));
 }
 
 #[test]

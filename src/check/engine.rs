@@ -16,8 +16,9 @@
 //!   first visits a state once, at whatever depth it first meets it: if the
 //!   depth bound then cuts any path, states within the bound may be missed,
 //!   and the run is reported bounded ([`Limit::DepthFirstCut`]), not exhaustive.
-//! - **Bounded** when the state or memory budget is reached: the run stops
-//!   cleanly and the outcome names the limit; it is never a "holds".
+//! - **Bounded** when the state or memory budget is reached, or the run is
+//!   interrupted ([`Interrupt`]): it stops cleanly and the outcome names the
+//!   limit; it is never a "holds".
 //!
 //! A counterexample is rebuilt from the fingerprints: from the initial state,
 //! replay the recorded action index of each step, checking each fingerprint.
@@ -51,7 +52,37 @@ pub struct Limits {
     pub bfs_memory_max: Option<u64>,
     /// Depth first from the start (least memory; counterexamples not shortest).
     pub depth_first: bool,
+    /// Set from outside (the CLI's Ctrl-C handler) to stop the run: it then
+    /// ends like a budget, as bounded ([`Limit::Interrupted`]).
+    pub interrupt: Option<Interrupt>,
 }
+
+/// A flag that stops runs from outside, such as a signal handler: a run that
+/// sees it set stops within about a quarter second and reports what it
+/// explored as bounded, instead of dying with no verdict.
+#[derive(Clone, Copy, Debug)]
+pub struct Interrupt(&'static AtomicBool);
+
+impl Interrupt {
+    /// Watches `flag` (a `static`, or leaked: a signal handler outlives any run).
+    pub fn new(flag: &'static AtomicBool) -> Self {
+        Interrupt(flag)
+    }
+
+    /// Whether the flag is set.
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Two interrupts are equal when they watch the same flag.
+impl PartialEq for Interrupt {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for Interrupt {}
 
 impl Limits {
     /// `threads` workers, no state budget, the default memory budget
@@ -63,6 +94,7 @@ impl Limits {
             memory_max: memory::default_budget_bytes(),
             bfs_memory_max: None,
             depth_first: false,
+            interrupt: None,
         }
     }
 }
@@ -138,6 +170,8 @@ pub enum Limit {
     /// Random walks (`Search::Simulation`) ran out their time: they find
     /// bugs and prove nothing.
     Walks,
+    /// [`Limits::interrupt`] was set (Ctrl-C).
+    Interrupted,
 }
 
 /// How the state space was searched.
@@ -239,6 +273,7 @@ const RUNNING: u8 = 0;
 const FOUND: u8 = 1;
 const STATES: u8 = 2;
 const MEMORY: u8 = 3;
+const INTERRUPTED: u8 = 4;
 
 /// What every worker of one run shares.
 struct Explorer<'m, M: Explorable> {
@@ -373,9 +408,12 @@ pub fn explore<M: Explorable>(
     );
     let mut rss_peak = memory::rss_bytes();
     let mut switched_at = limits.depth_first.then_some(0);
+    let interrupted = || limits.interrupt.is_some_and(|i| i.is_set());
     if model.violation(&init).is_some() {
         *shared.found.lock().unwrap_or_else(|p| p.into_inner()) = Some((init_fp, 0));
         shared.stop.store(FOUND, Ordering::Relaxed);
+    } else if interrupted() {
+        shared.stop.store(INTERRUPTED, Ordering::Relaxed);
     }
     let bfs_max = limits.bfs_memory_max.or(limits.memory_max.map(|m| m / 2));
     let threads = limits.threads.max(1);
@@ -386,6 +424,14 @@ pub fn explore<M: Explorable>(
         while done.load(Ordering::Relaxed) < threads {
             std::thread::sleep(nap);
             nap = (nap * 2).min(Duration::from_millis(250));
+            if interrupted() {
+                let _ = shared.stop.compare_exchange(
+                    RUNNING,
+                    INTERRUPTED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
             let rss = memory::rss_bytes();
             rss_peak = rss_peak.max(rss);
             if let (Some(rss), Some(max)) = (rss, limits.memory_max) {
@@ -454,6 +500,7 @@ pub fn explore<M: Explorable>(
     let limit = match shared.stop.load(Ordering::Relaxed) {
         STATES => Some(Limit::States(shared.states_max)),
         MEMORY => limits.memory_max.map(Limit::Memory),
+        INTERRUPTED => Some(Limit::Interrupted),
         _ if shared.dfs_cut.load(Ordering::Relaxed) => Some(Limit::DepthFirstCut {
             depth: shared.depth_bound as usize,
         }),

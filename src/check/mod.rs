@@ -13,7 +13,7 @@ mod symmetry;
 pub mod trace;
 
 pub use diagram::Diagram;
-pub use engine::{Limit, Limits, Order, Progress};
+pub use engine::{Interrupt, Limit, Limits, Order, Progress};
 pub use model::{Action, CheckModel, State};
 pub use run::{run, run_search, Counterexample, Outcome, Search};
 pub use scenario::{ClientStep, Expectation, Scenario, ScenarioError, ServerStep, Verdict};

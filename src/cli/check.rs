@@ -3,13 +3,15 @@
 
 use mcp_streamable::check::fleet::FleetFile;
 use mcp_streamable::check::{
-    memory, replay, run_search, CheckModel, Diagram, Expectation, Limit, Limits, Order, Scenario,
-    Search, Trace, Verdict,
+    memory, replay, run_search, CheckModel, Diagram, Expectation, Interrupt, Limit, Limits, Order,
+    Progress, Scenario, Search, Trace, Verdict,
 };
 use mcp_streamable::sim::Naming;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// Arguments of `check`.
 #[derive(clap::Args)]
@@ -62,6 +64,11 @@ pub struct CheckArgs {
     /// Seconds each `--search simulation` runs.
     #[arg(long, default_value_t = 10)]
     seconds: u64,
+    /// When stderr is not a terminal (a CI log, a file), a long check prints
+    /// a progress line every this many seconds (on a terminal the line is
+    /// live).
+    #[arg(long, default_value_t = 15, value_name = "SECONDS")]
+    progress_every: u64,
 }
 
 struct Line {
@@ -78,6 +85,35 @@ struct Line {
 /// Exit code when every verdict is as expected but some run stopped at its
 /// budget ("bounded"): nothing wrong was found, nothing was proven either.
 const EXIT_BOUNDED: u8 = 3;
+
+/// Exit code after Ctrl-C (or SIGTERM): the shell's convention, 128 + SIGINT.
+/// The check that was running reports what it explored as bounded; the
+/// checks after it do not run.
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// Set by the first Ctrl-C; the second ends the process at once.
+static INTERRUPT: AtomicBool = AtomicBool::new(false);
+
+/// Routes Ctrl-C and SIGTERM to [`INTERRUPT`]: the running search stops
+/// within a quarter second and its verdict line, the notes and the summary
+/// are still printed. `None` when a handler cannot be installed (then a
+/// signal ends the process as it would anyway).
+fn interrupt_on_signal() -> Option<Interrupt> {
+    ctrlc::set_handler(|| {
+        if INTERRUPT.swap(true, Ordering::Relaxed) {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        eprintln!(
+            "\ninterrupted: reporting what the running check explored (again to quit at once)"
+        );
+    })
+    .ok()?;
+    Some(Interrupt::new(&INTERRUPT))
+}
+
+fn interrupted() -> bool {
+    INTERRUPT.load(Ordering::Relaxed)
+}
 
 #[allow(clippy::disallowed_methods)] // the CLI reports wall time; the cores never read it
 pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
@@ -105,6 +141,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     if let Some(m) = &args.max_memory {
         limits.memory_max = Some(memory::parse_size(m).map_err(|e| format!("--max-memory {e}"))?);
     }
+    limits.interrupt = interrupt_on_signal();
     let models = Scenario::load_dir(&args.models).map_err(|e| e.to_string())?;
     let models: Vec<(PathBuf, Scenario)> = models
         .into_iter()
@@ -171,26 +208,16 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     let mut lines = Vec::new();
     let mut notes = Vec::new();
     let total_start = std::time::Instant::now();
+    let mut not_run = 0usize;
     for (scenario, e, model) in jobs {
+        if interrupted() {
+            not_run += 1;
+            continue;
+        }
         let label = format!("{} {} x {}", scenario.name, e.server, e.client);
-        let bar = progress_bar();
-        let out = run_search(&model, limits, search, |p| {
-            bar.set_message(format!(
-                "{label}: {} states ({:.0}/s), depth {}{}{}",
-                p.states,
-                p.states as f64 / p.elapsed.as_secs_f64().max(0.001),
-                p.depth,
-                p.rss
-                    .map(|r| format!(", {} MiB", r >> 20))
-                    .unwrap_or_default(),
-                match p.order {
-                    Order::BfsThenDfs { .. } => ", depth first",
-                    _ => "",
-                }
-            ));
-            bar.tick();
-        });
-        bar.finish_and_clear();
+        let mut report = ProgressReport::new(Duration::from_secs(args.progress_every.max(1)));
+        let out = run_search(&model, limits, search, |p| report.show(&label, p));
+        report.finish();
         let (verdict, ok) = match (&out.counterexample, &e.verdict) {
             // Only an exhaustive search can confirm "holds".
             (None, _) if matches!(search, Search::Simulation { .. }) => {
@@ -220,6 +247,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                 Limit::States(n) => format!("the state budget ({n}, --max-states)"),
                 Limit::Memory(b) => format!("the memory budget ({} MiB, --max-memory)", b >> 20),
                 Limit::Walks => "the time of --search simulation (random walks prove nothing)".into(),
+                Limit::Interrupted => "an interrupt (Ctrl-C)".into(),
                 Limit::DepthFirstCut { depth } => format!(
                     "the depth bound ({depth}): depth first met it with actions enabled, so states within it may be unexplored"
                 ),
@@ -254,6 +282,10 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     }
     for (_, file) in &fleet {
         for e in &file.expect {
+            if interrupted() {
+                not_run += 1;
+                continue;
+            }
             let run = file.run(e, limits);
             let ok = run.as_expected(e);
             let verdict = match run.violated {
@@ -292,6 +324,9 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             lines.push(line);
         }
     }
+    if not_run > 0 {
+        notes.push(format!("interrupted: {not_run} check(s) not run"));
+    }
     for n in &notes {
         println!("note: {n}");
     }
@@ -306,6 +341,8 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     );
     Ok(if bad > 0 {
         ExitCode::from(1)
+    } else if interrupted() {
+        ExitCode::from(EXIT_INTERRUPTED)
     } else if bounded > 0 {
         ExitCode::from(EXIT_BOUNDED)
     } else {
@@ -313,15 +350,74 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     })
 }
 
-/// A live line on a terminal (hidden when stderr is not one).
-fn progress_bar() -> indicatif::ProgressBar {
-    let bar =
-        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("  {spinner} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    bar
+/// A long check's progress: a live line on a terminal; on anything else a
+/// plain line every `--progress-every` seconds, so a log shows that a long
+/// run is alive and how fast it goes.
+struct ProgressReport {
+    bar: Option<indicatif::ProgressBar>,
+    every: Duration,
+    next_plain: Duration,
+}
+
+impl ProgressReport {
+    fn new(every: Duration) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                None,
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("  {spinner} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            bar
+        });
+        ProgressReport {
+            bar,
+            every,
+            next_plain: every,
+        }
+    }
+
+    fn show(&mut self, label: &str, p: &Progress) {
+        let line = progress_line(label, p);
+        match &self.bar {
+            Some(bar) => {
+                bar.set_message(line);
+                bar.tick();
+            }
+            None if p.elapsed >= self.next_plain => {
+                eprintln!("  progress: {line}");
+                while self.next_plain <= p.elapsed {
+                    self.next_plain += self.every;
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// `label: N states (R/s), depth D, M MiB[, depth first]`.
+fn progress_line(label: &str, p: &Progress) -> String {
+    format!(
+        "{label}: {} states ({:.0}/s), depth {}{}{}",
+        p.states,
+        p.states as f64 / p.elapsed.as_secs_f64().max(0.001),
+        p.depth,
+        p.rss
+            .map(|r| format!(", {} MiB", r >> 20))
+            .unwrap_or_default(),
+        match p.order {
+            Order::BfsThenDfs { .. } | Order::Dfs => ", depth first",
+            Order::Bfs => "",
+        }
+    )
 }
 
 /// The preset pairs to run: the model's expectations, filtered; or the one
