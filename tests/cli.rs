@@ -147,13 +147,19 @@ fn ctrl_c_ends_a_long_check_as_bounded_with_the_figures_printed() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // A watchdog: if no progress line ever came, the test would wait for
+    // the whole model; end it after a minute (and fail below).
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    });
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut seen = String::new();
     let mut line = String::new();
-    // The first progress line comes after about a second; a check that
-    // ended before it (it cannot: the model has millions of states) would
-    // show up as a missing line here, not a hang.
-    while !seen.contains("progress: ") {
+    // Progress lines come about a second apart (`--progress-every 1`); wait
+    // for two, so the search is running and the lines are spaced.
+    while seen.matches("progress: ").count() < 2 {
         line.clear();
         if stderr.read_line(&mut line).unwrap() == 0 {
             break;
@@ -180,6 +186,9 @@ fn ctrl_c_ends_a_long_check_as_bounded_with_the_figures_printed() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{stdout}{seen}");
     assert!(seen.contains("interrupted"), "{seen}");
+    // Spaced by a second, not one per quarter-second report: two lines
+    // in about two seconds, perhaps a third before the interrupt lands.
+    assert!(seen.matches("progress: ").count() <= 3, "{seen}");
     assert!(
         stdout.contains("lifecycle_two_calls")
             && stdout.contains("stopped at an interrupt (Ctrl-C)")

@@ -163,6 +163,11 @@ fn an_interrupt_stops_a_run_as_bounded_breadth_and_depth_first() {
             out.states
         );
     }
+    // Limits compare their interrupts by the flag they watch.
+    let other: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+    let mine: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+    assert_eq!(Interrupt::new(mine), Interrupt::new(mine));
+    assert_ne!(Interrupt::new(mine), Interrupt::new(other));
     // Set before the run: only the initial state.
     let flag: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(true)));
     let mut limits = Limits::new(1);

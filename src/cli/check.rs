@@ -208,11 +208,10 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     let mut lines = Vec::new();
     let mut notes = Vec::new();
     let total_start = std::time::Instant::now();
-    let mut not_run = 0usize;
+    let checks = jobs.len() + fleet.iter().map(|(_, f)| f.expect.len()).sum::<usize>();
     for (scenario, e, model) in jobs {
         if interrupted() {
-            not_run += 1;
-            continue;
+            break;
         }
         let label = format!("{} {} x {}", scenario.name, e.server, e.client);
         let mut report = ProgressReport::new(Duration::from_secs(args.progress_every.max(1)));
@@ -283,8 +282,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     for (_, file) in &fleet {
         for e in &file.expect {
             if interrupted() {
-                not_run += 1;
-                continue;
+                break;
             }
             let run = file.run(e, limits);
             let ok = run.as_expected(e);
@@ -324,8 +322,11 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             lines.push(line);
         }
     }
-    if not_run > 0 {
-        notes.push(format!("interrupted: {not_run} check(s) not run"));
+    if interrupted() {
+        notes.push(format!(
+            "interrupted: {} check(s) not run",
+            checks - lines.len()
+        ));
     }
     for n in &notes {
         println!("note: {n}");
