@@ -322,11 +322,9 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             lines.push(line);
         }
     }
-    if interrupted() {
-        notes.push(format!(
-            "interrupted: {} check(s) not run",
-            checks - lines.len()
-        ));
+    let not_run = checks - lines.len();
+    if not_run > 0 {
+        notes.push(format!("interrupted: {not_run} check(s) not run"));
     }
     for n in &notes {
         println!("note: {n}");
