@@ -177,7 +177,9 @@ fn fixed_holds_on_random_models() {
 #[test]
 fn buggy_presets_are_caught_on_random_models() {
     let cases = env("RANDOM_MODELS_CASES", 24);
-    let budget = env("RANDOM_MODELS_STATES", 20_000);
+    // Races show early (breadth first finds them within a few thousand
+    // states), so a smaller budget than FIXED's keeps this test quick.
+    let budget = env("RANDOM_MODELS_STATES", 20_000) / 4;
     let mut seed = [0u8; 32];
     seed[..8].copy_from_slice(&(env("RANDOM_MODELS_SEED", 0) as u64).to_le_bytes());
     let mut runner = TestRunner::new_with_rng(
