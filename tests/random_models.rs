@@ -19,7 +19,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use mcp_streamable::check::scenario::{Bounds, Settings};
 use mcp_streamable::check::{
-    run_search, CheckModel, ClientStep, Limits, Scenario, Search, ServerStep,
+    run_search, CheckModel, ClientStep, Limits, Outcome, Scenario, Search, ServerStep,
 };
 use mcp_streamable::client::ClientEra;
 use proptest::prelude::*;
@@ -118,6 +118,22 @@ fn drops_max() -> u8 {
     env("RANDOM_MODELS_DROPS", 1) as u8
 }
 
+/// A runner drawing from `RANDOM_MODELS_SEED` (default 0): a CI run is
+/// reproducible; another seed draws other models.
+fn seeded_runner(config: Config) -> TestRunner {
+    let mut seed = [0u8; 32];
+    seed[..8].copy_from_slice(&(env("RANDOM_MODELS_SEED", 0) as u64).to_le_bytes());
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed))
+}
+
+/// `sc` under one preset pair, breadth first on one thread up to `budget` states.
+fn explore(sc: &Scenario, server: &str, client: &str, budget: usize) -> Outcome {
+    let model = CheckModel::new(sc.clone(), server, client).expect("presets");
+    let mut limits = Limits::new(1);
+    limits.states_max = Some(budget);
+    run_search(&model, limits, Search::Bfs, |_| {})
+}
+
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -131,24 +147,16 @@ fn fixed_holds_on_random_models() {
     let budget = env("RANDOM_MODELS_STATES", 20_000);
     let exhaustive = AtomicUsize::new(0);
     let states = AtomicUsize::new(0);
-    // Seeded, so a CI run is reproducible; another seed draws other models.
-    let mut seed = [0u8; 32];
-    seed[..8].copy_from_slice(&(env("RANDOM_MODELS_SEED", 0) as u64).to_le_bytes());
-    let config = Config {
+    let mut runner = seeded_runner(Config {
         cases,
         failure_persistence: None,
         // A failing model is shrunk to a smaller one: fewer steps and clients.
         max_shrink_iters: 200,
         ..Config::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+    });
     runner
         .run(&scenario(), |sc| {
-            let model = CheckModel::new(sc.clone(), "FIXED", "FIXED").expect("presets");
-            let mut limits = Limits::new(1);
-            limits.states_max = Some(budget);
-            let out = run_search(&model, limits, Search::Bfs, |_| {});
+            let out = explore(&sc, "FIXED", "FIXED", budget);
             states.fetch_add(out.states, Ordering::Relaxed);
             if out.exhaustive() {
                 exhaustive.fetch_add(1, Ordering::Relaxed);
@@ -172,7 +180,7 @@ fn fixed_holds_on_random_models() {
     assert!(exhaustive >= 1, "no random model was explored to the end");
 }
 
-/// The generator has teeth: on the same random models, every buggy preset is
+/// The generator has teeth: on random models of the same seed, every buggy preset is
 /// caught on at least one (the races are not only in the models we wrote).
 #[test]
 fn buggy_presets_are_caught_on_random_models() {
@@ -180,12 +188,7 @@ fn buggy_presets_are_caught_on_random_models() {
     // Races show early (breadth first finds them within a few thousand
     // states), so a smaller budget than FIXED's keeps this test quick.
     let budget = env("RANDOM_MODELS_STATES", 20_000) / 4;
-    let mut seed = [0u8; 32];
-    seed[..8].copy_from_slice(&(env("RANDOM_MODELS_SEED", 0) as u64).to_le_bytes());
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::from_seed(RngAlgorithm::ChaCha, &seed),
-    );
+    let mut runner = seeded_runner(Config::default());
     let models: Vec<Scenario> = (0..cases)
         .map(|_| scenario().new_tree(&mut runner).expect("a model").current())
         .collect();
@@ -204,11 +207,7 @@ fn buggy_presets_are_caught_on_random_models() {
     for (server, client) in pairs {
         let mut caught = std::collections::BTreeMap::<&str, usize>::new();
         for sc in &models {
-            let model = CheckModel::new(sc.clone(), server, client).expect("presets");
-            let mut limits = Limits::new(1);
-            limits.states_max = Some(budget);
-            let out = run_search(&model, limits, Search::Bfs, |_| {});
-            if let Some(c) = &out.counterexample {
+            if let Some(c) = &explore(sc, server, client, budget).counterexample {
                 *caught.entry(c.violation.id).or_default() += 1;
             }
         }
