@@ -1,7 +1,8 @@
 //! Core throughput and idle-session memory.
 //!
 //! `cargo bench --bench core` runs the criterion groups and then prints the
-//! idle-session figure measured with a counting allocator.
+//! idle-session figures, the core's and the HTTP shell's, measured with a
+//! counting allocator (`-- --idle-only`: only those).
 #![allow(missing_docs, unsafe_code)]
 
 use criterion::{criterion_group, Criterion, Throughput};
@@ -14,39 +15,19 @@ use mcp_streamable::server::{
 };
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::Ordering;
 
-struct Counting;
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "../tests/heap_support/mod.rs"]
+mod heap_support;
+use heap_support::LIVE;
 
 fn config() -> EndpointConfig {
     EndpointConfig {
         session: SessionConfig {
             keepalive_ms: None,
             ..SessionConfig::default()
-        },
+        }
+        .into(),
         ..EndpointConfig::default()
     }
 }
@@ -209,10 +190,26 @@ fn idle_session_bytes() {
     );
 }
 
+/// Net heap bytes per idle session of the HTTP shell, over 10,000
+/// sessions (`heap_support::http_idle_session_bytes`).
+fn http_idle_session_bytes() {
+    let n = 10_000;
+    let per = heap_support::http_idle_session_bytes(n);
+    println!(
+        "http_idle_session_heap_bytes: {per:.0} per session over {n} sessions (parked owners)"
+    );
+}
+
 criterion_group!(benches, post_round_trip, driver_tools_call, notify_live_get);
 
 fn main() {
+    if std::env::args().any(|a| a == "--idle-only") {
+        idle_session_bytes();
+        http_idle_session_bytes();
+        return;
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
     idle_session_bytes();
+    http_idle_session_bytes();
 }

@@ -12,15 +12,25 @@
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 
 /// A ChaCha20 keystream, read 32 bits at a time.
+///
+/// Only the position is kept (the block holding the next word, and how many
+/// of its words were read), not the block itself: each draw computes the
+/// blocks it reads. A server keeps one source per session endpoint, and ids
+/// are drawn a few times in a session's life (its id, its namespace, a
+/// fork), so 64 bytes of keystream held per session would cost more than
+/// the block each draw recomputes (about 0.2 us); no unread keystream sits
+/// in memory between draws either.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ChaCha20 {
     key: [u32; 8],
-    /// The counter of the next block to compute.
+    /// The block holding the next word.
     counter: u64,
-    /// The current block, and how many of its words were read.
-    block: [u32; 16],
+    /// How many of its words were read already.
     used: usize,
 }
+
+/// Words in a block.
+const BLOCK_WORDS: usize = 16;
 
 impl ChaCha20 {
     /// The stream of `key` (little-endian words, as the RFC reads it),
@@ -33,37 +43,54 @@ impl ChaCha20 {
         ChaCha20 {
             key: words,
             counter: 0,
-            block: [0; 16],
-            used: 16,
+            used: 0,
+        }
+    }
+
+    /// The next words of the stream, in order: each block they span is
+    /// computed once.
+    fn words(&mut self, out: &mut [u32]) {
+        let mut filled = 0;
+        while filled < out.len() {
+            let b = block(
+                &self.key,
+                [self.counter as u32, (self.counter >> 32) as u32, 0, 0],
+            );
+            let take = (BLOCK_WORDS - self.used).min(out.len() - filled);
+            out[filled..filled + take].copy_from_slice(&b[self.used..self.used + take]);
+            filled += take;
+            self.used += take;
+            if self.used == BLOCK_WORDS {
+                self.counter = self.counter.wrapping_add(1);
+                self.used = 0;
+            }
         }
     }
 
     /// The next 32 bits of the stream.
     pub fn next_u32(&mut self) -> u32 {
-        if self.used == self.block.len() {
-            self.block = block(
-                &self.key,
-                [self.counter as u32, (self.counter >> 32) as u32, 0, 0],
-            );
-            self.counter = self.counter.wrapping_add(1);
-            self.used = 0;
-        }
-        let word = self.block[self.used];
-        self.used += 1;
-        word
+        let mut w = [0u32; 1];
+        self.words(&mut w);
+        w[0]
     }
 
     /// The next 64 bits: two words, the first one low.
     pub fn next_u64(&mut self) -> u64 {
-        let low = u64::from(self.next_u32());
-        low | (u64::from(self.next_u32()) << 32)
+        let mut w = [0u32; 2];
+        self.words(&mut w);
+        u64::from(w[0]) | (u64::from(w[1]) << 32)
     }
 
-    /// Fills `out` from the stream (each word little-endian).
+    /// Fills `out` from the stream (each word little-endian; a last partial
+    /// word uses up the whole word).
     pub fn fill(&mut self, out: &mut [u8]) {
-        for chunk in out.chunks_mut(4) {
-            let bytes = self.next_u32().to_le_bytes();
-            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        let mut w = [0u32; BLOCK_WORDS];
+        for chunk in out.chunks_mut(4 * BLOCK_WORDS) {
+            let words = &mut w[..chunk.len().div_ceil(4)];
+            self.words(words);
+            for (bytes, word) in chunk.chunks_mut(4).zip(words.iter()) {
+                bytes.copy_from_slice(&word.to_le_bytes()[..bytes.len()]);
+            }
         }
     }
 }
@@ -182,6 +209,55 @@ mod tests {
         let first = s.next_u32();
         assert_eq!(first, block(&s.key, [0, 1, 0, 0])[0]);
         assert_ne!(first, block(&s.key, [0, 0, 0, 0])[0]);
+    }
+
+    /// Draws of any size, across block boundaries, read the stream in
+    /// order: the same words as the blocks themselves, one after another
+    /// (a partial word of `fill` uses up its word).
+    #[test]
+    fn draws_of_mixed_sizes_read_the_blocks_in_order() {
+        let key = [7u8; 32];
+        let mut s = ChaCha20::new(key);
+        let reference: Vec<u32> = (0..6u32)
+            .flat_map(|n| block(&s.key, [n, 0, 0, 0]))
+            .collect();
+        let mut read = Vec::new();
+        for round in 0..9 {
+            read.push(s.next_u32());
+            let v = s.next_u64();
+            read.extend([v as u32, (v >> 32) as u32]);
+            let mut bytes = vec![0u8; 4 * round + 3];
+            s.fill(&mut bytes);
+            for chunk in bytes.chunks(4) {
+                let mut word = [0u8; 4];
+                word[..chunk.len()].copy_from_slice(chunk);
+                let expected = reference[read.len()].to_le_bytes();
+                assert_eq!(chunk, &expected[..chunk.len()]);
+                read.push(u32::from_le_bytes(word) | (reference[read.len()] & !mask(chunk.len())));
+            }
+        }
+        assert!(read.len() > 3 * BLOCK_WORDS, "crosses several blocks");
+        assert_eq!(read, reference[..read.len()]);
+        let mut big = vec![0u8; 4 * BLOCK_WORDS + 8];
+        ChaCha20::new(key).fill(&mut big);
+        let words: Vec<u32> = big
+            .chunks(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(
+            words,
+            reference[..BLOCK_WORDS + 2],
+            "one fill across a boundary"
+        );
+    }
+
+    /// The bits of a word that its first `n` little-endian bytes hold.
+    fn mask(n: usize) -> u32 {
+        if n >= 4 {
+            u32::MAX
+        } else {
+            (1u32 << (8 * n)) - 1
+        }
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod monitor;
 pub mod mrtr;
 pub mod policy;
 pub mod poly1305;
+mod release;
 pub mod rng;
 pub mod server;
 pub mod shared;

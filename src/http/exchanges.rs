@@ -10,6 +10,7 @@
 
 use super::body::{ClosedTx, ResponseBody};
 use crate::ids::HttpId;
+use crate::release::Release;
 use crate::server::wire::{WireHead, Write};
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -79,10 +80,12 @@ impl Exchanges {
 
     /// Lets the channel go when nothing is open (an owner parking): the
     /// bodies of streams that ended still hold senders, whose reports no
-    /// longer matter (the core counted those exchanges over already).
+    /// longer matter (the core counted those exchanges over already). The
+    /// emptied map's node goes too (`crate::release`).
     pub(crate) fn release(&mut self) {
         if self.open.is_empty() {
             self.closed = None;
+            self.open.release_if_empty();
         }
     }
 

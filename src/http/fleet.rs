@@ -32,9 +32,9 @@ use crate::server::{RequestHead, UnreadBody};
 use bytes::Bytes;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// What the store sends back to one instance: a reply on its command
 /// connection, or a push on its subscriber connection (each in order).
@@ -107,7 +107,7 @@ impl FleetServer {
             driver.set_app_secret(secret);
         }
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let live = Arc::new((AtomicUsize::new(1), Notify::new()));
+        let live = super::server::Live::new(1);
         let (requests_tx, requests_rx) = mpsc::channel(server.requests_queued_max.max(1));
         let owner = Owner {
             driver,
@@ -119,8 +119,8 @@ impl FleetServer {
         let stop = shutdown_rx.clone();
         tokio::spawn(async move {
             owner.run(requests_rx, stop).await;
-            done.0.fetch_sub(1, Ordering::AcqRel);
-            done.1.notify_waiters();
+            done.count.fetch_sub(1, Ordering::AcqRel);
+            done.notify.notify_waiters();
         });
         let service = FleetService {
             requests: requests_tx,

@@ -34,7 +34,8 @@
 
 use super::exchanges::{Exchanges, Reply, Written};
 use super::server::{
-    evict, Broadcast, Inbox, RequestForOwner, Shared, Slot, SlotState, ToOwner, HTTP_IDS_PER_TASK,
+    evict, Broadcast, Inbox, Live, RequestForOwner, Shared, Slot, SlotState, ToOwner,
+    HTTP_IDS_PER_TASK,
 };
 use crate::app::{App, Fanout};
 use crate::head::RequestHead;
@@ -52,7 +53,6 @@ use tokio::sync::{broadcast, oneshot};
 /// The owner of one session's core and application (see the module docs).
 pub(super) struct Owner<A: App> {
     driver: ServerDriver<A>,
-    start: tokio::time::Instant,
     /// Other owners' broadcasts, for this owner's endpoint.
     broadcasts: broadcast::Receiver<Arc<Broadcast>>,
     /// This driver's origin in [`Broadcast::from`].
@@ -69,10 +69,8 @@ pub(super) struct Owner<A: App> {
     pub(super) inbox: Arc<Inbox>,
     /// Weak: a parked owner sits in the table, which the shared state holds.
     shared: Weak<Shared<A>>,
-    /// How many owners are live, which a shutdown waits on: held strongly,
-    /// so an owner that outlives the shared state (a stream ended by the
-    /// shutdown) still counts itself out.
-    live: Arc<(std::sync::atomic::AtomicUsize, tokio::sync::Notify)>,
+    /// How many owners are live, and the clock's epoch (see [`Live`]).
+    live: Arc<Live>,
 }
 
 /// Requests a woken inline owner takes from its inbox (queued by other
@@ -96,7 +94,7 @@ impl<A: App> Owner<A> {
     /// live until it parks or ends.
     pub(super) fn fresh(shared: &Arc<Shared<A>>) -> Box<Self> {
         let inbox = Inbox::new(shared.options.requests_queued_max);
-        let (driver, start, registered, broadcasts, origin) = {
+        let (driver, registered, broadcasts, origin) = {
             {
                 // A fresh endpoint draws its ids from its own fork of the source.
                 let mut ids = match shared.ids.lock() {
@@ -105,9 +103,12 @@ impl<A: App> Owner<A> {
                 };
                 let seed = ids.next_u64();
                 let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
-                let mut config = shared.options.endpoint.clone();
-                config.http_id_base = n * HTTP_IDS_PER_TASK;
-                let mut ep = ServerEndpoint::with_ids(config, shared.options.policy, ids);
+                let mut ep = ServerEndpoint::with_shared_config(
+                    shared.endpoint.clone(),
+                    n * HTTP_IDS_PER_TASK,
+                    shared.options.policy,
+                    ids,
+                );
                 if let Some(secret) = shared.options.app_secret {
                     ep.set_app_secret(secret);
                 }
@@ -124,13 +125,12 @@ impl<A: App> Owner<A> {
                     .with_tap(shared.tap.clone())
                     .with_fanout(Some(fanout));
                 let broadcasts = shared.broadcasts.subscribe();
-                (driver, shared.epoch, None, broadcasts, n)
+                (driver, None, broadcasts, n)
             }
         };
-        shared.live.0.fetch_add(1, Ordering::AcqRel);
+        shared.live.count.fetch_add(1, Ordering::AcqRel);
         Box::new(Owner {
             driver,
-            start,
             broadcasts,
             origin,
             exchanges: Exchanges::new(
@@ -150,7 +150,7 @@ impl<A: App> Owner<A> {
     /// under the slot's lock: its inbox open again, counted live.
     pub(super) fn woken(self: Box<Self>) -> Box<Self> {
         self.inbox.mail.reopen();
-        self.live.0.fetch_add(1, Ordering::AcqRel);
+        self.live.count.fetch_add(1, Ordering::AcqRel);
         self
     }
 
@@ -186,7 +186,7 @@ impl<A: App> Owner<A> {
     }
 
     fn now(&self) -> Instant {
-        super::clock::now(self.start)
+        super::clock::now(self.live.epoch)
     }
 
     /// One request served on the caller's task (see the module docs), by a
@@ -277,7 +277,7 @@ impl<A: App> Owner<A> {
         }
         loop {
             let next = self.driver.poll_timeout();
-            let sleep = super::clock::sleep_until(self.start, next);
+            let sleep = super::clock::sleep_until(self.live.epoch, next);
             tokio::select! {
                 cmd = inbox.recv() => match cmd {
                     Some(m) => self.on_message(m),
@@ -430,7 +430,7 @@ impl<A: App> Owner<A> {
             .driver
             .endpoint()
             .poll_timeout()
-            .map(|(t, _)| self.start + std::time::Duration::from_millis(t.as_millis()));
+            .map(|(t, _)| self.live.epoch + std::time::Duration::from_millis(t.as_millis()));
         // Closed only if nothing is queued, under the mailbox's own lock and
         // the slot's: a request is either queued (the owner goes on and takes
         // it) or refused as closed, and its sender routes again and finds the
@@ -441,6 +441,7 @@ impl<A: App> Owner<A> {
                 return Some(self);
             }
             self.exchanges.release();
+            self.driver.release_if_idle();
             *state = SlotState::Parked(self, deadline);
             None
         });
@@ -546,8 +547,8 @@ impl<A: App> Owner<A> {
 
 /// An owner stopped being live (parked or ended): wakes a shutdown waiting
 /// for the last one.
-fn not_live(live: &(std::sync::atomic::AtomicUsize, tokio::sync::Notify)) {
-    let (count, notify) = live;
+fn not_live(live: &Live) {
+    let (count, notify) = (&live.count, &live.notify);
     if count.fetch_sub(1, Ordering::AcqRel) == 1 {
         notify.notify_waiters();
     }
@@ -569,7 +570,7 @@ mod tests {
         let (service, handle) =
             Server::start(ServerOptions::default(), EverythingApp::default, None);
         let mut owner = Owner::fresh(&service.shared);
-        assert_eq!(handle.live.0.load(Ordering::Acquire), 1);
+        assert_eq!(handle.live.count.load(Ordering::Acquire), 1);
         // The sweeper holds the shared state until it sees the shutdown.
         let _ = handle.shutdown.send(true);
         tokio::task::yield_now().await;
@@ -584,7 +585,7 @@ mod tests {
         assert_eq!(weak.strong_count(), 0, "only the owner is left");
         assert!(owner.shared().is_none());
         owner.end(true);
-        assert_eq!(handle.live.0.load(Ordering::Acquire), 0);
+        assert_eq!(handle.live.count.load(Ordering::Acquire), 0);
         tokio::time::timeout(std::time::Duration::from_secs(5), handle.shutdown())
             .await
             .expect("the shutdown sees no live owner");

@@ -122,7 +122,30 @@ pub struct ServerHandle {
     pub addr: Option<SocketAddr>,
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) accept: JoinHandle<()>,
-    pub(crate) live: Arc<(AtomicUsize, Notify)>,
+    pub(crate) live: Arc<Live>,
+}
+
+/// What every owner holds strongly: how many owners are live, which a
+/// shutdown waits on (an owner that outlives the shared state, a stream
+/// ended by the shutdown, still counts itself out), and the epoch every
+/// session's clock counts from, so that times in the admission table
+/// compare across owners (held here rather than in each owner: a parked
+/// session's 16 bytes).
+pub(crate) struct Live {
+    pub(crate) count: AtomicUsize,
+    pub(crate) notify: Notify,
+    pub(crate) epoch: tokio::time::Instant,
+}
+
+impl Live {
+    /// `count` live owners, the epoch now.
+    pub(crate) fn new(count: usize) -> Arc<Live> {
+        Arc::new(Live {
+            count: AtomicUsize::new(count),
+            notify: Notify::new(),
+            epoch: tokio::time::Instant::now(),
+        })
+    }
 }
 
 impl ServerHandle {
@@ -130,7 +153,7 @@ impl ServerHandle {
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.accept.await;
-        let (count, notify) = &*self.live;
+        let (count, notify) = (&self.live.count, &self.live.notify);
         while count.load(Ordering::Acquire) > 0 {
             let wait = notify.notified();
             if count.load(Ordering::Acquire) == 0 {
@@ -260,18 +283,18 @@ pub(super) struct Broadcast {
 /// What every connection and session task shares: handles and settings.
 pub(super) struct Shared<A: App> {
     pub(super) options: ServerOptions,
+    /// `options.endpoint`, one copy for every session's endpoint.
+    pub(super) endpoint: crate::shared::Shared<EndpointConfig>,
     pub(super) make_app: Box<dyn Fn() -> A + Send + Sync>,
     pub(super) table: RwLock<BTreeMap<SessionId, Arc<Slot<A>>>>,
     /// Who may open a session, for all session tasks at once (the core's
     /// table; lock order: `table`, then `admission`).
     pub(super) admission: Mutex<Admission>,
-    /// Every core's epoch, so that times in `admission` compare across tasks.
-    pub(super) epoch: tokio::time::Instant,
     pub(super) ids: Mutex<IdSource>,
     pub(super) tasks: AtomicUsize,
     pub(super) tap: Option<Arc<Mutex<super::Tap>>>,
     pub(super) shutdown: watch::Receiver<bool>,
-    pub(super) live: Arc<(AtomicUsize, Notify)>,
+    pub(super) live: Arc<Live>,
     pub(super) broadcasts: broadcast::Sender<Arc<Broadcast>>,
 }
 
@@ -352,7 +375,7 @@ impl Server {
         tap: Option<super::Tap>,
     ) -> (McpService<A>, ServerHandle) {
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let live = Arc::new((AtomicUsize::new(0), Notify::new()));
+        let live = Live::new(0);
         let (broadcasts, _) = broadcast::channel(options.broadcasts_queued_max.max(1));
         let mut options = options;
         let mut ids = options.ids.clone();
@@ -360,12 +383,12 @@ impl Server {
         options.app_secret = Some(secret);
         let shared = Arc::new(Shared {
             broadcasts,
+            endpoint: crate::shared::Shared::new(options.endpoint.clone()),
             ids: Mutex::new(ids),
             options,
             make_app: Box::new(make_app),
             table: RwLock::new(BTreeMap::new()),
             admission: Mutex::new(Admission::default()),
-            epoch: tokio::time::Instant::now(),
             tasks: AtomicUsize::new(0),
             tap: tap.map(|t| Arc::new(Mutex::new(t))),
             shutdown: shutdown_rx,

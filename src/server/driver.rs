@@ -25,6 +25,7 @@ use crate::app::{App, Cx, Fanout, Tap};
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
 use crate::monitor::Observation;
+use crate::release::Release;
 use crate::rng::SeededRng;
 use crate::server::Admission;
 use crate::time::Instant;
@@ -242,6 +243,18 @@ impl<A: App> ServerDriver<A> {
             fanout_only: false,
         };
         run_app(parts, session, now, f);
+    }
+
+    /// Gives back the memory of emptied maps and queues, the endpoint's
+    /// too ([`ServerEndpoint::release_if_idle`]): for a shell parking an
+    /// idle session's driver. Not for a hot path (the next request
+    /// allocates them again).
+    pub fn release_if_idle(&mut self) {
+        self.ep.release_if_idle();
+        self.open.release_if_empty();
+        self.writes.release_if_empty();
+        self.timers.release_if_empty();
+        self.wire.release_if_idle();
     }
 
     // ----- poll_* -----

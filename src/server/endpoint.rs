@@ -18,6 +18,7 @@ use crate::id_source::IdSource;
 use crate::ids::{HttpId, MsgKey, SessionId};
 use crate::jsonrpc::{self, Body, ErrorObject, Message, RawJson, METHOD_NOT_FOUND};
 use crate::policy::{ServerPolicy, SessionErrorStatus};
+use crate::release::Release;
 use crate::shared::Shared;
 use crate::time::Instant;
 use crate::unhashed::Unhashed;
@@ -33,7 +34,12 @@ use std::sync::{Arc, LazyLock};
 #[serde(default)]
 pub struct EndpointConfig {
     /// Per-session bounds and timings.
-    pub session: SessionConfig,
+    ///
+    /// Shared: every session of the endpoint (and of every endpoint made
+    /// from a clone of this configuration) reads one copy, not its own 150
+    /// bytes. Set fields through it (`config.session.events_max = 2`: copy
+    /// on write), or build one with `SessionConfig { .. }.into()`.
+    pub session: Shared<SessionConfig>,
     /// Hosts and origins allowed (R41–R43); loopback by default.
     pub allow: AllowList,
     /// Largest POST body accepted, in bytes (413 past it).
@@ -79,7 +85,7 @@ impl EndpointConfig {
 impl Default for EndpointConfig {
     fn default() -> Self {
         EndpointConfig {
-            session: SessionConfig::default(),
+            session: Shared::default(),
             allow: AllowList::default(),
             body_max: 4 << 20,
             sessions_max: 100_000,
@@ -145,14 +151,32 @@ impl ServerEndpoint {
     /// An endpoint drawing its ids from `ids`: checkers and simulations pass
     /// [`IdSource::reproducible`] so that the same seed gives the same trace.
     pub fn with_ids(config: EndpointConfig, policy: ServerPolicy, ids: IdSource) -> Self {
+        let base = config.http_id_base;
+        Self::with_shared_config(Shared::new(config), base, policy, ids)
+    }
+
+    /// [`Self::with_ids`] with a configuration many endpoints share (a shell
+    /// with one endpoint per session keeps one copy, not one per session:
+    /// about 400 bytes each), minting exchange ids from `http_id_base + 1`
+    /// (each endpoint its own range; the configuration's own
+    /// `http_id_base` is not read).
+    pub fn with_shared_config(
+        config: Shared<EndpointConfig>,
+        http_id_base: u64,
+        policy: ServerPolicy,
+        ids: IdSource,
+    ) -> Self {
         ServerEndpoint {
-            next_http: config.http_id_base + 1,
-            config: Shared::new(config),
+            next_http: http_id_base + 1,
+            config,
             policy,
             ids,
             sessions: BTreeMap::new(),
             stateless: 0,
-            admission: Unhashed::default(),
+            // Shared with every endpoint until one admits a session itself
+            // (copy on write): a shell's one-session endpoints admit into
+            // its shared table and never allocate their own.
+            admission: Unhashed(EMPTY_ADMISSION.clone()),
             routes: BTreeMap::new(),
             transmits: VecDeque::new(),
             dirty: BTreeSet::new(),
@@ -317,7 +341,7 @@ impl ServerEndpoint {
             namespace,
             version,
             adoption,
-            self.config.session,
+            self.config.session.clone(),
             self.policy,
         );
         self.sessions.insert(id.clone(), Shared::new(s));
@@ -579,6 +603,18 @@ impl ServerEndpoint {
         }
     }
 
+    /// Gives back the memory of the endpoint's emptied maps and queues
+    /// (an emptied map keeps its root node, a drained queue its capacity:
+    /// `crate::release`). A shell that keeps one endpoint per session calls
+    /// it when the session goes idle, so an idle session costs its state,
+    /// not its busiest moment; nothing it drops is state (equality and the
+    /// fingerprint are unchanged).
+    pub fn release_if_idle(&mut self) {
+        self.routes.release_if_empty();
+        self.dirty.release_if_empty();
+        self.transmits.release_if_empty();
+    }
+
     // ---- outputs -------------------------------------------------------
 
     /// The next thing to write.
@@ -829,7 +865,7 @@ impl ServerEndpoint {
             return Err(RequestError::Overloaded);
         }
         let id = self.fresh_session_id();
-        let mut s = ServerSession::stateless(id.clone(), self.config.session, self.policy);
+        let mut s = ServerSession::stateless(id.clone(), &self.config.session, self.policy);
         let outcome = match message {
             Message::Request {
                 id: rid,
@@ -873,7 +909,7 @@ impl ServerEndpoint {
             id.clone(),
             namespace,
             version,
-            self.config.session,
+            self.config.session.clone(),
             self.policy,
         );
         self.sessions.insert(id.clone(), Shared::new(session));

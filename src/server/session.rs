@@ -21,6 +21,8 @@ use crate::error::{RequestError, UsageError};
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
 use crate::jsonrpc::{Body, ErrorObject, Message, RawJson};
 use crate::policy::{DetachedResponse, ServerPolicy, SessionQueue, StandaloneAttach};
+use crate::release::Release;
+use crate::shared::Shared;
 use crate::time::{Instant, Timers};
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
@@ -207,7 +209,8 @@ pub struct ServerSession {
     pub(super) id: SessionId,
     pub(super) codec: EventIdCodec,
     pub(super) version: ProtocolVersion,
-    pub(super) config: SessionConfig,
+    /// Shared with the endpoint's other sessions (`EndpointConfig::session`).
+    pub(super) config: Shared<SessionConfig>,
     pub(super) policy: ServerPolicy,
     pub(super) phase: Phase,
     pub(super) streams: BTreeMap<StreamId, Stream>,
@@ -243,9 +246,11 @@ impl ServerSession {
         id: SessionId,
         namespace: u32,
         version: ProtocolVersion,
-        config: SessionConfig,
+        config: impl Into<Shared<SessionConfig>>,
         policy: ServerPolicy,
     ) -> Self {
+        let config = config.into();
+        let base = config.stream_id_base;
         let codec = EventIdCodec::new(policy.event_ids, namespace);
         let mut streams = BTreeMap::new();
         if codec.single_common_stream() {
@@ -259,19 +264,19 @@ impl ServerSession {
             policy,
             phase: Phase::New,
             streams,
-            next_stream: config.stream_id_base.wrapping_add(1),
+            next_stream: base.wrapping_add(1),
             exchanges: BTreeMap::new(),
             in_flight: BTreeMap::new(),
             initialize_id: None,
             initialize_stream: None,
             cancelled: VecDeque::new(),
             outbound: BTreeSet::new(),
-            next_outbound: request_id_base(config.stream_id_base) + 1,
+            next_outbound: request_id_base(base) + 1,
             held: VecDeque::new(),
             held_bytes: 0,
             shared: VecDeque::new(),
             next_get: VecDeque::new(),
-            next_key: key_base(config.stream_id_base) + 1,
+            next_key: key_base(base) + 1,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             timers: Timers::default(),
@@ -285,7 +290,7 @@ impl ServerSession {
     /// handshake, no id on the wire, no event ids, no resumption, no
     /// requests to the client. It ends with its exchange (answered, or
     /// closed by the client: cancellation).
-    pub fn stateless(id: SessionId, config: SessionConfig, policy: ServerPolicy) -> Self {
+    pub fn stateless(id: SessionId, config: &SessionConfig, policy: ServerPolicy) -> Self {
         let policy = ServerPolicy {
             // Event ids mean nothing without resumption.
             event_ids: crate::policy::EventIdScheme::StreamScoped,
@@ -295,7 +300,7 @@ impl ServerSession {
         // 404 for -32601, 400 for -32020…-32022); SSE once anything precedes it.
         let config = SessionConfig {
             response_mode: ResponseMode::JsonWhenAlone,
-            ..config
+            ..*config
         };
         let mut s = ServerSession::new(id, 0, ProtocolVersion::MODERN, config, policy);
         s.phase = Phase::Ready;
@@ -314,9 +319,11 @@ impl ServerSession {
         namespace: u32,
         version: ProtocolVersion,
         adoption: u32,
-        config: SessionConfig,
+        config: impl Into<Shared<SessionConfig>>,
         policy: ServerPolicy,
     ) -> Self {
+        let config = config.into();
+        let base = config.stream_id_base;
         let mut s = ServerSession::new(id, namespace, version, config, policy);
         s.phase = Phase::Ready;
         // Slice `a` of each range: a copy taken up again here neither
@@ -324,7 +331,6 @@ impl ServerSession {
         // reuses the ids of the requests it sent (the client may still
         // answer them).
         let a = adoption % ADOPTIONS_SPAN;
-        let base = config.stream_id_base;
         s.next_stream = base.wrapping_add(1 + a * (STREAM_ID_SPAN / ADOPTIONS_SPAN));
         s.next_outbound = request_id_base(base) + 1 + (i64::from(a) << 24);
         s.next_key = key_base(base) + 1 + (u64::from(a) << 44);
@@ -788,15 +794,11 @@ impl ServerSession {
         if !self.exchanges.is_empty() || !self.events.is_empty() || !self.transmits.is_empty() {
             return;
         }
-        self.exchanges = BTreeMap::new();
-        self.transmits = VecDeque::new();
-        self.events = VecDeque::new();
-        if self.in_flight.is_empty() {
-            self.in_flight = BTreeMap::new();
-        }
-        if self.streams.is_empty() {
-            self.streams = BTreeMap::new();
-        }
+        self.exchanges.release_if_empty();
+        self.transmits.release_if_empty();
+        self.events.release_if_empty();
+        self.in_flight.release_if_empty();
+        self.streams.release_if_empty();
     }
 
     /// The client's `notifications/initialized` went to another instance
@@ -1062,7 +1064,8 @@ mod getter_tests {
     fn a_stateless_session_keeps_its_preset_but_not_its_event_ids() {
         let preset = ServerPolicy::RMCP_0_16;
         assert_eq!(preset.event_ids, EventIdScheme::Rmcp016);
-        let s = ServerSession::stateless(SessionId::from_bits(1), SessionConfig::default(), preset);
+        let s =
+            ServerSession::stateless(SessionId::from_bits(1), &SessionConfig::default(), preset);
         let want = ServerPolicy {
             event_ids: EventIdScheme::StreamScoped,
             ..preset

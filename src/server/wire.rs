@@ -23,6 +23,7 @@ use crate::error::RequestError;
 use crate::head::{Content, ResponseHead};
 use crate::headers;
 use crate::ids::HttpId;
+use crate::release::Release;
 use crate::sse;
 use std::collections::BTreeMap;
 
@@ -180,6 +181,12 @@ impl Wire {
             TransmitKind::End(_) => p.ended = true,
             item => encode(item, &mut p.body),
         }
+    }
+
+    /// Gives back the memory of the emptied map (`crate::release`: its root
+    /// node holds eleven pending writes).
+    pub fn release_if_idle(&mut self) {
+        self.pending.release_if_empty();
     }
 
     /// The next exchange's write, once the drain is complete.

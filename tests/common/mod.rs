@@ -82,7 +82,8 @@ pub fn test_config() -> EndpointConfig {
         session: SessionConfig {
             keepalive_ms: None,
             ..SessionConfig::default()
-        },
+        }
+        .into(),
         ..EndpointConfig::default()
     }
 }

@@ -1,0 +1,75 @@
+//! Giving an emptied container's memory back.
+//!
+//! An emptied `BTreeMap` or `BTreeSet` keeps its root node (eleven slots of
+//! its entries, over a kilobyte for a map of large values) and a drained
+//! `VecDeque` or `Vec` its capacity; a fresh one allocates nothing. A server
+//! holds thousands of idle sessions, each with queues sized by its busiest
+//! moment unless it lets them go: the cores call this where a session or an
+//! endpoint goes idle, never on a hot path (an allocation per request would
+//! cost more than it saves).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// A container that can give its memory back once empty.
+pub(crate) trait Release {
+    /// Replaces the container by a fresh, allocation-free one if it is empty.
+    fn release_if_empty(&mut self);
+}
+
+impl<K, V> Release for BTreeMap<K, V> {
+    fn release_if_empty(&mut self) {
+        if self.is_empty() {
+            *self = BTreeMap::new();
+        }
+    }
+}
+
+impl<T> Release for BTreeSet<T> {
+    fn release_if_empty(&mut self) {
+        if self.is_empty() {
+            *self = BTreeSet::new();
+        }
+    }
+}
+
+impl<T> Release for VecDeque<T> {
+    fn release_if_empty(&mut self) {
+        if self.is_empty() && self.capacity() > 0 {
+            *self = VecDeque::new();
+        }
+    }
+}
+
+impl<T> Release for Vec<T> {
+    fn release_if_empty(&mut self) {
+        if self.is_empty() && self.capacity() > 0 {
+            *self = Vec::new();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Release;
+    use std::collections::{BTreeMap, VecDeque};
+
+    #[test]
+    fn only_an_empty_container_is_replaced() {
+        let mut q: VecDeque<u8> = VecDeque::with_capacity(16);
+        q.push_back(1);
+        q.release_if_empty();
+        assert!(q.capacity() >= 16, "a queue with an item keeps its buffer");
+        q.clear();
+        q.release_if_empty();
+        assert_eq!(q.capacity(), 0, "an empty one gives it back");
+        let mut v: Vec<u8> = Vec::with_capacity(8);
+        v.release_if_empty();
+        assert_eq!(v.capacity(), 0);
+        let mut m = BTreeMap::from([(1, 2)]);
+        m.release_if_empty();
+        assert_eq!(m.len(), 1, "a map with an entry is left alone");
+        m.remove(&1);
+        m.release_if_empty();
+        assert!(m.is_empty());
+    }
+}
