@@ -119,7 +119,7 @@ impl Driver {
                 shared_queue_max: u.int_in_range(0..=4)?,
             };
             EndpointConfig {
-                session,
+                session: session.into(),
                 body_max: u.int_in_range(0..=1024)?,
                 sessions_max: u.int_in_range(0..=4)?,
                 ..EndpointConfig::default()
