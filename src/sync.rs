@@ -11,6 +11,7 @@
 //! again). Checking emptiness and closing in two steps loses a request sent
 //! in between; `tests/loom_handoff.rs` shows loom finding exactly that.
 
+use crate::release::Release;
 use std::collections::VecDeque;
 
 /// A mutual-exclusion lock, as the shells need it: run a closure on the
@@ -129,10 +130,8 @@ impl<T, L: Lock<MailboxState<T>>> Mailbox<T, L> {
     pub fn try_recv(&self) -> Option<T> {
         self.state.with(|s| {
             let m = s.queue.pop_front();
-            if s.queue.is_empty() && s.queue.capacity() > 0 {
-                // An idle session keeps no queue memory.
-                s.queue = VecDeque::new();
-            }
+            // An idle session keeps no queue memory.
+            s.queue.release_if_empty();
             m
         })
     }

@@ -85,8 +85,8 @@ impl Exchanges {
     pub(crate) fn release(&mut self) {
         if self.open.is_empty() {
             self.closed = None;
-            self.open.release_if_empty();
         }
+        self.open.release_if_empty();
     }
 
     fn closed_tx(&mut self) -> ClosedTx {
