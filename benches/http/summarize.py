@@ -1,10 +1,14 @@
 """Medians per server from benches/http/run.sh results, with ratios to rmcp
-and to the bare-hyper ceiling, as a Markdown table."""
+and to the bare-hyper ceiling, as a Markdown table. Each ratio is given twice:
+of the medians, and the median (and range) of the ratios round by round (the
+two servers of a round ran seconds apart, so a slow spell of the machine
+touches both; on this noisy machine that is the steadier figure)."""
 import statistics
 import sys
 from collections import defaultdict
 
 rows = defaultdict(lambda: defaultdict(list))
+by_round = defaultdict(dict)  # (server, c) -> {round: rps}
 for line in open(sys.argv[1]):
     kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
     server = kv.get("server")
@@ -16,6 +20,8 @@ for line in open(sys.argv[1]):
     elif "c" in kv:
         c = kv["c"]
         rows[server][f"rps{c}"].append(float(kv["rps"]))
+        if "round" in kv:
+            by_round[(server, c)][kv["round"]] = float(kv["rps"])
         rows[server][f"p50_{c}"].append(float(kv["p50"]))
         rows[server][f"p99_{c}"].append(float(kv["p99"]))
         rows[server][f"bad{c}"].append(int(kv["bad"]) + int(kv["errors"]))
@@ -34,3 +40,11 @@ for mine, ref in [("ours", "rmcp"), ("ours", "bare"), ("before", "bare"), ("ours
         o, r = med[mine], med[ref]
         print(f"\n{mine} / {ref}: c=1 {o['rps1'] / r['rps1']:.2f}x, c=32 {o['rps32'] / r['rps32']:.2f}x"
               + (f", churn {o['churn'] / r['churn']:.2f}x" if 'churn' in r and 'churn' in o else ""))
+        paired = []
+        for c in ["1", "32"]:
+            a, b = by_round.get((mine, c), {}), by_round.get((ref, c), {})
+            ratios = sorted(a[k] / b[k] for k in a if k in b and b[k] > 0)
+            if ratios:
+                paired.append(f"c={c} {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")
+        if paired:
+            print(f"{mine} / {ref}, round by round: median (range) " + ", ".join(paired))
