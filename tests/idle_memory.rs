@@ -4,17 +4,23 @@
 //! keeps no keystream (`docs/performance.md`, "Idle sessions of the HTTP
 //! shell"). Heap bytes are counted by a global allocator, so the figure is
 //! deterministic: not a timed test. Before that work it was 4,619 bytes.
+//! In the mutants' fast set (`.cargo/mutants.toml`).
 #![cfg(feature = "http")]
 
 #[path = "heap_support/mod.rs"]
 mod heap_support;
 
 #[test]
-fn an_idle_http_session_costs_under_2_200_heap_bytes() {
+fn an_idle_http_session_costs_under_2_050_heap_bytes() {
     let per = heap_support::http_idle_session_bytes(2_000);
+    println!("heap bytes per idle HTTP session: {per:.0}");
     assert!(per > 1_000.0, "the measure counts the sessions: {per:.0} B");
+    // 1,949 when written (Cargo.lock fixes the dependencies' allocations):
+    // tight on purpose, so that each release (the driver's, the endpoint's,
+    // the wire's, the exchange map's, every emptied map and set) is seen
+    // by mutation testing. A change that needs more says so here.
     assert!(
-        per < 2_200.0,
+        per < 2_050.0,
         "an idle session of the HTTP shell holds {per:.0} heap bytes"
     );
 }
