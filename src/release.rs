@@ -5,8 +5,11 @@
 //! `VecDeque` or `Vec` its capacity; a fresh one allocates nothing. A server
 //! holds thousands of idle sessions, each with queues sized by its busiest
 //! moment unless it lets them go: the cores call this where a session or an
-//! endpoint goes idle, never on a hot path (an allocation per request would
-//! cost more than it saves).
+//! endpoint goes idle. For a session that is when its output queues drain,
+//! which is once per request: the next request allocates the node again
+//! (about 0.3% of `serve`'s samples at c=1, docs/performance.md, session 31),
+//! the price of a core that releases without being told; a shell's parked
+//! owner and the session mailbox release on their own idle edges.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
