@@ -98,6 +98,24 @@ impl Diagram {
                     to: Lane::Server,
                     label: format!("t = {} ms: timers fire", step.after_ms),
                 }),
+                Action::TickServer => rows.push(Row {
+                    step: i,
+                    from: Lane::Server,
+                    to: Lane::Server,
+                    label: "server's timers fire".into(),
+                }),
+                Action::TickClient { client } => rows.push(Row {
+                    step: i,
+                    from: Lane::Client(*client),
+                    to: Lane::Client(*client),
+                    label: "client's timers fire".into(),
+                }),
+                Action::Idle { client } => rows.push(Row {
+                    step: i,
+                    from: Lane::Client(*client),
+                    to: Lane::Client(*client),
+                    label: "time passes for the client".into(),
+                }),
                 Action::Drop { http, notice } => rows.push(Row {
                     step: i,
                     from: Lane::Exchange(*http),

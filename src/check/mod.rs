@@ -1,6 +1,7 @@
 //! Exhaustive model checking of the cores (stateright), the scenarios of
 //! `models/`, counterexample traces, and their pictures.
 
+mod ample;
 pub mod diagram;
 pub mod engine;
 pub mod fleet;
@@ -16,6 +17,8 @@ pub use diagram::Diagram;
 pub use engine::{Interrupt, Limit, Limits, Order, Progress};
 pub use model::{Action, CheckModel, State};
 pub use run::{run, run_search, Counterexample, Outcome, Search};
-pub use scenario::{ClientStep, Expectation, Scenario, ScenarioError, ServerStep, Verdict};
+pub use scenario::{
+    ClientStep, Expectation, NotifyReach, Scenario, ScenarioError, ServerStep, Verdict,
+};
 pub use symmetry::Symmetry;
 pub use trace::{replay, Replay, Trace, TraceError};

@@ -3,14 +3,14 @@
 //! interleaving freely), scripts for the applications, bounded drops, timers
 //! as choices. Invariants come from the shared monitor.
 
-use super::scenario::{Bounds, Scenario, ServerStep};
+use super::scenario::{Bounds, NotifyReach, Scenario, ServerStep};
 use super::script;
 use super::symmetry::Symmetry;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::monitor::Violation;
 use crate::policy::{BackgroundGet, ClientPolicy, ServerPolicy};
 use crate::server::{Cause, SchedulingPoint};
-use crate::sim::{Naming, PairConfig, World, LIST_CHANGED};
+use crate::sim::{Clocks, Naming, PairConfig, World, LIST_CHANGED};
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
@@ -56,8 +56,38 @@ pub enum Action {
         /// The exchange (client id).
         http: HttpId,
     },
-    /// Time jumps to the earliest deadline; every due timer fires.
+    /// Time jumps to the earliest deadline; every due timer fires (one
+    /// clock, [`Clocks::Global`]).
     Tick,
+    /// Client `client`'s clock jumps to its next deadline; its due timers
+    /// fire ([`Clocks::PerComponent`]).
+    TickClient {
+        /// Which client.
+        client: usize,
+    },
+    /// Client `client`'s clock moves to just before its next deadline,
+    /// firing nothing ([`Clocks::PerComponent`]).
+    Idle {
+        /// Which client.
+        client: usize,
+    },
+    /// The server side's clock jumps to its next deadline; its due timers
+    /// fire ([`Clocks::PerComponent`]).
+    TickServer,
+    /// A `notify` the application made reaches client `client`'s sessions
+    /// ([`NotifyReach::PerSession`]).
+    NotifySession {
+        /// Which client.
+        client: usize,
+    },
+    /// The connection drops of this run may only hit client `client`'s
+    /// exchanges: the first step of a reduced run with several clients
+    /// (drops of one budget shared by all would make every client's steps
+    /// depend on the others'; one choice per client covers the same runs).
+    ReserveDrops {
+        /// Which client.
+        client: usize,
+    },
     /// A server preset's scheduling point fires.
     ServerSchedule {
         /// The exchange (server id).
@@ -83,6 +113,12 @@ pub struct State {
     pub server_pc: u8,
     /// Drops injected so far.
     pub drops: u8,
+    /// `notify`s not yet reached each client's sessions
+    /// ([`NotifyReach::PerSession`]; empty otherwise).
+    pub notices: Vec<u8>,
+    /// The client whose exchanges the drops may hit, once reserved
+    /// ([`Action::ReserveDrops`]); `None`: any client's.
+    pub drops_for: Option<u8>,
 }
 
 /// A scenario under one server preset and one client preset.
@@ -105,6 +141,10 @@ pub struct CheckModel {
     /// How the server names what requests open: after their exchange unless
     /// asked otherwise (`check --arrival-naming`, traces recorded before).
     pub naming: Naming,
+    /// The partial-order reduction ([`super::ample`]): on unless asked
+    /// otherwise (`check --no-reduction`); it acts only under
+    /// [`Clocks::PerComponent`].
+    pub reduction: bool,
 }
 
 impl CheckModel {
@@ -131,6 +171,7 @@ impl CheckModel {
                     .collect::<Vec<_>>(),
             ),
             naming: Naming::ByExchange,
+            reduction: true,
             scenario,
         })
     }
@@ -169,6 +210,7 @@ impl CheckModel {
         c.client.resume_attempts_max = self.bounds().resume_attempts;
         c.client.background_failures_max = 2;
         c.client_eras = st.eras.clone();
+        c.clocks = st.clocks;
         if !st.background_get {
             c.client_policy.background_get = BackgroundGet::Off;
         }
@@ -186,10 +228,15 @@ impl CheckModel {
             client_pc: vec![0; self.scenario.clients.len()],
             server_pc: 0,
             drops: 0,
+            notices: match self.scenario.settings.notify {
+                NotifyReach::Atomic => Vec::new(),
+                NotifyReach::PerSession => vec![0; self.scenario.clients.len()],
+            },
+            drops_for: None,
         }
     }
 
-    fn client_step_enabled(&self, s: &State, c: usize) -> bool {
+    pub(super) fn client_step_enabled(&self, s: &State, c: usize) -> bool {
         let Some(&step) = self.scenario.clients[c].get(usize::from(s.client_pc[c])) else {
             return false;
         };
@@ -202,7 +249,11 @@ impl CheckModel {
         };
         let w = &s.world;
         match step {
-            ServerStep::Notify => w.server_session().is_some(),
+            ServerStep::Notify => {
+                // Per session, the step only records the notify; it is
+                // always enabled, so nothing else enables it.
+                !s.notices.is_empty() || w.server_session().is_some()
+            }
             ServerStep::HookNotify => !Self::registered_sessions(w).is_empty(),
             ServerStep::Progress | ServerStep::AskClient | ServerStep::CloseConnection => {
                 script::oldest_call(w).is_some()
@@ -225,8 +276,21 @@ impl CheckModel {
             .collect()
     }
 
-    /// Every action enabled in `s`, in a fixed order.
+    /// The actions the search explores from `s`: an ample set when the
+    /// reduction finds one ([`super::ample`]), every enabled action otherwise.
     pub fn enabled(&self, s: &State, out: &mut Vec<Action>) {
+        self.all_enabled(s, out);
+        if let Some(c) = self.ample_component(s, out) {
+            out.retain(|a| *a == Action::ServerStep || self.component_of(s, a) == Some(c));
+        }
+    }
+
+    /// Every action enabled in `s`, in a fixed order.
+    pub fn all_enabled(&self, s: &State, out: &mut Vec<Action>) {
+        if self.must_reserve_drops(s) {
+            out.extend((0..s.client_pc.len()).map(|client| Action::ReserveDrops { client }));
+            return;
+        }
         let w = &s.world;
         for c in 0..self.scenario.clients.len() {
             if self.client_step_enabled(s, c) {
@@ -249,9 +313,14 @@ impl CheckModel {
                 Action::DeliverNext { http }
             });
         }
+        for (c, pending) in s.notices.iter().enumerate() {
+            if *pending > 0 {
+                out.push(Action::NotifySession { client: c });
+            }
+        }
         if s.drops < self.bounds().drops {
-            for (http, link) in &w.links {
-                if !link.client_gone && link.server_http.is_some() {
+            for http in w.links.keys() {
+                if self.may_drop(s, *http) {
                     out.push(Action::Drop {
                         http: *http,
                         notice: true,
@@ -270,16 +339,55 @@ impl CheckModel {
                 out.push(Action::ServerNotices { http: *http });
             }
         }
-        if let Some(next) = w.next_timeout() {
-            if next.as_millis() <= self.bounds().time_ms {
-                out.push(Action::Tick);
-            }
-        }
+        self.time_steps(w, out);
         for (http, point) in w.server_scheduling_points() {
             out.push(Action::ServerSchedule { http, point });
         }
         for http in w.client_scheduling_points() {
             out.push(Action::ClientSchedule { http });
+        }
+    }
+
+    /// Whether a drop may hit exchange `http` in `s`: it is live, and the
+    /// drops are not reserved for another client.
+    fn may_drop(&self, s: &State, http: HttpId) -> bool {
+        let live = s
+            .world
+            .links
+            .get(&http)
+            .is_some_and(|l| !l.client_gone && l.server_http.is_some());
+        live && s
+            .drops_for
+            .is_none_or(|c| usize::from(c) == World::owner(http))
+    }
+
+    /// Whether `s` waits for the choice of whose exchanges the drops may
+    /// hit: a reduced run of several clients with drops to spend.
+    pub(super) fn must_reserve_drops(&self, s: &State) -> bool {
+        self.reduces() && s.drops_for.is_none() && self.bounds().drops > 0 && s.client_pc.len() > 1
+    }
+
+    /// The steps of time enabled in `w`: one tick under one clock; under a
+    /// clock per component, each client's tick and idle step and the
+    /// server's tick, for deadlines within the time bound.
+    fn time_steps(&self, w: &World, out: &mut Vec<Action>) {
+        let within = |t: crate::time::Instant| t.as_millis() <= self.bounds().time_ms;
+        if w.client_clocks.is_empty() {
+            if w.next_timeout().is_some_and(within) {
+                out.push(Action::Tick);
+            }
+            return;
+        }
+        for c in 0..w.clients.len() {
+            if let Some(at) = w.client_deadline(c).filter(|t| within(*t)) {
+                out.push(Action::TickClient { client: c });
+                if at.as_millis() > w.client_now(c).as_millis() + 1 {
+                    out.push(Action::Idle { client: c });
+                }
+            }
+        }
+        if w.server.poll_timeout().is_some_and(|(t, _)| within(t)) {
+            out.push(Action::TickServer);
         }
     }
 
@@ -306,6 +414,11 @@ impl CheckModel {
                 // `hook_notify` runs in every session whose `initialize` was
                 // answered; the others act in the oldest call's own session.
                 match self.scenario.server[usize::from(s.server_pc)] {
+                    ServerStep::Notify if !n.notices.is_empty() => {
+                        for pending in &mut n.notices {
+                            *pending += 1;
+                        }
+                    }
                     ServerStep::Notify => {
                         // Sessions of the session era (a modern request's
                         // own session has no stream for unrelated messages).
@@ -359,11 +472,7 @@ impl CheckModel {
                 while w.deliver_next(*http) {}
             }
             Action::Drop { http, notice } => {
-                let live = w
-                    .links
-                    .get(http)
-                    .is_some_and(|l| !l.client_gone && l.server_http.is_some());
-                if !live || s.drops >= self.bounds().drops {
+                if !self.may_drop(s, *http) || s.drops >= self.bounds().drops {
                     return None;
                 }
                 w.drop_link(*http, *notice);
@@ -387,6 +496,37 @@ impl CheckModel {
                 let ms = next.saturating_duration_since(w.now).as_millis() as u64;
                 w.advance(ms);
             }
+            Action::TickClient { client } => {
+                let due = w.client_deadline(*client)?;
+                if due.as_millis() > self.bounds().time_ms || !w.tick_client(*client) {
+                    return None;
+                }
+            }
+            Action::Idle { client } => {
+                let due = w.client_deadline(*client)?;
+                if due.as_millis() > self.bounds().time_ms || !w.idle_client(*client) {
+                    return None;
+                }
+            }
+            Action::NotifySession { client } => {
+                let pending = n.notices.get_mut(*client).filter(|p| **p > 0)?;
+                *pending -= 1;
+                n.world.server_notify_sessions_of(*client, LIST_CHANGED);
+            }
+            Action::ReserveDrops { client } => {
+                // Taken whenever nothing is reserved yet, so a replay without
+                // the reduction can take a reduced run's steps too.
+                if s.drops_for.is_some() || *client >= s.client_pc.len() {
+                    return None;
+                }
+                n.drops_for = Some(*client as u8);
+            }
+            Action::TickServer => {
+                let (due, _) = w.server.poll_timeout()?;
+                if due.as_millis() > self.bounds().time_ms || !w.tick_server() {
+                    return None;
+                }
+            }
             Action::ServerSchedule { http, point } => {
                 if !w.fire_server(*http, *point) {
                     return None;
@@ -404,6 +544,26 @@ impl CheckModel {
     /// The same model with the symmetry reduction on or off.
     pub fn with_symmetry(mut self, on: bool) -> Self {
         self.symmetry = self.symmetry.enabled(on);
+        self
+    }
+
+    /// The same model with the partial-order reduction on or off.
+    pub fn with_reduction(mut self, on: bool) -> Self {
+        self.reduction = on;
+        self
+    }
+
+    /// The same model under these clocks, whatever its scenario says
+    /// (`check --clocks`).
+    pub fn with_clocks(mut self, clocks: Clocks) -> Self {
+        self.scenario.settings.clocks = clocks;
+        self
+    }
+
+    /// The same model with its `notify` steps reaching sessions this way,
+    /// whatever its scenario says (`check --notify`).
+    pub fn with_notify(mut self, notify: NotifyReach) -> Self {
+        self.scenario.settings.notify = notify;
         self
     }
 

@@ -78,7 +78,7 @@ pub fn run_search(
     model: &CheckModel,
     limits: Limits,
     search: Search,
-    progress: impl FnMut(&Progress),
+    mut progress: impl FnMut(&Progress),
 ) -> Outcome {
     match search {
         Search::Bfs | Search::Dfs => {
@@ -86,7 +86,22 @@ pub fn run_search(
                 depth_first: search == Search::Dfs,
                 ..limits
             };
-            engine::explore(model, limits, progress)
+            let out = engine::explore(model, limits, &mut progress);
+            if out.counterexample.is_none() || !model.reduces() || out.order != Order::Bfs {
+                return out;
+            }
+            // The reduction takes an idle client's step early, so its
+            // counterexample may be longer than the shortest: breadth first
+            // without it finds a shortest one (every state the reduced search
+            // reached is reachable, so it finds one), stopping there.
+            let full = engine::explore(&model.clone().with_reduction(false), limits, &mut progress);
+            if full.counterexample.is_some() {
+                return Outcome {
+                    elapsed: out.elapsed + full.elapsed,
+                    ..full
+                };
+            }
+            out
         }
         Search::StaterightBfs => {
             let builder = stateright_builder(model, limits.threads);

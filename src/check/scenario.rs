@@ -99,6 +99,30 @@ pub struct Settings {
     /// clients not listed), `modern` (2026-07-28) or `auto`.
     #[serde(default)]
     pub eras: Vec<crate::client::ClientEra>,
+    /// `global` (one clock, the default) or `per_component` (a clock per
+    /// client and one for the server: what lets the checker's partial-order
+    /// reduction fold a client's steps against the others', `docs/reduction.md`).
+    #[serde(default)]
+    pub clocks: crate::sim::Clocks,
+    /// How the application's `notify` reaches the sessions: `atomic` (all
+    /// at once, the default) or `per_session` (each client's sessions at a
+    /// time of their own, as a server whose broadcast loop runs beside its
+    /// requests: every atomic order is among them). The reduction needs
+    /// `per_session` when the server's script has `notify`.
+    #[serde(default)]
+    pub notify: NotifyReach,
+}
+
+/// How a `notify` step reaches the sessions ([`Settings::notify`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotifyReach {
+    /// Every session of the session era at once, in one step.
+    #[default]
+    Atomic,
+    /// The step only says "notify everyone"; each client's sessions get it
+    /// in a step of their own, later ([`super::Action::NotifySession`]).
+    PerSession,
 }
 
 fn default_retry() -> u64 {
@@ -125,6 +149,8 @@ impl Default for Settings {
             background_get: true,
             events_max: default_events_max(),
             eras: Vec::new(),
+            clocks: crate::sim::Clocks::Global,
+            notify: NotifyReach::Atomic,
         }
     }
 }

@@ -25,7 +25,7 @@ pub(crate) fn run_client_step<S: Servers>(
     c: usize,
     step: ClientStep,
 ) -> Option<()> {
-    let now = w.now;
+    let now = w.client_now(c);
     match step {
         ClientStep::Initialize => {
             w.initialize_on(c)?;

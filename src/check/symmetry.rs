@@ -70,10 +70,13 @@ impl Symmetry {
             client_pc,
             server_pc,
             drops,
+            notices,
+            drops_for,
         } = s;
         world.hash_shared(&mut h);
         server_pc.hash(&mut h);
         drops.hash(&mut h);
+        drops_for.is_some().hash(&mut h);
         let mut parts = Vec::new();
         for group in &self.groups {
             parts.clear();
@@ -81,6 +84,8 @@ impl Symmetry {
                 let mut ch = build.build_hasher();
                 world.hash_client(c, &mut ch);
                 client_pc[c].hash(&mut ch);
+                notices.get(c).hash(&mut ch);
+                (*drops_for == Some(c as u8)).hash(&mut ch);
                 ch.finish()
             }));
             parts.sort_unstable();

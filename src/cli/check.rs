@@ -3,10 +3,10 @@
 
 use mcp_streamable::check::fleet::FleetFile;
 use mcp_streamable::check::{
-    memory, replay, run_search, CheckModel, Diagram, Expectation, Interrupt, Limit, Limits, Order,
-    Progress, Scenario, Search, Trace, Verdict,
+    memory, replay, run_search, CheckModel, Diagram, Expectation, Interrupt, Limit, Limits,
+    NotifyReach, Order, Progress, Scenario, Search, Trace, Verdict,
 };
-use mcp_streamable::sim::Naming;
+use mcp_streamable::sim::{Clocks, Naming};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,6 +58,22 @@ pub struct CheckArgs {
     /// verdicts; for cross-checks).
     #[arg(long)]
     arrival_naming: bool,
+    /// Turn the partial-order reduction off: an idle client's next step is
+    /// then explored at every point of the others' lives, not once (more
+    /// states, the same verdicts; for cross-checks). It acts only on models
+    /// with a clock per component.
+    #[arg(long)]
+    no_reduction: bool,
+    /// Run every model under these clocks, whatever it says: `global` (one
+    /// clock) or `per-component` (a clock per client and one for the
+    /// server, which the reduction needs).
+    #[arg(long, value_name = "CLOCKS")]
+    clocks: Option<String>,
+    /// Run every model with its `notify` steps reaching sessions this way,
+    /// whatever it says: `atomic` or `per-session` (which the reduction
+    /// needs when the server's script has `notify`).
+    #[arg(long, value_name = "REACH")]
+    notify: Option<String>,
     /// Seed of `--search simulation`.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -180,7 +196,30 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             } else {
                 Naming::ByExchange
             };
-            let model = model.with_symmetry(!args.no_symmetry).with_naming(naming);
+            let mut model = model
+                .with_symmetry(!args.no_symmetry)
+                .with_naming(naming)
+                .with_reduction(!args.no_reduction);
+            if let Some(clocks) = &args.clocks {
+                model = model.with_clocks(match clocks.as_str() {
+                    "global" => Clocks::Global,
+                    "per-component" | "per_component" => Clocks::PerComponent,
+                    other => {
+                        return Err(format!(
+                            "--clocks {other}: expected global or per-component"
+                        ))
+                    }
+                });
+            }
+            if let Some(notify) = &args.notify {
+                model = model.with_notify(match notify.as_str() {
+                    "atomic" => NotifyReach::Atomic,
+                    "per-session" | "per_session" => NotifyReach::PerSession,
+                    other => {
+                        return Err(format!("--notify {other}: expected atomic or per-session"))
+                    }
+                });
+            }
             jobs.push((scenario, e, model));
         }
     }

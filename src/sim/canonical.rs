@@ -18,8 +18,10 @@ impl World {
             clients,
             server,
             now,
+            client_clocks: _, // each client's, in its part
             links: _,
             by_server: _,
+            session_owner: _, // follows from the history
             client_events,
             outcomes: _,
             server_pending,
@@ -40,6 +42,7 @@ impl World {
     /// Hashes client `c`'s own part, with nothing in it that names `c`.
     pub fn hash_client<H: Hasher>(&self, c: usize, h: &mut H) {
         self.clients[c].hash(h);
+        self.client_clocks.get(c).hash(h);
         let (lo, hi) = (
             Self::world_http(c, HttpId(0)),
             Self::world_http(c + 1, HttpId(0)),

@@ -7,6 +7,7 @@
 //! checker choose every delivery, drop and tick.
 
 mod canonical;
+mod clocks;
 mod fleet;
 mod naming;
 mod net;
@@ -14,6 +15,7 @@ mod servers;
 mod store_links;
 mod world;
 
+pub use clocks::Clocks;
 pub use fleet::{Fleet, StoreTiming};
 pub use naming::Naming;
 pub use net::{deliveries, Delivery, Link};

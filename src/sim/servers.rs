@@ -84,6 +84,13 @@ pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
     /// Sessions of the session era server `at` knows, in id order.
     fn named_sessions(&self, at: usize) -> Vec<SessionId>;
 
+    /// The session exchange `http` (a server id) belongs to, when the
+    /// server side can say (one endpoint; a fleet's world does not ask).
+    fn route(&self, http: HttpId) -> Option<SessionId> {
+        let _ = http;
+        None
+    }
+
     /// Messages the servers still hold for a stream, by session (the
     /// monitor's end-of-run check tells held from lost).
     fn queued(&self) -> Vec<(String, MsgKey)>;
@@ -156,6 +163,10 @@ impl Servers for ServerEndpoint {
 
     fn named_sessions(&self, _at: usize) -> Vec<SessionId> {
         self.named_session_ids().cloned().collect()
+    }
+
+    fn route(&self, http: HttpId) -> Option<SessionId> {
+        ServerEndpoint::route(self, http).cloned()
     }
 
     fn queued(&self) -> Vec<(String, MsgKey)> {

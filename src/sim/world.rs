@@ -4,6 +4,7 @@
 //! [`Monitor`]. [`Pair`] is a world with one client; the model checker
 //! explores worlds with several.
 
+use super::clocks::Clocks;
 use super::naming::Naming;
 use super::net::{deliveries, Delivery, Link};
 use super::servers::Servers;
@@ -55,6 +56,9 @@ pub struct PairConfig {
     /// How the server names the exchanges and sessions requests open (the
     /// checker: [`Naming::ByExchange`]).
     pub naming: Naming,
+    /// One clock, or one per component ([`Clocks`]: the checker's
+    /// partial-order reduction needs the latter).
+    pub clocks: Clocks,
 }
 
 /// What the applications' list-change notifications and broadcasts say
@@ -87,6 +91,7 @@ impl Default for PairConfig {
             record_events: true,
             count_list_changes: false,
             naming: Naming::Arrival,
+            clocks: Clocks::Global,
         }
     }
 }
@@ -99,12 +104,20 @@ pub struct World<S = ServerEndpoint> {
     pub clients: Vec<Shared<ClientSession>>,
     /// The server side.
     pub server: S,
-    /// The current time.
+    /// The current time: everybody's under [`Clocks::Global`], the server
+    /// side's under [`Clocks::PerComponent`].
     pub now: Instant,
+    /// Each client's clock under [`Clocks::PerComponent`]; empty under one
+    /// clock ([`World::client_now`]).
+    pub client_clocks: Vec<Instant>,
     /// Exchanges by the client's id (unique across clients).
     pub links: BTreeMap<HttpId, Shared<Link>>,
     /// Server exchange id → client exchange id.
     pub by_server: BTreeMap<HttpId, HttpId>,
+    /// The client whose request each session was routed from first (the
+    /// `initialize` that minted it): the checker's reduction asks whose a
+    /// session is. Follows from the history, so it is not hashed.
+    pub session_owner: BTreeMap<SessionId, usize>,
     /// Everything the client applications were told, in order (when recorded).
     pub client_events: Vec<ClientEvent>,
     /// Requests each client sent, and whether the application got an outcome.
@@ -225,8 +238,13 @@ impl<S: Servers> World<S> {
             clients,
             server,
             now: Instant::ZERO,
+            client_clocks: match config.clocks {
+                Clocks::Global => Vec::new(),
+                Clocks::PerComponent => vec![Instant::ZERO; config.clients.max(1)],
+            },
             links: BTreeMap::new(),
             by_server: BTreeMap::new(),
+            session_owner: BTreeMap::new(),
             client_events: Vec::new(),
             outcomes: BTreeMap::new(),
             server_pending: Vec::new(),
@@ -271,7 +289,7 @@ impl<S: Servers> World<S> {
             "capabilities": {},
             "clientInfo": {"name": "sim", "version": "0"}
         }));
-        let now = self.now;
+        let now = self.client_now(c);
         let id = self.clients.get_mut(c)?.initialize(params, now).ok()?;
         self.outcomes.insert((c, id.clone()), false);
         self.pump();
@@ -285,11 +303,17 @@ impl<S: Servers> World<S> {
 
     /// Client `c` sends a `tools/call`; `None` if it is not ready.
     pub fn call_on(&mut self, c: usize, tool: &str) -> Option<RequestId> {
-        let n = self.outcomes.len();
+        // Numbered among this client's own requests: a count of every
+        // client's would make one client's call depend on the others' steps.
+        let n = self
+            .outcomes
+            .range((c, RequestId::Num(i64::MIN))..)
+            .take_while(|((d, _), _)| *d == c)
+            .count();
         let params = RawJson::from(serde_json::json!({
             "name": tool, "arguments": {}, "_meta": {"progressToken": n}
         }));
-        let now = self.now;
+        let now = self.client_now(c);
         let id = self
             .clients
             .get_mut(c)?
@@ -398,6 +422,22 @@ impl<S: Servers> World<S> {
         self.server_notify_in(&sid, method, cause)
     }
 
+    /// The application notifies every session of the session era that
+    /// client `c`'s requests opened (a broadcast reaching `c`'s sessions on
+    /// its own, [`crate::check`]'s `notify` per session); how many.
+    pub fn server_notify_sessions_of(&mut self, c: usize, method: &str) -> usize {
+        let sessions: Vec<SessionId> = self
+            .server
+            .named_sessions(0)
+            .into_iter()
+            .filter(|sid| self.session_owner.get(sid) == Some(&c))
+            .collect();
+        for sid in &sessions {
+            self.server_notify_in(sid, method, Cause::Unrelated);
+        }
+        sessions.len()
+    }
+
     /// The server application sends a notification in session `sid` (on
     /// the server running the request it is caused by, if any).
     pub fn server_notify_in(&mut self, sid: &SessionId, method: &str, cause: Cause) -> bool {
@@ -440,7 +480,7 @@ impl<S: Servers> World<S> {
     /// Client `c` listens for tool list changes (modern era); `None` if it
     /// cannot now.
     pub fn listen_on(&mut self, c: usize) -> Option<crate::client::ListenId> {
-        let now = self.now;
+        let now = self.client_now(c);
         let filter = crate::server::modern::ListenFilter {
             tools: true,
             ..Default::default()
@@ -468,7 +508,7 @@ impl<S: Servers> World<S> {
 
     /// Client `c`'s application cancels its request `id`.
     pub fn cancel_on(&mut self, c: usize, id: &RequestId) {
-        let now = self.now;
+        let now = self.client_now(c);
         if let Some(x) = self.clients.get_mut(c) {
             let _ = x.cancel(id, now);
         }
@@ -524,7 +564,7 @@ impl<S: Servers> World<S> {
 
     /// Fires a client's scheduling point on exchange `ch` (`handle_foreground_step`).
     pub fn fire_client(&mut self, ch: HttpId) -> bool {
-        let now = self.now;
+        let now = self.client_now(<World>::owner(ch));
         let fired = self
             .clients
             .get_mut(<World>::owner(ch))
@@ -576,8 +616,10 @@ impl<S: Servers> World<S> {
             clients,
             server,
             now,
+            client_clocks,
             links,
             by_server,
+            session_owner: _,
             client_events,
             outcomes,
             server_pending,
@@ -593,6 +635,7 @@ impl<S: Servers> World<S> {
             if !client.has_output() {
                 continue; // untouched: it stays shared with the states it came from
             }
+            let client_now = client_clocks.get(c).copied().unwrap_or(now);
             progressed |=
                 client.drain_observed(c, &mut observe, |client, out, observe| match out {
                     ClientOutput::Transmit(t) => {
@@ -609,8 +652,11 @@ impl<S: Servers> World<S> {
                     ClientOutput::Event(e) => {
                         match &e {
                             ClientEvent::ServerRequest { id, .. } if config.client_auto_respond => {
-                                let _ =
-                                    client.respond(id.clone(), Ok(RawJson::empty_object()), now);
+                                let _ = client.respond(
+                                    id.clone(),
+                                    Ok(RawJson::empty_object()),
+                                    client_now,
+                                );
                             }
                             ClientEvent::Response { id, .. }
                             | ClientEvent::Failed { id, .. }
@@ -680,6 +726,9 @@ impl<S: Servers> World<S> {
         };
         link.server_http = Some(http);
         self.by_server.insert(http, ch);
+        if let Some(sid) = self.server.route(http) {
+            self.session_owner.entry(sid).or_insert(<World>::owner(ch));
+        }
         self.observe(&Observation::request(http, &head, &body));
         self.pump();
         true
@@ -696,8 +745,8 @@ impl<S: Servers> World<S> {
         let Some(item) = link.to_client.pop_front() else {
             return false;
         };
-        let now = self.now;
         let (c, h) = (<World>::owner(ch), <World>::local(ch));
+        let now = self.client_now(c);
         match item {
             Delivery::Head(head) => self.clients[c].handle_response_head(h, head, now),
             Delivery::Body(b) => {
@@ -748,7 +797,7 @@ impl<S: Servers> World<S> {
             client: <World>::owner(ch),
             http: <World>::local(ch),
         });
-        let now = self.now;
+        let now = self.client_now(<World>::owner(ch));
         if let Some(c) = self.clients.get_mut(<World>::owner(ch)) {
             c.handle_http_closed(<World>::local(ch), now);
         }
@@ -831,17 +880,89 @@ impl<S: Servers> World<S> {
             .min()
     }
 
-    /// Advances time by `ms`, firing due timers everywhere.
+    /// Advances time by `ms` on every clock, firing due timers everywhere.
     pub fn advance(&mut self, ms: u64) {
-        self.now = self.now + Duration::from_millis(ms);
-        let now = self.now;
-        for c in &mut self.clients {
-            if c.poll_timeout().is_some_and(|(at, _)| at <= now) {
-                c.handle_timeout(now);
+        let by = Duration::from_millis(ms);
+        self.now = self.now + by;
+        for clock in &mut self.client_clocks {
+            *clock = *clock + by;
+        }
+        for (c, client) in self.clients.iter_mut().enumerate() {
+            let now = self.client_clocks.get(c).copied().unwrap_or(self.now);
+            if client.poll_timeout().is_some_and(|(at, _)| at <= now) {
+                client.handle_timeout(now);
             }
         }
+        self.server.handle_timeout(self.now);
+        self.pump();
+    }
+
+    /// Client `c`'s time: its own clock under [`Clocks::PerComponent`],
+    /// everybody's under [`Clocks::Global`].
+    pub fn client_now(&self, c: usize) -> Instant {
+        self.client_clocks.get(c).copied().unwrap_or(self.now)
+    }
+
+    /// The latest time any clock shows (a counterexample's time column).
+    pub fn latest_now(&self) -> Instant {
+        self.client_clocks
+            .iter()
+            .copied()
+            .chain([self.now])
+            .max()
+            .unwrap_or(self.now)
+    }
+
+    /// Client `c`'s next deadline, on its own clock.
+    pub fn client_deadline(&self, c: usize) -> Option<Instant> {
+        self.clients.get(c)?.poll_timeout().map(|(t, _)| t)
+    }
+
+    /// Under [`Clocks::PerComponent`]: client `c`'s clock jumps to its next
+    /// deadline and its due timers fire; nobody else's. Whether it had one.
+    pub fn tick_client(&mut self, c: usize) -> bool {
+        let Some(at) = self.client_deadline(c) else {
+            return false;
+        };
+        let Some(clock) = self.client_clocks.get_mut(c) else {
+            return false;
+        };
+        *clock = (*clock).max(at);
+        let now = *clock;
+        self.clients[c].handle_timeout(now);
+        self.pump();
+        true
+    }
+
+    /// Under [`Clocks::PerComponent`]: time passes for client `c` up to
+    /// just before its next deadline, firing nothing (what one clock would
+    /// do when another component's timer fires first). Whether it moved.
+    pub fn idle_client(&mut self, c: usize) -> bool {
+        let Some(at) = self.client_deadline(c) else {
+            return false;
+        };
+        let Some(clock) = self.client_clocks.get_mut(c) else {
+            return false;
+        };
+        let before = at.saturating_sub(Duration::from_millis(1));
+        if before <= *clock {
+            return false;
+        }
+        *clock = before;
+        true
+    }
+
+    /// Under [`Clocks::PerComponent`]: the server side's clock jumps to its
+    /// next deadline and its due timers fire. Whether it had one.
+    pub fn tick_server(&mut self) -> bool {
+        let Some(at) = self.server.poll_timeout() else {
+            return false;
+        };
+        self.now = self.now.max(at);
+        let now = self.now;
         self.server.handle_timeout(now);
         self.pump();
+        true
     }
 
     /// Drives to quiescence, jumping time to each next deadline, for at most

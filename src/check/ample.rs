@@ -1,0 +1,120 @@
+//! The checker's partial-order reduction: ample sets of one client's
+//! component.
+//!
+//! A *component* is a client with everything that is its own: its script
+//! steps, its clock's steps, the deliveries, drops and scheduling points of
+//! its exchanges, the application's answers to its sessions' requests, and
+//! the `notify`s reaching its sessions. Two components touch disjoint parts
+//! of the state (different client cores, links, server sessions and monitor
+//! sides), so their steps commute, and none can enable or disable a step of
+//! another. From a state where that holds, exploring the enabled steps of
+//! one component (plus the server application's next `notify`, the one
+//! step outside any component that can enable a component's step) loses
+//! no reachable violation and no reachable end state: a violation is sticky
+//! and part of the state, and the state graph is acyclic (every step
+//! consumes a script step, a message, a budget or a deadline), so a path
+//! that runs the component's step later reaches a state with the same
+//! violation when it runs first (`docs/reduction.md`).
+//!
+//! The independence holds only where the model keeps components apart, so
+//! the reduction acts only when all of these do:
+//! - a clock per component ([`Clocks::PerComponent`]): under one clock, a
+//!   tick moves the time every step sets deadlines from;
+//! - the server's timers cannot fire within the time bound (they would
+//!   touch every session at once);
+//! - the server script's steps left are `notify`s reaching each client's
+//!   sessions on their own ([`NotifyReach::PerSession`]); the others act on
+//!   "the oldest call" or every session in one step;
+//! - the drops are reserved for one client ([`Action::ReserveDrops`]): one
+//!   budget shared by all makes every drop disable the others;
+//! - no `gets_max` bound (B5 excuses GETs after a fault anywhere).
+//!
+//! What it costs: counterexamples may be longer than the shortest. `check`
+//! searches again without the reduction when it finds one ([`super::run`]).
+//! The independence is tested, not only argued: `tests/reductions.rs` steps
+//! every component's enabled actions against every other enabled action in
+//! every state of several models, both orders, and compares verdicts with
+//! the reduction on and off on every bundled model.
+
+use super::model::{Action, CheckModel, State};
+use super::scenario::{NotifyReach, ServerStep};
+use crate::server::SessionConfig;
+use crate::sim::{Clocks, World};
+
+impl CheckModel {
+    /// Whether the reduction can act on this model at all: asked for, a
+    /// clock per component, no `gets_max`, and server timers that cannot
+    /// fire within the time bound (the checker turns the rest off).
+    pub fn reduces(&self) -> bool {
+        let b = &self.scenario.bounds;
+        self.reduction
+            && self.scenario.settings.clocks == Clocks::PerComponent
+            && b.gets_max.is_none()
+            && b.time_ms < SessionConfig::default().held_ttl_ms
+    }
+
+    /// The component (a client index) whose enabled actions, with the
+    /// server's next `notify`, are explored alone from `s`: the first one
+    /// with an enabled action. `None`: every enabled action is.
+    pub fn ample_component(&self, s: &State, all: &[Action]) -> Option<usize> {
+        if !self.components_apart(s, all) {
+            return None;
+        }
+        let mut counts = vec![0usize; s.client_pc.len()];
+        for a in all {
+            if let Some(c) = self.component_of(s, a) {
+                counts[c] += 1;
+            }
+        }
+        // The first component with something to do: the same one until it
+        // is done or waits on another's step, so each component runs in
+        // one stretch instead of the choice going back and forth (which
+        // would let the interleavings back in).
+        let (c, n) = counts.iter().enumerate().find(|(_, n)| **n > 0)?;
+        let outside = all.len() - n - usize::from(all.contains(&Action::ServerStep));
+        (outside > 0).then_some(c)
+    }
+
+    /// Whether, in `s` with `all` enabled, the components are apart: the
+    /// reduction's conditions hold (module docs), and every enabled action
+    /// but the server's next `notify` belongs to a component.
+    pub fn components_apart(&self, s: &State, all: &[Action]) -> bool {
+        if !self.reduces() || self.must_reserve_drops(s) {
+            return false;
+        }
+        let script = &self.scenario.server;
+        let per_session = self.scenario.settings.notify == NotifyReach::PerSession;
+        let rest = &script[usize::from(s.server_pc).min(script.len())..];
+        rest.iter()
+            .all(|step| *step == ServerStep::Notify && per_session)
+            && all
+                .iter()
+                .all(|a| *a == Action::ServerStep || self.component_of(s, a).is_some())
+    }
+
+    /// The client whose component `a` belongs to in `s`; `None` for a step
+    /// of the whole server side (a server script step, a server tick, the
+    /// drops' reservation) or one nobody owns.
+    pub fn component_of(&self, s: &State, a: &Action) -> Option<usize> {
+        let w = &s.world;
+        match a {
+            Action::ClientStep { client }
+            | Action::TickClient { client }
+            | Action::Idle { client }
+            | Action::NotifySession { client } => Some(*client),
+            Action::DeliverRequest { http }
+            | Action::DeliverNext { http }
+            | Action::Drop { http, .. }
+            | Action::ServerNotices { http }
+            | Action::ClientSchedule { http } => Some(World::owner(*http)),
+            Action::ServerSchedule { http, .. } => {
+                w.by_server.get(http).map(|ch| World::owner(*ch))
+            }
+            Action::ServerRespond { session, .. } => w.session_owner.get(session).copied(),
+            Action::ServerStep
+            | Action::Tick
+            | Action::TickServer
+            | Action::ReserveDrops { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! The partial-order reduction is sound (`src/check/ample.rs`): where it
+//! says the clients' components are apart, they are, in every state of
+//! several models, checked by stepping both orders; a relation that is
+//! wrong (a drop budget shared by all clients, a `notify` reaching every
+//! session in one step) is caught by the same check; and on every bundled
+//! model, the reduction keeps every verdict and counterexample length while
+//! it explores fewer states.
+
+#![cfg(feature = "check")]
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use mcp_streamable::check::{
+    run_search, Action, CheckModel, Limits, NotifyReach, Outcome, Scenario, Search, State,
+};
+use mcp_streamable::sim::Clocks;
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+
+fn bundled() -> Vec<Scenario> {
+    Scenario::load_dir(Path::new("models"))
+        .expect("models load")
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect()
+}
+
+fn scenario(name: &str) -> Scenario {
+    bundled()
+        .into_iter()
+        .find(|s| s.name == name)
+        .expect("bundled")
+}
+
+/// `name`'s pair under a clock per component, `notify` per session.
+fn apart(name: &str, server: &str, client: &str) -> CheckModel {
+    CheckModel::new(scenario(name), server, client)
+        .expect("presets")
+        .with_clocks(Clocks::PerComponent)
+        .with_notify(NotifyReach::PerSession)
+}
+
+/// The enabled actions of component `c` in `s`, under `owner`.
+fn of(
+    all: &[Action],
+    c: usize,
+    s: &State,
+    owner: &dyn Fn(&State, &Action) -> Option<usize>,
+) -> Vec<Action> {
+    all.iter()
+        .filter(|a| owner(s, a) == Some(c))
+        .cloned()
+        .collect()
+}
+
+fn enabled(m: &CheckModel, s: &State) -> Vec<Action> {
+    let mut all = Vec::new();
+    m.all_enabled(s, &mut all);
+    all
+}
+
+/// A pair of steps that `owner` says are independent and are not: one
+/// disables, enables or changes the other, or the two orders end apart.
+#[derive(Debug)]
+struct Dependent {
+    mine: Action,
+    other: Action,
+    what: &'static str,
+}
+
+/// Every state of `m` (unreduced, at most `max` states) where `apart`
+/// holds: for every component, every action of another component (or of
+/// nobody, but the server's `notify`) leaves the component's enabled
+/// actions as they were and commutes with each of them. How many states
+/// were checked, or the first dependent pair.
+fn check_independence(
+    m: &CheckModel,
+    max: usize,
+    apart: &dyn Fn(&State, &[Action]) -> bool,
+    owner: &dyn Fn(&State, &Action) -> Option<usize>,
+) -> Result<usize, Dependent> {
+    let unreduced = m.clone().with_reduction(false);
+    let mut seen = HashSet::new();
+    let mut queue = VecDeque::from([m.initial()]);
+    let mut checked = 0;
+    while let Some(s) = queue.pop_front() {
+        if seen.len() >= max {
+            break;
+        }
+        if !seen.insert(unreduced.fingerprint(&s)) {
+            continue;
+        }
+        let all = enabled(m, &s);
+        if apart(&s, &all) && s.world.monitor.violations().is_empty() {
+            checked += 1;
+            for c in 0..s.client_pc.len() {
+                let mine = of(&all, c, &s, owner);
+                for other in all
+                    .iter()
+                    .filter(|b| **b != Action::ServerStep && owner(&s, b) != Some(c))
+                {
+                    let Some(after_other) = m.step(&s, other) else {
+                        continue;
+                    };
+                    let now_mine = of(&enabled(m, &after_other), c, &after_other, owner);
+                    if let Some(changed) = mine
+                        .iter()
+                        .find(|a| !now_mine.contains(a))
+                        .or_else(|| now_mine.iter().find(|a| !mine.contains(a)))
+                    {
+                        return Err(Dependent {
+                            mine: changed.clone(),
+                            other: other.clone(),
+                            what: "disables or enables a step of the component",
+                        });
+                    }
+                    for a in &mine {
+                        let (Some(ab), Some(ba)) = (
+                            m.step(&s, a).and_then(|t| m.step(&t, other)),
+                            m.step(&after_other, a),
+                        ) else {
+                            return Err(Dependent {
+                                mine: a.clone(),
+                                other: other.clone(),
+                                what: "one order cannot be taken",
+                            });
+                        };
+                        let clean = ab.world.monitor.violations().is_empty()
+                            && ba.world.monitor.violations().is_empty();
+                        if clean && ab != ba {
+                            return Err(Dependent {
+                                mine: a.clone(),
+                                other: other.clone(),
+                                what: "the two orders end in different states",
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        for a in &all {
+            if let Some(t) = m.step(&s, a) {
+                queue.push_back(t);
+            }
+        }
+    }
+    Ok(checked)
+}
+
+fn checked(m: &CheckModel, max: usize) -> usize {
+    check_independence(m, max, &|s, all| m.components_apart(s, all), &|s, a| {
+        m.component_of(s, a)
+    })
+    .unwrap_or_else(|d| {
+        panic!(
+            "{}: {}: {:?} against {:?}",
+            m.scenario.name, d.what, d.mine, d.other
+        )
+    })
+}
+
+#[test]
+fn components_are_independent_wherever_the_reduction_says_so() {
+    // Two clients with different scripts (a drop, notifications, a call),
+    // three interchangeable ones, and a session-era client beside a modern
+    // one: every state each holds (or the first 30,000).
+    for (name, least) in [
+        ("two_clients", 5_000),
+        ("three_clients", 10_000),
+        ("two_eras_notifications", 1_000),
+    ] {
+        let m = apart(name, "FIXED", "FIXED");
+        let n = checked(&m, 30_000);
+        assert!(
+            n >= least,
+            "{name}: only {n} states where components are apart"
+        );
+    }
+    // A buggy server keeps its sessions apart too.
+    let n = checked(&apart("two_clients", "RMCP_3_9", "FIXED"), 10_000);
+    assert!(n >= 1_000, "{n}");
+}
+
+#[test]
+fn a_drop_budget_shared_by_all_clients_is_caught_as_dependent() {
+    // Without the reservation, a drop of one client's exchange spends the
+    // budget another client's drop needs: the check must see it.
+    let mut two = scenario("two_clients");
+    two.bounds.drops = 1;
+    let m = CheckModel::new(two, "FIXED", "FIXED")
+        .expect("presets")
+        .with_clocks(Clocks::PerComponent)
+        .with_notify(NotifyReach::PerSession);
+    let r = check_independence(
+        &m.clone().with_reduction(false),
+        30_000,
+        &|s, all| {
+            all.iter()
+                .all(|a| *a == Action::ServerStep || m.component_of(s, a).is_some())
+        },
+        &|s, a| m.component_of(s, a),
+    );
+    let d = r.expect_err("a shared budget is a dependency");
+    assert!(
+        matches!(d.other, Action::Drop { .. }) || matches!(d.mine, Action::Drop { .. }),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn a_notify_reaching_every_session_at_once_is_caught_as_dependent() {
+    // Claim that an atomic `notify` belongs to client 0: it writes into
+    // every session, so another client's steps do not commute with it.
+    let m = CheckModel::new(scenario("two_clients"), "FIXED", "FIXED")
+        .expect("presets")
+        .with_clocks(Clocks::PerComponent);
+    let owner = |s: &State, a: &Action| match a {
+        Action::ServerStep => Some(0),
+        _ => m.component_of(s, a),
+    };
+    let r = check_independence(
+        &m,
+        30_000,
+        &|s, all| {
+            (s.drops_for.is_some() || m.scenario.bounds.drops == 0)
+                && all.iter().all(|a| owner(s, a).is_some())
+        },
+        &owner,
+    );
+    let d = r.expect_err("an atomic notify touches every session");
+    // Caught where it first shows: a session of another client enables it,
+    // or it does not commute with another client's steps.
+    assert!(
+        d.mine == Action::ServerStep || d.other == Action::ServerStep,
+        "{d:?}"
+    );
+}
+
+fn search(m: &CheckModel) -> Outcome {
+    let out = run_search(m, Limits::new(2), Search::Bfs, |_| {});
+    assert!(out.exhaustive(), "{}", m.scenario.name);
+    out
+}
+
+fn verdict(o: &Outcome) -> Option<(&'static str, usize)> {
+    o.counterexample
+        .as_ref()
+        .map(|c| (c.violation.id, c.steps.len()))
+}
+
+#[test]
+fn the_reduction_keeps_every_verdict_and_counterexample_length() {
+    let (mut compared, mut folded) = (0, 0);
+    for s in bundled() {
+        // lifecycle is the biggest (one client: nothing to fold);
+        // `check --clocks per-component --notify per-session` with and
+        // without `--no-reduction` compares it by hand (docs/reduction.md).
+        if s.name == "lifecycle" {
+            continue;
+        }
+        for e in &s.expect {
+            let m = CheckModel::for_expectation(&s, e)
+                .expect("presets")
+                .with_clocks(Clocks::PerComponent)
+                .with_notify(NotifyReach::PerSession);
+            let label = format!("{} {} x {}", s.name, e.server, e.client);
+            let (on, off) = (search(&m), search(&m.clone().with_reduction(false)));
+            assert_eq!(verdict(&on), verdict(&off), "{label}");
+            if off.counterexample.is_none() {
+                assert!(
+                    on.states <= off.states,
+                    "{label}: {} > {}",
+                    on.states,
+                    off.states
+                );
+                if on.states * 3 <= off.states {
+                    folded += 1;
+                }
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared >= 30, "{compared} pairs compared");
+    assert!(folded >= 3, "{folded} models at least 3x smaller reduced");
+}
