@@ -6,21 +6,16 @@
 
 #![cfg(feature = "check")]
 
+mod check_support;
+
+use check_support::{bundled, verdict};
+
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use mcp_streamable::check::{run_search, Action, CheckModel, Limits, Outcome, Scenario, Search};
+use mcp_streamable::check::{run_search, Action, CheckModel, Limits, Outcome, Search};
 use mcp_streamable::sim::Naming;
-use std::path::Path;
 use std::sync::OnceLock;
-
-fn bundled() -> Vec<Scenario> {
-    Scenario::load_dir(Path::new("models"))
-        .expect("models load")
-        .into_iter()
-        .map(|(_, s)| s)
-        .collect()
-}
 
 /// One bundled pair's run: its label, model, whether it has
 /// interchangeable clients and how many orders of them there are, and the
@@ -73,12 +68,6 @@ fn baselines() -> &'static [Baseline] {
         }
         runs
     })
-}
-
-fn verdict(o: &Outcome) -> Option<(&'static str, usize)> {
-    o.counterexample
-        .as_ref()
-        .map(|c| (c.violation.id, c.steps.len()))
 }
 
 #[test]

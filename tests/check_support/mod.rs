@@ -1,0 +1,39 @@
+//! What the checker's reduction tests share: a run's verdict, and how a
+//! reduced run is held to the run without the reduction.
+#![allow(dead_code)]
+
+use mcp_streamable::check::{Outcome, Scenario};
+use std::path::Path;
+
+/// Every bundled scenario of `models/`.
+pub fn bundled() -> Vec<Scenario> {
+    Scenario::load_dir(Path::new("models"))
+        .expect("models load")
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect()
+}
+
+/// A run's verdict: the violation found and its counterexample's length.
+pub fn verdict(o: &Outcome) -> Option<(&'static str, usize)> {
+    o.counterexample
+        .as_ref()
+        .map(|c| (c.violation.id, c.steps.len()))
+}
+
+/// Asserts that `reduced` agrees with `full`: the same verdict and
+/// counterexample length, and, when neither found a violation, no more
+/// states. Then, `full`'s states over `reduced`'s; `None` when one was found.
+pub fn agrees(label: &str, reduced: &Outcome, full: &Outcome) -> Option<f64> {
+    assert_eq!(verdict(reduced), verdict(full), "{label}");
+    if full.counterexample.is_some() {
+        return None;
+    }
+    assert!(
+        reduced.states <= full.states,
+        "{label}: {} states reduced, {} without",
+        reduced.states,
+        full.states
+    );
+    Some(full.states as f64 / reduced.states.max(1) as f64)
+}
