@@ -254,8 +254,12 @@ fn the_reduction_keeps_every_verdict_and_counterexample_length() {
                 .with_notify(NotifyReach::PerSession);
             let label = format!("{} {} x {}", s.name, e.server, e.client);
             let (on, off) = (search(&m), search(&m.clone().with_reduction(false)));
-            if agrees(&label, &on, &off).is_some_and(|ratio| ratio >= 3.0) {
-                folded += 1;
+            match agrees(&label, &on, &off) {
+                Some(ratio) if ratio >= 3.0 => folded += 1,
+                // The drops' reservation copies the early levels once per
+                // client; where the reduction hardly acts it costs a little.
+                Some(ratio) => assert!(ratio > 0.95, "{label}: {ratio:.3}"),
+                None => {}
             }
             compared += 1;
         }

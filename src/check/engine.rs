@@ -149,7 +149,7 @@ impl Explorable for CheckModel {
         self.scenario.bounds.depth
     }
     fn time_of(&self, s: &State) -> u64 {
-        s.world.now.as_millis()
+        s.world.latest_now().as_millis()
     }
 }
 

@@ -538,6 +538,7 @@ impl CheckModel {
                 }
             }
         }
+        self.forget_finished_clocks(&mut n);
         Some(n)
     }
 

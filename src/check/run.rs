@@ -166,7 +166,7 @@ fn finish(
         let violation = model.violation(&last)?;
         let steps = pairs
             .into_iter()
-            .filter_map(|(s, a)| a.map(|a| (s.world.now.as_millis(), a)))
+            .filter_map(|(s, a)| a.map(|a| (s.world.latest_now().as_millis(), a)))
             .collect();
         Some(Counterexample { steps, violation })
     });

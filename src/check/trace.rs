@@ -203,7 +203,7 @@ pub fn replay(trace: &Trace) -> Result<Replay, TraceError> {
     state.world.log = Some(Vec::new());
     let mut steps = Vec::new();
     for (i, step) in trace.steps.iter().enumerate() {
-        let now = state.world.now.as_millis();
+        let now = state.world.latest_now().as_millis();
         if now != step.at_ms {
             return Err(TraceError::TimeMismatch {
                 step: i,
@@ -220,7 +220,7 @@ pub fn replay(trace: &Trace) -> Result<Replay, TraceError> {
         let observations = next.world.log.replace(Vec::new()).unwrap_or_default();
         steps.push(ReplayedStep {
             at_ms: step.at_ms,
-            after_ms: next.world.now.as_millis(),
+            after_ms: next.world.latest_now().as_millis(),
             action: step.action.clone(),
             observations,
         });

@@ -22,18 +22,14 @@ pub fn verdict(o: &Outcome) -> Option<(&'static str, usize)> {
 }
 
 /// Asserts that `reduced` agrees with `full`: the same verdict and
-/// counterexample length, and, when neither found a violation, no more
-/// states. Then, `full`'s states over `reduced`'s; `None` when one was found.
+/// counterexample length. Then, when neither found a violation, `full`'s
+/// states over `reduced`'s (below 1 where a reduction costs more than it
+/// folds: the partial-order reduction's drop reservation on a model whose
+/// server acts across sessions); `None` when one was found.
 pub fn agrees(label: &str, reduced: &Outcome, full: &Outcome) -> Option<f64> {
     assert_eq!(verdict(reduced), verdict(full), "{label}");
     if full.counterexample.is_some() {
         return None;
     }
-    assert!(
-        reduced.states <= full.states,
-        "{label}: {} states reduced, {} without",
-        reduced.states,
-        full.states
-    );
     Some(full.states as f64 / reduced.states.max(1) as f64)
 }
