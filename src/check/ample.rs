@@ -31,7 +31,7 @@
 //!
 //! What it costs: counterexamples may be longer than the shortest. `check`
 //! searches again without the reduction when it finds one ([`super::run`]).
-//! The independence is tested, not only argued: `tests/reductions.rs` steps
+//! The independence is tested, not only argued: `tests/ample_sets.rs` steps
 //! every component's enabled actions against every other enabled action in
 //! every state of several models, both orders, and compares verdicts with
 //! the reduction on and off on every bundled model.
@@ -53,11 +53,7 @@ fn is_quiet(w: &World, c: usize) -> bool {
     {
         return false;
     }
-    let (lo, hi) = (
-        World::world_http(c, crate::ids::HttpId(0)),
-        World::world_http(c + 1, crate::ids::HttpId(0)),
-    );
-    w.links.range(lo..hi).all(|(_, link)| link.client_gone)
+    w.links_of(c).all(|(_, link)| link.client_gone)
 }
 
 impl CheckModel {

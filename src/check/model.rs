@@ -371,7 +371,7 @@ impl CheckModel {
     /// clock per component, each client's tick and idle step and the
     /// server's tick, for deadlines within the time bound.
     fn time_steps(&self, w: &World, out: &mut Vec<Action>) {
-        let within = |t: crate::time::Instant| t.as_millis() <= self.bounds().time_ms;
+        let within = |t: crate::time::Instant| self.within_time(t);
         if w.client_clocks.is_empty() {
             if w.next_timeout().is_some_and(within) {
                 out.push(Action::Tick);
@@ -389,6 +389,11 @@ impl CheckModel {
         if w.server.poll_timeout().is_some_and(|(t, _)| within(t)) {
             out.push(Action::TickServer);
         }
+    }
+
+    /// Whether a deadline at `t` may fire within the model's time bound.
+    fn within_time(&self, t: crate::time::Instant) -> bool {
+        t.as_millis() <= self.bounds().time_ms
     }
 
     /// Applies `action` to a copy of `s`; `None` if it is not enabled.
@@ -498,13 +503,13 @@ impl CheckModel {
             }
             Action::TickClient { client } => {
                 let due = w.client_deadline(*client)?;
-                if due.as_millis() > self.bounds().time_ms || !w.tick_client(*client) {
+                if !self.within_time(due) || !w.tick_client(*client) {
                     return None;
                 }
             }
             Action::Idle { client } => {
                 let due = w.client_deadline(*client)?;
-                if due.as_millis() > self.bounds().time_ms || !w.idle_client(*client) {
+                if !self.within_time(due) || !w.idle_client(*client) {
                     return None;
                 }
             }
@@ -523,7 +528,7 @@ impl CheckModel {
             }
             Action::TickServer => {
                 let (due, _) = w.server.poll_timeout()?;
-                if due.as_millis() > self.bounds().time_ms || !w.tick_server() {
+                if !self.within_time(due) || !w.tick_server() {
                     return None;
                 }
             }

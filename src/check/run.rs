@@ -90,8 +90,8 @@ pub fn run_search(
             if out.counterexample.is_none() || !model.reduces() || out.order != Order::Bfs {
                 return out;
             }
-            // The reduction takes an idle client's step early, so its
-            // counterexample may be longer than the shortest: breadth first
+            // The reduction runs one client's component ahead of the others,
+            // so its counterexample may be longer than the shortest: breadth first
             // without it finds a shortest one (every state the reduced search
             // reached is reachable, so it finds one), stopping there.
             let full = engine::explore(&model.clone().with_reduction(false), limits, &mut progress);

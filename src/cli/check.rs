@@ -58,10 +58,10 @@ pub struct CheckArgs {
     /// verdicts; for cross-checks).
     #[arg(long)]
     arrival_naming: bool,
-    /// Turn the partial-order reduction off: an idle client's next step is
-    /// then explored at every point of the others' lives, not once (more
-    /// states, the same verdicts; for cross-checks). It acts only on models
-    /// with a clock per component.
+    /// Turn the partial-order reduction off: every client's steps are then
+    /// interleaved with every other client's, not run one client at a time
+    /// (more states, the same verdicts; for cross-checks). It acts only on
+    /// models with a clock per component.
     #[arg(long)]
     no_reduction: bool,
     /// Run every model under these clocks, whatever it says: `global` (one

@@ -8,7 +8,6 @@
 //! a new field cannot silently go unhashed.
 
 use super::world::World;
-use crate::ids::HttpId;
 use std::hash::{Hash, Hasher};
 
 impl World {
@@ -43,11 +42,7 @@ impl World {
     pub fn hash_client<H: Hasher>(&self, c: usize, h: &mut H) {
         self.clients[c].hash(h);
         self.client_clocks.get(c).hash(h);
-        let (lo, hi) = (
-            Self::world_http(c, HttpId(0)),
-            Self::world_http(c + 1, HttpId(0)),
-        );
-        let links = self.links.range(lo..hi);
+        let links = self.links_of(c);
         links.clone().count().hash(h);
         for (ch, link) in links {
             Self::local(*ch).hash(h);

@@ -305,11 +305,7 @@ impl<S: Servers> World<S> {
     pub fn call_on(&mut self, c: usize, tool: &str) -> Option<RequestId> {
         // Numbered among this client's own requests: a count of every
         // client's would make one client's call depend on the others' steps.
-        let n = self
-            .outcomes
-            .range((c, RequestId::Num(i64::MIN))..)
-            .take_while(|((d, _), _)| *d == c)
-            .count();
+        let n = self.outcomes.keys().filter(|(d, _)| *d == c).count();
         let params = RawJson::from(serde_json::json!({
             "name": tool, "arguments": {}, "_meta": {"progressToken": n}
         }));
@@ -585,6 +581,16 @@ impl<S: Servers> World<S> {
                     .map(move |h| <World>::world_http(c, h))
             })
             .collect()
+    }
+
+    /// Client `c`'s exchanges, by world id.
+    pub fn links_of(
+        &self,
+        c: usize,
+    ) -> std::collections::btree_map::Range<'_, HttpId, Shared<Link>> {
+        let lo = <World>::world_http(c, HttpId(0));
+        let hi = <World>::world_http(c + 1, HttpId(0));
+        self.links.range(lo..hi)
     }
 
     /// The client exchange carrying the given server exchange.
