@@ -41,6 +41,19 @@ use super::scenario::{NotifyReach, ServerStep};
 use crate::server::SessionConfig;
 use crate::sim::{Clocks, World};
 
+/// What the reduction explores alone from a state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ample {
+    /// The server script's next `notify`. Per session it only records a
+    /// notice for every client (each delivered later by that client's own
+    /// `NotifySession`): it commutes with every step and nothing disables
+    /// it, so running it first loses no order. The notifies that have not
+    /// happened yet stop multiplying every state of every component.
+    Notify,
+    /// Client `c`'s component: its enabled steps.
+    Component(usize),
+}
+
 /// Whether client `c` of `w` has nothing open, armed or in flight: no
 /// timer, no exchange, no scheduling point, no request unanswered, and every
 /// link of it over for the client.
@@ -68,12 +81,15 @@ impl CheckModel {
             && b.time_ms < SessionConfig::default().held_ttl_ms
     }
 
-    /// The component (a client index) whose enabled actions, with the
-    /// server's next `notify`, are explored alone from `s`: the first one
-    /// with an enabled action. `None`: every enabled action is.
-    pub fn ample_component(&self, s: &State, all: &[Action]) -> Option<usize> {
+    /// What the search explores alone from `s`, where `all` is enabled:
+    /// the server's next `notify` first, then the first component with an
+    /// enabled action. `None`: every enabled action is.
+    pub fn ample(&self, s: &State, all: &[Action]) -> Option<Ample> {
         if !self.components_apart(s, all) {
             return None;
+        }
+        if all.contains(&Action::ServerStep) {
+            return (all.len() > 1).then_some(Ample::Notify);
         }
         let mut counts = vec![0usize; s.client_pc.len()];
         for a in all {
@@ -86,8 +102,7 @@ impl CheckModel {
         // one stretch instead of the choice going back and forth (which
         // would let the interleavings back in).
         let (c, n) = counts.iter().enumerate().find(|(_, n)| **n > 0)?;
-        let outside = all.len() - n - usize::from(all.contains(&Action::ServerStep));
-        (outside > 0).then_some(c)
+        (all.len() > *n).then_some(Ample::Component(c))
     }
 
     /// Whether, in `s` with `all` enabled, the components are apart: the
@@ -119,6 +134,45 @@ impl CheckModel {
             let done = usize::from(s.client_pc[c]) >= self.scenario.clients[c].len();
             if done && is_quiet(&s.world, c) {
                 s.world.client_clocks[c] = crate::time::Instant::ZERO;
+            }
+        }
+    }
+
+    /// Retires every client of `s` that is done for good
+    /// ([`World::retire_client`]): its script is over, it is quiet, no
+    /// notice is owed to it, the server's script is over, and no enabled
+    /// step is its own. Components being apart, no other step can give it
+    /// one again, and no server timer fires within the run (the
+    /// reduction's conditions), so nothing can reach its part any more.
+    /// A drop budget reserved for it is spent: nothing is left to drop.
+    pub(super) fn retire_finished(&self, s: &mut State) {
+        let script_over = usize::from(s.server_pc) >= self.scenario.server.len();
+        if !self.reduces() || !script_over || self.must_reserve_drops(s) {
+            return;
+        }
+        let mut all: Option<Vec<Action>> = None;
+        for c in 0..s.client_pc.len() {
+            let w = &s.world;
+            if w.monitor.is_retired(c)
+                || usize::from(s.client_pc[c]) < self.scenario.clients[c].len()
+                || s.notices.get(c).is_some_and(|n| *n > 0)
+                || !is_quiet(w, c)
+            {
+                continue;
+            }
+            // Other clients' steps stay as they are when `c` retires (their
+            // components are apart from its), so one list serves them all.
+            let all = all.get_or_insert_with(|| {
+                let mut v = Vec::new();
+                self.all_enabled(s, &mut v);
+                v
+            });
+            if all.iter().any(|a| self.component_of(s, a) == Some(c)) {
+                continue;
+            }
+            s.world.retire_client(c);
+            if s.drops_for == u8::try_from(c).ok() {
+                s.drops = self.bounds().drops;
             }
         }
     }

@@ -188,6 +188,14 @@ pub enum Order {
         /// The depth at which the search changed.
         depth: usize,
     },
+    /// Breadth first under the partial-order reduction, which found a
+    /// counterexample; the search without it, for a shortest one, stopped
+    /// at its budget after this many states. The counterexample may be
+    /// longer than the shortest.
+    ReducedBfs {
+        /// States the search without the reduction visited.
+        unreduced_states: usize,
+    },
 }
 
 /// A snapshot for a progress line.

@@ -13,6 +13,7 @@ mod script;
 mod symmetry;
 pub mod trace;
 
+pub use ample::Ample;
 pub use diagram::Diagram;
 pub use engine::{Interrupt, Limit, Limits, Order, Progress};
 pub use model::{Action, CheckModel, State};

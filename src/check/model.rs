@@ -3,6 +3,7 @@
 //! interleaving freely), scripts for the applications, bounded drops, timers
 //! as choices. Invariants come from the shared monitor.
 
+use super::ample::Ample;
 use super::scenario::{Bounds, NotifyReach, Scenario, ServerStep};
 use super::script;
 use super::symmetry::Symmetry;
@@ -185,7 +186,7 @@ impl CheckModel {
         Some(m)
     }
 
-    fn bounds(&self) -> &Bounds {
+    pub(super) fn bounds(&self) -> &Bounds {
         &self.scenario.bounds
     }
 
@@ -280,8 +281,10 @@ impl CheckModel {
     /// reduction finds one ([`super::ample`]), every enabled action otherwise.
     pub fn enabled(&self, s: &State, out: &mut Vec<Action>) {
         self.all_enabled(s, out);
-        if let Some(c) = self.ample_component(s, out) {
-            out.retain(|a| *a == Action::ServerStep || self.component_of(s, a) == Some(c));
+        match self.ample(s, out) {
+            Some(Ample::Notify) => out.retain(|a| *a == Action::ServerStep),
+            Some(Ample::Component(c)) => out.retain(|a| self.component_of(s, a) == Some(c)),
+            None => {}
         }
     }
 
@@ -544,6 +547,7 @@ impl CheckModel {
             }
         }
         self.forget_finished_clocks(&mut n);
+        self.retire_finished(&mut n);
         Some(n)
     }
 
@@ -608,7 +612,7 @@ impl CheckModel {
         if !actions.is_empty() {
             return None;
         }
-        if s.world.next_timeout().is_some() {
+        if s.world.next_timeout().is_some() || s.world.monitor.retired_deadline() {
             // Cut by the time bound, not quiet: a timer would still fire
             // (a resumption, a re-listen), so the end-of-run checks, which
             // judge a run that is over, do not apply.

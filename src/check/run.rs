@@ -66,6 +66,11 @@ pub enum Search {
     },
 }
 
+/// The least budget, in states, of the search for a shortest counterexample
+/// after the reduced search found one (ten times the reduced search's states
+/// when that is more).
+const SHORTEST_STATES_MIN: usize = 1_000_000;
+
 /// Explores `model` breadth-first with `threads` threads up to its depth
 /// bound, within the default memory budget.
 pub fn run(model: &CheckModel, threads: usize) -> Outcome {
@@ -93,15 +98,32 @@ pub fn run_search(
             // The reduction runs one client's component ahead of the others,
             // so its counterexample may be longer than the shortest: breadth first
             // without it finds a shortest one (every state the reduced search
-            // reached is reachable, so it finds one), stopping there.
-            let full = engine::explore(&model.clone().with_reduction(false), limits, &mut progress);
+            // reached is reachable, so it finds one), stopping there. Within a
+            // budget: a deep violation of a big model can lie past millions of
+            // unreduced states, and a search that gave way to depth first
+            // would not find a shortest one either.
+            let budget = SHORTEST_STATES_MIN.max(out.states.saturating_mul(10));
+            let shortest = Limits {
+                states_max: Some(limits.states_max.map_or(budget, |m| m.min(budget))),
+                bfs_memory_max: Some(u64::MAX),
+                ..limits
+            };
+            let full = engine::explore(
+                &model.clone().with_reduction(false),
+                shortest,
+                &mut progress,
+            );
+            let elapsed = out.elapsed + full.elapsed;
             if full.counterexample.is_some() {
-                return Outcome {
-                    elapsed: out.elapsed + full.elapsed,
-                    ..full
-                };
+                return Outcome { elapsed, ..full };
             }
-            out
+            Outcome {
+                elapsed,
+                order: Order::ReducedBfs {
+                    unreduced_states: full.states,
+                },
+                ..out
+            }
         }
         Search::StaterightBfs => {
             let builder = stateright_builder(model, limits.threads);

@@ -295,6 +295,11 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                 out.states, out.depth
             ));
         }
+        if let Order::ReducedBfs { unreduced_states } = out.order {
+            notes.push(format!(
+                "{label}: found under the partial-order reduction; the search without it for a shortest counterexample stopped at its budget ({unreduced_states} states), so this one may not be the shortest"
+            ));
+        }
         if let Order::BfsThenDfs { depth } = out.order {
             notes.push(format!(
                 "{label}: breadth first up to depth {depth}, then depth first (the frontier outgrew half the memory budget){}",
@@ -453,7 +458,7 @@ fn progress_line(label: &str, p: &Progress) -> String {
             .unwrap_or_default(),
         match p.order {
             Order::BfsThenDfs { .. } | Order::Dfs => ", depth first",
-            Order::Bfs => "",
+            Order::Bfs | Order::ReducedBfs { .. } => "",
         }
     )
 }

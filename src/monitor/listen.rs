@@ -49,6 +49,11 @@ impl Owed {
         }
     }
 
+    /// Keeps the debts of the listen streams `keep` names.
+    pub(super) fn retain(&mut self, keep: impl Fn(HttpId) -> bool) {
+        self.0.retain(|h, _| keep(*h));
+    }
+
     /// The client closed `http`: what it did not get is its own loss.
     pub(super) fn closed(&mut self, http: HttpId) {
         self.0.remove(&http);

@@ -528,6 +528,27 @@ impl ServerEndpoint {
         }
     }
 
+    /// Takes session `id` out whole, as if it had never been opened: no
+    /// answer, no event, no admission record. For a model checker whose
+    /// run can never reach the session again (its client is done, and no
+    /// server timer fires within the run): what the session holds can no
+    /// longer decide anything, and states that differ only in it meet.
+    /// Whether it lived here.
+    pub fn forget_session(&mut self, id: &SessionId) -> bool {
+        let Some(s) = self.sessions.remove(id) else {
+            return false;
+        };
+        if s.version().is_modern() {
+            self.stateless -= 1;
+        }
+        if self.admission.0.contains(id) {
+            Arc::make_mut(&mut self.admission.0).remove(id);
+        }
+        self.routes.retain(|_, s| s != id);
+        self.dirty.remove(id);
+        true
+    }
+
     /// Ends the session `id` to make room for others (evicted by a shared
     /// [`Admission`]); whether it lived here.
     pub fn evict(&mut self, id: &SessionId, now: Instant) -> bool {

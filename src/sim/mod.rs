@@ -11,6 +11,7 @@ mod clocks;
 mod fleet;
 mod naming;
 mod net;
+mod retire;
 mod servers;
 mod store_links;
 mod world;

@@ -135,6 +135,16 @@ pub struct World<S = ServerEndpoint> {
     pub(super) config: Shared<PairConfig>,
 }
 
+impl PairConfig {
+    /// Client `c`'s core as it starts: its era (the model's, or its own
+    /// when the model gives clients different eras) and the client policy.
+    pub(super) fn fresh_client(&self, c: usize) -> ClientSession {
+        let era = self.client_eras.get(c).copied().unwrap_or(self.client.era);
+        let client = ClientConfig { era, ..self.client };
+        ClientSession::new(client, self.client_policy)
+    }
+}
+
 /// One client and the server.
 pub type Pair = World;
 
@@ -221,18 +231,7 @@ impl<S: Servers> World<S> {
     /// configuration's server settings are the endpoint's, when it is one).
     pub fn with_servers(config: PairConfig, server: S) -> Self {
         let clients = (0..config.clients.max(1))
-            .map(|c| {
-                let era = config
-                    .client_eras
-                    .get(c)
-                    .copied()
-                    .unwrap_or(config.client.era);
-                let client = ClientConfig {
-                    era,
-                    ..config.client
-                };
-                Shared::new(ClientSession::new(client, config.client_policy))
-            })
+            .map(|c| Shared::new(config.fresh_client(c)))
             .collect();
         World {
             clients,
