@@ -186,7 +186,7 @@ fn fixed_holds_on_random_models() {
 /// caught on at least one (the races are not only in the models we wrote).
 #[test]
 fn buggy_presets_are_caught_on_random_models() {
-    let cases = env("RANDOM_MODELS_CASES", 24);
+    let cases = env("RANDOM_MODELS_CASES", 16);
     // Races show early (breadth first finds them within a few thousand
     // states), so a smaller budget than FIXED's keeps this test quick.
     let budget = env("RANDOM_MODELS_STATES", 20_000) / 4;
@@ -230,7 +230,7 @@ fn buggy_presets_are_caught_on_random_models() {
 fn the_reduction_agrees_on_random_models() {
     use mcp_streamable::check::NotifyReach;
     use mcp_streamable::sim::Clocks;
-    let cases = env("RANDOM_MODELS_CASES", 24);
+    let cases = env("RANDOM_MODELS_CASES", 16);
     let budget = env("RANDOM_MODELS_STATES", 20_000);
     let mut runner = seeded_runner(Config::default());
     let (mut compared, mut folded, mut caught) = (0, 0, 0);
