@@ -186,7 +186,7 @@ fn fixed_holds_on_random_models() {
 /// caught on at least one (the races are not only in the models we wrote).
 #[test]
 fn buggy_presets_are_caught_on_random_models() {
-    let cases = env("RANDOM_MODELS_CASES", 16);
+    let cases = env("RANDOM_MODELS_CASES", 24);
     // Races show early (breadth first finds them within a few thousand
     // states), so a smaller budget than FIXED's keeps this test quick.
     let budget = env("RANDOM_MODELS_STATES", 20_000) / 4;

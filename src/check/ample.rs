@@ -7,10 +7,10 @@
 //! the `notify`s reaching its sessions. Two components touch disjoint parts
 //! of the state (different client cores, links, server sessions and monitor
 //! sides), so their steps commute, and none can enable or disable a step of
-//! another. From a state where that holds, exploring the enabled steps of
-//! one component (plus the server application's next `notify`, the one
-//! step outside any component that can enable a component's step) loses
-//! no reachable violation and no reachable end state: a violation is sticky
+//! another. From a state where that holds, exploring the server
+//! application's next `notify` alone (it only records a notice per client,
+//! so it commutes with everything), or else the enabled steps of one
+//! component, loses no reachable violation and no reachable end state: a violation is sticky
 //! and part of the state, and the state graph is acyclic (every step
 //! consumes a script step, a message, a budget or a deadline), so a path
 //! that runs the component's step later reaches a state with the same
@@ -29,8 +29,14 @@
 //!   budget shared by all makes every drop disable the others;
 //! - no `gets_max` bound (B5 excuses GETs after a fault anywhere).
 //!
+//! A client whose component is done for good is then retired
+//! ([`CheckModel::retire_finished`], [`World::retire_client`]): its part's
+//! end-of-run checks are judged and kept, the rest is forgotten, so its end
+//! states meet before the next component runs from each of them.
+//!
 //! What it costs: counterexamples may be longer than the shortest. `check`
-//! searches again without the reduction when it finds one ([`super::run`]).
+//! searches again without the reduction when it finds one, within a budget
+//! ([`super::run`]).
 //! The independence is tested, not only argued: `tests/ample_sets.rs` steps
 //! every component's enabled actions against every other enabled action in
 //! every state of several models, both orders, and compares verdicts with

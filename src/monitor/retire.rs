@@ -103,7 +103,7 @@ impl Monitor {
     }
 
     /// Whether a retired client left a deadline behind: the run is then not
-    /// over (see [`Retired`]).
+    /// over (see `Retired`).
     pub fn retired_deadline(&self) -> bool {
         self.retired.values().any(|r| r.deadline)
     }
