@@ -535,16 +535,12 @@ impl ServerEndpoint {
     /// longer decide anything, and states that differ only in it meet.
     /// Whether it lived here.
     pub fn forget_session(&mut self, id: &SessionId) -> bool {
-        let Some(s) = self.sessions.remove(id) else {
+        if !self.remove_session(id) {
             return false;
-        };
-        if s.version().is_modern() {
-            self.stateless -= 1;
         }
         if self.admission.0.contains(id) {
             Arc::make_mut(&mut self.admission.0).remove(id);
         }
-        self.routes.retain(|_, s| s != id);
         self.dirty.remove(id);
         true
     }
@@ -699,15 +695,21 @@ impl ServerEndpoint {
         }
         self.dirty.remove(id);
         if self.sessions.get(id).is_some_and(|s| s.is_ended()) {
-            if self
-                .sessions
-                .remove(id)
-                .is_some_and(|s| s.version().is_modern())
-            {
-                self.stateless -= 1;
-            }
-            self.routes.retain(|_, s| s != id);
+            self.remove_session(id);
         }
+    }
+
+    /// Takes session `id` out of the table, its count and its routes;
+    /// whether it was there.
+    fn remove_session(&mut self, id: &SessionId) -> bool {
+        let Some(s) = self.sessions.remove(id) else {
+            return false;
+        };
+        if s.version().is_modern() {
+            self.stateless -= 1;
+        }
+        self.routes.retain(|_, s| s != id);
+        true
     }
 
     /// The earliest deadline of any session.
