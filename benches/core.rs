@@ -140,6 +140,25 @@ fn driver_tools_call(c: &mut Criterion) {
     g.finish();
 }
 
+/// What `serve` runs per request short of TCP and hyper's parse: the shell's
+/// `McpService` (the head and body taken in, the routing table, the parked
+/// session woken and served on the caller's task, the driver, the hyper
+/// response) answering a `tools/call` on one session, one request at a time.
+fn http_service_tools_call(c: &mut Criterion) {
+    let server = heap_support::InProcess::start().with_one_peer();
+    let sid = server.open();
+    let mut id = 1u64;
+    let mut g = c.benchmark_group("http");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("service_tools_call", |b| {
+        b.iter(|| {
+            id += 1;
+            server.call_echo(&sid, id).len()
+        })
+    });
+    g.finish();
+}
+
 fn notify_live_get(c: &mut Criterion) {
     let now = Instant::ZERO;
     let mut cfg = config();
@@ -198,9 +217,18 @@ fn http_idle_session_bytes() {
     println!(
         "http_idle_session_heap_bytes: {per:.0} per session over {n} sessions (parked owners)"
     );
+    let calls = 1_000;
+    let per = heap_support::http_call_allocations(calls);
+    println!("http_call_allocations: {per:.1} per tools/call over {calls} calls (in process)");
 }
 
-criterion_group!(benches, post_round_trip, driver_tools_call, notify_live_get);
+criterion_group!(
+    benches,
+    post_round_trip,
+    driver_tools_call,
+    http_service_tools_call,
+    notify_live_get
+);
 
 fn main() {
     if std::env::args().any(|a| a == "--idle-only") {

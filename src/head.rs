@@ -5,6 +5,7 @@ use crate::headers;
 use crate::ids::SessionId;
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// HTTP method.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -31,13 +32,14 @@ impl Method {
     }
 }
 
-/// A request head: method and headers (names lower-case).
+/// A request head: method and headers (names lower-case; those the cores
+/// read are the [`headers`] constants, so naming them costs nothing).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct RequestHead {
     /// The method.
     pub method: Method,
     /// Header name/value pairs; names are matched case-insensitively.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(Cow<'static, str>, String)>,
 }
 
 impl RequestHead {
@@ -51,8 +53,11 @@ impl RequestHead {
 
     /// Adds a header.
     pub fn with(mut self, name: &str, value: &str) -> Self {
-        self.headers
-            .push((name.to_ascii_lowercase(), value.to_owned()));
+        let name = match headers::read_on_requests(name) {
+            Some(known) => Cow::Borrowed(known),
+            None => Cow::Owned(name.to_ascii_lowercase()),
+        };
+        self.headers.push((name, value.to_owned()));
         self
     }
 
@@ -190,5 +195,26 @@ mod tests {
             ],
         );
         assert_eq!((h.content, h.session_id), (Content::None, None));
+    }
+
+    #[test]
+    fn a_header_the_cores_read_is_named_by_its_constant() {
+        let h = RequestHead::new(Method::Post)
+            .with("Mcp-Session-Id", "abc")
+            .with("X-Custom", "1");
+        assert!(matches!(
+            h.headers[0].0,
+            Cow::Borrowed(headers::MCP_SESSION_ID)
+        ));
+        assert_eq!(h.headers[1].0, "x-custom", "any other name, lower-cased");
+        assert_eq!(h.header("MCP-SESSION-ID"), Some("abc"));
+        assert_eq!(h.header("x-custom"), Some("1"));
+        for name in headers::READ_ON_REQUESTS {
+            assert_eq!(
+                headers::read_on_requests(&name.to_ascii_uppercase()),
+                Some(name)
+            );
+        }
+        assert_eq!(headers::read_on_requests("user-agent"), None);
     }
 }

@@ -29,6 +29,29 @@ pub const X_ACCEL_BUFFERING: &str = "x-accel-buffering";
 /// Cache directive sent on SSE streams.
 pub const CACHE_CONTROL: &str = "cache-control";
 
+/// The request headers the cores read (every other one is no input of
+/// theirs): the shells copy only these into a [`RequestHead`](crate::head::RequestHead).
+pub const READ_ON_REQUESTS: [&str; 10] = [
+    MCP_SESSION_ID,
+    MCP_PROTOCOL_VERSION,
+    LAST_EVENT_ID,
+    MCP_METHOD,
+    MCP_NAME,
+    ACCEPT,
+    CONTENT_TYPE,
+    ORIGIN,
+    HOST,
+    CONTENT_LENGTH,
+];
+
+/// The constant for header `name` (any case) if the cores read it on
+/// requests ([`READ_ON_REQUESTS`]).
+pub fn read_on_requests(name: &str) -> Option<&'static str> {
+    READ_ON_REQUESTS
+        .into_iter()
+        .find(|known| known.eq_ignore_ascii_case(name))
+}
+
 /// `application/json`.
 pub const MIME_JSON: &str = "application/json";
 /// `text/event-stream`.

@@ -18,7 +18,7 @@ const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-0
 #[derive(Debug, Default)]
 struct Answer {
     status: u16,
-    headers: Vec<(&'static str, String)>,
+    headers: Vec<(&'static str, std::borrow::Cow<'static, str>)>,
     body: Vec<u8>,
     ended: bool,
 }
@@ -28,7 +28,7 @@ impl Answer {
         self.headers
             .iter()
             .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
     }
 
     fn json(&self) -> Value {

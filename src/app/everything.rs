@@ -126,6 +126,46 @@ impl EverythingApp {
     }
 }
 
+/// The text of an `echo` call (`None`: not one, or not of this plain
+/// shape: the general path answers it), read off the raw params without
+/// building a `Value` tree.
+fn echo_text(params: &RawJson) -> Option<std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
+    #[derive(serde::Deserialize)]
+    struct Call<'a> {
+        #[serde(borrow)]
+        name: Cow<'a, str>,
+        #[serde(borrow)]
+        arguments: Option<Args<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Args<'a> {
+        // Not `Option<Cow>`: serde borrows a `Cow` only outside an `Option`.
+        #[serde(borrow, default)]
+        text: Cow<'a, str>,
+    }
+    let call: Call<'_> = serde_json::from_str(params.as_str()).ok()?;
+    (call.name == "echo").then(|| call.arguments.map(|a| a.text).unwrap_or_default())
+}
+
+/// `echo`'s result, serialized straight from borrowed text: the same bytes
+/// as [`tool_result`] of [`text`] (keys in order).
+fn echo_result(text: &str) -> RawJson {
+    #[derive(serde::Serialize)]
+    struct Result<'a> {
+        content: [Content<'a>; 1],
+    }
+    #[derive(serde::Serialize)]
+    struct Content<'a> {
+        text: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    }
+    RawJson::new(&Result {
+        content: [Content { text, kind: "text" }],
+    })
+}
+
 fn text(t: impl Into<String>) -> Value {
     json!({"type": "text", "text": t.into()})
 }
@@ -618,6 +658,12 @@ impl App for EverythingApp {
         method: &str,
         params: Option<RawJson>,
     ) {
+        if method == "tools/call" {
+            if let Some(text) = params.as_ref().and_then(echo_text) {
+                let _ = cx.respond(&id, Ok(echo_result(&text)));
+                return;
+            }
+        }
         let p = params.map(|p| p.to_value()).unwrap_or(Value::Null);
         let answer = match method {
             // Who this server is, in either era's shape.
@@ -776,4 +822,50 @@ pub fn capabilities() -> Value {
 /// Who this server is.
 pub fn server_info() -> Value {
     json!({"name": "mcp-streamable-everything", "version": env!("CARGO_PKG_VERSION")})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echo_written_straight_is_the_general_paths_bytes() {
+        for t in [
+            "hi",
+            "",
+            "a \"quoted\" \\ line\nbreak\t",
+            "ünï 😀",
+            "\u{0}\u{1f}",
+            "</script>",
+        ] {
+            let general = tool_result(vec![text(t)]).expect("a result");
+            assert_eq!(echo_result(t).as_str(), general.as_str(), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_plain_echo_call_takes_the_straight_path() {
+        let text_of = |params: &str| {
+            echo_text(&RawJson::parse(params).expect("json")).map(|t| t.into_owned())
+        };
+        assert_eq!(
+            text_of(r#"{"name":"echo","arguments":{"text":"hi"}}"#).as_deref(),
+            Some("hi")
+        );
+        assert_eq!(
+            text_of(r#"{"name":"echo","arguments":{"text":"a\"b"},"_meta":{"k":1}}"#).as_deref(),
+            Some("a\"b"),
+        );
+        // As the general path reads them: no text, or no arguments, is "".
+        assert_eq!(
+            text_of(r#"{"name":"echo","arguments":{}}"#).as_deref(),
+            Some("")
+        );
+        assert_eq!(text_of(r#"{"name":"echo"}"#).as_deref(), Some(""));
+        // Anything else is the general path's to answer.
+        assert_eq!(text_of(r#"{"name":"test_simple_text"}"#), None);
+        assert_eq!(text_of(r#"{"name":"echo","arguments":{"text":7}}"#), None);
+        assert_eq!(text_of(r#"{"name":"echo","arguments":"hi"}"#), None);
+        assert_eq!(text_of(r#"{"arguments":{"text":"hi"}}"#), None);
+    }
 }

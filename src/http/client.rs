@@ -589,7 +589,7 @@ async fn run_exchange<C: Connect>(
         .uri(path)
         .header(hyper::header::HOST, authority);
     for (name, value) in &head.headers {
-        builder = builder.header(name.as_str(), value.as_str());
+        builder = builder.header(name.as_ref(), value.as_str());
     }
     let request = builder.body(http_body_util::Full::new(Bytes::from(body)))?;
     let response = sender.send_request(request).await?;

@@ -580,21 +580,24 @@ async fn serve_one<A: App, B: RequestBody>(
     Ok(response(head, body))
 }
 
-/// The core's view of a request's head.
+/// The core's view of a request's head: its method and the headers the
+/// cores read ([`headers::READ_ON_REQUESTS`], named by their constants; any
+/// other header is no input of theirs and is not copied).
 pub(crate) fn request_head<B>(req: &hyper::Request<B>) -> RequestHead {
+    let mut headers = Vec::with_capacity(req.headers().len().min(headers::READ_ON_REQUESTS.len()));
+    for (n, v) in req.headers() {
+        let Some(name) = headers::read_on_requests(n.as_str()) else {
+            continue;
+        };
+        let value = match v.to_str() {
+            Ok(text) => text.to_owned(),
+            Err(_) => String::from_utf8_lossy(v.as_bytes()).into_owned(),
+        };
+        headers.push((std::borrow::Cow::Borrowed(name), value));
+    }
     RequestHead {
         method: Method::parse(req.method().as_str()),
-        headers: req
-            .headers()
-            .iter()
-            .map(|(n, v)| {
-                let value = match v.to_str() {
-                    Ok(text) => text.to_owned(),
-                    Err(_) => String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                };
-                (n.as_str().to_owned(), value)
-            })
-            .collect(),
+        headers,
     }
 }
 
@@ -716,8 +719,16 @@ pub(crate) fn response(head: WireHead, body: ResponseBody) -> hyper::Response<Re
     let h = r.headers_mut();
     h.reserve(head.headers.len());
     for (name, value) in head.headers {
-        // The value's bytes move into the header (validated, not copied).
-        let value = hyper::header::HeaderValue::from_maybe_shared(Bytes::from(value));
+        // A constant is borrowed; an owned value's bytes move into the
+        // header (validated, not copied).
+        let value = match value {
+            std::borrow::Cow::Borrowed(text) => {
+                hyper::header::HeaderValue::from_maybe_shared(Bytes::from_static(text.as_bytes()))
+            }
+            std::borrow::Cow::Owned(text) => {
+                hyper::header::HeaderValue::from_maybe_shared(Bytes::from(text))
+            }
+        };
         if let (Some(n), Ok(v)) = (header_name(name), value) {
             h.insert(n, v);
         }
@@ -738,4 +749,48 @@ fn header_name(name: &'static str) -> Option<hyper::header::HeaderName> {
         headers::ALLOW => header::ALLOW,
         other => return HeaderName::from_bytes(other.as_bytes()).ok(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_holds_the_headers_the_cores_read_each_time_they_come() {
+        let req = hyper::Request::post("/mcp")
+            .header("host", "a")
+            .header("user-agent", "x")
+            .header("origin", "http://one")
+            .header("origin", "http://two")
+            .header("mcp-session-id", "s")
+            .header("x-forwarded-for", "1.2.3.4")
+            .body(())
+            .expect("request");
+        let head = request_head(&req);
+        assert_eq!(head.method, Method::Post);
+        let names: Vec<&str> = head.headers.iter().map(|(n, _)| n.as_ref()).collect();
+        // Repeats kept: a second Origin or Host is refused by the core.
+        assert_eq!(names, ["host", "origin", "origin", "mcp-session-id"]);
+        assert_eq!(head.headers[2].1, "http://two");
+        assert!(head
+            .headers
+            .iter()
+            .all(|(n, _)| matches!(n, std::borrow::Cow::Borrowed(_))));
+    }
+
+    #[test]
+    fn a_response_carries_the_cores_headers_constant_or_owned() {
+        let head = WireHead::of(&crate::head::ResponseHead {
+            status: 200,
+            content: crate::head::Content::Sse,
+            session_id: "abc".parse().ok(),
+            allow: false,
+        });
+        let r = response(head, ResponseBody::full(Bytes::new()));
+        let h = r.headers();
+        assert_eq!(h["content-type"], "text/event-stream");
+        assert_eq!(h["cache-control"], "no-cache");
+        assert_eq!(h["x-accel-buffering"], "no");
+        assert_eq!(h["mcp-session-id"], "abc");
+    }
 }

@@ -25,6 +25,7 @@ use crate::headers;
 use crate::ids::HttpId;
 use crate::release::Release;
 use crate::sse;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// The text of the keep-alive comment (`: keep-alive`).
@@ -35,8 +36,9 @@ const KEEP_ALIVE: &str = " keep-alive";
 pub struct WireHead {
     /// The status code.
     pub status: u16,
-    /// Header lines (names lower-case), in the order to write them.
-    pub headers: Vec<(&'static str, String)>,
+    /// Header lines (names lower-case), in the order to write them; the
+    /// constant values borrowed, so only a session id costs an allocation.
+    pub headers: Vec<(&'static str, Cow<'static, str>)>,
 }
 
 impl WireHead {
@@ -47,19 +49,19 @@ impl WireHead {
     pub fn of(head: &ResponseHead) -> WireHead {
         let mut lines = Vec::with_capacity(4);
         match head.content {
-            Content::Json => lines.push((headers::CONTENT_TYPE, headers::MIME_JSON.to_owned())),
+            Content::Json => lines.push((headers::CONTENT_TYPE, headers::MIME_JSON.into())),
             Content::Sse => {
-                lines.push((headers::CONTENT_TYPE, headers::MIME_SSE.to_owned()));
-                lines.push((headers::CACHE_CONTROL, "no-cache".to_owned()));
-                lines.push((headers::X_ACCEL_BUFFERING, "no".to_owned()));
+                lines.push((headers::CONTENT_TYPE, headers::MIME_SSE.into()));
+                lines.push((headers::CACHE_CONTROL, "no-cache".into()));
+                lines.push((headers::X_ACCEL_BUFFERING, "no".into()));
             }
             Content::None => {}
         }
         if let Some(sid) = &head.session_id {
-            lines.push((headers::MCP_SESSION_ID, sid.as_str().to_owned()));
+            lines.push((headers::MCP_SESSION_ID, sid.as_str().to_owned().into()));
         }
         if head.allow {
-            lines.push((headers::ALLOW, "GET, POST, DELETE".to_owned()));
+            lines.push((headers::ALLOW, "GET, POST, DELETE".into()));
         }
         WireHead {
             status: head.status,
@@ -72,7 +74,7 @@ impl WireHead {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
     }
 }
 

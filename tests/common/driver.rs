@@ -136,7 +136,7 @@ impl DriverHarness {
                     Write::Whole { head, body } | Write::Open { head, body } => {
                         let head = ResponseHead::from_wire(
                             head.status,
-                            head.headers.iter().map(|(n, v)| (*n, v.as_str())),
+                            head.headers.iter().map(|(n, v)| (*n, v.as_ref())),
                         );
                         if head.content == Content::Sse {
                             link.sse.insert(ch, SseDecoder::new());
