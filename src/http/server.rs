@@ -721,14 +721,11 @@ pub(crate) fn response(head: WireHead, body: ResponseBody) -> hyper::Response<Re
     for (name, value) in head.headers {
         // A constant is borrowed; an owned value's bytes move into the
         // header (validated, not copied).
-        let value = match value {
-            std::borrow::Cow::Borrowed(text) => {
-                hyper::header::HeaderValue::from_maybe_shared(Bytes::from_static(text.as_bytes()))
-            }
-            std::borrow::Cow::Owned(text) => {
-                hyper::header::HeaderValue::from_maybe_shared(Bytes::from(text))
-            }
+        let bytes = match value {
+            std::borrow::Cow::Borrowed(text) => Bytes::from_static(text.as_bytes()),
+            std::borrow::Cow::Owned(text) => Bytes::from(text),
         };
+        let value = hyper::header::HeaderValue::from_maybe_shared(bytes);
         if let (Some(n), Ok(v)) = (header_name(name), value) {
             h.insert(n, v);
         }
