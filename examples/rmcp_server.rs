@@ -17,8 +17,9 @@
 //! `benches/http`). With `--monitor` (core only) the monitor watches every
 //! observation and prints each violation as it finds it.
 
+use mcp_streamable::app::tool_call::Arguments;
 use mcp_streamable::app::{self, everything};
-use mcp_streamable::jsonrpc::ErrorObject;
+use mcp_streamable::jsonrpc::{ErrorObject, RawJson};
 use mcp_streamable::rmcp::CoreSessionManager;
 #[allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still in 2025-11-25
 use rmcp::model::{
@@ -76,7 +77,7 @@ fn complete<T: DeserializeOwned>(mut v: Value) -> Result<T, McpError> {
 impl Reference {
     fn serves(&self, name: &str) -> bool {
         (INTERACTIVE.contains(&name) && (name != "test_reconnection" || self.core.is_some()))
-            || everything::static_tool(name, &json!({})).is_some()
+            || everything::static_tool(name, Arguments::NONE).is_some()
     }
 }
 
@@ -222,7 +223,8 @@ impl ServerHandler for Reference {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
-        if let Some(answer) = everything::static_tool(&request.name, &args) {
+        let raw = RawJson::new(&args);
+        if let Some(answer) = everything::static_tool(&request.name, Arguments::of(&raw)) {
             let answer = answer.map_err(|e| McpError::invalid_params(e.message, None))?;
             return Ok(complete::<CallToolResult>(answer.to_value())?.into());
         }

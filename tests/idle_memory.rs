@@ -35,7 +35,8 @@ fn a_tools_call_makes_a_bounded_number_of_allocations() {
     let per = heap_support::http_call_allocations(200);
     println!("allocations per tools/call: {per:.1}");
     assert!(per > 10.0, "the measure counts the calls: {per:.1}");
-    // 67 when written (101 before the straight echo, the head copied only
+    // 67 when written (101 before a tool call's params were read where
+    // they lie and its text result written straight, the head copied only
     // for what the cores read, constant header values borrowed): tight on
     // purpose, like the idle figure above. About 22 of them are this
     // harness's own (the request it builds, the body it collects).

@@ -6,11 +6,13 @@
 //! the tool call, so they travel on its own POST stream (R7).
 
 use super::everything_mrtr::{self, Round};
+use super::tool_call::{text_result, Arguments, ToolCall};
 use super::{App, Cx};
 use crate::ids::{RequestId, SessionId};
 use crate::jsonrpc::{ErrorObject, RawJson, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::server::Cause;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 const IMG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -126,52 +128,17 @@ impl EverythingApp {
     }
 }
 
-/// The text of an `echo` call (`None`: not one, or not of this plain
-/// shape: the general path answers it), read off the raw params without
-/// building a `Value` tree.
-fn echo_text(params: &RawJson) -> Option<std::borrow::Cow<'_, str>> {
-    use std::borrow::Cow;
-    #[derive(serde::Deserialize)]
-    struct Call<'a> {
-        #[serde(borrow)]
-        name: Cow<'a, str>,
-        #[serde(borrow)]
-        arguments: Option<Args<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Args<'a> {
-        // Not `Option<Cow>`: serde borrows a `Cow` only outside an `Option`.
-        #[serde(borrow, default)]
-        text: Cow<'a, str>,
-    }
-    let call: Call<'_> = serde_json::from_str(params.as_str()).ok()?;
-    (call.name == "echo").then(|| call.arguments.map(|a| a.text).unwrap_or_default())
-}
-
-/// `echo`'s result, serialized straight from borrowed text: the same bytes
-/// as [`tool_result`] of [`text`] (keys in order).
-fn echo_result(text: &str) -> RawJson {
-    #[derive(serde::Serialize)]
-    struct Result<'a> {
-        content: [Content<'a>; 1],
-    }
-    #[derive(serde::Serialize)]
-    struct Content<'a> {
-        text: &'a str,
-        #[serde(rename = "type")]
-        kind: &'static str,
-    }
-    RawJson::new(&Result {
-        content: [Content { text, kind: "text" }],
-    })
-}
-
 fn text(t: impl Into<String>) -> Value {
     json!({"type": "text", "text": t.into()})
 }
 
 fn ok(v: Value) -> Result<RawJson, ErrorObject> {
     Ok(RawJson::from(v))
+}
+
+/// A tool's answer of one text content, written straight ([`text_result`]).
+fn text_answer(t: &str) -> Result<RawJson, ErrorObject> {
+    Ok(text_result(t))
 }
 
 fn tool_result(content: Vec<Value>) -> Result<RawJson, ErrorObject> {
@@ -228,14 +195,19 @@ pub fn tools() -> Value {
 /// the client, no notification, no timer): their result, or `None` for
 /// any other tool. Shared with every embedding of these fixtures (the rmcp
 /// example serves them too).
-pub fn static_tool(name: &str, args: &Value) -> Option<Result<RawJson, ErrorObject>> {
+pub fn static_tool(name: &str, args: Arguments<'_>) -> Option<Result<RawJson, ErrorObject>> {
     Some(match name {
-        "echo" => tool_result(vec![text(
-            args.get("text").and_then(Value::as_str).unwrap_or(""),
-        )]),
-        "test_simple_text" => {
-            tool_result(vec![text("This is a simple text response for testing.")])
+        "echo" => {
+            // Any text but a string is none.
+            #[derive(serde::Deserialize)]
+            struct Echo<'a> {
+                #[serde(borrow)]
+                text: Cow<'a, str>,
+            }
+            let echo = args.read::<Echo>();
+            Ok(text_result(echo.as_ref().map_or("", |e| &e.text)))
         }
+        "test_simple_text" => text_answer("This is a simple text response for testing."),
         "test_image_content" => tool_result(vec![
             json!({"type": "image", "data": IMG, "mimeType": "image/png"}),
         ]),
@@ -253,9 +225,10 @@ pub fn static_tool(name: &str, args: &Value) -> Option<Result<RawJson, ErrorObje
         "test_error_handling" => ok(
             json!({"content": [text("This tool intentionally returns an error for testing")], "isError": true}),
         ),
-        "json_schema_2020_12_tool" => tool_result(vec![text(format!(
-            "JSON Schema 2020-12 tool called with: {args}"
-        ))]),
+        "json_schema_2020_12_tool" => text_answer(&format!(
+            "JSON Schema 2020-12 tool called with: {}",
+            args.value()
+        )),
         _ => return None,
     })
 }
@@ -473,16 +446,18 @@ impl EverythingApp {
                 self.asked.insert((cx.session().clone(), asked), p);
             }
             None => {
-                cx.respond(&id, tool_result(vec![text("Could not ask the client")]));
+                cx.respond(&id, text_answer("Could not ask the client"));
             }
         }
     }
 
-    fn call(&mut self, cx: &mut Cx<'_>, id: RequestId, name: &str, args: Value, meta: Value) {
-        if let Some(answer) = static_tool(name, &args) {
+    fn call(&mut self, cx: &mut Cx<'_>, id: RequestId, call: &ToolCall<'_>) {
+        let name = &*call.name;
+        if let Some(answer) = static_tool(name, call.arguments()) {
             cx.respond(&id, answer);
             return;
         }
+        let args = call.arguments().value();
         if let Some((params, prefix)) = elicitation(name, &args) {
             let p = Pending::Elicitation {
                 id: id.clone(),
@@ -502,11 +477,11 @@ impl EverythingApp {
                 } else {
                     self.later(cx, delay, Pending::Notify);
                 }
-                tool_result(vec![text(format!("notifying in {delay} ms"))])
+                text_answer(&format!("notifying in {delay} ms"))
             }
             "broadcast" => {
                 let here = cx.broadcast("notifications/tools/list_changed", None);
-                tool_result(vec![text(format!("broadcast; {here} got it at once"))])
+                text_answer(&format!("broadcast; {here} got it at once"))
             }
             "test_tool_with_logging" => {
                 Self::log(cx, "Tool execution started", Cause::Request(id.clone()));
@@ -514,6 +489,7 @@ impl EverythingApp {
                 return;
             }
             "test_tool_with_progress" | "slow_progress" => {
+                let meta = call.meta().value();
                 let token = meta.get("progressToken").cloned().unwrap_or(json!(0));
                 let count = match name {
                     "slow_progress" => Counting::slow(&args),
@@ -582,7 +558,7 @@ impl EverythingApp {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            cx.respond(&id, tool_result(vec![text(t)]));
+            cx.respond(&id, text_answer(&t));
         }
     }
 }
@@ -636,7 +612,7 @@ impl EverythingApp {
                     Cause::Request(id.clone()),
                 );
             }
-            return tool_result(vec![text("Logged only if asked")]);
+            return text_answer("Logged only if asked");
         }
         match self.round(cx, "tools/call", p) {
             Some(round) => everything_mrtr::call(name, round).unwrap_or_else(|| {
@@ -650,6 +626,31 @@ impl EverythingApp {
     }
 }
 
+impl EverythingApp {
+    /// A `tools/call`, its params read where they lie ([`ToolCall`]): the
+    /// answer, or `None` when the tool answers later (or already did).
+    fn tools_call(
+        &mut self,
+        cx: &mut Cx<'_>,
+        id: &RequestId,
+        params: Option<&RawJson>,
+    ) -> Option<Result<RawJson, ErrorObject>> {
+        let Some(call) = ToolCall::parse(params) else {
+            // Not a tool that failed: the request itself is malformed.
+            return Some(Err(ErrorObject::new(
+                INVALID_PARAMS,
+                "tools/call needs params {\"name\": string, \"arguments\"?: object}",
+            )));
+        };
+        if everything_mrtr::TOOLS.iter().any(|(t, _)| *t == call.name) {
+            let p = params.map_or(Value::Null, RawJson::to_value);
+            return Some(self.call_modern(cx, id, &call.name, &p));
+        }
+        self.call(cx, id.clone(), &call);
+        None
+    }
+}
+
 impl App for EverythingApp {
     fn on_request(
         &mut self,
@@ -659,10 +660,11 @@ impl App for EverythingApp {
         params: Option<RawJson>,
     ) {
         if method == "tools/call" {
-            if let Some(text) = params.as_ref().and_then(echo_text) {
-                let _ = cx.respond(&id, Ok(echo_result(&text)));
-                return;
+            let answer = self.tools_call(cx, &id, params.as_ref());
+            if let Some(answer) = answer {
+                cx.respond(&id, answer);
             }
+            return;
         }
         let p = params.map(|p| p.to_value()).unwrap_or(Value::Null);
         let answer = match method {
@@ -686,25 +688,6 @@ impl App for EverythingApp {
                 ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
             }
             "tools/list" => ok(tools()),
-            "tools/call" => {
-                let Some(name) = p.get("name").and_then(Value::as_str).map(str::to_owned) else {
-                    // Not a tool that failed: the request itself is malformed.
-                    let error = ErrorObject::new(
-                        INVALID_PARAMS,
-                        "tools/call needs params {\"name\": string, \"arguments\"?: object}",
-                    );
-                    let _ = cx.respond(&id, Err(error));
-                    return;
-                };
-                if everything_mrtr::TOOLS.iter().any(|(t, _)| *t == name) {
-                    self.call_modern(cx, &id, &name, &p)
-                } else {
-                    let args = p.get("arguments").cloned().unwrap_or(json!({}));
-                    let meta = p.get("_meta").cloned().unwrap_or(json!({}));
-                    self.call(cx, id, &name, args, meta);
-                    return;
-                }
-            }
             "resources/list" => ok(resources()),
             "resources/templates/list" => ok(resource_templates()),
             "resources/read" => read(p.get("uri").and_then(Value::as_str).unwrap_or("")),
@@ -756,11 +739,11 @@ impl App for EverythingApp {
         match p {
             Pending::Sampling { id } => {
                 let t = sampling_answer(result.map(|r| r.to_value()));
-                cx.respond(&id, tool_result(vec![text(t)]));
+                cx.respond(&id, text_answer(&t));
             }
             Pending::Elicitation { id, prefix } => {
                 let t = elicitation_answer(prefix, result.map(|r| r.to_value()));
-                cx.respond(&id, tool_result(vec![text(t)]));
+                cx.respond(&id, text_answer(&t));
             }
             _ => {}
         }
@@ -778,10 +761,7 @@ impl App for EverythingApp {
                 };
                 Self::log(cx, data, Cause::Request(id.clone()));
                 if done {
-                    cx.respond(
-                        &id,
-                        tool_result(vec![text("Tool with logging executed successfully")]),
-                    );
+                    cx.respond(&id, text_answer("Tool with logging executed successfully"));
                 } else {
                     self.later(cx, 50, Pending::Log { id, step: step + 1 });
                 }
@@ -793,12 +773,12 @@ impl App for EverythingApp {
                 token,
             } => self.progress(cx, id, step, count, token),
             Pending::Reconnection { id } => {
-                cx.respond(&id, tool_result(vec![text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.")]));
+                cx.respond(&id, text_answer("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure."));
             }
             Pending::Notify => Self::notify_unrelated(cx, "notifications/tools/list_changed"),
             Pending::NotifyThenAnswer { id } => {
                 Self::notify_unrelated(cx, "notifications/tools/list_changed");
-                cx.respond(&id, tool_result(vec![text("notified")]));
+                cx.respond(&id, text_answer("notified"));
             }
             Pending::RegistrationNotice => {
                 Self::notify_unrelated(cx, "notifications/resources/list_changed")
@@ -829,43 +809,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn echo_written_straight_is_the_general_paths_bytes() {
-        for t in [
-            "hi",
-            "",
-            "a \"quoted\" \\ line\nbreak\t",
-            "ünï 😀",
-            "\u{0}\u{1f}",
-            "</script>",
-        ] {
-            let general = tool_result(vec![text(t)]).expect("a result");
-            assert_eq!(echo_result(t).as_str(), general.as_str(), "{t:?}");
-        }
-    }
-
-    #[test]
-    fn only_a_plain_echo_call_takes_the_straight_path() {
-        let text_of = |params: &str| {
-            echo_text(&RawJson::parse(params).expect("json")).map(|t| t.into_owned())
+    fn echo_answers_its_text_and_nothing_else() {
+        let echo = |args: &str| {
+            let raw = RawJson::parse(args).expect("json");
+            let answer = static_tool("echo", Arguments::of(&raw)).expect("a static tool");
+            answer.expect("a result").to_value()
         };
-        assert_eq!(
-            text_of(r#"{"name":"echo","arguments":{"text":"hi"}}"#).as_deref(),
-            Some("hi")
-        );
-        assert_eq!(
-            text_of(r#"{"name":"echo","arguments":{"text":"a\"b"},"_meta":{"k":1}}"#).as_deref(),
-            Some("a\"b"),
-        );
-        // As the general path reads them: no text, or no arguments, is "".
-        assert_eq!(
-            text_of(r#"{"name":"echo","arguments":{}}"#).as_deref(),
-            Some("")
-        );
-        assert_eq!(text_of(r#"{"name":"echo"}"#).as_deref(), Some(""));
-        // Anything else is the general path's to answer.
-        assert_eq!(text_of(r#"{"name":"test_simple_text"}"#), None);
-        assert_eq!(text_of(r#"{"name":"echo","arguments":{"text":7}}"#), None);
-        assert_eq!(text_of(r#"{"name":"echo","arguments":"hi"}"#), None);
-        assert_eq!(text_of(r#"{"arguments":{"text":"hi"}}"#), None);
+        let said = |t: &str| json!({"content": [{"type": "text", "text": t}]});
+        assert_eq!(echo(r#"{"text":"a\"b"}"#), said("a\"b"));
+        // No text, or text that is not a string, echoes nothing.
+        for args in ["{}", r#"{"text":7}"#, r#""hi""#, "null"] {
+            assert_eq!(echo(args), said(""), "{args}");
+        }
+        let none = static_tool("echo", Arguments::NONE).expect("a static tool");
+        assert_eq!(none.expect("a result").to_value(), said(""));
     }
 }

@@ -12,6 +12,7 @@ use crate::time::Instant;
 
 pub mod everything;
 mod everything_mrtr;
+pub mod tool_call;
 
 pub use everything::EverythingApp;
 
