@@ -20,7 +20,7 @@
 use super::exchanges::{Exchanges, Written};
 use super::io::Listen;
 use super::server::{
-    accept_loop, read_body, request_head, response, unavailable, McpFuture, PeerAddr, RequestBody,
+    accept_loop, read_body, request_head, response, unavailable, McpFuture, ServeFrom,
     ServerHandle, ServerOptions,
 };
 use crate::app::App;
@@ -30,7 +30,7 @@ use crate::fleet::store::{MemoryStore, Output};
 use crate::fleet::{InstanceId, Push, StoreOp, StoreReply};
 use crate::server::{RequestHead, UnreadBody};
 use bytes::Bytes;
-use std::convert::Infallible;
+use hyper::body::Incoming;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -152,17 +152,12 @@ struct FleetService {
     options: Arc<ServerOptions>,
 }
 
-impl<B: RequestBody> hyper::service::Service<hyper::Request<B>> for FleetService {
-    type Response = hyper::Response<super::body::ResponseBody>;
-    type Error = Infallible;
-    type Future = McpFuture;
-
-    fn call(&self, req: hyper::Request<B>) -> McpFuture {
+impl ServeFrom for FleetService {
+    fn serve_from(&self, req: hyper::Request<Incoming>, peer: Option<SocketAddr>) -> McpFuture {
         let requests = self.requests.clone();
         let options = self.options.clone();
         Box::pin(async move {
             let head = request_head(&req);
-            let peer = req.extensions().get::<PeerAddr>().map(|p| p.0);
             let body = read_body(&head, req.into_body(), &options).await;
             let (reply, rx) = oneshot::channel();
             let msg = ToOwner {

@@ -9,6 +9,7 @@ pub mod client;
 pub(crate) mod clock;
 mod exchanges;
 pub mod fleet;
+mod head_watch;
 mod io;
 mod owner;
 #[cfg(feature = "redis")]

@@ -24,6 +24,7 @@
 
 use super::body::ResponseBody;
 use super::exchanges::Reply;
+use super::head_watch::{HeadWatch, Watched};
 use super::io::Listen;
 use super::owner::Owner;
 use crate::app::App;
@@ -342,7 +343,27 @@ impl<A: App, B: RequestBody> hyper::service::Service<hyper::Request<B>> for McpS
     type Future = McpFuture;
 
     fn call(&self, req: hyper::Request<B>) -> McpFuture {
-        Box::pin(serve_one(req, self.shared.clone()))
+        let peer = peer_of(&req);
+        Box::pin(serve_one(req, peer, self.shared.clone()))
+    }
+}
+
+/// The peer an embedding put in the request's extensions ([`PeerAddr`]).
+pub(crate) fn peer_of<B>(req: &hyper::Request<B>) -> Option<SocketAddr> {
+    req.extensions().get::<PeerAddr>().map(|p| p.0)
+}
+
+/// A service our own accept loop calls with the connection's peer in hand:
+/// no [`PeerAddr`] in the request's extensions (their map is three
+/// allocations per request, and a lookup).
+pub(crate) trait ServeFrom: Clone + Send + Sync + 'static {
+    /// Answers `req`, which came from `peer`.
+    fn serve_from(&self, req: hyper::Request<Incoming>, peer: Option<SocketAddr>) -> McpFuture;
+}
+
+impl<A: App> ServeFrom for McpService<A> {
+    fn serve_from(&self, req: hyper::Request<Incoming>, peer: Option<SocketAddr>) -> McpFuture {
+        Box::pin(serve_one(req, peer, self.shared.clone()))
     }
 }
 
@@ -361,7 +382,8 @@ impl<A: App, B: RequestBody> tower_service::Service<hyper::Request<B>> for McpSe
     }
 
     fn call(&mut self, req: hyper::Request<B>) -> McpFuture {
-        Box::pin(serve_one(req, self.shared.clone()))
+        let peer = peer_of(&req);
+        Box::pin(serve_one(req, peer, self.shared.clone()))
     }
 }
 
@@ -449,15 +471,7 @@ pub(crate) async fn accept_loop<L, S>(
     mut shutdown: watch::Receiver<bool>,
 ) where
     L: Listen,
-    S: hyper::service::Service<
-            hyper::Request<Incoming>,
-            Response = hyper::Response<ResponseBody>,
-            Error = Infallible,
-            Future = McpFuture,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
+    S: ServeFrom,
 {
     let options = &options;
     let slots = Arc::new(tokio::sync::Semaphore::new(options.connections_max.max(1)));
@@ -497,15 +511,19 @@ pub(crate) async fn accept_loop<L, S>(
         let mut stop = shutdown.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-                if let Some(peer) = peer {
-                    req.extensions_mut().insert(PeerAddr(peer));
+            // The header-read deadline, kept lazily (src/http/head_watch.rs):
+            // not hyper's timer, which costs a timer per request.
+            let watch = HeadWatch::new();
+            let requests = watch.clone();
+            let svc = hyper::service::service_fn(move |req| {
+                let request = requests.request();
+                let answer = service.serve_from(req, peer);
+                async move {
+                    let response = answer.await?;
+                    Ok::<_, Infallible>(response.map(|body| Watched::new(body, request)))
                 }
-                service.call(req)
             });
             let conn = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(header_timeout)
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(io), svc);
             tokio::pin!(conn);
@@ -514,6 +532,9 @@ pub(crate) async fn accept_loop<L, S>(
                     if let Err(e) = r {
                         tracing::debug!(error = %e, "connection ended");
                     }
+                }
+                () = watch.overdue(header_timeout) => {
+                    tracing::debug!("no request head in time: connection closed");
                 }
                 _ = stop.changed() => {
                     conn.as_mut().graceful_shutdown();
@@ -526,10 +547,10 @@ pub(crate) async fn accept_loop<L, S>(
 
 async fn serve_one<A: App, B: RequestBody>(
     req: hyper::Request<B>,
+    peer: Option<SocketAddr>,
     shared: Arc<Shared<A>>,
 ) -> Result<hyper::Response<ResponseBody>, Infallible> {
     let head = request_head(&req);
-    let peer = req.extensions().get::<PeerAddr>().map(|p| p.0);
     let body = read_body(&head, req.into_body(), &shared.options).await;
     let (reply, rx) = oneshot::channel();
     let sid = head
