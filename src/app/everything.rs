@@ -824,4 +824,50 @@ mod tests {
         let none = static_tool("echo", Arguments::NONE).expect("a static tool");
         assert_eq!(none.expect("a result").to_value(), said(""));
     }
+
+    #[test]
+    fn every_static_tool_answers_as_the_conformance_suite_expects() {
+        let call = |name: &str, args: &str| {
+            let raw = RawJson::parse(args).expect("json");
+            let answer = static_tool(name, Arguments::of(&raw)).expect("a static tool");
+            answer.expect("a result").to_value()
+        };
+        let first_text = |v: &Value| v["content"][0]["text"].as_str().map(str::to_owned);
+        let simple = call("test_simple_text", "{}");
+        assert_eq!(
+            first_text(&simple).as_deref(),
+            Some("This is a simple text response for testing.")
+        );
+        assert_eq!(simple.get("isError"), None);
+        let failed = call("test_error_handling", "{}");
+        assert_eq!(
+            failed["isError"],
+            json!(true),
+            "a tool's failure is a result"
+        );
+        assert!(first_text(&failed).is_some_and(|t| t.contains("error")));
+        let schema = call(
+            "json_schema_2020_12_tool",
+            r#"{"name":"n","address":{"city":"c"}}"#,
+        );
+        assert_eq!(
+            first_text(&schema).as_deref(),
+            Some(r#"JSON Schema 2020-12 tool called with: {"address":{"city":"c"},"name":"n"}"#)
+        );
+        for (name, kind) in [
+            ("test_image_content", "image"),
+            ("test_audio_content", "audio"),
+            ("test_embedded_resource", "resource"),
+        ] {
+            assert_eq!(
+                call(name, "{}")["content"][0]["type"],
+                json!(kind),
+                "{name}"
+            );
+        }
+        let mixed = call("test_multiple_content_types", "{}");
+        assert_eq!(mixed["content"].as_array().map(Vec::len), Some(3));
+        // Any other tool is not one of these (`call` answers it, or refuses it).
+        assert!(static_tool("no_such_tool", Arguments::NONE).is_none());
+    }
 }

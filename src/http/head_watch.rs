@@ -72,15 +72,14 @@ impl HeadWatch {
     /// Completes once the connection has waited `timeout` for a head: the
     /// caller closes it then.
     pub(crate) async fn overdue(&self, timeout: Duration) {
-        let mut deadline = self.start + timeout;
         loop {
-            tokio::time::sleep_until(deadline).await;
-            deadline = match self.waiting_since() {
-                Some(since) if since + timeout <= Instant::now() => return,
-                Some(since) => since + timeout,
+            let now = Instant::now();
+            match self.waiting_since() {
+                Some(since) if since + timeout <= now => return,
+                Some(since) => tokio::time::sleep_until(since + timeout).await,
                 // Busy: no head is awaited; look again a timeout from now.
-                None => Instant::now() + timeout,
-            };
+                None => tokio::time::sleep_until(now + timeout).await,
+            }
         }
     }
 }

@@ -774,6 +774,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_embedding_names_the_peer_in_the_extensions() {
+        let addr: SocketAddr = "127.0.0.1:4000".parse().expect("an address");
+        let mut req = hyper::Request::new(());
+        assert_eq!(peer_of(&req), None);
+        req.extensions_mut().insert(PeerAddr(addr));
+        assert_eq!(peer_of(&req), Some(addr));
+    }
+
+    #[test]
     fn the_head_holds_the_headers_the_cores_read_each_time_they_come() {
         let req = hyper::Request::post("/mcp")
             .header("host", "a")
