@@ -495,3 +495,47 @@ fn an_ended_session_takes_its_app_timers_and_only_its_own() {
     assert!(result_b, "b's call went on to its result");
     assert!(!h.driver.has_app_timers());
 }
+
+/// `test_sampling` asks the client on the call's own stream (R7) and answers
+/// the call with what the client's answer said.
+#[test]
+fn a_tool_that_asks_the_client_answers_with_what_the_client_said() {
+    let mut h = Harness::new();
+    let sid = h.initialize();
+    let call = h.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_sampling","arguments":{"prompt":"hi"}}}"#,
+    );
+    let writes = h.writes();
+    let [(http, Write::Open { body, .. })] = &writes[..] else {
+        panic!("a stream opens with the question: {writes:?}")
+    };
+    assert_eq!(*http, call);
+    let asked: serde_json::Value = data(body)
+        .iter()
+        .find_map(|d| serde_json::from_str(d).ok())
+        .expect("a message on the call's stream");
+    assert_eq!(asked["method"], "sampling/createMessage");
+    assert_eq!(asked["params"]["messages"][0]["content"]["text"], "hi");
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"role":"assistant","content":{{"type":"text","text":"hello"}},"model":"m"}}}}"#,
+        asked["id"]
+    );
+    let reply = h.post(Some(&sid), &answer);
+    let mut events = Vec::new();
+    for (http, w) in h.writes() {
+        if http == reply {
+            assert!(matches!(&w, Write::Whole { head, .. } if head.status == 202));
+        } else {
+            assert_eq!(http, call);
+            events.extend(data(w.body()));
+        }
+    }
+    let result = events
+        .iter()
+        .find(|e| e.contains(r#""id":2,"result""#))
+        .expect("the call answered");
+    assert!(result.contains("LLM response: hello"), "{result}");
+    assert!(!h.driver.is_open(call));
+    h.clean();
+}
