@@ -627,27 +627,25 @@ impl EverythingApp {
 }
 
 impl EverythingApp {
-    /// A `tools/call`, its params read where they lie ([`ToolCall`]): the
-    /// answer, or `None` when the tool answers later (or already did).
-    fn tools_call(
-        &mut self,
-        cx: &mut Cx<'_>,
-        id: &RequestId,
-        params: Option<&RawJson>,
-    ) -> Option<Result<RawJson, ErrorObject>> {
+    /// A `tools/call`, its params read where they lie ([`ToolCall`]),
+    /// answered now or, by tools that wait, later.
+    fn tools_call(&mut self, cx: &mut Cx<'_>, id: RequestId, params: Option<&RawJson>) {
         let Some(call) = ToolCall::parse(params) else {
             // Not a tool that failed: the request itself is malformed.
-            return Some(Err(ErrorObject::new(
+            let error = ErrorObject::new(
                 INVALID_PARAMS,
                 "tools/call needs params {\"name\": string, \"arguments\"?: object}",
-            )));
+            );
+            cx.respond(&id, Err(error));
+            return;
         };
         if everything_mrtr::TOOLS.iter().any(|(t, _)| *t == call.name) {
             let p = params.map_or(Value::Null, RawJson::to_value);
-            return Some(self.call_modern(cx, id, &call.name, &p));
+            let answer = self.call_modern(cx, &id, &call.name, &p);
+            cx.respond(&id, answer);
+            return;
         }
-        self.call(cx, id.clone(), &call);
-        None
+        self.call(cx, id, &call);
     }
 }
 
@@ -660,11 +658,7 @@ impl App for EverythingApp {
         params: Option<RawJson>,
     ) {
         if method == "tools/call" {
-            let answer = self.tools_call(cx, &id, params.as_ref());
-            if let Some(answer) = answer {
-                cx.respond(&id, answer);
-            }
-            return;
+            return self.tools_call(cx, id, params.as_ref());
         }
         let p = params.map(|p| p.to_value()).unwrap_or(Value::Null);
         let answer = match method {
@@ -808,13 +802,16 @@ pub fn server_info() -> Value {
 mod tests {
     use super::*;
 
+    /// What static tool `name` answers to `args`.
+    fn static_answer(name: &str, args: &str) -> Value {
+        let raw = RawJson::parse(args).expect("json");
+        let answer = static_tool(name, Arguments::of(&raw)).expect("a static tool");
+        answer.expect("a result").to_value()
+    }
+
     #[test]
     fn echo_answers_its_text_and_nothing_else() {
-        let echo = |args: &str| {
-            let raw = RawJson::parse(args).expect("json");
-            let answer = static_tool("echo", Arguments::of(&raw)).expect("a static tool");
-            answer.expect("a result").to_value()
-        };
+        let echo = |args: &str| static_answer("echo", args);
         let said = |t: &str| json!({"content": [{"type": "text", "text": t}]});
         assert_eq!(echo(r#"{"text":"a\"b"}"#), said("a\"b"));
         // No text, or text that is not a string, echoes nothing.
@@ -827,11 +824,7 @@ mod tests {
 
     #[test]
     fn every_static_tool_answers_as_the_conformance_suite_expects() {
-        let call = |name: &str, args: &str| {
-            let raw = RawJson::parse(args).expect("json");
-            let answer = static_tool(name, Arguments::of(&raw)).expect("a static tool");
-            answer.expect("a result").to_value()
-        };
+        let call = static_answer;
         let first_text = |v: &Value| v["content"][0]["text"].as_str().map(str::to_owned);
         let simple = call("test_simple_text", "{}");
         assert_eq!(

@@ -344,6 +344,14 @@ impl<A: App, B: RequestBody> hyper::service::Service<hyper::Request<B>> for McpS
 
     fn call(&self, req: hyper::Request<B>) -> McpFuture {
         let peer = peer_of(&req);
+        self.serve(req, peer)
+    }
+}
+
+impl<A: App> McpService<A> {
+    /// `req`, which came from `peer`, answered: what every way of calling
+    /// the service comes to.
+    fn serve<B: RequestBody>(&self, req: hyper::Request<B>, peer: Option<SocketAddr>) -> McpFuture {
         Box::pin(serve_one(req, peer, self.shared.clone()))
     }
 }
@@ -363,7 +371,7 @@ pub(crate) trait ServeFrom: Clone + Send + Sync + 'static {
 
 impl<A: App> ServeFrom for McpService<A> {
     fn serve_from(&self, req: hyper::Request<Incoming>, peer: Option<SocketAddr>) -> McpFuture {
-        Box::pin(serve_one(req, peer, self.shared.clone()))
+        self.serve(req, peer)
     }
 }
 
@@ -383,7 +391,7 @@ impl<A: App, B: RequestBody> tower_service::Service<hyper::Request<B>> for McpSe
 
     fn call(&mut self, req: hyper::Request<B>) -> McpFuture {
         let peer = peer_of(&req);
-        Box::pin(serve_one(req, peer, self.shared.clone()))
+        self.serve(req, peer)
     }
 }
 
