@@ -90,6 +90,16 @@ pub enum RequestError {
         /// Answer 401 instead of 400 (rmcp v0.16).
         unauthorized: bool,
     },
+    /// A request for a path that is not the MCP endpoint (404): our own
+    /// accept loop serves one path (`ServerOptions::path`); no session or
+    /// core sees the request.
+    #[error("no MCP endpoint at {path:?}; it is at {endpoint:?}")]
+    UnknownPath {
+        /// The path asked for.
+        path: String,
+        /// The endpoint's path.
+        endpoint: String,
+    },
     /// `Mcp-Session-Id` unknown, malformed or terminated (404, R24; 401 under a preset).
     #[error("unknown or terminated session")]
     UnknownSession {
@@ -157,7 +167,9 @@ impl RequestError {
             RequestError::PayloadTooLarge { .. } => 413,
             RequestError::MissingSessionId { unauthorized: true }
             | RequestError::UnknownSession { unauthorized: true } => 401,
-            RequestError::UnknownSession { .. } | RequestError::UnknownMethod { .. } => 404,
+            RequestError::UnknownSession { .. }
+            | RequestError::UnknownMethod { .. }
+            | RequestError::UnknownPath { .. } => 404,
             RequestError::BadProtocolVersion { .. }
             | RequestError::HeaderMismatch { .. }
             | RequestError::MissingMeta { .. }

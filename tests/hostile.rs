@@ -329,6 +329,69 @@ async fn repeated_host_or_origin_and_missing_host_are_400() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_other_than_the_endpoint_is_404_and_opens_no_session() {
+    let server = start(quick()).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let at = |path: &str| {
+            let raw = post_raw(None, "Connection: close\r\n", INIT).replacen("/mcp", path, 1);
+            exchange(addr, raw.as_bytes(), Duration::from_secs(2))
+        };
+        for path in [
+            "/",
+            "/mcp/",
+            "/MCP",
+            "/other",
+            "/mcpx",
+            "/.well-known/oauth-protected-resource",
+        ] {
+            let a = at(path);
+            assert_eq!(a.status, 404, "{path}: {a:?}");
+            assert!(a.header("mcp-session-id").is_none(), "{path}: {a:?}");
+            assert_eq!(a.json()["error"]["code"], -32000, "{path}: {a:?}");
+            let message = a.json()["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            assert!(
+                message.contains("\"/mcp\""),
+                "names the endpoint: {message}"
+            );
+        }
+        // The query is not part of the path.
+        assert_eq!(at("/mcp?tenant=1").status, 200);
+        let get = exchange(
+            addr,
+            b"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+            Duration::from_secs(2),
+        );
+        assert_eq!(get.status, 404, "{get:?}");
+        fresh_client(addr);
+    })
+    .await;
+    server.shutdown().await;
+    // Another path, or none (every path: a router in front decides).
+    for (path, other) in [(Some("/tools/mcp"), 404), (None, 200)] {
+        let server = start(ServerOptions {
+            path: path.map(Into::into),
+            ..quick()
+        })
+        .await;
+        let addr = server.addr.unwrap();
+        let (mounted, elsewhere) = blocking(move || {
+            let at = |p: &str| {
+                let raw = post_raw(None, "Connection: close\r\n", INIT).replacen("/mcp", p, 1);
+                exchange(addr, raw.as_bytes(), Duration::from_secs(2)).status
+            };
+            (at("/tools/mcp"), at("/mcp"))
+        })
+        .await;
+        assert_eq!((mounted, elsewhere), (200, other), "path {path:?}");
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_initialize_answer_is_stamped_and_tools_call_params_are_checked() {
     let server = start(quick()).await;
     let addr = server.addr.unwrap();

@@ -14,6 +14,9 @@ pub struct ServeArgs {
     /// Address to bind (loopback by default, R43).
     #[arg(long, default_value = "127.0.0.1:3000")]
     addr: SocketAddr,
+    /// The path MCP is served at; any other path is answered 404.
+    #[arg(long, default_value = mcp_streamable::http::DEFAULT_PATH)]
+    path: String,
     /// Server preset (FIXED, MCP_GO_0_44, RMCP_0_16, …).
     #[arg(long, default_value = "FIXED")]
     preset: String,
@@ -81,6 +84,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         ..ServerOptions::default()
     };
     options.endpoint.session.retry_ms = args.retry_ms;
+    if !args.path.starts_with('/') {
+        return Err(format!("--path {:?} must start with /", args.path));
+    }
+    options.path = Some(args.path.as_str().into());
     if let Some(n) = args.connections_max {
         options.connections_max = n;
     }
@@ -121,7 +128,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("{}: {e}", args.addr))?;
         let addr = server.addr.unwrap_or(args.addr);
         println!(
-            "mcp-streamable serving http://{addr}/mcp (preset {})",
+            "mcp-streamable serving http://{addr}{} (preset {})",
+            args.path,
             args.preset.to_uppercase()
         );
         until_stopped().await?;

@@ -29,13 +29,14 @@ pub fn run(
         } else {
             connect(store, &instance).await?
         };
+        let path = server.path.clone().unwrap_or_else(|| "/".into());
         let options = FleetOptions { server, instance };
         let handle = FleetServer::bind(addr, options, EverythingApp::default(), link)
             .await
             .map_err(|e| format!("{addr}: {e}"))?;
         let local = handle.addr.unwrap_or(addr);
         println!(
-            "mcp-streamable serving http://{local}/mcp (fleet instance {}, store {store})",
+            "mcp-streamable serving http://{local}{path} (fleet instance {}, store {store})",
             instance.id.0
         );
         super::serve::until_stopped().await?;

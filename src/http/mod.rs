@@ -19,5 +19,5 @@ pub mod server;
 pub use crate::app::{everything, App, Cx, EchoApp, EverythingApp, Tap};
 pub use io::{Connect, Listen, TcpConnect};
 pub use server::{
-    McpFuture, McpService, PeerAddr, RequestBody, Server, ServerHandle, ServerOptions,
+    McpFuture, McpService, PeerAddr, RequestBody, Server, ServerHandle, ServerOptions, DEFAULT_PATH,
 };

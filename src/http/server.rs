@@ -90,7 +90,17 @@ pub struct ServerOptions {
     /// Longest pause after a failed `accept` (EMFILE, ENFILE, …): the loop
     /// backs off from 1 ms, doubling, instead of spinning.
     pub accept_backoff_max: std::time::Duration,
+    /// The path our accept loop serves MCP at ([`Server::bind`] and the
+    /// fleet's server): a request for any other path is refused with 404
+    /// ([`RequestError::UnknownPath`]) before any session sees it, the way a
+    /// router in front would. `None` serves every path (the service mounted
+    /// behind a router of its own does not read this: the router decides).
+    pub path: Option<Arc<str>>,
 }
+
+/// Where [`Server::bind`] serves MCP unless told otherwise
+/// ([`ServerOptions::path`]), as the SDKs' examples do.
+pub const DEFAULT_PATH: &str = "/mcp";
 
 impl Default for ServerOptions {
     fn default() -> Self {
@@ -110,6 +120,7 @@ impl Default for ServerOptions {
             header_read_timeout: std::time::Duration::from_secs(10),
             body_read_timeout: std::time::Duration::from_secs(30),
             accept_backoff_max: std::time::Duration::from_secs(1),
+            path: Some(Arc::from(DEFAULT_PATH)),
         }
     }
 }
@@ -516,6 +527,7 @@ pub(crate) async fn accept_loop<L, S>(
         };
         let peer = L::peer(&io);
         let service = service.clone();
+        let path = options.path.clone();
         let mut stop = shutdown.clone();
         tokio::spawn(async move {
             let _slot = slot;
@@ -525,7 +537,10 @@ pub(crate) async fn accept_loop<L, S>(
             let requests = watch.clone();
             let svc = hyper::service::service_fn(move |req| {
                 let request = requests.request();
-                let answer = service.serve_from(req, peer);
+                let answer = match elsewhere(&req, path.as_deref()) {
+                    Some(refusal) => Box::pin(std::future::ready(Ok(refusal))),
+                    None => service.serve_from(req, peer),
+                };
                 async move {
                     let response = answer.await?;
                     Ok::<_, Infallible>(response.map(|body| Watched::new(body, request)))
@@ -551,6 +566,22 @@ pub(crate) async fn accept_loop<L, S>(
             }
         });
     }
+}
+
+/// The 404 for a request whose path is not `endpoint`, if it is not.
+fn elsewhere<B>(
+    req: &hyper::Request<B>,
+    endpoint: Option<&str>,
+) -> Option<hyper::Response<ResponseBody>> {
+    let endpoint = endpoint?;
+    let path = req.uri().path();
+    if path == endpoint {
+        return None;
+    }
+    Some(refusal(&RequestError::UnknownPath {
+        path: path.to_owned(),
+        endpoint: endpoint.to_owned(),
+    }))
 }
 
 async fn serve_one<A: App, B: RequestBody>(
@@ -734,7 +765,12 @@ async fn sweep<A: App>(shared: Arc<Shared<A>>, period: std::time::Duration) {
 /// The shell's own refusal when a session's queue of requests is full: the
 /// core's answer for [`RequestError::Overloaded`].
 pub(crate) fn unavailable() -> hyper::Response<ResponseBody> {
-    let Write::Whole { head, body } = Write::refusal(&RequestError::Overloaded) else {
+    refusal(&RequestError::Overloaded)
+}
+
+/// The whole response the core writes for `error`.
+fn refusal(error: &RequestError) -> hyper::Response<ResponseBody> {
+    let Write::Whole { head, body } = Write::refusal(error) else {
         unreachable!("a refusal is a whole response")
     };
     response(head, ResponseBody::full(Bytes::from(body)))
