@@ -329,6 +329,36 @@ async fn repeated_host_or_origin_and_missing_host_are_400() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_session_ids_or_versions_in_one_head_are_400() {
+    let server = start(quick()).await;
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let (a, b) = (fresh_client(addr), fresh_client(addr));
+        let ping = r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#;
+        for extra in [
+            format!("Mcp-Session-Id: {b}\r\n"),
+            format!("Mcp-Session-Id: {a}\r\n"),
+            "MCP-Protocol-Version: 2025-11-25\r\nMCP-Protocol-Version: 2025-03-26\r\n".into(),
+            "Content-Type: text/plain\r\n".into(),
+        ] {
+            let raw = post_raw(Some(&a), &format!("{extra}Connection: close\r\n"), ping);
+            let answer = exchange(addr, raw.as_bytes(), Duration::from_secs(2));
+            assert_eq!(answer.status, 400, "{extra:?}: {answer:?}");
+            assert_eq!(answer.json()["error"]["code"], -32000, "{answer:?}");
+        }
+        // Both sessions are untouched and still served.
+        for sid in [&a, &b] {
+            assert_eq!(
+                post(addr, Some(sid), ping).json()["result"],
+                serde_json::json!({})
+            );
+        }
+    })
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_path_other_than_the_endpoint_is_404_and_opens_no_session() {
     let server = start(quick()).await;
     let addr = server.addr.unwrap();

@@ -732,6 +732,7 @@ impl ServerEndpoint {
         session: &mut Option<SessionId>,
     ) -> Result<(), RequestError> {
         self.config.allow.check(head)?;
+        request::check_singletons(head)?;
         if matches!(head.method, Method::Other(_)) {
             return Err(RequestError::MethodNotAllowed);
         }

@@ -87,6 +87,46 @@ impl AllowList {
     }
 }
 
+/// The headers a request may carry once at most, each with its refusal: a
+/// second value is ambiguous (two session ids: which session? two
+/// versions, two content types: which one was checked?), and a proxy in
+/// front may have read the other one, so the head is refused (400) rather
+/// than either being picked. `Content-Length` is the HTTP layer's (RFC 9112
+/// §6.3 lets equal repeats through); `Host` and `Origin` are the allow-list's.
+const SINGLETONS: [(&str, &str); 6] = [
+    (
+        headers::MCP_SESSION_ID,
+        "more than one Mcp-Session-Id header",
+    ),
+    (
+        headers::MCP_PROTOCOL_VERSION,
+        "more than one MCP-Protocol-Version header",
+    ),
+    (headers::LAST_EVENT_ID, "more than one Last-Event-ID header"),
+    (headers::MCP_METHOD, "more than one Mcp-Method header"),
+    (headers::MCP_NAME, "more than one Mcp-Name header"),
+    (headers::CONTENT_TYPE, "more than one Content-Type header"),
+];
+
+/// Refuses a head that repeats a header the cores read as one value
+/// ([`SINGLETONS`]).
+pub fn check_singletons(head: &RequestHead) -> Result<(), RequestError> {
+    let mut seen = 0u8;
+    for (name, _) in &head.headers {
+        let Some(i) = SINGLETONS
+            .iter()
+            .position(|(single, _)| single.eq_ignore_ascii_case(name))
+        else {
+            continue;
+        };
+        if seen & (1 << i) != 0 {
+            return Err(RequestError::BadHead(SINGLETONS[i].1));
+        }
+        seen |= 1 << i;
+    }
+    Ok(())
+}
+
 /// Why a request body was not read whole; the shell reports it with
 /// [`ServerEndpoint::handle_unread_body`](super::ServerEndpoint::handle_unread_body).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -300,5 +340,40 @@ mod tests {
         ));
         assert_eq!(strict.check(&v6), Ok(()));
         assert_eq!(AllowList::any().check(&evil), Ok(()));
+    }
+
+    #[test]
+    fn a_header_read_as_one_value_may_not_come_twice() {
+        let once = RequestHead::new(Method::Post)
+            .with("Mcp-Session-Id", "a")
+            .with("MCP-Protocol-Version", "2025-11-25")
+            .with("Content-Type", "application/json")
+            .with("Accept", "application/json")
+            .with("Accept", "text/event-stream");
+        assert_eq!(check_singletons(&once), Ok(()), "Accept is a list");
+        for (name, first, second) in [
+            ("Mcp-Session-Id", "a", "b"),
+            ("mcp-session-id", "a", "a"),
+            ("MCP-Protocol-Version", "2025-11-25", "2025-03-26"),
+            ("Last-Event-ID", "x", "y"),
+            ("Mcp-Method", "tools/call", "ping"),
+            ("Mcp-Name", "a", "b"),
+            ("Content-Type", "application/json", "text/plain"),
+        ] {
+            let twice = RequestHead::new(Method::Post)
+                .with(name, first)
+                .with("Host", "localhost")
+                .with(&name.to_ascii_uppercase(), second);
+            match check_singletons(&twice) {
+                Err(RequestError::BadHead(why)) => {
+                    assert!(
+                        why.to_ascii_lowercase()
+                            .contains(&name.to_ascii_lowercase()),
+                        "{why}"
+                    )
+                }
+                other => panic!("{name} twice: {other:?}"),
+            }
+        }
     }
 }
