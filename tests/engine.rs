@@ -197,10 +197,12 @@ fn breadth_first_turns_depth_first_when_the_frontier_outgrows_half_the_budget() 
     let m = model("competing_get_streams_3", "FIXED", "EVENTSOURCE_RECONNECT");
     let whole = run_search(&m, Limits::new(2), Search::Bfs, |_| {});
     assert_eq!(whole.order, Order::Bfs);
-    // The process already holds more than breadth first may use.
+    // The process already holds three quarters of the hard budget: breadth
+    // first gives way at once, and depth first finishes within the budget.
     let rss = memory::rss_bytes().expect("linux");
     let mut limits = Limits::new(2);
-    limits.bfs_memory_max = Some(rss / 2);
+    limits.memory_max = Some(rss / 3 * 4);
+    limits.bfs_memory_max = None;
     let out = run_search(&m, limits, Search::Bfs, |_| {});
     assert!(
         matches!(out.order, Order::BfsThenDfs { .. }),

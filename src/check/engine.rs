@@ -9,8 +9,9 @@
 //!
 //! - **Breadth first** while the frontier fits, level by level, `threads`
 //!   workers sharing one sharded visited set: counterexamples are shortest.
-//! - **Depth first from there on** once the resident size passes half the
-//!   memory budget (or from the start, `depth_first`): each worker explores
+//! - **Depth first from there on** once the run's own growth of the
+//!   resident size passes half the memory budget, or the resident size three
+//!   quarters of it ([`frontier_outgrew`]; or from the start, `depth_first`): each worker explores
 //!   its own stack and gives the shallow half of it to a worker that has run
 //!   dry ([`pool`]), against the same visited set. The outcome says so. Depth
 //!   first visits a state once, at whatever depth it first meets it: if the
@@ -47,8 +48,9 @@ pub struct Limits {
     /// Stop (bounded) when the process's resident size passes this many
     /// bytes; breadth first gives way to depth first at half of it.
     pub memory_max: Option<u64>,
-    /// Breadth first gives way to depth first when the resident size passes
-    /// this many bytes; `None`: half of `memory_max`.
+    /// Breadth first gives way to depth first when the run's growth of the
+    /// resident size passes this many bytes ([`frontier_outgrew`]); `None`:
+    /// half of `memory_max`.
     pub bfs_memory_max: Option<u64>,
     /// Depth first from the start (least memory; counterexamples not shortest).
     pub depth_first: bool,
@@ -415,6 +417,8 @@ pub fn explore<M: Explorable>(
         },
     );
     let mut rss_peak = memory::rss_bytes();
+    // The lowest resident size of this run: what the run grew from.
+    let mut rss_floor = rss_peak;
     let mut switched_at = limits.depth_first.then_some(0);
     let interrupted = || limits.interrupt.is_some_and(|i| i.is_set());
     if model.violation(&init).is_some() {
@@ -442,6 +446,10 @@ pub fn explore<M: Explorable>(
             }
             let rss = memory::rss_bytes();
             rss_peak = rss_peak.max(rss);
+            rss_floor = match (rss_floor, rss) {
+                (Some(f), Some(r)) => Some(f.min(r)),
+                (f, r) => f.or(r),
+            };
             if let (Some(rss), Some(max)) = (rss, limits.memory_max) {
                 if rss >= max {
                     let _ = shared.stop.compare_exchange(
@@ -452,10 +460,10 @@ pub fn explore<M: Explorable>(
                     );
                 }
             }
-            if let (Some(rss), Some(max)) = (rss, bfs_max) {
-                if rss >= max && !shared.dfs.swap(true, Ordering::Relaxed) {
-                    switched_at = Some(depth as usize + 1);
-                }
+            if frontier_outgrew(rss, rss_floor, bfs_max, limits.memory_max)
+                && !shared.dfs.swap(true, Ordering::Relaxed)
+            {
+                switched_at = Some(depth as usize + 1);
             }
             if start.elapsed() > Duration::from_millis(500) {
                 progress(&Progress {
@@ -532,6 +540,33 @@ pub fn explore<M: Explorable>(
         order: order_of(switched_at),
         rss_peak: rss_peak.max(memory::rss_bytes()),
     }
+}
+
+/// Whether breadth first must give way to depth first, from a reading of
+/// the resident size `rss`: the run's own growth (over `floor`, the lowest
+/// reading since the run began) passed `bfs_max`, or `rss` passed three
+/// quarters of the hard budget `memory_max`.
+///
+/// Growth, not the resident size itself: memory that an earlier run of the
+/// same process freed, and that the allocator has not yet given back, is no
+/// frontier of this one (a `check` of several models otherwise saw the last
+/// model's memory in the first milliseconds of the next and turned depth
+/// first at depth 1, losing shortest counterexamples for a reason that
+/// depends on the order of the models). Three quarters of the hard budget
+/// as well: when the allocator reuses that memory instead of giving it back,
+/// growth counts late, and depth first must still get its turn before the
+/// hard stop.
+pub fn frontier_outgrew(
+    rss: Option<u64>,
+    floor: Option<u64>,
+    bfs_max: Option<u64>,
+    memory_max: Option<u64>,
+) -> bool {
+    let Some(rss) = rss else {
+        return false;
+    };
+    let grown = rss.saturating_sub(floor.unwrap_or(0));
+    bfs_max.is_some_and(|max| grown >= max) || memory_max.is_some_and(|max| rss >= max / 4 * 3)
 }
 
 fn order_of(switched_at: Option<usize>) -> Order {
@@ -630,4 +665,31 @@ fn rebuild<M: Explorable>(
     }
     let violation = model.violation(&s)?;
     Some(Counterexample { steps, violation })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frontier_outgrew;
+
+    const MB: u64 = 1 << 20;
+
+    #[test]
+    fn breadth_first_gives_way_to_the_runs_growth_not_to_memory_it_found() {
+        let bfs = Some(100 * MB);
+        // 700 MB resident from the start (an earlier run's, not yet given
+        // back): no growth, no switch.
+        assert!(!frontier_outgrew(Some(700 * MB), Some(700 * MB), bfs, None));
+        // It grew by the budget from its floor.
+        assert!(frontier_outgrew(Some(800 * MB), Some(700 * MB), bfs, None));
+        assert!(!frontier_outgrew(Some(799 * MB), Some(700 * MB), bfs, None));
+        // The floor fell when that memory went back: growth counts from there.
+        assert!(frontier_outgrew(Some(150 * MB), Some(50 * MB), bfs, None));
+        // Three quarters of the hard budget switch whatever the growth.
+        let hard = Some(1000 * MB);
+        assert!(frontier_outgrew(Some(750 * MB), Some(700 * MB), bfs, hard));
+        assert!(!frontier_outgrew(Some(740 * MB), Some(700 * MB), bfs, hard));
+        // Nothing known, nothing decided.
+        assert!(!frontier_outgrew(None, Some(0), bfs, hard));
+        assert!(!frontier_outgrew(Some(u64::MAX), None, None, None));
+    }
 }

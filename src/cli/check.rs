@@ -302,7 +302,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
         }
         if let Order::BfsThenDfs { depth } = out.order {
             notes.push(format!(
-                "{label}: breadth first up to depth {depth}, then depth first (the frontier outgrew half the memory budget){}",
+                "{label}: breadth first up to depth {depth}, then depth first (the frontier outgrew its share of the memory budget){}",
                 if out.counterexample.is_some() { "; the counterexample may not be the shortest" } else { "" }
             ));
         }
