@@ -215,3 +215,14 @@ fn ctrl_c_ends_a_long_check_as_bounded_with_the_figures_printed() {
         "{stdout}"
     );
 }
+
+#[test]
+fn serve_refuses_a_path_that_is_not_absolute() {
+    let out = bin()
+        .args(["serve", "--addr", "127.0.0.1:0", "--path", "mcp"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--path \"mcp\" must start with /"), "{err}");
+}
