@@ -824,3 +824,73 @@ async fn the_modern_shell_answers_input_rounds_with_its_handler_and_listens() {
     m.finish(&[]);
     assert!(m.violations().is_empty(), "{:?}", m.violations());
 }
+
+/// A server that answers `initialize`, then every call with an SSE event of
+/// `event_bytes` bytes of data (after a priming event it could be resumed
+/// from), over raw TCP: what no well-behaved server sends.
+fn oversized_server(event_bytes: usize) -> std::net::SocketAddr {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut out = stream;
+                let mut first = String::new();
+                let _ = reader.read_line(&mut first);
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let msg: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let (status, ctype, text) = match msg["method"].as_str() {
+                    _ if !first.starts_with("POST") => ("405 Method Not Allowed", "text/plain", String::new()),
+                    Some("initialize") => ("200 OK", "application/json", serde_json::json!({
+                        "jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}}, "serverInfo": {"name": "big", "version": "0"}}}).to_string()),
+                    _ if msg.get("id").is_none() => ("202 Accepted", "text/plain", String::new()),
+                    _ => ("200 OK", "text/event-stream", format!(
+                        "id: e0\ndata: \n\nid: e1\ndata: {}\n\n", "x".repeat(event_bytes))),
+                };
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nMcp-Session-Id: s1\r\n\
+                    Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn an_event_over_the_clients_bound_fails_the_call_saying_so() {
+    let addr = oversized_server(2 << 20);
+    let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
+    let (client, _) = Client::connect(
+        TcpConnect(addr),
+        &authority,
+        &path,
+        ClientOptions::default(),
+    )
+    .await
+    .expect("initialize");
+    let r = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.call_tool("echo", serde_json::json!({"text": "big"})),
+    )
+    .await
+    .expect("an answer, not a wait for the deadline");
+    let error = r.expect_err("no result").to_string();
+    assert!(error.contains("over 1048576 bytes"), "{error}");
+}

@@ -235,6 +235,13 @@ pub enum ClientError {
     /// The server chose a protocol version this client does not speak.
     #[error("unsupported protocol version {0:?}")]
     UnsupportedVersion(String),
+    /// The answer held a body or an SSE event over the client's bound of
+    /// `max` bytes, which was not read, and ended without the response.
+    #[error("the server's answer held a message over {max} bytes, which was not read")]
+    TooLarge {
+        /// The bound, in bytes.
+        max: usize,
+    },
     /// The server's answer was not what the protocol allows.
     #[error("malformed answer: {0}")]
     Malformed(&'static str),

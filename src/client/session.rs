@@ -60,6 +60,9 @@ pub(super) struct Exchange {
     /// Message events (not priming) received on this exchange.
     pub(super) messages: u32,
     pub(super) error: Option<ErrorObject>,
+    /// The shell could not take part of the answer whole: a body or an SSE
+    /// event over this many bytes ([`ClientSession::handle_too_large`]).
+    pub(super) too_large: Option<usize>,
 }
 
 impl Exchange {
@@ -437,6 +440,19 @@ impl ClientSession {
         }
     }
 
+    /// Part of exchange `http`'s answer was over the shell's bound of `max`
+    /// bytes (a whole body past `body_max`, or an SSE event past the
+    /// decoder's bound) and was not read. Nothing of it reaches the
+    /// application; if the exchange then ends without the response it
+    /// carries, that request fails with [`ClientError::TooLarge`] at once
+    /// instead of being resumed (a resumption would replay the same event,
+    /// which cannot be read either) or reported as a lost stream.
+    pub fn handle_too_large(&mut self, http: HttpId, max: usize) {
+        if let Some(ex) = self.exchanges.get_mut(&http) {
+            ex.too_large = Some(max);
+        }
+    }
+
     /// One decoded SSE item of exchange `http` (the shell runs the decoder).
     pub fn handle_sse_event(&mut self, http: HttpId, item: SseItem, now: Instant) {
         let Some(ex) = self.exchanges.get_mut(&http) else {
@@ -588,6 +604,7 @@ impl ClientSession {
                 retry_ms: None,
                 messages: 0,
                 error: None,
+                too_large: None,
             },
         );
         self.transmits.push_back(ClientTransmit {

@@ -616,3 +616,27 @@ fn an_eventsource_reader_reconnects_at_most_reader_reconnects_max_times() {
     }
     assert_eq!(reconnects, 2);
 }
+
+#[test]
+fn an_answer_over_the_bound_fails_its_request_at_once_instead_of_resuming() {
+    let failure = |too_large: bool| {
+        let (mut c, _) = legacy(ClientPolicy::FIXED);
+        events(&mut c);
+        let (id, post) = streaming(&mut c, "tools/call");
+        // A priming event: the stream could be resumed from it.
+        let priming = SseItem::NoMessage {
+            id: Some("e0".into()),
+        };
+        c.handle_sse_event(post.http, priming, NOW);
+        if too_large {
+            c.handle_too_large(post.http, 1024);
+        }
+        c.handle_http_closed(post.http, NOW);
+        events(&mut c).into_iter().find_map(|e| match e {
+            ClientEvent::Failed { id: f, error } if f == id => Some(error),
+            _ => None,
+        })
+    };
+    assert_eq!(failure(true), Some(ClientError::TooLarge { max: 1024 }));
+    assert_eq!(failure(false), None, "without it the stream is resumed");
+}

@@ -57,6 +57,10 @@ impl ClientSession {
             return;
         }
         p.http = None;
+        if let Some(max) = ex.too_large {
+            self.give_up(n, ClientError::TooLarge { max }, true, now);
+            return;
+        }
         // JSON (or 202/204) that ended without our response is worth a
         // cancellation; a refusal is not.
         if let Some(error) = ex.refusal("answer ended without the response") {

@@ -16,11 +16,11 @@ use crate::jsonrpc::{ErrorObject, RawJson};
 use crate::monitor::Observation;
 use crate::policy::ClientPolicy;
 use crate::server::modern::ListenFilter;
-use crate::sse::{SseDecoder, SseItem};
+use crate::sse::{SseDecoder, SseError, SseItem};
 use crate::time::Instant;
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use http_body_util::Limited;
+use http_body_util::{LengthLimitError, Limited};
 use hyper_util::rt::TokioIo;
 use std::collections::BTreeMap;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -118,6 +118,8 @@ enum Input {
     Head(HttpId, ResponseHead),
     Body(HttpId, Bytes),
     Sse(HttpId, SseItem),
+    /// Part of the answer was over this many bytes and was not read.
+    TooLarge(HttpId, usize),
     Closed(HttpId),
 }
 
@@ -425,6 +427,7 @@ impl<C: Connect> Owner<C> {
                 }
                 self.core.handle_sse_event(h, item, now)
             }
+            Input::TooLarge(h, max) => self.core.handle_too_large(h, max),
             Input::Closed(h) => {
                 self.tasks.remove(&h);
                 self.observe(Observation::ClientClosed { client: 0, http: h });
@@ -611,20 +614,29 @@ async fn run_exchange<C: Connect>(
                 let Ok(data) = frame?.into_data() else {
                     continue;
                 };
-                let _ = decoder.feed(&data, &mut items);
+                let over = decoder.feed(&data, &mut items).err();
                 for item in items.drain(..) {
                     inputs.send(Input::Sse(http, item))?;
                 }
+                // The decoder dropped an event (or line) over its bound and
+                // reads on: the core hears of it, so it is not lost unsaid.
+                if let Some(SseError::LineTooLong { max } | SseError::DataTooLong { max }) = over {
+                    inputs.send(Input::TooLarge(http, max))?;
+                }
             }
         }
-        // Past `body_max` the read fails and the exchange just closes.
-        Content::Json => {
-            let bytes = Limited::new(body, body_max).collect().await?.to_bytes();
-            inputs.send(Input::Body(http, bytes))?;
-        }
-        Content::None => {
-            let bytes = Limited::new(body, body_max).collect().await?.to_bytes();
-            if !bytes.is_empty() {
+        // Past `body_max` the read stops and the core hears why.
+        Content::Json | Content::None => {
+            let bytes = match Limited::new(body, body_max).collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                    inputs.send(Input::TooLarge(http, body_max))?;
+                    driver.abort();
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
+            if content == Content::Json || !bytes.is_empty() {
                 inputs.send(Input::Body(http, bytes))?;
             }
         }
