@@ -827,8 +827,9 @@ async fn the_modern_shell_answers_input_rounds_with_its_handler_and_listens() {
 
 /// A server that answers `initialize`, then every call with an SSE event of
 /// `event_bytes` bytes of data (after a priming event it could be resumed
-/// from), over raw TCP: what no well-behaved server sends.
-fn oversized_server(event_bytes: usize) -> std::net::SocketAddr {
+/// from), or with a JSON body that long when not `sse`, over raw TCP: what
+/// no well-behaved server sends.
+fn oversized_server(event_bytes: usize, sse: bool) -> std::net::SocketAddr {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -858,8 +859,11 @@ fn oversized_server(event_bytes: usize) -> std::net::SocketAddr {
                         "jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": "2025-11-25",
                         "capabilities": {"tools": {}}, "serverInfo": {"name": "big", "version": "0"}}}).to_string()),
                     _ if msg.get("id").is_none() => ("202 Accepted", "text/plain", String::new()),
-                    _ => ("200 OK", "text/event-stream", format!(
+                    _ if sse => ("200 OK", "text/event-stream", format!(
                         "id: e0\ndata: \n\nid: e1\ndata: {}\n\n", "x".repeat(event_bytes))),
+                    _ => ("200 OK", "application/json", serde_json::json!({
+                        "jsonrpc": "2.0", "id": msg["id"], "result": {"content": [
+                            {"type": "text", "text": "x".repeat(event_bytes)}]}}).to_string()),
                 };
                 let _ = write!(
                     out,
@@ -874,23 +878,29 @@ fn oversized_server(event_bytes: usize) -> std::net::SocketAddr {
 }
 
 #[tokio::test]
-async fn an_event_over_the_clients_bound_fails_the_call_saying_so() {
-    let addr = oversized_server(2 << 20);
-    let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
-    let (client, _) = Client::connect(
-        TcpConnect(addr),
-        &authority,
-        &path,
-        ClientOptions::default(),
-    )
-    .await
-    .expect("initialize");
-    let r = tokio::time::timeout(
-        Duration::from_secs(20),
-        client.call_tool("echo", serde_json::json!({"text": "big"})),
-    )
-    .await
-    .expect("an answer, not a wait for the deadline");
-    let error = r.expect_err("no result").to_string();
-    assert!(error.contains("over 1048576 bytes"), "{error}");
+async fn an_answer_over_the_clients_bound_fails_the_call_saying_so() {
+    // An SSE event past the decoder's 1 MiB; a JSON body past `body_max`.
+    for (sse, bound) in [(true, "1048576"), (false, "4194304")] {
+        let addr = oversized_server(5 << 20, sse);
+        let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
+        let (client, _) = Client::connect(
+            TcpConnect(addr),
+            &authority,
+            &path,
+            ClientOptions::default(),
+        )
+        .await
+        .expect("initialize");
+        let r = tokio::time::timeout(
+            Duration::from_secs(20),
+            client.call_tool("echo", serde_json::json!({"text": "big"})),
+        )
+        .await
+        .expect("an answer, not a wait for the deadline");
+        let error = r.expect_err("no result").to_string();
+        assert!(
+            error.contains(&format!("over {bound} bytes")),
+            "sse {sse}: {error}"
+        );
+    }
 }

@@ -636,7 +636,8 @@ async fn run_exchange<C: Connect>(
                 }
                 Err(e) => return Err(e),
             };
-            if content == Content::Json || !bytes.is_empty() {
+            // An empty body says nothing the head did not.
+            if !bytes.is_empty() {
                 inputs.send(Input::Body(http, bytes))?;
             }
         }
