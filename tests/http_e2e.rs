@@ -4,7 +4,7 @@
 #![cfg(feature = "http")]
 
 use mcp_streamable::client::ClientEvent;
-use mcp_streamable::http::client::{split_url, Client, ClientOptions};
+use mcp_streamable::http::client::{split_url, Client, ClientOptions, ShellError};
 use mcp_streamable::http::{App, Cx, Server, ServerHandle, ServerOptions, TcpConnect};
 use mcp_streamable::ids::RequestId;
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson};
@@ -99,16 +99,23 @@ async fn start(monitor: &Shared) -> ServerHandle {
     .expect("bind loopback")
 }
 
+/// A client of `http://{addr}{path}`, initialized (or discovered).
+async fn open(
+    addr: std::net::SocketAddr,
+    path: &str,
+    options: ClientOptions,
+) -> Result<(Client, RawJson), ShellError> {
+    let (authority, path) = split_url(&format!("http://{addr}{path}")).unwrap();
+    Client::connect(TcpConnect(addr), &authority, &path, options).await
+}
+
 async fn connect(server: &ServerHandle, monitor: &Shared) -> Client {
     let addr = server.addr.unwrap();
-    let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
     let options = ClientOptions {
         tap: Some(tap(monitor)),
         ..ClientOptions::default()
     };
-    let (client, result) = Client::connect(TcpConnect(addr), &authority, &path, options)
-        .await
-        .expect("initialize");
+    let (client, result) = open(addr, "/mcp", options).await.expect("initialize");
     assert_eq!(result.to_value()["protocolVersion"], "2025-11-25");
     client
 }
@@ -402,15 +409,9 @@ async fn mounts_under_a_path_of_your_own_router() {
             });
         }
     });
-    let (authority, path) = split_url(&format!("http://{addr}/tools/mcp")).unwrap();
-    let (client, _) = Client::connect(
-        TcpConnect(addr),
-        &authority,
-        &path,
-        ClientOptions::default(),
-    )
-    .await
-    .expect("initialize");
+    let (client, _) = open(addr, "/tools/mcp", ClientOptions::default())
+        .await
+        .expect("initialize");
     let r = client
         .call_tool("echo", serde_json::json!({"text": "mounted"}))
         .await
@@ -713,13 +714,9 @@ async fn a_json_answer_past_body_max_is_cut_off_not_buffered() {
     let connect = |addr: std::net::SocketAddr, body_max: usize| async move {
         let mut options = ClientOptions::default();
         options.config.body_max = body_max;
-        let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
-        tokio::time::timeout(
-            Duration::from_secs(10),
-            Client::connect(TcpConnect(addr), &authority, &path, options),
-        )
-        .await
-        .expect("an outcome, not a hang")
+        tokio::time::timeout(Duration::from_secs(10), open(addr, "/mcp", options))
+            .await
+            .expect("an outcome, not a hang")
     };
     let addr = padded_server(64 * 1024).await;
     // The control: within the bound the same answer initializes.
@@ -747,7 +744,6 @@ async fn the_modern_shell_answers_input_rounds_with_its_handler_and_listens() {
     let monitor: Shared = Arc::default();
     let server = start_everything(&monitor).await;
     let addr = server.addr.unwrap();
-    let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
     let mut options = ClientOptions {
         tap: Some(tap(&monitor)),
         ..ClientOptions::default()
@@ -764,9 +760,7 @@ async fn the_modern_shell_answers_input_rounds_with_its_handler_and_listens() {
             _ => Err(ErrorObject::new(-32601, "no")),
         }
     }));
-    let (client, discovered) = Client::connect(TcpConnect(addr), &authority, &path, options)
-        .await
-        .expect("discover");
+    let (client, discovered) = open(addr, "/mcp", options).await.expect("discover");
     assert!(discovered.to_value()["supportedVersions"]
         .as_array()
         .unwrap()
@@ -830,11 +824,34 @@ async fn the_modern_shell_answers_input_rounds_with_its_handler_and_listens() {
 /// from), or with a JSON body that long when not `sse`, over raw TCP: what
 /// no well-behaved server sends.
 fn oversized_server(event_bytes: usize, sse: bool) -> std::net::SocketAddr {
+    scripted_server(move |msg| {
+        if sse {
+            let event = "x".repeat(event_bytes);
+            (
+                "text/event-stream",
+                format!("id: e0\ndata: \n\nid: e1\ndata: {event}\n\n"),
+            )
+        } else {
+            let text = serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "content": [{"type": "text", "text": "x".repeat(event_bytes)}]}});
+            ("application/json", text.to_string())
+        }
+    })
+}
+
+/// A raw HTTP/1.1 server that initializes a session like any other and
+/// answers every other request with `answer(request)`: a content type and
+/// a body, status 200 (a server no SDK would write).
+fn scripted_server(
+    answer: impl Fn(&serde_json::Value) -> (&'static str, String) + Send + Sync + 'static,
+) -> std::net::SocketAddr {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
+    let answer = Arc::new(answer);
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
+            let answer = answer.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut out = stream;
@@ -857,13 +874,12 @@ fn oversized_server(event_bytes: usize, sse: bool) -> std::net::SocketAddr {
                     _ if !first.starts_with("POST") => ("405 Method Not Allowed", "text/plain", String::new()),
                     Some("initialize") => ("200 OK", "application/json", serde_json::json!({
                         "jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": "2025-11-25",
-                        "capabilities": {"tools": {}}, "serverInfo": {"name": "big", "version": "0"}}}).to_string()),
+                        "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}}).to_string()),
                     _ if msg.get("id").is_none() => ("202 Accepted", "text/plain", String::new()),
-                    _ if sse => ("200 OK", "text/event-stream", format!(
-                        "id: e0\ndata: \n\nid: e1\ndata: {}\n\n", "x".repeat(event_bytes))),
-                    _ => ("200 OK", "application/json", serde_json::json!({
-                        "jsonrpc": "2.0", "id": msg["id"], "result": {"content": [
-                            {"type": "text", "text": "x".repeat(event_bytes)}]}}).to_string()),
+                    _ => {
+                        let (ctype, text) = answer(&msg);
+                        ("200 OK", ctype, text)
+                    }
                 };
                 let _ = write!(
                     out,
@@ -878,19 +894,44 @@ fn oversized_server(event_bytes: usize, sse: bool) -> std::net::SocketAddr {
 }
 
 #[tokio::test]
+async fn a_call_answered_with_something_else_says_what_it_was() {
+    let answers: [(&str, fn(&serde_json::Value) -> (&'static str, String)); 2] = [
+        ("its body was not JSON-RPC", |_| {
+            (
+                "text/html",
+                "<html><body>502 Bad Gateway</body></html>".into(),
+            )
+        }),
+        ("it answered an id the client never used", |msg| {
+            let id = msg["id"].as_i64().unwrap() + 1000;
+            let text = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {}});
+            ("application/json", text.to_string())
+        }),
+    ];
+    for (why, answer) in answers {
+        let addr = scripted_server(answer);
+        let (client, _) = open(addr, "/mcp", ClientOptions::default())
+            .await
+            .expect("initialize");
+        let r = tokio::time::timeout(
+            Duration::from_secs(20),
+            client.call_tool("echo", serde_json::json!({})),
+        )
+        .await
+        .expect("an outcome, not a hang");
+        let error = r.expect_err("no result").to_string();
+        assert!(error.contains(why), "{why}: {error}");
+    }
+}
+
+#[tokio::test]
 async fn an_answer_over_the_clients_bound_fails_the_call_saying_so() {
     // An SSE event past the decoder's 1 MiB; a JSON body past `body_max`.
     for (sse, bound) in [(true, "1048576"), (false, "4194304")] {
         let addr = oversized_server(5 << 20, sse);
-        let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
-        let (client, _) = Client::connect(
-            TcpConnect(addr),
-            &authority,
-            &path,
-            ClientOptions::default(),
-        )
-        .await
-        .expect("initialize");
+        let (client, _) = open(addr, "/mcp", ClientOptions::default())
+            .await
+            .expect("initialize");
         let r = tokio::time::timeout(
             Duration::from_secs(20),
             client.call_tool("echo", serde_json::json!({"text": "big"})),

@@ -63,6 +63,11 @@ pub(super) struct Exchange {
     /// The shell could not take part of the answer whole: a body or an SSE
     /// event over this many bytes ([`ClientSession::handle_too_large`]).
     pub(super) too_large: Option<usize>,
+    /// The first thing in the answer the client could not use (a body
+    /// that is not JSON-RPC, a response to an id it never asked): if the
+    /// exchange then ends without its response, the failure says so
+    /// rather than only that the response never came.
+    pub(super) flaw: Option<&'static str>,
 }
 
 impl Exchange {
@@ -436,7 +441,14 @@ impl ClientSession {
                     }
                 }
             }
-            Err(_) => {}
+            Err(_) => self.note_flaw(http, "its body was not JSON-RPC"),
+        }
+    }
+
+    /// Keeps the first flaw of exchange `http`'s answer ([`Exchange::flaw`]).
+    fn note_flaw(&mut self, http: HttpId, flaw: &'static str) {
+        if let Some(ex) = self.exchanges.get_mut(&http) {
+            ex.flaw.get_or_insert(flaw);
         }
     }
 
@@ -605,6 +617,7 @@ impl ClientSession {
                 messages: 0,
                 error: None,
                 too_large: None,
+                flaw: None,
             },
         );
         self.transmits.push_back(ClientTransmit {
@@ -636,7 +649,10 @@ impl ClientSession {
                 id: Some(id),
                 error,
             } => self.complete(http, id, Err(error), now),
-            Message::Error { id: None, .. } => self.strangers += 1,
+            Message::Error { id: None, .. } => {
+                self.strangers += 1;
+                self.note_flaw(http, "it answered with an error that names no request");
+            }
             Message::Request { id, method, .. }
                 if self.config.server_requests == ServerRequests::Decline =>
             {
@@ -671,6 +687,7 @@ impl ClientSession {
     ) {
         let RequestId::Num(n) = id else {
             self.strangers += 1;
+            self.note_flaw(via, "it answered an id the client never used");
             return;
         };
         let Some(p) = self.pending.get_mut(&n) else {
@@ -678,6 +695,7 @@ impl ClientSession {
                 self.duplicates += 1;
             } else {
                 self.strangers += 1;
+                self.note_flaw(via, "it answered an id the client never used");
             }
             return;
         };

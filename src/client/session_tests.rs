@@ -640,3 +640,48 @@ fn an_answer_over_the_bound_fails_its_request_at_once_instead_of_resuming() {
     assert_eq!(failure(true), Some(ClientError::TooLarge { max: 1024 }));
     assert_eq!(failure(false), None, "without it the stream is resumed");
 }
+
+#[test]
+fn a_json_answer_without_the_response_says_what_it_held_instead() {
+    let failure = |content_type: &str, body: &[u8]| {
+        let (mut c, _) = legacy(ClientPolicy::FIXED);
+        events(&mut c);
+        let id = c.send_request("tools/call", None, NOW).unwrap();
+        let post = sent(&mut c).remove(0);
+        let head = ResponseHead::from_wire(200, [("content-type", content_type)]);
+        c.handle_response_head(post.http, head, NOW);
+        c.handle_body(post.http, body, NOW);
+        c.handle_http_closed(post.http, NOW);
+        events(&mut c).into_iter().find_map(|e| match e {
+            ClientEvent::Failed { id: f, error } if f == id => Some(error),
+            _ => None,
+        })
+    };
+    let malformed = |why| Some(ClientError::Malformed(why));
+    assert_eq!(
+        failure("text/html", b"<html>502 Bad Gateway</html>"),
+        malformed("its body was not JSON-RPC")
+    );
+    assert_eq!(
+        failure(
+            "application/json",
+            br#"{"jsonrpc":"2.0","id":99,"result":{}}"#
+        ),
+        malformed("it answered an id the client never used")
+    );
+    assert_eq!(
+        failure(
+            "application/json",
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#
+        ),
+        malformed("it answered with an error that names no request")
+    );
+    // Only a notification: nothing wrong in it, the response never came.
+    assert_eq!(
+        failure(
+            "application/json",
+            br#"{"jsonrpc":"2.0","method":"notifications/message"}"#
+        ),
+        malformed("answer ended without the response")
+    );
+}

@@ -62,8 +62,10 @@ impl ClientSession {
             return;
         }
         // JSON (or 202/204) that ended without our response is worth a
-        // cancellation; a refusal is not.
-        if let Some(error) = ex.refusal("answer ended without the response") {
+        // cancellation; a refusal is not. What it held instead, if anything
+        // the client could not use, is the better reason.
+        let why = ex.flaw.unwrap_or("answer ended without the response");
+        if let Some(error) = ex.refusal(why) {
             let tell_server = matches!(error, ClientError::Malformed(_));
             self.give_up(n, error, tell_server, now);
             return;

@@ -731,8 +731,8 @@ impl ServerEndpoint {
         admit: Admit<'_>,
         session: &mut Option<SessionId>,
     ) -> Result<(), RequestError> {
-        self.config.allow.check(head)?;
         request::check_singletons(head)?;
+        self.config.allow.check(head)?;
         if matches!(head.method, Method::Other(_)) {
             return Err(RequestError::MethodNotAllowed);
         }
