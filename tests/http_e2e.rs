@@ -839,6 +839,9 @@ fn oversized_server(event_bytes: usize, sse: bool) -> std::net::SocketAddr {
     })
 }
 
+/// How [`scripted_server`] answers a request: its content type and body.
+type Answer = fn(&serde_json::Value) -> (&'static str, String);
+
 /// A raw HTTP/1.1 server that initializes a session like any other and
 /// answers every other request with `answer(request)`: a content type and
 /// a body, status 200 (a server no SDK would write).
@@ -895,7 +898,7 @@ fn scripted_server(
 
 #[tokio::test]
 async fn a_call_answered_with_something_else_says_what_it_was() {
-    let answers: [(&str, fn(&serde_json::Value) -> (&'static str, String)); 2] = [
+    let answers: [(&str, Answer); 2] = [
         ("its body was not JSON-RPC", |_| {
             (
                 "text/html",
