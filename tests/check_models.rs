@@ -110,6 +110,46 @@ fn a_fleet_model_with_an_unknown_design_names_the_field() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("relay"), "{err}");
+    let text = r#"{"name": "x", "description": "", "sessions": {"requests": 1, "delete": true, "expiry": false},
+        "depth": 8, "expect": [{"design": "atomic", "verdict": {"violates": ["F9"]}}]}"#;
+    let err = FleetFile::parse(Path::new("x.json"), text)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("expect[0].verdict.violates") && err.contains("F9"),
+        "{err}"
+    );
+    let text = r#"{"name": "../x", "description": "", "sessions": {"requests": 1, "delete": true, "expiry": false},
+        "depth": 8, "expect": [{"design": "atomic", "verdict": {"violates": ["F4"]}}]}"#;
+    let err = FleetFile::parse(Path::new("x.json"), text)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("field `name`"), "{err}");
+}
+
+/// The ids a model may name are the ids `docs/properties.md` lists, both
+/// ways: a property documented but not judgeable, or judgeable but not
+/// documented, fails here.
+#[test]
+fn the_property_ids_are_the_documented_ones() {
+    let doc = std::fs::read_to_string("docs/properties.md").unwrap();
+    let mut documented: Vec<&str> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("| ")?.split(' ').next())
+        .filter(|id| {
+            id.len() >= 2
+                && id.starts_with(|c: char| c.is_ascii_uppercase())
+                && id[1..].chars().all(|c| c.is_ascii_digit())
+        })
+        .collect();
+    documented.sort();
+    let mut known: Vec<&str> = mcp_streamable::monitor::PROPERTIES
+        .iter()
+        .chain(mcp_streamable::check::fleet::PROPERTIES.iter())
+        .copied()
+        .collect();
+    known.sort();
+    assert_eq!(documented, known);
 }
 
 /// The large models (`models/large/`, minutes each, run by hand: README)

@@ -273,10 +273,55 @@ impl Scenario {
             field,
             message,
         };
+        check_name(&self.name).map_err(|m| err("name".into(), m))?;
+        let known = |field: String, ids: &[String]| match ids
+            .iter()
+            .find(|id| !crate::monitor::PROPERTIES.contains(&id.as_str()))
+        {
+            Some(id) => Err(err(
+                field,
+                format!(
+                    "unknown property id {id:?}; expected one of {:?}",
+                    crate::monitor::PROPERTIES
+                ),
+            )),
+            None => Ok(()),
+        };
+        known("invariants".into(), &self.invariants)?;
         if self.clients.is_empty() || self.clients.len() > 3 {
             return Err(err(
                 "clients".into(),
                 "expected 1 to 3 client scripts".into(),
+            ));
+        }
+        // A step that can never run leaves a script unfinished, and a run
+        // that does nothing "holds": every script opens with `initialize`
+        // (nothing else runs before a client has a session or a discovered
+        // server), and only a client that may speak 2026-07-28 listens.
+        for (c, script) in self.clients.iter().enumerate() {
+            if script.first() != Some(&ClientStep::Initialize) {
+                return Err(err(
+                    format!("clients[{c}]"),
+                    "expected a script that starts with \"initialize\"".into(),
+                ));
+            }
+            let era = self.settings.eras.get(c).copied().unwrap_or_default();
+            if era == crate::client::ClientEra::Legacy && script.contains(&ClientStep::Listen) {
+                return Err(err(
+                    format!("clients[{c}]"),
+                    "\"listen\" needs a client of era \"modern\" or \"auto\" (settings.eras)"
+                        .into(),
+                ));
+            }
+        }
+        if self.settings.eras.len() > self.clients.len() {
+            return Err(err(
+                "settings.eras".into(),
+                format!(
+                    "{} eras for {} clients",
+                    self.settings.eras.len(),
+                    self.clients.len()
+                ),
             ));
         }
         for (i, e) in self.expect.iter().enumerate() {
@@ -306,6 +351,7 @@ impl Scenario {
                     ),
                 ));
             }
+            known(format!("expect[{i}].judge"), &e.judge)?;
             if let Verdict::Violates(ids) = &e.verdict {
                 if ids.is_empty() {
                     return Err(err(
@@ -313,6 +359,7 @@ impl Scenario {
                         "expected at least one invariant id".into(),
                     ));
                 }
+                known(format!("expect[{i}].verdict.violates"), ids)?;
             }
         }
         if self.bounds.depth == 0 {
@@ -323,6 +370,21 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// A model's name names the files of its traces and pictures
+/// (`target/check/NAME.SERVER.CLIENT.svg`), so it is one plain file-name
+/// part: 1 to 128 ASCII letters, digits, `-`, `_` or `.`, not starting with
+/// `.` (a name with `/` or `..` would write wherever the model says).
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.is_empty() || name.len() > 128 || name.starts_with('.') || !name.chars().all(plain) {
+        return Err(format!(
+            "{name:?} is not a plain name: use 1 to 128 letters, digits, '-', '_' or '.', \
+             not starting with '.'"
+        ));
+    }
+    Ok(())
 }
 
 /// Every `*.json` file of `dir`, sorted by name (model files, world and fleet).
@@ -362,5 +424,93 @@ mod tests {
             "bounds":{"depth":3,"time_ms":1},"expect":[]}"#;
         let e = Scenario::parse(f, bad_step).unwrap_err().to_string();
         assert!(e.contains("clients[0][0]"), "{e}");
+    }
+
+    /// A change to a model's JSON.
+    type Edit = fn(&mut serde_json::Value);
+
+    /// A valid model with `edit` applied to its JSON.
+    fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> Result<Scenario, ScenarioError> {
+        let mut v = serde_json::json!({"name": "x", "description": "d",
+            "clients": [["initialize"]], "invariants": ["B1"],
+            "bounds": {"depth": 3, "time_ms": 1},
+            "expect": [{"server": "FIXED", "client": "FIXED", "verdict": "holds", "judge": ["B4"]},
+                       {"server": "RMCP_0_16", "client": "FIXED", "verdict": {"violates": ["B1"]}}]});
+        edit(&mut v);
+        Scenario::parse(Path::new("m.json"), &v.to_string())
+    }
+
+    #[test]
+    fn a_property_id_that_names_nothing_is_refused_not_judged_as_holding() {
+        assert!(edited(|_| {}).is_ok(), "the control");
+        for (field, edit) in [
+            (
+                "invariants",
+                (|v| v["invariants"][0] = "B7".into()) as fn(&mut serde_json::Value),
+            ),
+            ("expect[0].judge", |v| {
+                v["expect"][0]["judge"][0] = "c2".into()
+            }),
+            ("expect[1].verdict.violates", |v| {
+                v["expect"][1]["verdict"]["violates"][0] = "ZZ9".into()
+            }),
+        ] {
+            let e = edited(edit).unwrap_err().to_string();
+            assert!(
+                e.contains(field) && e.contains("unknown property id"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_script_with_a_step_that_can_never_run_is_refused() {
+        let cases: [(&str, Edit); 4] = [
+            ("clients[0]", |v| {
+                v["clients"][0] = serde_json::json!(["call"])
+            }),
+            ("clients[1]", |v| v["clients"][1] = serde_json::json!([])),
+            ("clients[0]", |v| {
+                v["clients"][0] = serde_json::json!(["initialize", "listen"])
+            }),
+            ("settings.eras", |v| {
+                v["settings"] = serde_json::json!({"eras": ["modern", "legacy", "auto"]})
+            }),
+        ];
+        for (field, edit) in cases {
+            let e = edited(|v| {
+                v["clients"] = serde_json::json!([["initialize"], ["initialize"]]);
+                edit(v)
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(&format!("field `{field}`")), "{e}");
+        }
+        let listens = edited(|v| {
+            v["clients"][0] = serde_json::json!(["initialize", "listen"]);
+            v["settings"] = serde_json::json!({"eras": ["auto"]});
+        });
+        assert!(listens.is_ok(), "an auto client may listen");
+    }
+
+    #[test]
+    fn a_name_that_is_not_one_plain_file_name_part_is_refused() {
+        for name in ["lifecycle", "two_clients.v2", "A-1"] {
+            assert!(edited(|v| v["name"] = name.into()).is_ok(), "{name}");
+        }
+        let long = "n".repeat(129);
+        for name in [
+            "",
+            "../../etc/x",
+            "a/b",
+            ".hidden",
+            "a\\b",
+            "a b",
+            "ü",
+            &long,
+        ] {
+            let e = edited(|v| v["name"] = name.into()).unwrap_err().to_string();
+            assert!(e.contains("field `name`"), "{name:?}: {e}");
+        }
     }
 }

@@ -28,6 +28,14 @@ use crate::{headers, jsonrpc};
 use client::ClientSide;
 use retire::Retired;
 pub use retire::RetiredPart;
+
+/// Every property id the monitor can report, as `docs/properties.md` lists
+/// them: what a model may name in `invariants`, `judge` and `violates` (a
+/// name not here would judge nothing and make every run "hold").
+pub const PROPERTIES: [&str; 24] = [
+    "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "C1", "C2", "C3", "C4", "C5",
+    "I1", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
+];
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -558,6 +566,7 @@ impl Monitor {
     }
 
     fn flag(&mut self, id: &'static str, http: Option<HttpId>, detail: String) {
+        debug_assert!(PROPERTIES.contains(&id), "{id} is not in PROPERTIES");
         self.violations.0.push(Violation {
             id,
             step: self.step.0,
@@ -567,6 +576,7 @@ impl Monitor {
     }
 
     fn flag_end(&mut self, id: &'static str, http: Option<HttpId>, detail: String) {
+        debug_assert!(PROPERTIES.contains(&id), "{id} is not in PROPERTIES");
         self.violations.0.push(Violation {
             id,
             step: usize::MAX,

@@ -175,7 +175,23 @@ impl FleetFile {
         let de = &mut serde_json::Deserializer::from_str(text);
         let f: FleetFile = serde_path_to_error::deserialize(de)
             .map_err(|e| schema(file, e.path().to_string(), e.inner().to_string()))?;
+        crate::check::scenario::check_name(&f.name).map_err(|m| schema(file, "name".into(), m))?;
         for (i, e) in f.expect.iter().enumerate() {
+            let ids = match &e.verdict {
+                Verdict::Violates(ids) => ids.as_slice(),
+                Verdict::Holds => &[],
+            };
+            let known = |id: &&String| {
+                super::PROPERTIES.contains(&id.as_str())
+                    || crate::monitor::PROPERTIES.contains(&id.as_str())
+            };
+            if let Some(id) = ids.iter().find(|id| !known(id)) {
+                return Err(schema(
+                    file,
+                    format!("expect[{i}].verdict.violates"),
+                    format!("unknown property id {id:?}"),
+                ));
+            }
             if f.design_ok(&e.design).is_none() {
                 return Err(schema(
                     file,

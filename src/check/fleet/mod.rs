@@ -8,6 +8,10 @@
 //! - [`world`]: a client core through a balancer to whole instances, which
 //!   may die, judged by the monitor and F5.
 
+/// The fleet's own property ids (`docs/properties.md`): a fleet file's
+/// `violates` names these or the monitor's ([`crate::monitor::PROPERTIES`]).
+pub const PROPERTIES: [&str; 7] = ["F1", "F2", "F3", "F4", "F5", "F6", "F7"];
+
 pub mod file;
 pub mod relay;
 pub mod sessions;
