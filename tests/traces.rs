@@ -99,3 +99,54 @@ fn malformed_traces_name_the_file_and_field() {
         .to_string()
         .contains("/nonexistent.json"));
 }
+
+/// A trace is a file anyone may hand over: a step naming a client the model
+/// does not have is "not enabled", and a recorded model that a model file
+/// could not be (four clients, a name with `/`) is refused on load.
+#[test]
+fn a_hostile_trace_is_refused_not_a_panic() {
+    let dir = std::env::temp_dir().join("mcp-streamable-hostile-trace-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let original: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/traces/race_b_rmcp_0_16.trace.json").unwrap(),
+    )
+    .unwrap();
+    let bad = dir.join("hostile.trace.json");
+    let load = |v: &serde_json::Value| {
+        std::fs::write(&bad, v.to_string()).unwrap();
+        Trace::load(&bad)
+    };
+    let mut v = original.clone();
+    v["steps"][0]["action"] = serde_json::json!({"type": "client_step", "client": 7});
+    let trace = load(&v).expect("well formed");
+    match replay(&trace) {
+        Err(TraceError::NotEnabled { step: 0, .. }) => {}
+        other => panic!("{:?}", other.map(|r| r.steps.len())),
+    }
+    for (edit, field) in [
+        (
+            (|v| {
+                v["scenario"]["clients"] = serde_json::json!([
+                    ["initialize"],
+                    ["initialize"],
+                    ["initialize"],
+                    ["initialize"]
+                ])
+            }) as fn(&mut serde_json::Value),
+            "scenario.clients",
+        ),
+        (
+            |v| v["scenario"]["name"] = "../../x".into(),
+            "scenario.name",
+        ),
+        (
+            |v| v["scenario"]["invariants"] = serde_json::json!(["Q1"]),
+            "scenario.invariants",
+        ),
+    ] {
+        let mut v = original.clone();
+        edit(&mut v);
+        let e = load(&v).unwrap_err().to_string();
+        assert!(e.contains(field), "{field}: {e}");
+    }
+}

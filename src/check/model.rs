@@ -238,7 +238,11 @@ impl CheckModel {
     }
 
     pub(super) fn client_step_enabled(&self, s: &State, c: usize) -> bool {
-        let Some(&step) = self.scenario.clients[c].get(usize::from(s.client_pc[c])) else {
+        // `c` may come from a trace file: a client that is not there runs nothing.
+        let (Some(script), Some(&pc)) = (self.scenario.clients.get(c), s.client_pc.get(c)) else {
+            return false;
+        };
+        let Some(&step) = script.get(usize::from(pc)) else {
             return false;
         };
         script::client_step_enabled(&s.world, c, step)

@@ -267,7 +267,7 @@ impl Scenario {
             .collect()
     }
 
-    fn validate(&self, file: &Path) -> Result<(), ScenarioError> {
+    pub(crate) fn validate(&self, file: &Path) -> Result<(), ScenarioError> {
         let err = |field: String, message: String| ScenarioError::Schema {
             file: file.to_owned(),
             field,

@@ -104,6 +104,17 @@ impl Trace {
                 message: format!("expected {TRACE_FORMAT}, found {}", trace.format),
             });
         }
+        // The recorded model obeys what a model file does (a trace is a file
+        // anyone may hand over, and its steps name clients by index).
+        if let Err(super::scenario::ScenarioError::Schema { field, message, .. }) =
+            trace.scenario.validate(file)
+        {
+            return Err(TraceError::Schema {
+                file: file.to_owned(),
+                field: format!("scenario.{field}"),
+                message,
+            });
+        }
         Ok(trace)
     }
 
