@@ -125,6 +125,14 @@ fn a_fleet_model_with_an_unknown_design_names_the_field() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("field `name`"), "{err}");
+    let world = std::fs::read_to_string("models/fleet/world_broadcast_elsewhere.json").unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&world).unwrap();
+    assert!(FleetFile::parse(Path::new("x.json"), &v.to_string()).is_ok());
+    v["world"]["client"] = serde_json::json!(["call"]);
+    let err = FleetFile::parse(Path::new("x.json"), &v.to_string())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("world.client"), "{err}");
 }
 
 /// The ids a model may name are the ids `docs/properties.md` lists, both

@@ -200,6 +200,24 @@ impl FleetFile {
                 ));
             }
         }
+        if let FleetKind::World(w) = &f.model {
+            // As in a world model file: a script whose first step can never
+            // run would "hold" having done nothing.
+            if w.client.first() != Some(&ClientStep::Initialize) {
+                return Err(schema(
+                    file,
+                    "world.client".into(),
+                    "expected a script that starts with \"initialize\"".into(),
+                ));
+            }
+            if !w.modern && w.client.contains(&ClientStep::Listen) {
+                return Err(schema(
+                    file,
+                    "world.client".into(),
+                    "\"listen\" needs \"modern\": true".into(),
+                ));
+            }
+        }
         if let FleetKind::Relay(r) = &f.model {
             if r.writers.is_empty() || r.cursor > r.stored as u64 {
                 return Err(schema(
