@@ -230,3 +230,88 @@ fn a_2025_server_whose_refusal_names_no_request_is_reported() {
     assert!(violated.contains("F1"), "{violated:?}\n{text}");
     assert!(!violated.contains("H1"), "no new-era rule applies: {text}");
 }
+
+/// A server that answers every POST with `answer` (a content type and a
+/// body, status 200, then closes) and every GET with 405, over raw TCP: a
+/// hostile server the prober must survive.
+fn raw_server(ctype: &'static str, body: Vec<u8>) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let body = std::sync::Arc::new(body);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut out = stream;
+                let mut first = String::new();
+                let _ = reader.read_line(&mut first);
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let _ = reader.read_exact(&mut vec![0; length]);
+                let (status, ctype, body): (_, _, &[u8]) = if first.starts_with("POST") {
+                    ("200 OK", ctype, &body)
+                } else {
+                    ("405 Method Not Allowed", "text/plain", b"")
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nMcp-Session-Id: s1\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = out.write_all(head.as_bytes());
+                let _ = out.write_all(body);
+            });
+        }
+    });
+    format!("http://{addr}/mcp")
+}
+
+/// What a hostile server sends is kept within the prober's bounds and
+/// reported in one line each: an event stream without end is summarized
+/// ("and N more"), a JSON body past 1 MiB is read no further, evidence with
+/// the server's newlines stays one line of at most 400 characters.
+#[test]
+fn a_hostile_server_is_probed_within_bounds() {
+    let events: String = (0..5_000)
+        .map(|n| format!("data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"n\":{n}}}}}\n\n"))
+        .collect();
+    let mut json = br#"{"jsonrpc":"2.0","id":1,"result":{"x":""#.to_vec();
+    json.resize(64 << 20, b'x');
+    json.extend_from_slice(br#""}}"#);
+    for (url, says) in [
+        (
+            raw_server("text/event-stream", events.into_bytes()),
+            "4984 more]",
+        ),
+        (
+            raw_server("application/json", json),
+            "over 1048576 body bytes (read no further)",
+        ),
+    ] {
+        let (_, _, _, text) = probe(&url, &[]);
+        let findings: Value = serde_json::from_str(&text).unwrap();
+        let evidence: Vec<&str> = findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["evidence"].as_str().unwrap())
+            .collect();
+        assert!(
+            evidence.iter().any(|e| e.contains(says)),
+            "{says}: {evidence:#?}"
+        );
+        for e in &evidence {
+            assert!(e.chars().count() <= 401 && !e.contains('\n'), "{e}");
+        }
+    }
+}

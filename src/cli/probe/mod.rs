@@ -108,7 +108,7 @@ impl Probe {
             must,
             what,
             verdict,
-            evidence: evidence.into(),
+            evidence: one_line(&evidence.into()),
         });
     }
 
@@ -260,6 +260,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
                 addr,
                 authority,
                 path,
+                failure: Default::default(),
             },
             notify: args.notify_tool.map(|n| (n, notify_args)),
             poll_tool: args.poll_tool,
@@ -289,6 +290,28 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Characters of evidence a finding keeps.
+const EVIDENCE_MAX: usize = 400;
+
+/// Evidence as one line of at most [`EVIDENCE_MAX`] characters: what the
+/// server sent may hold newlines and control characters (a terminal would
+/// obey them) and be megabytes long.
+fn one_line(evidence: &str) -> String {
+    let mut out = String::new();
+    for (n, c) in evidence.chars().enumerate() {
+        if n == EVIDENCE_MAX {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn print_table(findings: &[Finding]) {

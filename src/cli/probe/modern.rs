@@ -168,7 +168,7 @@ pub async fn run(p: &mut Probe) {
         params: json!({}),
     };
     let Some((id, o)) = p.modern(&discover, |_| {}, QUICK).await else {
-        p.add("D1", true, D1_WHAT, Verdict::CouldNotTest, "no answer");
+        p.add("D1", true, D1_WHAT, Verdict::CouldNotTest, p.t.no_answer());
         return;
     };
     let result = answer_to(&o, id).and_then(|m| m.get("result").cloned());
@@ -304,7 +304,7 @@ fn judge_refusal(
     code: i64,
 ) {
     match r {
-        None => p.add(rule, true, what, Verdict::CouldNotTest, "no answer"),
+        None => p.add(rule, true, what, Verdict::CouldNotTest, p.t.no_answer()),
         Some((id, o)) => p.add(
             rule,
             true,
@@ -323,7 +323,7 @@ async fn versions_and_methods(p: &mut Probe) {
         params: json!({}),
     };
     match p.modern_at(&list, "2099-01-01", |_| {}, QUICK).await {
-        None => p.add("V1", true, V1_WHAT, Verdict::CouldNotTest, "no answer"),
+        None => p.add("V1", true, V1_WHAT, Verdict::CouldNotTest, p.t.no_answer()),
         Some((id, o)) => {
             let supported = answer_to(&o, id)
                 .and_then(|m| m.pointer("/error/data/supported").cloned())
@@ -382,7 +382,7 @@ async fn listen_rules(p: &mut Probe) -> Option<String> {
         params: json!({"notifications": {"toolsListChanged": true}}),
     };
     let Some((id, mut o)) = p.modern_open(&listen).await else {
-        p.add("M2", true, M2_WHAT, Verdict::CouldNotTest, "no answer");
+        p.add("M2", true, M2_WHAT, Verdict::CouldNotTest, p.t.no_answer());
         return None;
     };
     let first = |o: &Open| o.messages().into_iter().next();

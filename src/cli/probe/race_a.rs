@@ -41,7 +41,7 @@ impl Tally {
     fn report(self, p: &mut Probe, rule: &'static str, must: bool, what: &'static str) {
         let (verdict, evidence) = match self.violation {
             Some(v) => (Verdict::Violates, v),
-            None if self.checked == 0 => (Verdict::CouldNotTest, "no answer".to_owned()),
+            None if self.checked == 0 => (Verdict::CouldNotTest, p.t.no_answer()),
             None => (Verdict::Holds, format!("{} answers checked", self.checked)),
         };
         p.add(rule, must, what, verdict, evidence);

@@ -320,7 +320,7 @@ async fn cross_stream(p: &mut Probe, sid: &str) {
         )
         .await
     else {
-        p.add("B3", true, B3_WHAT, Verdict::CouldNotTest, "no answer");
+        p.add("B3", true, B3_WHAT, Verdict::CouldNotTest, p.t.no_answer());
         return;
     };
     let Some(first) = o.events.iter().find_map(|e| e.id.clone()) else {
@@ -336,7 +336,7 @@ async fn cross_stream(p: &mut Probe, sid: &str) {
     // Let a polling tool finish.
     tokio::time::sleep(Duration::from_millis(800)).await;
     let Some(mut r) = p.get(sid, Some(&first)).await else {
-        p.add("B3", true, B3_WHAT, Verdict::CouldNotTest, "no answer");
+        p.add("B3", true, B3_WHAT, Verdict::CouldNotTest, p.t.no_answer());
         return;
     };
     r.gather(QUICK).await;

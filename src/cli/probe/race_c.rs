@@ -52,7 +52,13 @@ pub async fn run(p: &mut Probe) {
     let tools = p.tools(&sid).await;
     let mut plain = p.get(&sid, None).await;
     match &plain {
-        None => p.add("R13", true, R13_WHAT, Verdict::CouldNotTest, "no answer"),
+        None => p.add(
+            "R13",
+            true,
+            R13_WHAT,
+            Verdict::CouldNotTest,
+            p.t.no_answer(),
+        ),
         Some(g) => {
             let ok = g.status == 405 || (g.status == 200 && g.is_sse());
             p.add("R13", true, R13_WHAT, Verdict::of(ok), g.summary());
@@ -129,7 +135,13 @@ async fn polling(p: &mut Probe, sid: &str, tool: &str) -> Option<(LateGets, Open
         .request(Some(sid), "tools/call", call, Duration::from_secs(3))
         .await
     else {
-        p.add("R37", false, R37_WHAT, Verdict::CouldNotTest, "no answer");
+        p.add(
+            "R37",
+            false,
+            R37_WHAT,
+            Verdict::CouldNotTest,
+            p.t.no_answer(),
+        );
         return None;
     };
     if !o.ended || o.messages().iter().any(|m| is_response_to(m, id)) {

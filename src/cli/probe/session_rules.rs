@@ -36,7 +36,7 @@ pub async fn run(p: &mut Probe) {
         format!(
             "initialize -> {}, Mcp-Session-Id {:?}",
             init.as_ref()
-                .map_or("no answer".to_owned(), |(_, _, o)| o.summary()),
+                .map_or_else(|| p.t.no_answer(), |(_, _, o)| o.summary()),
             sid
         ),
     );

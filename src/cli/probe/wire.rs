@@ -18,6 +18,21 @@ use tokio::task::JoinHandle;
 /// it "could not be tested" rather than hanging the prober.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Body bytes an [`Open`] keeps (a JSON answer is read no further; an SSE
+/// stream is read on, its bytes past this not kept): the server under test
+/// may be hostile, and evidence needs only the start.
+pub const BODY_KEPT_MAX: usize = 1 << 20;
+
+/// SSE events an [`Open`] keeps; later ones are counted, not kept (a
+/// server may send events without end, and every rule looks at the first).
+pub const EVENTS_KEPT_MAX: usize = 1024;
+
+/// Chunks read ahead of the probe before the reader waits for it.
+const CHUNKS_QUEUED_MAX: usize = 64;
+
+/// Event kinds a [`Open::summary`] names before it says how many more.
+const SUMMARY_EVENTS_MAX: usize = 16;
+
 /// One SSE event as seen on the wire.
 #[derive(Clone, Debug)]
 pub struct Event {
@@ -30,6 +45,8 @@ pub struct Event {
 enum Chunk {
     Item(SseItem),
     Raw(Bytes),
+    /// A JSON body went past [`BODY_KEPT_MAX`] and was read no further.
+    Over,
     End,
 }
 
@@ -45,11 +62,17 @@ pub struct Open {
     pub events: Vec<Event>,
     /// The `retry` values seen.
     pub retries: Vec<u64>,
-    /// Body bytes so far (a JSON answer's whole body once ended).
+    /// Body bytes so far (a JSON answer's whole body once ended), at most
+    /// [`BODY_KEPT_MAX`].
     pub body: Vec<u8>,
+    /// Body bytes that arrived past [`BODY_KEPT_MAX`] and were not kept
+    /// (a JSON body: at least one; it was read no further).
+    pub body_over: usize,
+    /// SSE events that arrived past [`EVENTS_KEPT_MAX`] and were not kept.
+    pub events_over: usize,
     /// The server ended the body.
     pub ended: bool,
-    rx: mpsc::UnboundedReceiver<Chunk>,
+    rx: mpsc::Receiver<Chunk>,
     tasks: [JoinHandle<()>; 2],
 }
 
@@ -62,17 +85,34 @@ impl Drop for Open {
 }
 
 impl Open {
-    fn take(&mut self, c: Chunk) {
+    /// Takes in one chunk; whether anything kept changed (past the bounds
+    /// nothing does, so a condition already false stays false).
+    fn take(&mut self, c: Chunk) -> bool {
+        let full = self.events.len() >= EVENTS_KEPT_MAX;
         match c {
+            Chunk::Item(SseItem::Message { .. } | SseItem::NoMessage { .. }) if full => {
+                self.events_over += 1;
+                return false;
+            }
             Chunk::Item(SseItem::Message { id, data, .. }) => self.events.push(Event {
                 id,
                 message: Some(serde_json::from_str(&data).unwrap_or(Value::String(data))),
             }),
             Chunk::Item(SseItem::NoMessage { id }) => self.events.push(Event { id, message: None }),
-            Chunk::Item(SseItem::Retry(ms)) => self.retries.push(ms),
-            Chunk::Raw(b) => self.body.extend_from_slice(&b),
+            Chunk::Item(SseItem::Retry(ms)) if self.retries.len() < EVENTS_KEPT_MAX => {
+                self.retries.push(ms)
+            }
+            Chunk::Item(SseItem::Retry(_)) => return false,
+            Chunk::Raw(b) => {
+                let room = BODY_KEPT_MAX.saturating_sub(self.body.len());
+                self.body.extend_from_slice(&b[..b.len().min(room)]);
+                self.body_over += b.len().saturating_sub(room);
+                return room > 0;
+            }
+            Chunk::Over => self.body_over = self.body_over.max(1),
             Chunk::End => self.ended = true,
         }
+        true
     }
 
     /// Takes in what arrived for up to `window`, returning early once the body ends.
@@ -80,7 +120,9 @@ impl Open {
         let deadline = tokio::time::Instant::now() + window;
         while !self.ended {
             match tokio::time::timeout_at(deadline, self.rx.recv()).await {
-                Ok(Some(c)) => self.take(c),
+                Ok(Some(c)) => {
+                    self.take(c);
+                }
                 Ok(None) => self.ended = true,
                 Err(_) => return,
             }
@@ -90,13 +132,17 @@ impl Open {
     /// Takes in what arrived until `done` holds or `window` passes; whether it holds.
     pub async fn until(&mut self, window: Duration, done: impl Fn(&Open) -> bool) -> bool {
         let deadline = tokio::time::Instant::now() + window;
-        while !done(self) {
+        let mut changed = true;
+        while !(changed && done(self)) {
             if self.ended {
                 return false;
             }
             match tokio::time::timeout_at(deadline, self.rx.recv()).await {
-                Ok(Some(c)) => self.take(c),
-                Ok(None) => self.ended = true,
+                Ok(Some(c)) => changed = self.take(c),
+                Ok(None) => {
+                    self.ended = true;
+                    changed = true;
+                }
                 Err(_) => return false,
             }
         }
@@ -144,8 +190,21 @@ impl Open {
             s.push_str(&self.content_type);
         }
         if self.is_sse() {
-            let kinds: Vec<String> = self.events.iter().map(describe_event).collect();
+            let mut kinds: Vec<String> = self
+                .events
+                .iter()
+                .take(SUMMARY_EVENTS_MAX)
+                .map(describe_event)
+                .collect();
+            let more = self.events.len().saturating_sub(SUMMARY_EVENTS_MAX) + self.events_over;
+            if more > 0 {
+                kinds.push(format!("and {more} more"));
+            }
             s.push_str(&format!(" [{}]", kinds.join(", ")));
+        } else if self.body_over > 0 {
+            s.push_str(&format!(
+                " over {BODY_KEPT_MAX} body bytes (read no further)"
+            ));
         } else if !self.body.is_empty() {
             s.push_str(&format!(" {} body bytes", self.body.len()));
         }
@@ -203,9 +262,25 @@ pub struct Target {
     pub authority: String,
     /// Path of the MCP endpoint.
     pub path: String,
+    /// Why the last request got no answer ([`Target::no_answer`]).
+    pub failure: std::sync::Mutex<Option<String>>,
 }
 
 impl Target {
+    /// "no answer", with why when the last request failed for a reason
+    /// (connection refused, a head that is not HTTP, a timeout).
+    pub fn no_answer(&self) -> String {
+        match self.failure.lock().unwrap().as_deref() {
+            Some(why) => format!("no answer ({why})"),
+            None => "no answer".to_owned(),
+        }
+    }
+
+    fn failed<T>(&self, why: impl std::fmt::Display) -> Option<T> {
+        *self.failure.lock().unwrap() = Some(why.to_string());
+        None
+    }
+
     /// Sends one request on its own connection; the body is read in the background.
     pub async fn open(
         &self,
@@ -213,14 +288,20 @@ impl Target {
         headers: &[(String, String)],
         body: &str,
     ) -> Option<Open> {
-        let stream = tokio::time::timeout(HEAD_TIMEOUT, tokio::net::TcpStream::connect(self.addr))
-            .await
-            .ok()?
-            .ok()?;
+        let stream =
+            match tokio::time::timeout(HEAD_TIMEOUT, tokio::net::TcpStream::connect(self.addr))
+                .await
+            {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => return self.failed(e),
+                Err(_) => return self.failed("connect timed out"),
+            };
         stream.set_nodelay(true).ok()?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .ok()?;
+        let (mut sender, conn) =
+            match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
+                Ok(h) => h,
+                Err(e) => return self.failed(e),
+            };
         let driver = tokio::spawn(async move {
             let _ = conn.await;
         });
@@ -234,11 +315,16 @@ impl Target {
         let req = b.body(Full::new(Bytes::from(body.to_owned()))).ok()?;
         let resp = match tokio::time::timeout(HEAD_TIMEOUT, sender.send_request(req)).await {
             Ok(Ok(r)) => r,
-            _ => {
+            Ok(Err(e)) => {
                 driver.abort();
-                return None;
+                return self.failed(e);
+            }
+            Err(_) => {
+                driver.abort();
+                return self.failed(format!("no response head within {HEAD_TIMEOUT:?}"));
             }
         };
+        *self.failure.lock().unwrap() = None;
         let status = resp.status().as_u16();
         let header = |n: &str| {
             resp.headers()
@@ -257,24 +343,34 @@ impl Target {
             })
             .unwrap_or_default();
         let sse = content_type == headers::MIME_SSE;
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(CHUNKS_QUEUED_MAX);
         let mut body = resp.into_body();
         let reader = tokio::spawn(async move {
             let mut decoder = SseDecoder::new();
             let mut items = Vec::new();
+            let mut read = 0usize;
             while let Some(Ok(frame)) = body.frame().await {
                 let Ok(data) = frame.into_data() else {
                     continue;
                 };
+                read += data.len();
                 if sse {
                     let _ = decoder.feed(&data, &mut items);
                     for i in items.drain(..) {
-                        let _ = tx.send(Chunk::Item(i));
+                        if tx.send(Chunk::Item(i)).await.is_err() {
+                            return;
+                        }
                     }
+                } else if read > BODY_KEPT_MAX {
+                    let _ = tx.send(Chunk::Over).await;
+                    break;
                 }
-                let _ = tx.send(Chunk::Raw(data));
+                let kept = read - data.len() < BODY_KEPT_MAX;
+                if kept && tx.send(Chunk::Raw(data)).await.is_err() {
+                    return;
+                }
             }
-            let _ = tx.send(Chunk::End);
+            let _ = tx.send(Chunk::End).await;
         });
         Some(Open {
             status,
@@ -283,6 +379,8 @@ impl Target {
             events: Vec::new(),
             retries: Vec::new(),
             body: Vec::new(),
+            body_over: 0,
+            events_over: 0,
             ended: false,
             rx,
             tasks: [driver, reader],
