@@ -28,13 +28,22 @@ use mcp_streamable::time::Instant;
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-/// Longest request head we read.
+/// Longest request head we read: a longer one (a header line without end
+/// included: a line is read at most this far) closes the connection.
 const HEAD_BYTES_MAX: usize = 64 * 1024;
+/// Connections served at once, each on its own thread; newcomers wait in
+/// the kernel's backlog until one closes.
+const CONNECTIONS_MAX: usize = 256;
+/// How long a connection may take to send a whole request head (or stay
+/// idle between keep-alive requests), and a body, before it is closed: a
+/// silent client does not keep its thread.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a waiting stream checks that its peer is still there, and the
 /// timer thread looks for a new, earlier deadline.
 const TICK: Duration = Duration::from_millis(50);
@@ -109,10 +118,16 @@ fn main() {
         "blocking example serving http://{}/mcp",
         listener.local_addr().unwrap_or(addr)
     );
+    let open = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming().flatten() {
-        let server = server.clone();
+        while open.load(Ordering::Acquire) >= CONNECTIONS_MAX {
+            thread::sleep(TICK);
+        }
+        open.fetch_add(1, Ordering::AcqRel);
+        let (server, open) = (server.clone(), open.clone());
         thread::spawn(move || {
             let _ = serve_connection(&server, stream);
+            open.fetch_sub(1, Ordering::AcqRel);
         });
     }
 }
@@ -151,6 +166,7 @@ fn keep_time(server: &Server) {
 /// Requests on one connection, one after the other (HTTP/1.1 keep-alive).
 fn serve_connection(server: &Server, stream: TcpStream) -> io::Result<()> {
     let peer = stream.peer_addr().ok().map(|a| a.ip());
+    stream.set_read_timeout(Some(READ_TIMEOUT))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
     loop {
@@ -282,6 +298,16 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
+/// One line, of at most `max` bytes plus one (a longer one is cut there,
+/// and the caller sees it did not end).
+fn read_line(
+    reader: &mut BufReader<TcpStream>,
+    line: &mut String,
+    max: usize,
+) -> io::Result<usize> {
+    reader.by_ref().take(max as u64 + 1).read_line(line)
+}
+
 /// The next request: its path, its head as the core reads it, and its body
 /// (`Content-Length` framing; a body the core would refuse is not read).
 /// `None` at a clean end of the connection.
@@ -290,8 +316,14 @@ fn read_request(
     reader: &mut BufReader<TcpStream>,
 ) -> io::Result<Option<(String, RequestHead, Result<Vec<u8>, UnreadBody>)>> {
     let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
+    if read_line(reader, &mut line, HEAD_BYTES_MAX)? == 0 {
         return Ok(None);
+    }
+    if !line.ends_with('\n') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "request line too long",
+        ));
     }
     let mut parts = line.split_whitespace();
     let (Some(method), Some(path)) = (parts.next(), parts.next()) else {
@@ -305,9 +337,12 @@ fn read_request(
     let mut read = line.len();
     loop {
         line.clear();
-        read += reader.read_line(&mut line)?;
-        if read > HEAD_BYTES_MAX {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "head too large"));
+        read += read_line(reader, &mut line, HEAD_BYTES_MAX.saturating_sub(read))?;
+        if read > HEAD_BYTES_MAX || !line.ends_with('\n') {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "head too large or cut short",
+            ));
         }
         let l = line.trim_end_matches(['\r', '\n']);
         if l.is_empty() {

@@ -498,7 +498,12 @@ impl KeepAlive {
 
 /// Resident memory of this process, in KiB (Linux).
 fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    rss_kib_of("self")
+}
+
+/// Resident memory of process `pid` (`self`: this one), in KiB (Linux).
+fn rss_kib_of(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
@@ -775,4 +780,81 @@ fn out_of_file_descriptors_the_accept_loop_backs_off_and_recovers() {
     assert!(!sid.is_empty());
     drop(held);
     drop(child);
+}
+
+/// `examples/blocking.rs` (built by `cargo test` beside this test's
+/// binary) on a free loopback port; killed on drop.
+struct BlockingExample(std::process::Child, SocketAddr);
+
+impl BlockingExample {
+    fn start() -> Self {
+        use std::io::BufRead;
+        let exe = std::env::current_exe().unwrap();
+        let bin = exe
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("examples/blocking");
+        assert!(
+            bin.exists(),
+            "{} (cargo test builds the examples)",
+            bin.display()
+        );
+        let mut child = std::process::Command::new(bin)
+            .args(["--addr", "127.0.0.1:0"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("serving line: {line}"));
+        BlockingExample(child, addr)
+    }
+}
+
+impl Drop for BlockingExample {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The blocking example is the embedding users copy, so it bounds what a
+/// client can make it hold: a header line without end is read no further
+/// than the head's bound (the connection is closed, nothing accumulates),
+/// and a fresh client is served after.
+#[test]
+fn the_blocking_example_reads_a_head_without_end_no_further_than_its_bound() {
+    let example = BlockingExample::start();
+    let pid = example.0.id().to_string();
+    let before = rss_kib_of(&pid);
+    let mut s = TcpStream::connect(example.1).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"POST /mcp HTTP/1.1\r\nX-Endless: ").unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    let sent = (0..64).take_while(|_| s.write_all(&chunk).is_ok()).count();
+    assert!(sent < 64, "64 MiB of one header line were all taken");
+    let after = rss_kib_of(&pid);
+    assert!(after < before + 8 * 1024, "{before} KiB -> {after} KiB");
+    let mut fresh = TcpStream::connect(example.1).unwrap();
+    fresh
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{INIT}",
+        INIT.len()
+    );
+    fresh.write_all(request.as_bytes()).unwrap();
+    let mut head = [0u8; 15];
+    fresh.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200 OK");
 }
