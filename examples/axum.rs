@@ -10,6 +10,14 @@
 //!
 //! With `--monitor` the monitor watches every observation and each violation
 //! is printed the moment it is found.
+//!
+//! The core bounds what a request may make a session hold (bodies,
+//! sessions, streams: `docs/limits.md`), and hyper bounds a head's size, but
+//! the connections themselves are `axum::serve`'s: it has neither a timeout
+//! for a client that never sends its head nor a cap on open connections (a
+//! silent socket costs a task and a descriptor). Facing the internet, put a
+//! proxy in front, or serve the router with `hyper_util`'s builder and its
+//! `header_read_timeout`, as our own accept loop (`Server::bind`) does.
 
 use axum::extract::{ConnectInfo, Request};
 use axum::middleware::{self, Next};
