@@ -824,7 +824,7 @@ async fn the_modern_shell_answers_input_rounds_with_its_handler_and_listens() {
 /// from), or with a JSON body that long when not `sse`, over raw TCP: what
 /// no well-behaved server sends.
 fn oversized_server(event_bytes: usize, sse: bool) -> std::net::SocketAddr {
-    scripted_server(move |msg| {
+    scripted_server(0, move |msg| {
         if sse {
             let event = "x".repeat(event_bytes);
             (
@@ -844,8 +844,10 @@ type Answer = fn(&serde_json::Value) -> (&'static str, String);
 
 /// A raw HTTP/1.1 server that initializes a session like any other and
 /// answers every other request with `answer(request)`: a content type and
-/// a body, status 200 (a server no SDK would write).
+/// a body, status 200 (a server no SDK would write), its `Content-Length`
+/// declaring `missing` bytes more than it sends before closing.
 fn scripted_server(
+    missing: usize,
     answer: impl Fn(&serde_json::Value) -> (&'static str, String) + Send + Sync + 'static,
 ) -> std::net::SocketAddr {
     use std::io::{BufRead, BufReader, Read, Write};
@@ -873,6 +875,7 @@ fn scripted_server(
                 let mut body = vec![0; length];
                 let _ = reader.read_exact(&mut body);
                 let msg: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let mut missing = missing;
                 let (status, ctype, text) = match msg["method"].as_str() {
                     _ if !first.starts_with("POST") => ("405 Method Not Allowed", "text/plain", String::new()),
                     Some("initialize") => ("200 OK", "application/json", serde_json::json!({
@@ -884,16 +887,40 @@ fn scripted_server(
                         ("200 OK", ctype, text)
                     }
                 };
+                if status != "200 OK" || msg["method"] == "initialize" {
+                    missing = 0;
+                }
                 let _ = write!(
                     out,
                     "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nMcp-Session-Id: s1\r\n\
                     Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                    text.len()
+                    text.len() + missing
                 );
             });
         }
     });
     addr
+}
+
+/// A JSON answer cut off mid-body (the connection closed before its
+/// `Content-Length`) is a broken exchange, not one over the client's bound.
+#[tokio::test]
+async fn a_json_answer_cut_short_is_not_called_too_large() {
+    let addr = scripted_server(1000, |msg| {
+        let text = serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {}});
+        ("application/json", text.to_string())
+    });
+    let (client, _) = open(addr, "/mcp", ClientOptions::default())
+        .await
+        .expect("initialize");
+    let r = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.call_tool("echo", serde_json::json!({})),
+    )
+    .await
+    .expect("an outcome, not a hang");
+    let error = r.expect_err("the body never arrived whole").to_string();
+    assert!(!error.contains("which was not read"), "{error}");
 }
 
 #[tokio::test]
@@ -912,7 +939,7 @@ async fn a_call_answered_with_something_else_says_what_it_was() {
         }),
     ];
     for (why, answer) in answers {
-        let addr = scripted_server(answer);
+        let addr = scripted_server(0, answer);
         let (client, _) = open(addr, "/mcp", ClientOptions::default())
             .await
             .expect("initialize");
