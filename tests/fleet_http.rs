@@ -441,6 +441,33 @@ mod on_redis {
         b.shutdown().await;
     }
 
+    /// Redis going away ends an instance (it cannot serve a session it
+    /// cannot store): its handle says so, which `serve` exits on, and
+    /// requests meanwhile get 503. A memory hub's instance never halts.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_instance_whose_redis_is_lost_halts_and_answers_503() {
+        let Some(redis) = start_redis() else {
+            return;
+        };
+        let handle = instance(0, connect(redis.options()).await.unwrap()).await;
+        let addr = handle.addr.unwrap();
+        let hub = instance(1, MemoryHub::start(64).connect(InstanceId(1))).await;
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let mut first = send(addr, "POST", &POST, init).await;
+        assert_eq!(first.status, 200);
+        assert!(first.ended().await.contains("protocolVersion"));
+        drop(redis);
+        tokio::time::timeout(Duration::from_secs(30), handle.halted())
+            .await
+            .expect("the instance sees its store go within 30 s");
+        let after = send(addr, "POST", &POST, init).await;
+        assert_eq!(after.status, 503);
+        let never = tokio::time::timeout(Duration::from_millis(100), hub.halted()).await;
+        assert!(never.is_err(), "a memory hub's instance never halts");
+        handle.shutdown().await;
+        hub.shutdown().await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_session_spans_two_instances_on_redis() {
         on_two_redis_instances(one_session_over_two_instances).await;

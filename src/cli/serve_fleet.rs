@@ -39,7 +39,19 @@ pub fn run(
             "mcp-streamable serving http://{local}{path} (fleet instance {}, store {store})",
             instance.id.0
         );
-        super::serve::until_stopped().await?;
+        // An instance whose store is lost answers 503 from then on: it exits
+        // instead, with an error, so that a supervisor restarts it (and a
+        // balancer's TCP check stops sending it clients) once the store is back.
+        tokio::select! {
+            stopped = super::serve::until_stopped() => stopped?,
+            () = handle.halted() => {
+                return Err(format!(
+                    "the store {store} was lost: instance {} stopped serving \
+                     (restart it once the store is back)",
+                    instance.id.0
+                ));
+            }
+        }
         handle.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })

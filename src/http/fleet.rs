@@ -117,8 +117,11 @@ impl FleetServer {
         };
         let done = live.clone();
         let stop = shutdown_rx.clone();
+        let (halt, halted) = watch::channel(false);
         tokio::spawn(async move {
-            owner.run(requests_rx, stop).await;
+            if owner.run(requests_rx, stop).await == Ended::StoreLost {
+                let _ = halt.send(true);
+            }
             done.count.fetch_sub(1, Ordering::AcqRel);
             done.notify.notify_waiters();
         });
@@ -132,8 +135,18 @@ impl FleetServer {
             shutdown,
             accept,
             live,
+            halted,
         })
     }
+}
+
+/// Why an instance's owner task ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// [`ServerHandle::shutdown`].
+    Shutdown,
+    /// The store link ended ([`ServerHandle::halted`]).
+    StoreLost,
 }
 
 /// A request on its way to the owner.
@@ -194,7 +207,7 @@ impl<A: App> Owner<A> {
         mut self,
         mut requests: mpsc::Receiver<ToOwner>,
         mut shutdown: watch::Receiver<bool>,
-    ) {
+    ) -> Ended {
         // What the instance asks of the store from the start (its
         // subscription to the fleet's broadcasts).
         self.flush();
@@ -214,7 +227,7 @@ impl<A: App> Owner<A> {
                         Some(FromStore::Push(p)) => self.driver.handle_push(p, now),
                         None => {
                             tracing::error!("the store is lost: this instance stops serving");
-                            break;
+                            return Ended::StoreLost;
                         }
                     }
                 }
@@ -222,7 +235,7 @@ impl<A: App> Owner<A> {
                     let now = self.now();
                     self.driver.handle_timeout(now);
                 }
-                _ = shutdown.changed() => break,
+                _ = shutdown.changed() => return Ended::Shutdown,
             }
             self.flush();
         }

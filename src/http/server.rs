@@ -135,6 +135,8 @@ pub struct ServerHandle {
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) accept: JoinHandle<()>,
     pub(crate) live: Arc<Live>,
+    /// Set once the server stopped serving on its own ([`ServerHandle::halted`]).
+    pub(crate) halted: watch::Receiver<bool>,
 }
 
 /// What every owner holds strongly: how many owners are live, which a
@@ -161,6 +163,24 @@ impl Live {
 }
 
 impl ServerHandle {
+    /// Resolves once the server has stopped serving on its own, not by
+    /// [`ServerHandle::shutdown`]: a fleet instance whose store was lost
+    /// (`http::fleet`), which then answers every request 503 until its
+    /// process is restarted. A plain server never does. `serve` exits on it,
+    /// so that a supervisor restarts the instance once its store is back.
+    pub async fn halted(&self) {
+        let mut halted = self.halted.clone();
+        loop {
+            if *halted.borrow_and_update() {
+                return;
+            }
+            if halted.changed().await.is_err() {
+                // Nobody can set it any more: it never happens.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// Stops accepting, ends every stream, and waits for every task.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
@@ -440,6 +460,7 @@ impl Server {
             shutdown,
             accept: tokio::spawn(async {}),
             live,
+            halted: watch::channel(false).1,
         };
         tokio::spawn(sweep(shared.clone(), std::time::Duration::from_secs(1)));
         (McpService { shared }, handle)
