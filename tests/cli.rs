@@ -226,3 +226,26 @@ fn serve_refuses_a_path_that_is_not_absolute() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--path \"mcp\" must start with /"), "{err}");
 }
+
+/// A bound of 0 would make a server that serves nobody (no session
+/// admitted, every connection closed at once, every session ended before
+/// its handshake): refused before anything is bound.
+#[test]
+fn serve_refuses_a_bound_of_zero() {
+    for flag in [
+        "--threads",
+        "--connections-max",
+        "--header-timeout-ms",
+        "--sessions-max",
+        "--sessions-per-peer-max",
+        "--init-timeout-ms",
+    ] {
+        let out = bin()
+            .args(["serve", "--addr", "127.0.0.1:0", flag, "0"])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag) && err.contains("at least 1"), "{flag}: {err}");
+    }
+}
