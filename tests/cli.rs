@@ -246,6 +246,38 @@ fn serve_refuses_a_bound_of_zero() {
             .expect("runs");
         assert_eq!(out.status.code(), Some(2), "{flag}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(flag) && err.contains("at least 1"), "{flag}: {err}");
+        assert!(
+            err.contains(flag) && err.contains("at least 1"),
+            "{flag}: {err}"
+        );
+    }
+}
+
+/// A filter or a budget that would make `check` check nothing and pass (a
+/// misspelt preset, a pair no model lists for one side only, zero threads
+/// or states) is refused with exit code 2.
+#[test]
+fn check_refuses_what_would_select_or_bound_everything_away() {
+    for (args, says) in [
+        (
+            &["--server", "NOPE"][..],
+            "--server \"NOPE\": expected one of",
+        ),
+        (
+            &["--client", "fixd"][..],
+            "--client \"fixd\": expected one of",
+        ),
+        (
+            &["--model", "lifecycle", "--server", "RMCP_0_16"][..],
+            "nothing to check",
+        ),
+        (&["--threads", "0"][..], "at least 1"),
+        (&["--max-states", "0"][..], "at least 1"),
+        (&["--max-memory", "0"][..], "must be more than 0"),
+    ] {
+        let out = bin().arg("check").args(args).output().expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
     }
 }

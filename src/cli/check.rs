@@ -6,6 +6,7 @@ use mcp_streamable::check::{
     memory, replay, run_search, CheckModel, Diagram, Expectation, Interrupt, Limit, Limits,
     NotifyReach, Order, Progress, Scenario, Search, Trace, Verdict,
 };
+use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::sim::{Clocks, Naming};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ pub struct CheckArgs {
     #[arg(long)]
     client: Option<String>,
     /// Checker threads (default: the machine's cores).
-    #[arg(long)]
+    #[arg(long, value_parser = super::at_least_one::<usize>)]
     threads: Option<usize>,
     /// Where counterexample traces and pictures go.
     #[arg(long, default_value = "target/check")]
@@ -42,7 +43,7 @@ pub struct CheckArgs {
     search: String,
     /// Stop a check after this many distinct states; its verdict is then
     /// "bounded" (exit code 3 when nothing else is wrong).
-    #[arg(long)]
+    #[arg(long, value_parser = super::at_least_one::<usize>)]
     max_states: Option<usize>,
     /// Stop a check when the process holds this much memory (e.g. `8G`);
     /// default: 60% of the memory available at start. Verdict "bounded".
@@ -155,7 +156,24 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     let mut limits = Limits::new(threads);
     limits.states_max = args.max_states;
     if let Some(m) = &args.max_memory {
-        limits.memory_max = Some(memory::parse_size(m).map_err(|e| format!("--max-memory {e}"))?);
+        let max = memory::parse_size(m).map_err(|e| format!("--max-memory {e}"))?;
+        if max == 0 {
+            return Err(format!("--max-memory {m:?}: must be more than 0"));
+        }
+        limits.memory_max = Some(max);
+    }
+    // A preset filter that names no preset would select nothing and pass.
+    if let Some(s) = &args.server {
+        if ServerPolicy::preset(&s.to_uppercase()).is_none() {
+            let names: Vec<&str> = ServerPolicy::presets().iter().map(|p| p.name).collect();
+            return Err(format!("--server {s:?}: expected one of {names:?}"));
+        }
+    }
+    if let Some(c) = &args.client {
+        if ClientPolicy::preset(&c.to_uppercase()).is_none() {
+            let names: Vec<&str> = ClientPolicy::presets().iter().map(|p| p.name).collect();
+            return Err(format!("--client {c:?}: expected one of {names:?}"));
+        }
     }
     limits.interrupt = interrupt_on_signal();
     let models = Scenario::load_dir(&args.models).map_err(|e| e.to_string())?;
@@ -222,6 +240,14 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             }
             jobs.push((scenario, e, model));
         }
+    }
+    if jobs.is_empty() && fleet.is_empty() {
+        return Err(format!(
+            "nothing to check: no expectation of the selected models is for {} x {} \
+             (give both --server and --client to check a pair no model lists)",
+            args.server.as_deref().unwrap_or("any server"),
+            args.client.as_deref().unwrap_or("any client"),
+        ));
     }
     let fleet_names = fleet.iter().map(|(_, f)| f.name.len());
     let fleet_designs = fleet

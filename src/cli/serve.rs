@@ -29,7 +29,7 @@ pub struct ServeArgs {
     /// Runtime worker threads. The owner task runs all sessions on one of them;
     /// on 2 cores shared with a load generator one worker is fastest (see
     /// docs/performance.md).
-    #[arg(long, default_value_t = 1, value_parser = at_least_one::<usize>)]
+    #[arg(long, default_value_t = 1, value_parser = super::at_least_one::<usize>)]
     threads: usize,
     /// Judge every exchange with the invariant monitor; on shutdown print what
     /// it found and exit 1 if anything (the interop tests use this).
@@ -41,20 +41,20 @@ pub struct ServeArgs {
     #[arg(long)]
     registration_notice: bool,
     /// Open connections at once (newcomers wait in the backlog past it).
-    #[arg(long, value_parser = at_least_one::<usize>)]
+    #[arg(long, value_parser = super::at_least_one::<usize>)]
     connections_max: Option<usize>,
     /// Close a connection that sends no request head within this many ms
     /// (idle keep-alive connections included).
-    #[arg(long, value_parser = at_least_one::<u64>)]
+    #[arg(long, value_parser = super::at_least_one::<u64>)]
     header_timeout_ms: Option<u64>,
     /// Live sessions at once (half-open, then idle ones are evicted first).
-    #[arg(long, value_parser = at_least_one::<usize>)]
+    #[arg(long, value_parser = super::at_least_one::<usize>)]
     sessions_max: Option<usize>,
     /// Live sessions one client address may hold (429 past it).
-    #[arg(long, value_parser = at_least_one::<usize>)]
+    #[arg(long, value_parser = super::at_least_one::<usize>)]
     sessions_per_peer_max: Option<usize>,
     /// End sessions that have not sent `notifications/initialized` after this many ms.
-    #[arg(long, value_parser = at_least_one::<u64>)]
+    #[arg(long, value_parser = super::at_least_one::<u64>)]
     init_timeout_ms: Option<u64>,
     /// Serve as one instance of a fleet sharing this store: `redis://host:port`
     /// (built with `--features redis`), or `memory` (one instance alone, the
@@ -69,17 +69,6 @@ pub struct ServeArgs {
     /// instance (MRTR states sealed on one are opened on another).
     #[arg(long)]
     app_secret: Option<String>,
-}
-
-/// A count or a time for which 0 would make a server that serves nobody
-/// (no session admitted, every connection closed at once, every session
-/// ended before its handshake can finish): refused when parsed.
-fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(s: &str) -> Result<T, String> {
-    match s.parse::<T>() {
-        Ok(n) if n >= T::from(1) => Ok(n),
-        Ok(_) => Err("must be at least 1".into()),
-        Err(_) => Err(format!("{s:?} is not a whole number")),
-    }
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
