@@ -3,6 +3,8 @@
 
 #![cfg(feature = "http")]
 
+mod raw_http;
+
 use mcp_streamable::client::ClientEvent;
 use mcp_streamable::http::client::{split_url, Client, ClientOptions, ShellError};
 use mcp_streamable::http::{App, Cx, Server, ServerHandle, ServerOptions, TcpConnect};
@@ -850,56 +852,41 @@ fn scripted_server(
     missing: usize,
     answer: impl Fn(&serde_json::Value) -> (&'static str, String) + Send + Sync + 'static,
 ) -> std::net::SocketAddr {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let answer = Arc::new(answer);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let answer = answer.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut out = stream;
-                let mut first = String::new();
-                let _ = reader.read_line(&mut first);
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                let msg: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-                let mut missing = missing;
-                let (status, ctype, text) = match msg["method"].as_str() {
-                    _ if !first.starts_with("POST") => ("405 Method Not Allowed", "text/plain", String::new()),
-                    Some("initialize") => ("200 OK", "application/json", serde_json::json!({
-                        "jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": "2025-11-25",
-                        "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}}).to_string()),
-                    _ if msg.get("id").is_none() => ("202 Accepted", "text/plain", String::new()),
-                    _ => {
-                        let (ctype, text) = answer(&msg);
-                        ("200 OK", ctype, text)
-                    }
-                };
-                if status != "200 OK" || msg["method"] == "initialize" {
-                    missing = 0;
-                }
-                let _ = write!(
-                    out,
-                    "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nMcp-Session-Id: s1\r\n\
-                    Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                    text.len() + missing
-                );
-            });
-        }
-    });
-    addr
+    raw_http::serve(move |request| {
+        let msg: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let (status, ctype, text, missing) = match msg["method"].as_str() {
+            _ if !request.is_post() => ("405 Method Not Allowed", "text/plain", String::new(), 0),
+            Some("initialize") => {
+                let result = serde_json::json!({"protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}});
+                let text = serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": result});
+                ("200 OK", "application/json", text.to_string(), 0)
+            }
+            _ if msg.get("id").is_none() => ("202 Accepted", "text/plain", String::new(), 0),
+            _ => {
+                let (ctype, text) = answer(&msg);
+                ("200 OK", ctype, text, missing)
+            }
+        };
+        raw_http::head(status, ctype, text.len() + missing)
+            .into_bytes()
+            .into_iter()
+            .chain(text.into_bytes())
+            .collect()
+    })
+}
+
+/// Initializes with the server at `addr`, calls `echo`, and returns why
+/// the call failed (within 20 s: an answer, not the request's deadline).
+async fn failed_call(addr: std::net::SocketAddr) -> String {
+    let (client, _) = open(addr, "/mcp", ClientOptions::default())
+        .await
+        .expect("initialize");
+    let call = client.call_tool("echo", serde_json::json!({"text": "x"}));
+    let r = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("an outcome, not a wait for the deadline");
+    r.expect_err("the call fails").to_string()
 }
 
 /// A JSON answer cut off mid-body (the connection closed before its
@@ -910,16 +897,7 @@ async fn a_json_answer_cut_short_is_not_called_too_large() {
         let text = serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {}});
         ("application/json", text.to_string())
     });
-    let (client, _) = open(addr, "/mcp", ClientOptions::default())
-        .await
-        .expect("initialize");
-    let r = tokio::time::timeout(
-        Duration::from_secs(20),
-        client.call_tool("echo", serde_json::json!({})),
-    )
-    .await
-    .expect("an outcome, not a hang");
-    let error = r.expect_err("the body never arrived whole").to_string();
+    let error = failed_call(addr).await;
     assert!(!error.contains("which was not read"), "{error}");
 }
 
@@ -939,17 +917,7 @@ async fn a_call_answered_with_something_else_says_what_it_was() {
         }),
     ];
     for (why, answer) in answers {
-        let addr = scripted_server(0, answer);
-        let (client, _) = open(addr, "/mcp", ClientOptions::default())
-            .await
-            .expect("initialize");
-        let r = tokio::time::timeout(
-            Duration::from_secs(20),
-            client.call_tool("echo", serde_json::json!({})),
-        )
-        .await
-        .expect("an outcome, not a hang");
-        let error = r.expect_err("no result").to_string();
+        let error = failed_call(scripted_server(0, answer)).await;
         assert!(error.contains(why), "{why}: {error}");
     }
 }
@@ -958,17 +926,7 @@ async fn a_call_answered_with_something_else_says_what_it_was() {
 async fn an_answer_over_the_clients_bound_fails_the_call_saying_so() {
     // An SSE event past the decoder's 1 MiB; a JSON body past `body_max`.
     for (sse, bound) in [(true, "1048576"), (false, "4194304")] {
-        let addr = oversized_server(5 << 20, sse);
-        let (client, _) = open(addr, "/mcp", ClientOptions::default())
-            .await
-            .expect("initialize");
-        let r = tokio::time::timeout(
-            Duration::from_secs(20),
-            client.call_tool("echo", serde_json::json!({"text": "big"})),
-        )
-        .await
-        .expect("an answer, not a wait for the deadline");
-        let error = r.expect_err("no result").to_string();
+        let error = failed_call(oversized_server(5 << 20, sse)).await;
         assert!(
             error.contains(&format!("over {bound} bytes")),
             "sse {sse}: {error}"

@@ -3,6 +3,8 @@
 
 #![cfg(feature = "cli")]
 
+mod raw_http;
+
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
@@ -235,43 +237,15 @@ fn a_2025_server_whose_refusal_names_no_request_is_reported() {
 /// body, status 200, then closes) and every GET with 405, over raw TCP: a
 /// hostile server the prober must survive.
 fn raw_server(ctype: &'static str, body: Vec<u8>) -> String {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let body = std::sync::Arc::new(body);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let body = body.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut out = stream;
-                let mut first = String::new();
-                let _ = reader.read_line(&mut first);
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let _ = reader.read_exact(&mut vec![0; length]);
-                let (status, ctype, body): (_, _, &[u8]) = if first.starts_with("POST") {
-                    ("200 OK", ctype, &body)
-                } else {
-                    ("405 Method Not Allowed", "text/plain", b"")
-                };
-                let head = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nMcp-Session-Id: s1\r\n\
-                     Content-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = out.write_all(head.as_bytes());
-                let _ = out.write_all(body);
-            });
-        }
+    let addr = raw_http::serve(move |request| {
+        let (status, ctype, body): (_, _, &[u8]) = if request.is_post() {
+            ("200 OK", ctype, &body)
+        } else {
+            ("405 Method Not Allowed", "text/plain", b"")
+        };
+        let mut bytes = raw_http::head(status, ctype, body.len()).into_bytes();
+        bytes.extend_from_slice(body);
+        bytes
     });
     format!("http://{addr}/mcp")
 }
