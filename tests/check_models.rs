@@ -133,6 +133,17 @@ fn a_fleet_model_with_an_unknown_design_names_the_field() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("world.client"), "{err}");
+    // `listen` only for a modern client.
+    v["world"]["client"] = serde_json::json!(["initialize", "listen"]);
+    let err = FleetFile::parse(Path::new("x.json"), &v.to_string())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("world.client") && err.contains("modern"),
+        "{err}"
+    );
+    v["world"]["modern"] = true.into();
+    assert!(FleetFile::parse(Path::new("x.json"), &v.to_string()).is_ok());
 }
 
 /// The ids a model may name are the ids `docs/properties.md` lists, both

@@ -495,7 +495,8 @@ mod tests {
 
     #[test]
     fn a_name_that_is_not_one_plain_file_name_part_is_refused() {
-        for name in ["lifecycle", "two_clients.v2", "A-1"] {
+        let longest = "n".repeat(128);
+        for name in ["lifecycle", "two_clients.v2", "A-1", &longest] {
             assert!(edited(|v| v["name"] = name.into()).is_ok(), "{name}");
         }
         let long = "n".repeat(129);
