@@ -20,3 +20,19 @@ pub(crate) fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(
         Err(_) => Err(format!("{s:?} is not a whole number")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::at_least_one;
+
+    #[test]
+    fn at_least_one_refuses_zero_and_what_is_not_a_number() {
+        assert_eq!(at_least_one::<usize>("1"), Ok(1));
+        assert_eq!(at_least_one::<u64>("30000"), Ok(30_000));
+        assert_eq!(at_least_one::<usize>("0"), Err("must be at least 1".into()));
+        assert!(at_least_one::<u64>("-1").is_err());
+        assert!(at_least_one::<u64>("x")
+            .unwrap_err()
+            .contains("not a whole number"));
+    }
+}

@@ -330,3 +330,17 @@ fn print_table(findings: &[Finding]) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{one_line, EVIDENCE_MAX};
+
+    #[test]
+    fn evidence_is_one_line_of_at_most_its_bound() {
+        let exact = "e".repeat(EVIDENCE_MAX);
+        assert_eq!(one_line(&exact), exact, "at the bound: whole");
+        let over = "e".repeat(EVIDENCE_MAX + 1);
+        assert_eq!(one_line(&over), format!("{exact}…"));
+        assert_eq!(one_line("a\nb\r\u{1b}[31m"), "a\\nb\\r\\u{1b}[31m");
+    }
+}

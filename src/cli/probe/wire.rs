@@ -400,3 +400,136 @@ impl Target {
         Some(o)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An `Open` fed by hand: its reader is a channel the test holds.
+    fn open(content_type: &str) -> (Open, mpsc::Sender<Chunk>) {
+        let (tx, rx) = mpsc::channel(CHUNKS_QUEUED_MAX);
+        let idle = || tokio::spawn(async {});
+        let o = Open {
+            status: 200,
+            content_type: content_type.to_owned(),
+            session: None,
+            events: Vec::new(),
+            retries: Vec::new(),
+            body: Vec::new(),
+            body_over: 0,
+            events_over: 0,
+            ended: false,
+            rx,
+            tasks: [idle(), idle()],
+        };
+        (o, tx)
+    }
+
+    fn event(n: usize) -> Chunk {
+        Chunk::Item(SseItem::Message {
+            id: Some(n.to_string()),
+            event: None,
+            data: format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"n":{n}}}}}"#
+            ),
+        })
+    }
+
+    #[tokio::test]
+    async fn events_are_kept_to_the_bound_then_counted() {
+        let (mut o, _tx) = open(headers::MIME_SSE);
+        for n in 0..EVENTS_KEPT_MAX {
+            assert!(o.take(event(n)), "event {n} is kept");
+        }
+        assert!(!o.take(event(EVENTS_KEPT_MAX)), "one past: counted");
+        assert!(!o.take(Chunk::Item(SseItem::NoMessage { id: None })));
+        assert_eq!((o.events.len(), o.events_over), (EVENTS_KEPT_MAX, 2));
+        for _ in 0..EVENTS_KEPT_MAX {
+            assert!(o.take(Chunk::Item(SseItem::Retry(5))));
+        }
+        assert!(!o.take(Chunk::Item(SseItem::Retry(5))));
+        assert_eq!(o.retries.len(), EVENTS_KEPT_MAX);
+        let summary = o.summary();
+        assert!(
+            summary.ends_with(&format!(
+                "and {} more]",
+                EVENTS_KEPT_MAX - SUMMARY_EVENTS_MAX + 2
+            )),
+            "{summary}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_summary_names_its_first_events_and_counts_the_rest() {
+        let (mut o, _tx) = open(headers::MIME_SSE);
+        for n in 0..SUMMARY_EVENTS_MAX {
+            o.take(event(n));
+        }
+        assert!(!o.summary().contains("more"), "{}", o.summary());
+        o.take(event(SUMMARY_EVENTS_MAX));
+        assert!(o.summary().ends_with("and 1 more]"), "{}", o.summary());
+    }
+
+    #[tokio::test]
+    async fn body_bytes_are_kept_to_the_bound_and_the_rest_counted() {
+        let (mut o, _tx) = open(headers::MIME_JSON);
+        assert!(o.take(Chunk::Raw(Bytes::from(vec![b'a'; BODY_KEPT_MAX - 1]))));
+        assert!(!o.summary().contains("over"), "{}", o.summary());
+        assert!(
+            o.take(Chunk::Raw(Bytes::from_static(b"bc"))),
+            "one byte of room"
+        );
+        assert_eq!((o.body.len(), o.body_over), (BODY_KEPT_MAX, 1));
+        assert!(!o.take(Chunk::Raw(Bytes::from_static(b"d"))), "no room");
+        assert_eq!(o.body_over, 2);
+        assert!(o.summary().contains("read no further"), "{}", o.summary());
+        let (mut cut, _tx) = open(headers::MIME_JSON);
+        cut.take(Chunk::Over);
+        assert!(cut.summary().contains("read no further"));
+    }
+
+    /// Past the bounds nothing kept changes, so a condition that was false
+    /// is not judged again for every event a hostile server sends (it was,
+    /// and with every event kept that was quadratic).
+    #[tokio::test(start_paused = true)]
+    async fn until_judges_again_only_when_something_kept_changed() {
+        let judged = std::cell::Cell::new(0);
+        let (mut o, tx) = open(headers::MIME_SSE);
+        let sender = tx.clone();
+        tokio::spawn(async move {
+            for n in 0..EVENTS_KEPT_MAX + 10 {
+                let _ = sender.send(event(n)).await;
+            }
+        });
+        let held = o
+            .until(Duration::from_secs(10), |o| {
+                judged.set(judged.get() + 1);
+                o.events_over == 10
+            })
+            .await;
+        assert!(
+            !held,
+            "the ten past the bound changed nothing kept: not judged"
+        );
+        assert_eq!(
+            judged.get(),
+            EVENTS_KEPT_MAX + 1,
+            "at the start and per kept event"
+        );
+        assert_eq!((o.events.len(), o.events_over), (EVENTS_KEPT_MAX, 10));
+        drop(tx);
+    }
+
+    #[test]
+    fn no_answer_says_why_when_it_knows() {
+        let t = Target {
+            addr: "127.0.0.1:9".parse().unwrap(),
+            authority: "x".into(),
+            path: "/mcp".into(),
+            failure: Default::default(),
+        };
+        assert_eq!(t.no_answer(), "no answer");
+        let _: Option<()> = t.failed("connect timed out");
+        assert_eq!(t.no_answer(), "no answer (connect timed out)");
+    }
+}
