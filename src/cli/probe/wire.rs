@@ -520,6 +520,17 @@ mod tests {
         drop(tx);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn gather_takes_what_arrives_until_the_end() {
+        let (mut o, tx) = open(headers::MIME_SSE);
+        for n in 0..3 {
+            tx.send(event(n)).await.unwrap();
+        }
+        tx.send(Chunk::End).await.unwrap();
+        o.gather(Duration::from_secs(10)).await;
+        assert_eq!((o.events.len(), o.ended), (3, true));
+    }
+
     #[test]
     fn no_answer_says_why_when_it_knows() {
         let t = Target {
