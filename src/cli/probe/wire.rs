@@ -85,6 +85,29 @@ impl Drop for Open {
 }
 
 impl Open {
+    /// An answer whose head arrived: nothing of its body taken in yet.
+    fn new(
+        status: u16,
+        content_type: String,
+        session: Option<String>,
+        rx: mpsc::Receiver<Chunk>,
+        tasks: [JoinHandle<()>; 2],
+    ) -> Open {
+        Open {
+            status,
+            content_type,
+            session,
+            events: Vec::new(),
+            retries: Vec::new(),
+            body: Vec::new(),
+            body_over: 0,
+            events_over: 0,
+            ended: false,
+            rx,
+            tasks,
+        }
+    }
+
     /// Takes in one chunk; whether anything kept changed (past the bounds
     /// nothing does, so a condition already false stays false).
     fn take(&mut self, c: Chunk) -> bool {
@@ -372,19 +395,13 @@ impl Target {
             }
             let _ = tx.send(Chunk::End).await;
         });
-        Some(Open {
+        Some(Open::new(
             status,
             content_type,
             session,
-            events: Vec::new(),
-            retries: Vec::new(),
-            body: Vec::new(),
-            body_over: 0,
-            events_over: 0,
-            ended: false,
             rx,
-            tasks: [driver, reader],
-        })
+            [driver, reader],
+        ))
     }
 
     /// Sends one request and reads its answer for up to `window`.
@@ -409,19 +426,7 @@ mod tests {
     fn open(content_type: &str) -> (Open, mpsc::Sender<Chunk>) {
         let (tx, rx) = mpsc::channel(CHUNKS_QUEUED_MAX);
         let idle = || tokio::spawn(async {});
-        let o = Open {
-            status: 200,
-            content_type: content_type.to_owned(),
-            session: None,
-            events: Vec::new(),
-            retries: Vec::new(),
-            body: Vec::new(),
-            body_over: 0,
-            events_over: 0,
-            ended: false,
-            rx,
-            tasks: [idle(), idle()],
-        };
+        let o = Open::new(200, content_type.to_owned(), None, rx, [idle(), idle()]);
         (o, tx)
     }
 
