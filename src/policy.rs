@@ -392,6 +392,11 @@ pub struct NamedServerPolicy {
 }
 
 impl ServerPolicy {
+    /// Every preset's name, FIXED first (what an unknown name is told).
+    pub fn preset_names() -> Vec<&'static str> {
+        Self::presets().iter().map(|p| p.name).collect()
+    }
+
     /// Every preset, FIXED first.
     pub fn presets() -> &'static [NamedServerPolicy] {
         &[
@@ -662,6 +667,11 @@ pub struct NamedClientPolicy {
 }
 
 impl ClientPolicy {
+    /// Every preset's name, FIXED first (what an unknown name is told).
+    pub fn preset_names() -> Vec<&'static str> {
+        Self::presets().iter().map(|p| p.name).collect()
+    }
+
     /// Every preset, FIXED first.
     pub fn presets() -> &'static [NamedClientPolicy] {
         &[

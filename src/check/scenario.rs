@@ -274,10 +274,7 @@ impl Scenario {
             message,
         };
         check_name(&self.name).map_err(|m| err("name".into(), m))?;
-        let known = |field: String, ids: &[String]| match ids
-            .iter()
-            .find(|id| !crate::monitor::PROPERTIES.contains(&id.as_str()))
-        {
+        let known = |field: String, ids: &[String]| match unknown_property(ids, &[]) {
             Some(id) => Err(err(
                 field,
                 format!(
@@ -294,25 +291,11 @@ impl Scenario {
                 "expected 1 to 3 client scripts".into(),
             ));
         }
-        // A step that can never run leaves a script unfinished, and a run
-        // that does nothing "holds": every script opens with `initialize`
-        // (nothing else runs before a client has a session or a discovered
-        // server), and only a client that may speak 2026-07-28 listens.
         for (c, script) in self.clients.iter().enumerate() {
-            if script.first() != Some(&ClientStep::Initialize) {
-                return Err(err(
-                    format!("clients[{c}]"),
-                    "expected a script that starts with \"initialize\"".into(),
-                ));
-            }
             let era = self.settings.eras.get(c).copied().unwrap_or_default();
-            if era == crate::client::ClientEra::Legacy && script.contains(&ClientStep::Listen) {
-                return Err(err(
-                    format!("clients[{c}]"),
-                    "\"listen\" needs a client of era \"modern\" or \"auto\" (settings.eras)"
-                        .into(),
-                ));
-            }
+            let may_listen = era != crate::client::ClientEra::Legacy;
+            let needs = "a client of era \"modern\" or \"auto\" (settings.eras)";
+            check_script(script, may_listen, needs).map_err(|m| err(format!("clients[{c}]"), m))?;
         }
         if self.settings.eras.len() > self.clients.len() {
             return Err(err(
@@ -326,10 +309,7 @@ impl Scenario {
         }
         for (i, e) in self.expect.iter().enumerate() {
             if crate::policy::ServerPolicy::preset(&e.server).is_none() {
-                let names: Vec<&str> = crate::policy::ServerPolicy::presets()
-                    .iter()
-                    .map(|p| p.name)
-                    .collect();
+                let names = crate::policy::ServerPolicy::preset_names();
                 return Err(err(
                     format!("expect[{i}].server"),
                     format!(
@@ -339,10 +319,7 @@ impl Scenario {
                 ));
             }
             if crate::policy::ClientPolicy::preset(&e.client).is_none() {
-                let names: Vec<&str> = crate::policy::ClientPolicy::presets()
-                    .iter()
-                    .map(|p| p.name)
-                    .collect();
+                let names = crate::policy::ClientPolicy::preset_names();
                 return Err(err(
                     format!("expect[{i}].client"),
                     format!(
@@ -370,6 +347,35 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// A client script whose steps can all run: a step that never can leaves
+/// the script unfinished, and a run that does nothing "holds". Every script
+/// opens with `initialize` (nothing else runs before a client has a session
+/// or a discovered server), and only a client that may speak 2026-07-28
+/// (`may_listen`; else the file is told what `listen` needs) listens.
+/// Model files and fleet world files alike.
+pub(crate) fn check_script(
+    script: &[ClientStep],
+    may_listen: bool,
+    listen_needs: &str,
+) -> Result<(), String> {
+    if script.first() != Some(&ClientStep::Initialize) {
+        return Err("expected a script that starts with \"initialize\"".into());
+    }
+    if !may_listen && script.contains(&ClientStep::Listen) {
+        return Err(format!("\"listen\" needs {listen_needs}"));
+    }
+    Ok(())
+}
+
+/// The first of `ids` that names no property the monitor judges, nor one
+/// of `also` (a fleet's own): a model naming it would judge nothing.
+pub(crate) fn unknown_property<'a>(ids: &'a [String], also: &[&str]) -> Option<&'a String> {
+    ids.iter().find(|id| {
+        let id = id.as_str();
+        !crate::monitor::PROPERTIES.contains(&id) && !also.contains(&id)
+    })
 }
 
 /// A model's name names the files of its traces and pictures

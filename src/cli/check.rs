@@ -165,13 +165,13 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     // A preset filter that names no preset would select nothing and pass.
     if let Some(s) = &args.server {
         if ServerPolicy::preset(&s.to_uppercase()).is_none() {
-            let names: Vec<&str> = ServerPolicy::presets().iter().map(|p| p.name).collect();
+            let names = ServerPolicy::preset_names();
             return Err(format!("--server {s:?}: expected one of {names:?}"));
         }
     }
     if let Some(c) = &args.client {
         if ClientPolicy::preset(&c.to_uppercase()).is_none() {
-            let names: Vec<&str> = ClientPolicy::presets().iter().map(|p| p.name).collect();
+            let names = ClientPolicy::preset_names();
             return Err(format!("--client {c:?}: expected one of {names:?}"));
         }
     }

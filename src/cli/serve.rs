@@ -73,7 +73,7 @@ pub struct ServeArgs {
 
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let policy = ServerPolicy::preset(&args.preset).ok_or_else(|| {
-        let names: Vec<&str> = ServerPolicy::presets().iter().map(|p| p.name).collect();
+        let names = ServerPolicy::preset_names();
         format!(
             "unknown preset {:?}; expected one of {names:?}",
             args.preset

@@ -48,6 +48,9 @@ pub(super) enum Role {
     Listen(u32, i64),
 }
 
+/// The flaw of a response to an id the client has no request for.
+const NEVER_USED: &str = "it answered an id the client never used";
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Exchange {
     pub(super) role: Role,
@@ -445,6 +448,13 @@ impl ClientSession {
         }
     }
 
+    /// A message on exchange `http` that belongs to no request: counted,
+    /// and kept as the answer's flaw.
+    fn stranger(&mut self, http: HttpId, flaw: &'static str) {
+        self.strangers += 1;
+        self.note_flaw(http, flaw);
+    }
+
     /// Keeps the first flaw of exchange `http`'s answer ([`Exchange::flaw`]).
     fn note_flaw(&mut self, http: HttpId, flaw: &'static str) {
         if let Some(ex) = self.exchanges.get_mut(&http) {
@@ -650,8 +660,7 @@ impl ClientSession {
                 error,
             } => self.complete(http, id, Err(error), now),
             Message::Error { id: None, .. } => {
-                self.strangers += 1;
-                self.note_flaw(http, "it answered with an error that names no request");
+                self.stranger(http, "it answered with an error that names no request")
             }
             Message::Request { id, method, .. }
                 if self.config.server_requests == ServerRequests::Decline =>
@@ -686,16 +695,14 @@ impl ClientSession {
         now: Instant,
     ) {
         let RequestId::Num(n) = id else {
-            self.strangers += 1;
-            self.note_flaw(via, "it answered an id the client never used");
+            self.stranger(via, NEVER_USED);
             return;
         };
         let Some(p) = self.pending.get_mut(&n) else {
             if self.finished.contains(&n) {
                 self.duplicates += 1;
             } else {
-                self.strangers += 1;
-                self.note_flaw(via, "it answered an id the client never used");
+                self.stranger(via, NEVER_USED);
             }
             return;
         };

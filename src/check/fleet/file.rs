@@ -6,7 +6,7 @@ use super::relay::{RelayModel, RelayScenario};
 use super::sessions::{SessionsModel, SessionsScenario};
 use super::world::{AppStep, WorldModel, WorldScenario};
 use crate::check::engine::{explore, Explorable, Limits};
-use crate::check::scenario::{ClientStep, ScenarioError, Verdict};
+use crate::check::scenario::{check_script, unknown_property, ClientStep, ScenarioError, Verdict};
 use crate::fleet::{
     Answers, BroadcastDelivery, Handover, Relay, ResumedGet, SessionRefresh, Unrelated,
 };
@@ -181,11 +181,7 @@ impl FleetFile {
                 Verdict::Violates(ids) => ids.as_slice(),
                 Verdict::Holds => &[],
             };
-            let known = |id: &&String| {
-                super::PROPERTIES.contains(&id.as_str())
-                    || crate::monitor::PROPERTIES.contains(&id.as_str())
-            };
-            if let Some(id) = ids.iter().find(|id| !known(id)) {
+            if let Some(id) = unknown_property(ids, &super::PROPERTIES) {
                 return Err(schema(
                     file,
                     format!("expect[{i}].verdict.violates"),
@@ -201,22 +197,8 @@ impl FleetFile {
             }
         }
         if let FleetKind::World(w) = &f.model {
-            // As in a world model file: a script whose first step can never
-            // run would "hold" having done nothing.
-            if w.client.first() != Some(&ClientStep::Initialize) {
-                return Err(schema(
-                    file,
-                    "world.client".into(),
-                    "expected a script that starts with \"initialize\"".into(),
-                ));
-            }
-            if !w.modern && w.client.contains(&ClientStep::Listen) {
-                return Err(schema(
-                    file,
-                    "world.client".into(),
-                    "\"listen\" needs \"modern\": true".into(),
-                ));
-            }
+            check_script(&w.client, w.modern, "\"modern\": true")
+                .map_err(|m| schema(file, "world.client".into(), m))?;
         }
         if let FleetKind::Relay(r) = &f.model {
             if r.writers.is_empty() || r.cursor > r.stored as u64 {
