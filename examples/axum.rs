@@ -11,21 +11,21 @@
 //! With `--monitor` the monitor watches every observation and each violation
 //! is printed the moment it is found.
 //!
-//! The core bounds what a request may make a session hold (bodies,
-//! sessions, streams: `docs/limits.md`), and hyper bounds a head's size, but
-//! the connections themselves are `axum::serve`'s: it has neither a timeout
-//! for a client that never sends its head nor a cap on open connections (a
-//! silent socket costs a task and a descriptor). Facing the internet, put a
-//! proxy in front, or serve the router with `hyper_util`'s builder and its
-//! `header_read_timeout`, as our own accept loop (`Server::bind`) does.
+//! The router is served by our own accept loop (`Server::serve_service`),
+//! not by `axum::serve`: the core bounds what a request may make a session
+//! hold (bodies, sessions, streams: `docs/limits.md`), and the loop bounds
+//! the connections themselves, as it does for `Server::bind`: at most
+//! `connections_max` open (newcomers wait in the kernel's backlog), and a
+//! connection that sends no request head within `header_read_timeout` is
+//! closed. `axum::serve` has neither, so there every silent socket would
+//! cost a task and a descriptor for as long as its client likes. Each
+//! request carries the peer's address (`PeerAddr`), which the core's
+//! per-client session quota counts by.
 
-use axum::extract::{ConnectInfo, Request};
-use axum::middleware::{self, Next};
-use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use mcp_streamable::app::{self, EverythingApp};
-use mcp_streamable::http::{McpService, PeerAddr, Server, ServerOptions};
+use mcp_streamable::http::{McpService, Server, ServerOptions};
 use std::net::SocketAddr;
 
 #[tokio::main]
@@ -35,13 +35,13 @@ async fn main() {
         app::watching(|v| println!("monitor violation {} {:?}: {}", v.id, v.http, v.detail))
     });
     // One application per session, each run by the session's own driver.
+    let options = ServerOptions::default();
     let (mcp, handle): (McpService<EverythingApp>, _) =
-        Server::start(ServerOptions::default(), EverythingApp::default, tap);
+        Server::start(options.clone(), EverythingApp::default, tap);
     let router = Router::new()
         .route("/", get(|| async { "an axum application; MCP at /mcp\n" }))
         .route("/healthz", get(|| async { "ok\n" }))
-        .route_service("/mcp", mcp)
-        .layer(middleware::from_fn(peer_addr));
+        .route_service("/mcp", mcp);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .unwrap_or_else(|e| exit(&format!("{addr}: {e}")));
@@ -49,30 +49,12 @@ async fn main() {
         "axum example serving http://{}/mcp",
         listener.local_addr().unwrap_or(addr)
     );
-    let served = axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async {
-        let _ = tokio::signal::ctrl_c().await;
-        // Ends every session's streams first: axum waits for open responses.
-        handle.shutdown().await;
-    })
-    .await;
-    if let Err(e) = served {
-        exit(&e.to_string());
-    }
-}
-
-/// Tells the endpoint who is asking: the core's per-client session quota
-/// counts by address (axum knows it as `ConnectInfo`).
-async fn peer_addr(
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    req.extensions_mut().insert(PeerAddr(peer));
-    next.run(req).await
+    let accepting = Server::serve_service(listener, &options, router);
+    let _ = tokio::signal::ctrl_c().await;
+    // Stop accepting, then end every session's streams: open responses end
+    // with them, and each connection closes once its requests are answered.
+    accepting.shutdown().await;
+    handle.shutdown().await;
 }
 
 fn args() -> (SocketAddr, bool) {

@@ -858,3 +858,44 @@ fn the_blocking_example_reads_a_head_without_end_no_further_than_its_bound() {
     fresh.read_exact(&mut head).unwrap();
     assert_eq!(&head, b"HTTP/1.1 200 OK");
 }
+
+/// An application's own router (axum) served by our accept loop
+/// (`Server::serve_service`, what `examples/axum.rs` does) gets its bounds:
+/// silent sockets are closed after the header timeout, idle sockets past
+/// `connections_max` do not lock a newcomer out, the router's own routes are
+/// served, and the peer reaches the core mounted in it (its per-peer quota
+/// answers 429).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_router_on_our_accept_loop_has_its_connection_bounds_and_its_peer() {
+    let mut options = quick();
+    options.connections_max = 8;
+    options.endpoint.sessions_per_peer_max = Some(2);
+    let (mcp, handle) = Server::start(options.clone(), EverythingApp::default, None);
+    let router = axum::Router::new()
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+        .route_service("/mcp", mcp);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepting = Server::serve_service(listener, &options, router);
+    blocking(move || {
+        let mut silent = TcpStream::connect(addr).unwrap();
+        assert!(closed_within(&mut silent, Duration::from_secs(3)), "silent");
+        let idle: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let t = Instant::now();
+        fresh_client(addr);
+        assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+        drop(idle);
+        let health = exchange(
+            addr,
+            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+            Duration::from_secs(3),
+        );
+        assert_eq!((health.status, health.body.as_str()), (200, "ok\n"));
+        fresh_client(addr);
+        let over = post(addr, None, INIT);
+        assert_eq!(over.status, 429, "the peer reached the core: {over:?}");
+    })
+    .await;
+    accepting.shutdown().await;
+    handle.shutdown().await;
+}

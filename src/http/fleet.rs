@@ -17,6 +17,7 @@
 //! and would lose publications meanwhile; failing over is what the fleet is
 //! for).
 
+use super::body::ResponseBody;
 use super::exchanges::{Exchanges, Written};
 use super::io::Listen;
 use super::server::{
@@ -166,6 +167,10 @@ struct FleetService {
 }
 
 impl ServeFrom for FleetService {
+    type Body = ResponseBody;
+    fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<ResponseBody> {
+        r
+    }
     fn serve_from(&self, req: hyper::Request<Incoming>, peer: Option<SocketAddr>) -> McpFuture {
         let requests = self.requests.clone();
         let options = self.options.clone();

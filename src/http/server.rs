@@ -396,13 +396,74 @@ pub(crate) fn peer_of<B>(req: &hyper::Request<B>) -> Option<SocketAddr> {
 /// no [`PeerAddr`] in the request's extensions (their map is three
 /// allocations per request, and a lookup).
 pub(crate) trait ServeFrom: Clone + Send + Sync + 'static {
+    /// The body of its answers.
+    type Body: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static;
     /// Answers `req`, which came from `peer`.
-    fn serve_from(&self, req: hyper::Request<Incoming>, peer: Option<SocketAddr>) -> McpFuture;
+    fn serve_from(
+        &self,
+        req: hyper::Request<Incoming>,
+        peer: Option<SocketAddr>,
+    ) -> Served<Self::Body>;
+    /// The loop's own refusal (a path it does not serve) as one of its answers.
+    fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<Self::Body>;
 }
 
+/// What a [`ServeFrom`] returns.
+pub(crate) type Served<B> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<hyper::Response<B>, Infallible>> + Send>,
+>;
+
+/// An error any body may end with.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 impl<A: App> ServeFrom for McpService<A> {
+    type Body = ResponseBody;
     fn serve_from(&self, req: hyper::Request<Incoming>, peer: Option<SocketAddr>) -> McpFuture {
         self.serve(req, peer)
+    }
+    fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<ResponseBody> {
+        r
+    }
+}
+
+/// Any tower service of hyper requests (an axum `Router` with an
+/// [`McpService`] mounted in it), served by our accept loop
+/// ([`Server::serve_service`]): the peer goes in each request's extensions
+/// as a [`PeerAddr`], where a mounted `McpService` reads it.
+#[derive(Clone)]
+struct Routed<S>(S);
+
+impl<S, B> ServeFrom for Routed<S>
+where
+    S: tower_service::Service<
+            hyper::Request<Incoming>,
+            Response = hyper::Response<B>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+    B: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static,
+{
+    type Body = http_body_util::Either<ResponseBody, B>;
+    fn serve_from(
+        &self,
+        mut req: hyper::Request<Incoming>,
+        peer: Option<SocketAddr>,
+    ) -> Served<Self::Body> {
+        if let Some(peer) = peer {
+            req.extensions_mut().insert(PeerAddr(peer));
+        }
+        let mut service = self.0.clone();
+        Box::pin(async move {
+            std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+            let answer = service.call(req).await?;
+            Ok(answer.map(http_body_util::Either::Right))
+        })
+    }
+    fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<Self::Body> {
+        r.map(http_body_util::Either::Left)
     }
 }
 
@@ -479,6 +540,45 @@ impl Server {
         let mut handle = Self::serve(listener, options, make_app, tap);
         handle.addr = Some(local);
         Ok(handle)
+    }
+
+    /// Serves `service` on `listener` within `options`' connection bounds
+    /// (`connections_max`, `header_read_timeout`, `accept_backoff_max`): any
+    /// tower service of hyper requests, such as an axum `Router` with the
+    /// [`McpService`] of [`Server::start`] mounted in it. The accept loop is
+    /// [`Server::bind`]'s, so a silent socket is closed and open connections
+    /// are capped as they are for our own server, which a general-purpose
+    /// `serve` (axum's) does not do. Each request carries the peer as a
+    /// [`PeerAddr`] in its extensions. `options.path` is not read: the
+    /// service routes. The handle's `shutdown` stops accepting and tells
+    /// every connection to finish its open requests; stop the MCP side with
+    /// its own handle.
+    pub fn serve_service<L, S, B>(listener: L, options: &ServerOptions, service: S) -> ServerHandle
+    where
+        L: Listen,
+        S: tower_service::Service<
+                hyper::Request<Incoming>,
+                Response = hyper::Response<B>,
+                Error = Infallible,
+            > + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send,
+        B: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static,
+    {
+        let (shutdown, stop) = watch::channel(false);
+        let options = ServerOptions {
+            path: None,
+            ..options.clone()
+        };
+        ServerHandle {
+            addr: None,
+            shutdown,
+            accept: tokio::spawn(accept_loop(listener, options, Routed(service), stop)),
+            live: Live::new(0),
+            halted: watch::channel(false).1,
+        }
     }
 
     /// Serves on any listener (tokio TCP, turmoil, …).
@@ -559,7 +659,7 @@ pub(crate) async fn accept_loop<L, S>(
             let svc = hyper::service::service_fn(move |req| {
                 let request = requests.request();
                 let answer = match elsewhere(&req, path.as_deref()) {
-                    Some(refusal) => Box::pin(std::future::ready(Ok(refusal))),
+                    Some(refusal) => Box::pin(std::future::ready(Ok(S::refusal(refusal)))),
                     None => service.serve_from(req, peer),
                 };
                 async move {
