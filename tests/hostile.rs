@@ -7,8 +7,11 @@
 // answer took (the cores never do).
 #![allow(clippy::disallowed_methods)]
 
+mod spawned;
+
 use mcp_streamable::http::{EverythingApp, Server, ServerHandle, ServerOptions};
 use serde_json::Value;
+use spawned::Spawned;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -784,47 +787,22 @@ fn out_of_file_descriptors_the_accept_loop_backs_off_and_recovers() {
 
 /// `examples/blocking.rs` (built by `cargo test` beside this test's
 /// binary) on a free loopback port; killed on drop.
-struct BlockingExample(std::process::Child, SocketAddr);
-
-impl BlockingExample {
-    fn start() -> Self {
-        use std::io::BufRead;
-        let exe = std::env::current_exe().unwrap();
-        let bin = exe
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .join("examples/blocking");
-        assert!(
-            bin.exists(),
-            "{} (cargo test builds the examples)",
-            bin.display()
-        );
-        let mut child = std::process::Command::new(bin)
-            .args(["--addr", "127.0.0.1:0"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("serving line: {line}"));
-        BlockingExample(child, addr)
-    }
-}
-
-impl Drop for BlockingExample {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+fn blocking_example() -> Spawned {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/blocking");
+    assert!(
+        bin.exists(),
+        "{} (cargo test builds the examples)",
+        bin.display()
+    );
+    let mut command = std::process::Command::new(bin);
+    command.args(["--addr", "127.0.0.1:0"]);
+    Spawned::start(command)
 }
 
 /// The blocking example is the embedding users copy, so it bounds what a
@@ -833,10 +811,10 @@ impl Drop for BlockingExample {
 /// and a fresh client is served after.
 #[test]
 fn the_blocking_example_reads_a_head_without_end_no_further_than_its_bound() {
-    let example = BlockingExample::start();
-    let pid = example.0.id().to_string();
+    let example = blocking_example();
+    let pid = example.pid().to_string();
     let before = rss_kib_of(&pid);
-    let mut s = TcpStream::connect(example.1).unwrap();
+    let mut s = TcpStream::connect(example.addr()).unwrap();
     s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
     s.write_all(b"POST /mcp HTTP/1.1\r\nX-Endless: ").unwrap();
     let chunk = vec![b'a'; 1 << 20];
@@ -844,7 +822,7 @@ fn the_blocking_example_reads_a_head_without_end_no_further_than_its_bound() {
     assert!(sent < 64, "64 MiB of one header line were all taken");
     let after = rss_kib_of(&pid);
     assert!(after < before + 8 * 1024, "{before} KiB -> {after} KiB");
-    let mut fresh = TcpStream::connect(example.1).unwrap();
+    let mut fresh = TcpStream::connect(example.addr()).unwrap();
     fresh
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();

@@ -4,43 +4,24 @@
 #![cfg(feature = "cli")]
 
 mod raw_http;
+mod spawned;
 
 use serde_json::Value;
+use spawned::Spawned;
 use std::collections::BTreeSet;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mcp-streamable"))
 }
 
 /// `serve` on a free loopback port; killed on drop.
-struct Served(Child, String);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(preset: &str, extra: &[&str]) -> Served {
-    use std::io::BufRead;
-    let mut child = bin()
+fn serve(preset: &str, extra: &[&str]) -> Spawned {
+    let mut command = bin();
+    command
         .args(["serve", "--addr", "127.0.0.1:0", "--preset", preset])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("serving URL")
-        .to_owned();
-    Served(child, url)
+        .args(extra);
+    Spawned::start(command)
 }
 
 const NOTIFY: [&str; 4] = [
@@ -74,7 +55,7 @@ fn probe(url: &str, extra: &[&str]) -> (Option<i32>, BTreeSet<String>, BTreeSet<
 #[test]
 fn fixed_holds_every_rule_it_can_test() {
     let s = serve("FIXED", &["--registration-notice"]);
-    let (code, violated, held, text) = probe(&s.1, &NOTIFY);
+    let (code, violated, held, text) = probe(&s.url, &NOTIFY);
     assert_eq!(code, Some(0), "{text}");
     assert!(violated.is_empty(), "{violated:?}\n{text}");
     for rule in [
@@ -91,7 +72,7 @@ fn fixed_holds_every_rule_it_can_test() {
 fn mcp_go_0_44_leaks_the_registration_notification() {
     // No notify tool: the registration hook alone is the source (race A).
     let s = serve("MCP_GO_0_44", &["--registration-notice"]);
-    let (code, violated, _, text) = probe(&s.1, &[]);
+    let (code, violated, _, text) = probe(&s.url, &[]);
     assert!(
         violated.contains("A1") || violated.contains("A3"),
         "{violated:?}\n{text}"
@@ -104,7 +85,7 @@ fn mcp_go_0_44_leaks_the_registration_notification() {
 #[test]
 fn toolhive_4075_still_leaks_a_later_notification() {
     let s = serve("TOOLHIVE_4075", &["--registration-notice"]);
-    let (_, violated, _, text) = probe(&s.1, &NOTIFY);
+    let (_, violated, _, text) = probe(&s.url, &NOTIFY);
     assert!(
         violated.contains("A1") || violated.contains("A3"),
         "{violated:?}\n{text}"
@@ -114,7 +95,7 @@ fn toolhive_4075_still_leaks_a_later_notification() {
 #[test]
 fn rmcp_0_16_ends_streams_replays_inclusively_and_across_streams() {
     let s = serve("RMCP_0_16", &[]);
-    let (code, violated, _, text) = probe(&s.1, &NOTIFY);
+    let (code, violated, _, text) = probe(&s.url, &NOTIFY);
     assert_eq!(code, Some(1), "{text}");
     for rule in ["R24", "R18", "B2", "B3"] {
         assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
@@ -124,7 +105,7 @@ fn rmcp_0_16_ends_streams_replays_inclusively_and_across_streams() {
 #[test]
 fn rmcp_3_9_starves_the_shadow_streams() {
     let s = serve("RMCP_3_9", &[]);
-    let (code, violated, _, text) = probe(&s.1, &NOTIFY);
+    let (code, violated, _, text) = probe(&s.url, &NOTIFY);
     assert_eq!(code, Some(1), "{text}");
     for rule in ["B4", "R18", "B2"] {
         assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
@@ -134,7 +115,7 @@ fn rmcp_3_9_starves_the_shadow_streams() {
 #[test]
 fn conformance_mock_answers_on_a_plain_get() {
     let s = serve("CONFORMANCE_SSE_RETRY", &[]);
-    let (code, violated, _, text) = probe(&s.1, &NOTIFY);
+    let (code, violated, _, text) = probe(&s.url, &NOTIFY);
     assert_eq!(code, Some(1), "{text}");
     assert!(violated.contains("C1"), "{violated:?}\n{text}");
 }
@@ -142,7 +123,7 @@ fn conformance_mock_answers_on_a_plain_get() {
 #[test]
 fn without_a_notify_tool_the_prober_says_what_it_could_not_test() {
     let s = serve("FIXED", &[]);
-    let out = bin().args(["probe", &s.1]).output().unwrap();
+    let out = bin().args(["probe", &s.url]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(

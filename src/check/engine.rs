@@ -416,10 +416,7 @@ pub fn explore<M: Explorable>(
             action: ROOT_ACTION,
         },
     );
-    let mut rss_peak = memory::rss_bytes();
-    // The lowest resident size of this run: what the run grew from.
-    let mut rss_floor = rss_peak;
-    let mut switched_at = limits.depth_first.then_some(0);
+    let mut gauge = Gauge::new(memory::rss_bytes(), &limits);
     let interrupted = || limits.interrupt.is_some_and(|i| i.is_set());
     if model.violation(&init).is_some() {
         *shared.found.lock().unwrap_or_else(|p| p.into_inner()) = Some((init_fp, 0));
@@ -427,7 +424,6 @@ pub fn explore<M: Explorable>(
     } else if interrupted() {
         shared.stop.store(INTERRUPTED, Ordering::Relaxed);
     }
-    let bfs_max = limits.bfs_memory_max.or(limits.memory_max.map(|m| m / 2));
     let threads = limits.threads.max(1);
     // The calling thread watches while `threads` workers run: progress,
     // memory, the switch to depth first.
@@ -445,25 +441,13 @@ pub fn explore<M: Explorable>(
                 );
             }
             let rss = memory::rss_bytes();
-            rss_peak = rss_peak.max(rss);
-            rss_floor = match (rss_floor, rss) {
-                (Some(f), Some(r)) => Some(f.min(r)),
-                (f, r) => f.or(r),
-            };
-            if let (Some(rss), Some(max)) = (rss, limits.memory_max) {
-                if rss >= max {
-                    let _ = shared.stop.compare_exchange(
-                        RUNNING,
-                        MEMORY,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    );
-                }
-            }
-            if frontier_outgrew(rss, rss_floor, bfs_max, limits.memory_max)
-                && !shared.dfs.swap(true, Ordering::Relaxed)
-            {
-                switched_at = Some(depth as usize + 1);
+            if gauge.read(rss, depth, &shared.dfs) {
+                let _ = shared.stop.compare_exchange(
+                    RUNNING,
+                    MEMORY,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
             }
             if start.elapsed() > Duration::from_millis(500) {
                 progress(&Progress {
@@ -471,7 +455,7 @@ pub fn explore<M: Explorable>(
                     depth: shared.max_depth.load(Ordering::Relaxed),
                     rss,
                     elapsed: start.elapsed(),
-                    order: order_of(switched_at),
+                    order: gauge.order(),
                 });
             }
         }
@@ -537,8 +521,8 @@ pub fn explore<M: Explorable>(
         elapsed: start.elapsed(),
         counterexample,
         limit,
-        order: order_of(switched_at),
-        rss_peak: rss_peak.max(memory::rss_bytes()),
+        order: gauge.order(),
+        rss_peak: gauge.peak.max(memory::rss_bytes()),
     }
 }
 
@@ -569,11 +553,56 @@ pub fn frontier_outgrew(
     bfs_max.is_some_and(|max| grown >= max) || memory_max.is_some_and(|max| rss >= max / 4 * 3)
 }
 
-fn order_of(switched_at: Option<usize>) -> Order {
-    match switched_at {
-        Some(0) => Order::Dfs,
-        Some(depth) => Order::BfsThenDfs { depth },
-        None => Order::Bfs,
+/// What the watching thread knows of memory, reading by reading, and the
+/// decisions it takes from it: the run's peak and floor, the hard stop, and
+/// the depth at which breadth first gave way to depth first (which the
+/// outcome reports, so that a counterexample is called shortest only when
+/// it is).
+struct Gauge {
+    peak: Option<u64>,
+    /// The lowest reading of this run: what the run grew from.
+    floor: Option<u64>,
+    bfs_max: Option<u64>,
+    memory_max: Option<u64>,
+    /// The first depth explored depth first; `Some(0)`: from the start.
+    switched_at: Option<usize>,
+}
+
+impl Gauge {
+    fn new(rss: Option<u64>, limits: &Limits) -> Self {
+        Gauge {
+            peak: rss,
+            floor: rss,
+            bfs_max: limits.bfs_memory_max.or(limits.memory_max.map(|m| m / 2)),
+            memory_max: limits.memory_max,
+            switched_at: limits.depth_first.then_some(0),
+        }
+    }
+
+    /// Takes one reading while breadth first explores level `depth`: turns
+    /// the search depth first (`dfs`) when the frontier outgrew its share,
+    /// noting where if this reading is the one that turned it. Whether the
+    /// hard budget is reached.
+    fn read(&mut self, rss: Option<u64>, depth: u32, dfs: &AtomicBool) -> bool {
+        self.peak = self.peak.max(rss);
+        self.floor = match (self.floor, rss) {
+            (Some(f), Some(r)) => Some(f.min(r)),
+            (f, r) => f.or(r),
+        };
+        if frontier_outgrew(rss, self.floor, self.bfs_max, self.memory_max)
+            && !dfs.swap(true, Ordering::Relaxed)
+        {
+            self.switched_at = Some(depth as usize + 1);
+        }
+        matches!((rss, self.memory_max), (Some(r), Some(max)) if r >= max)
+    }
+
+    fn order(&self) -> Order {
+        match self.switched_at {
+            Some(0) => Order::Dfs,
+            Some(depth) => Order::BfsThenDfs { depth },
+            None => Order::Bfs,
+        }
     }
 }
 
@@ -669,7 +698,45 @@ fn rebuild<M: Explorable>(
 
 #[cfg(test)]
 mod tests {
-    use super::frontier_outgrew;
+    use super::{frontier_outgrew, Gauge, Limits, Order};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn the_reading_that_turns_the_search_depth_first_records_its_depth() {
+        let limits = Limits {
+            bfs_memory_max: Some(100 * MB),
+            memory_max: Some(4000 * MB),
+            ..Limits::new(1)
+        };
+        let dfs = AtomicBool::new(false);
+        let mut gauge = Gauge::new(Some(50 * MB), &limits);
+        assert!(!gauge.read(Some(60 * MB), 2, &dfs));
+        assert_eq!(
+            (gauge.order(), dfs.load(Ordering::Relaxed)),
+            (Order::Bfs, false)
+        );
+        // Level 3 outgrew its share: depth first from level 4 on.
+        assert!(!gauge.read(Some(200 * MB), 3, &dfs));
+        assert!(dfs.load(Ordering::Relaxed));
+        assert_eq!(gauge.order(), Order::BfsThenDfs { depth: 4 });
+        // Later readings (the depth-first phase) keep where it turned.
+        assert!(!gauge.read(Some(300 * MB), 4, &dfs));
+        assert_eq!(gauge.order(), Order::BfsThenDfs { depth: 4 });
+        // The hard budget stops the run; the peak is the highest reading.
+        assert!(gauge.read(Some(4000 * MB), 4, &dfs));
+        assert_eq!((gauge.peak, gauge.floor), (Some(4000 * MB), Some(50 * MB)));
+        // Depth first asked for: it stays depth first from the start.
+        let dfs = AtomicBool::new(true);
+        let mut gauge = Gauge::new(
+            Some(50 * MB),
+            &Limits {
+                depth_first: true,
+                ..limits
+            },
+        );
+        assert!(!gauge.read(Some(900 * MB), 5, &dfs));
+        assert_eq!(gauge.order(), Order::Dfs);
+    }
 
     const MB: u64 = 1 << 20;
 

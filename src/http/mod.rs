@@ -19,5 +19,6 @@ pub mod server;
 pub use crate::app::{everything, App, Cx, EchoApp, EverythingApp, Tap};
 pub use io::{Connect, Listen, TcpConnect};
 pub use server::{
-    McpFuture, McpService, PeerAddr, RequestBody, Server, ServerHandle, ServerOptions, DEFAULT_PATH,
+    BoxError, McpFuture, McpService, PeerAddr, RequestBody, Routes, Served, Server, ServerHandle,
+    ServerOptions, DEFAULT_PATH,
 };

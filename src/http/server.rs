@@ -408,13 +408,13 @@ pub(crate) trait ServeFrom: Clone + Send + Sync + 'static {
     fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<Self::Body>;
 }
 
-/// What a [`ServeFrom`] returns.
-pub(crate) type Served<B> = std::pin::Pin<
+/// An answer on its way: what [`Routes::answer`] returns.
+pub type Served<B> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<hyper::Response<B>, Infallible>> + Send>,
 >;
 
 /// An error any body may end with.
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl<A: App> ServeFrom for McpService<A> {
     type Body = ResponseBody;
@@ -426,14 +426,17 @@ impl<A: App> ServeFrom for McpService<A> {
     }
 }
 
-/// Any tower service of hyper requests (an axum `Router` with an
-/// [`McpService`] mounted in it), served by our accept loop
-/// ([`Server::serve_service`]): the peer goes in each request's extensions
-/// as a [`PeerAddr`], where a mounted `McpService` reads it.
-#[derive(Clone)]
-struct Routed<S>(S);
+/// What [`Server::serve_service`] serves: any tower service of hyper
+/// requests that answers every request (`Error = Infallible`), such as an
+/// axum `Router` with an [`McpService`] mounted in it.
+pub trait Routes: Clone + Send + Sync + 'static {
+    /// The body of its answers.
+    type Body: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static;
+    /// Answers `req`, once the service is ready.
+    fn answer(&self, req: hyper::Request<Incoming>) -> Served<Self::Body>;
+}
 
-impl<S, B> ServeFrom for Routed<S>
+impl<S, B> Routes for S
 where
     S: tower_service::Service<
             hyper::Request<Incoming>,
@@ -446,7 +449,23 @@ where
     S::Future: Send,
     B: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static,
 {
-    type Body = http_body_util::Either<ResponseBody, B>;
+    type Body = B;
+    fn answer(&self, req: hyper::Request<Incoming>) -> Served<B> {
+        let mut service = self.clone();
+        Box::pin(async move {
+            std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+            service.call(req).await
+        })
+    }
+}
+
+/// A [`Routes`] on our accept loop: the peer goes in each request's
+/// extensions as a [`PeerAddr`], where a mounted `McpService` reads it.
+#[derive(Clone)]
+struct Routed<S>(S);
+
+impl<S: Routes> ServeFrom for Routed<S> {
+    type Body = http_body_util::Either<ResponseBody, S::Body>;
     fn serve_from(
         &self,
         mut req: hyper::Request<Incoming>,
@@ -455,12 +474,8 @@ where
         if let Some(peer) = peer {
             req.extensions_mut().insert(PeerAddr(peer));
         }
-        let mut service = self.0.clone();
-        Box::pin(async move {
-            std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
-            let answer = service.call(req).await?;
-            Ok(answer.map(http_body_util::Either::Right))
-        })
+        let answer = self.0.answer(req);
+        Box::pin(async move { Ok(answer.await?.map(http_body_util::Either::Right)) })
     }
     fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<Self::Body> {
         r.map(http_body_util::Either::Left)
@@ -553,20 +568,11 @@ impl Server {
     /// service routes. The handle's `shutdown` stops accepting and tells
     /// every connection to finish its open requests; stop the MCP side with
     /// its own handle.
-    pub fn serve_service<L, S, B>(listener: L, options: &ServerOptions, service: S) -> ServerHandle
-    where
-        L: Listen,
-        S: tower_service::Service<
-                hyper::Request<Incoming>,
-                Response = hyper::Response<B>,
-                Error = Infallible,
-            > + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Future: Send,
-        B: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static,
-    {
+    pub fn serve_service<L: Listen, S: Routes>(
+        listener: L,
+        options: &ServerOptions,
+        service: S,
+    ) -> ServerHandle {
         let (shutdown, stop) = watch::channel(false);
         let options = ServerOptions {
             path: None,
