@@ -7,6 +7,7 @@
 #   our client and `probe` against the TS and Python SDK servers,
 #   rmcp 3.9's client in its initialize, discover and auto modes;
 #   the TS SDK 2.x client in its legacy, auto and pinned 2026-07-28 modes;
+#   examples/blocking_client.rs against each SDK server,
 #   and against examples/blocking.rs (the core on std::net alone), examples/axum.rs (mounted
 #   in an axum Router) and examples/rmcp_server.rs (rmcp 3.9 on our CoreSessionManager):
 #   the conformance server suite, the TS (1.x, 2.x), Python, rmcp and our clients and `probe`,
@@ -177,6 +178,28 @@ for peer in "ts $((PORT + 1)) auto session" "python $((PORT + 2)) auto modern" "
         grep -h "^monitor" "$LOG/era-$1-$3.err" || true
     else
         status=1; cat "$LOG/era-$1-$3.err"
+    fi
+done
+# The client core on std::net alone (examples/blocking_client.rs: a thread per exchange, its
+# own HTTP/1.1 reading, chunked bodies and SSE included) against each SDK server, era auto:
+# the same eras as `call`'s above, the tool answered.
+cargo build --release -q --example blocking_client || status=1
+# test_reconnection: the server closes the call's stream before its answer, which the client
+# takes up again with Last-Event-ID.
+for peer in "ts $((PORT + 1)) auto 2025-11-25 test_tool_with_progress" \
+        "python $((PORT + 2)) auto 2026-07-28 test_tool_with_progress" \
+        "ts2 $((PORT + 6)) auto 2026-07-28 test_tool_with_progress" \
+        "ts $((PORT + 1)) legacy 2025-11-25 test_reconnection" \
+        "python $((PORT + 2)) legacy 2025-11-25 test_reconnection"; do
+    set -- $peer
+    out="$LOG/blocking-client-$1-$3-$5.out"
+    echo "== examples/blocking_client.rs (--era $3, $5) against the $1 SDK server: expect $4"
+    if timeout 30 target/release/examples/blocking_client --era "$3" --url "http://127.0.0.1:$2/mcp" \
+            --tool "$5" --args '{}' > "$out" 2>&1 \
+        && grep -q "^initialized: $4" "$out" && grep -q "^result: " "$out"; then
+        grep -E "^(initialized|result)" "$out" | cut -c1-120
+    else
+        status=1; cat "$out"
     fi
 done
 # The prober against the SDK servers: exactly the violations docs/compatibility.md

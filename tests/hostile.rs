@@ -788,19 +788,7 @@ fn out_of_file_descriptors_the_accept_loop_backs_off_and_recovers() {
 /// `examples/blocking.rs` (built by `cargo test` beside this test's
 /// binary) on a free loopback port; killed on drop.
 fn blocking_example() -> Spawned {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/blocking");
-    assert!(
-        bin.exists(),
-        "{} (cargo test builds the examples)",
-        bin.display()
-    );
-    let mut command = std::process::Command::new(bin);
+    let mut command = spawned::example("blocking");
     command.args(["--addr", "127.0.0.1:0"]);
     Spawned::start(command)
 }

@@ -12,6 +12,8 @@ use std::sync::Arc;
 pub struct RawRequest {
     /// The request line (`POST /mcp HTTP/1.1\r\n`).
     pub line: String,
+    /// The header lines, as sent.
+    pub head: String,
     /// The body (as long as its `Content-Length` said, or what arrived).
     pub body: Vec<u8>,
 }
@@ -46,19 +48,20 @@ pub fn serve(respond: impl Fn(&RawRequest) -> Vec<u8> + Send + Sync + 'static) -
                 let mut out = stream;
                 let mut line = String::new();
                 let _ = reader.read_line(&mut line);
-                let mut length = 0;
+                let (mut length, mut head) = (0, String::new());
                 loop {
                     let mut header = String::new();
                     if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
                         break;
                     }
+                    head.push_str(&header);
                     if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
                         length = v.trim().parse().unwrap_or(0);
                     }
                 }
                 let mut body = vec![0; length];
                 let _ = reader.read_exact(&mut body);
-                let _ = out.write_all(&respond(&RawRequest { line, body }));
+                let _ = out.write_all(&respond(&RawRequest { line, head, body }));
             });
         }
     });

@@ -46,6 +46,24 @@ impl Spawned {
     }
 }
 
+/// A built example (`cargo test` builds them beside the test binaries).
+pub fn example(name: &str) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        bin.exists(),
+        "{} (cargo test builds the examples)",
+        bin.display()
+    );
+    Command::new(bin)
+}
+
 impl Drop for Spawned {
     fn drop(&mut self) {
         let _ = self.child.kill();
