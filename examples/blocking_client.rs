@@ -12,7 +12,7 @@
 //! ```
 //!
 //! The main thread owns the core: it hands each exchange the core starts to
-//! a thread of its own, which writes the request and reads the response
+//! a thread of its own, which connects, writes the request and reads the response
 //! (a whole JSON body up to the core's `body_max`, or SSE events through
 //! [`SseDecoder`]), and it waits on what those threads send back or on the
 //! core's next deadline, whichever comes first. Exit code 0 when the tool
@@ -35,6 +35,7 @@ use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write as _};
 use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -55,6 +56,17 @@ enum Input {
     TooLarge(HttpId, usize),
     Closed(HttpId),
 }
+
+/// An exchange's connection as its thread makes it: the core's abort
+/// reaches it whenever it comes (before the connection is made included),
+/// while the main thread never waits on a connect.
+#[derive(Default)]
+struct Line {
+    stream: Option<TcpStream>,
+    aborted: bool,
+}
+
+type Lines = BTreeMap<HttpId, Arc<Mutex<Line>>>;
 
 /// Where the server is.
 #[derive(Clone)]
@@ -89,9 +101,8 @@ fn main() {
         exit(&format!("initialize: {e}"));
     }
     let (inputs, rx) = channel();
-    // Each open exchange's socket (none if it could not connect), to shut
-    // it down when the core aborts it.
-    let mut open: BTreeMap<HttpId, Option<TcpStream>> = BTreeMap::new();
+    // Each open exchange's line, to shut it down when the core aborts it.
+    let mut open = Lines::new();
     let mut call: Option<RequestId> = None;
     let mut answered: Option<bool> = None;
     let mut closing: Option<std::time::Instant> = None;
@@ -166,7 +177,7 @@ fn main() {
 /// aborts to their sockets; the events, for the application.
 fn drain(
     core: &mut ClientSession,
-    open: &mut BTreeMap<HttpId, Option<TcpStream>>,
+    open: &mut Lines,
     target: &Target,
     inputs: &Sender<Input>,
 ) -> Vec<ClientEvent> {
@@ -175,26 +186,23 @@ fn drain(
     core.drain_observed(0, &mut |_| {}, |_, out, _| match out {
         ClientOutput::Transmit(t) => match t.kind {
             ClientTransmitKind::Send { head, body } => {
-                let http = t.http;
-                match TcpStream::connect(&target.authority).and_then(|s| Ok((s.try_clone()?, s))) {
-                    Ok((ours, theirs)) => {
-                        open.insert(http, Some(ours));
-                        let (target, inputs) = (target.clone(), inputs.clone());
-                        thread::spawn(move || {
-                            let _ = exchange(theirs, &target, http, head, &body, body_max, &inputs);
-                            let _ = inputs.send(Input::Closed(http));
-                        });
-                    }
-                    // No connection: the exchange ends at once, as a broken one would.
-                    Err(_) => {
-                        open.insert(http, None);
-                        let _ = inputs.send(Input::Closed(http));
-                    }
-                }
+                let (http, line) = (t.http, Arc::<Mutex<Line>>::default());
+                open.insert(http, line.clone());
+                let (target, inputs) = (target.clone(), inputs.clone());
+                thread::spawn(move || {
+                    // Whatever ends it (no connection included), the core hears it
+                    // ended, as a broken exchange.
+                    let _ = exchange(&line, &target, http, head, &body, body_max, &inputs);
+                    let _ = inputs.send(Input::Closed(http));
+                });
             }
             ClientTransmitKind::Abort => {
-                if let Some(Some(s)) = open.remove(&t.http) {
-                    let _ = s.shutdown(Shutdown::Both);
+                if let Some(line) = open.remove(&t.http) {
+                    let mut line = lock(&line);
+                    line.aborted = true;
+                    if let Some(s) = line.stream.take() {
+                        let _ = s.shutdown(Shutdown::Both);
+                    }
                 }
             }
         },
@@ -205,12 +213,7 @@ fn drain(
 
 /// One input from an exchange's thread, for the core. News of an exchange
 /// the core already aborted is dropped: it is over for the core.
-fn feed(
-    core: &mut ClientSession,
-    open: &mut BTreeMap<HttpId, Option<TcpStream>>,
-    input: Input,
-    now: Instant,
-) {
+fn feed(core: &mut ClientSession, open: &mut Lines, input: Input, now: Instant) {
     let http = match &input {
         Input::Head(h, _) | Input::Body(h, _) | Input::Sse(h, _) | Input::TooLarge(h, _) => *h,
         Input::Closed(h) => *h,
@@ -230,9 +233,10 @@ fn feed(
     }
 }
 
-/// Writes one request and reads its response, handing each part back.
+/// Connects, writes one request and reads its response, handing each part
+/// back.
 fn exchange(
-    stream: TcpStream,
+    line: &Mutex<Line>,
     target: &Target,
     http: HttpId,
     head: RequestHead,
@@ -240,6 +244,14 @@ fn exchange(
     body_max: usize,
     inputs: &Sender<Input>,
 ) -> io::Result<()> {
+    let stream = TcpStream::connect(&target.authority)?;
+    {
+        let mut line = lock(line);
+        if line.aborted {
+            return Ok(()); // aborted while connecting
+        }
+        line.stream = Some(stream.try_clone()?);
+    }
     let mut request = format!(
         "{} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
         method_name(&head.method),
@@ -316,6 +328,10 @@ fn exchange(
             }
         }
     }
+}
+
+fn lock(line: &Mutex<Line>) -> std::sync::MutexGuard<'_, Line> {
+    line.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn send(inputs: &Sender<Input>, input: Input) -> io::Result<()> {
