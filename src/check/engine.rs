@@ -13,7 +13,7 @@
 //!   resident size passes half the memory budget, or the resident size three
 //!   quarters of it ([`frontier_outgrew`]; or from the start, `depth_first`): each worker explores
 //!   its own stack and gives the shallow half of it to a worker that has run
-//!   dry ([`pool`]), against the same visited set. The outcome says so. Depth
+//!   dry (`engine::pool`), against the same visited set. The outcome says so. Depth
 //!   first visits a state once, at whatever depth it first meets it: if the
 //!   depth bound then cuts any path, states within the bound may be missed,
 //!   and the run is reported bounded ([`Limit::DepthFirstCut`]), not exhaustive.

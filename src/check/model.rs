@@ -142,7 +142,7 @@ pub struct CheckModel {
     /// How the server names what requests open: after their exchange unless
     /// asked otherwise (`check --arrival-naming`, traces recorded before).
     pub naming: Naming,
-    /// The partial-order reduction ([`super::ample`]): on unless asked
+    /// The partial-order reduction (`check::ample`): on unless asked
     /// otherwise (`check --no-reduction`); it acts only under
     /// [`Clocks::PerComponent`].
     pub reduction: bool,
@@ -282,7 +282,7 @@ impl CheckModel {
     }
 
     /// The actions the search explores from `s`: an ample set when the
-    /// reduction finds one ([`super::ample`]), every enabled action otherwise.
+    /// reduction finds one (`check::ample`), every enabled action otherwise.
     pub fn enabled(&self, s: &State, out: &mut Vec<Action>) {
         self.all_enabled(s, out);
         match self.ample(s, out) {

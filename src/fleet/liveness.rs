@@ -10,7 +10,7 @@
 //! asks, every `beat_ms`, whether that writer's heartbeat is current
 //! (`StoreOp::Alive`). A writer found dead is reported
 //! ([`Liveness::poll_dead`]); the instance then completes the writer's
-//! streams it follows (`StoreOp::Complete`: what [`completion`] finds owed,
+//! streams it follows (`StoreOp::Complete`: what `fleet::completion` finds owed,
 //! error responses and the end, unless the log has ended).
 //!
 //! ```text

@@ -61,7 +61,7 @@ pub struct ServerOptions {
     /// by the OS unless a simulation passes [`IdSource::reproducible`]. Each
     /// session's endpoint draws from its own [`IdSource::fork`].
     pub ids: IdSource,
-    /// The applications' secret ([`ServerEndpoint::app_secret`]: the key of
+    /// The applications' secret ([`crate::server::ServerEndpoint::app_secret`]: the key of
     /// MRTR `requestState`), the same for every session task; `None` draws
     /// one from `ids` at start. A fleet sets one secret on every instance.
     pub app_secret: Option<[u8; 32]>,

@@ -8,7 +8,7 @@
 //!
 //! Properties (see `docs/properties.md`): A1–A5 (stale notifications),
 //! B1–B6 (competing GET streams), C1 (responses on foreign streams), C2–C5
-//! (per client, [`client`]), I1 (isolation between sessions), and the spec
+//! (per client, `monitor::client`), I1 (isolation between sessions), and the spec
 //! rules R13, R21 and R32 that a server's output shows.
 
 mod client;

@@ -102,7 +102,7 @@ const SINGLETONS: [(&str, &str); 8] = [
 ];
 
 /// Refuses a head that repeats a header the cores read as one value
-/// ([`SINGLETONS`]).
+/// (`SINGLETONS`).
 pub fn check_singletons(head: &RequestHead) -> Result<(), RequestError> {
     let mut seen = 0u8;
     for (name, _) in &head.headers {
