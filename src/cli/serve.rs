@@ -174,13 +174,19 @@ fn parse_secret(hex: &str) -> Result<[u8; 32], String> {
     Ok(key)
 }
 
-/// The runtime `serve` runs on, with `threads` workers.
+/// The runtime `serve` runs on, with `threads` workers. One worker is
+/// tokio's current-thread scheduler: the same single thread of work without
+/// the work-stealing scheduler's bookkeeping (measured side by side:
+/// `docs/performance.md`, session 38).
 pub(super) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())
+    let mut builder = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(threads);
+        b
+    };
+    builder.enable_all().build().map_err(|e| e.to_string())
 }
 
 /// Returns at Ctrl-C or SIGTERM.
