@@ -254,7 +254,7 @@ fn exchange(
     }
     let mut request = format!(
         "{} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
-        method_name(&head.method),
+        head.method.as_str(),
         target.path,
         target.authority
     );
@@ -338,15 +338,6 @@ fn send(inputs: &Sender<Input>, input: Input) -> io::Result<()> {
     inputs
         .send(input)
         .map_err(|_| io::Error::other("the client is gone"))
-}
-
-fn method_name(m: &Method) -> &str {
-    match m {
-        Method::Get => "GET",
-        Method::Post => "POST",
-        Method::Delete => "DELETE",
-        Method::Other(m) => m,
-    }
 }
 
 /// The status and headers of a response, at most `HEAD_BYTES_MAX` read.

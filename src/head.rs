@@ -30,6 +30,16 @@ impl Method {
             other => Method::Other(other.to_owned()),
         }
     }
+
+    /// The method token, as a request line writes it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Delete => "DELETE",
+            Method::Other(m) => m,
+        }
+    }
 }
 
 /// A request head: method and headers (names lower-case; those the cores

@@ -583,12 +583,7 @@ async fn run_exchange<C: Connect>(
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
     let driver = tokio::spawn(conn);
     let mut builder = hyper::Request::builder()
-        .method(match head.method {
-            crate::head::Method::Get => "GET",
-            crate::head::Method::Post => "POST",
-            crate::head::Method::Delete => "DELETE",
-            crate::head::Method::Other(ref m) => m.as_str(),
-        })
+        .method(head.method.as_str())
         .uri(path)
         .header(hyper::header::HOST, authority);
     for (name, value) in &head.headers {
