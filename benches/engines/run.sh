@@ -8,10 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release -q
-cargo test --release -q --test loom_races --no-run 2>/dev/null
+cargo test --profile test-release -q --test loom_races --no-run 2>/dev/null
 OUT="$(mktemp -d)"
 for model in stale_notification_after_registration competing_get_streams_2 response_on_background_get; do
     target/release/mcp-streamable check --model "$model" --threads 1 --out "$OUT/check" >> "$OUT/check.txt"
 done
-cargo test --release --test loom_races -- --nocapture --test-threads=1 2>/dev/null | grep -ao 'loom .*' > "$OUT/loom.txt" || true
+cargo test --profile test-release --test loom_races -- --nocapture --test-threads=1 2>/dev/null | grep -ao 'loom .*' > "$OUT/loom.txt" || true
 python3 benches/engines/table.py "$OUT/check.txt" "$OUT/loom.txt"
