@@ -5,7 +5,8 @@
 #   SDK 1.32.2 server, the Python mcp 2.3.0 server, and the ceiling: bare hyper
 #   answering the same SSE bytes. SERVERS="rmcp rmcp-core" runs a subset.
 # For each: sequential (c=1) and 32-concurrent tools/call on one session,
-# session churn, and memory with N idle sessions. ROUNDS rounds, servers
+# session churn, and memory with N idle sessions; the server's CPU per request
+# (/proc utime + stime over each wrk run). ROUNDS rounds, servers
 # alternating; prints every figure and the medians as a Markdown table.
 #   ROUNDS=2 SECONDS_PER_RUN=10 IDLE=10000 [SERVERS="..."] bash benches/http/run.sh
 # Needs wrk (Debian) and the peers (scripts/install-peers.sh).
@@ -51,14 +52,25 @@ port_of() {
     esac
 }
 
+# The server's CPU time (user + system, clock ticks) from /proc, and per request over a
+# run: on a noisy host it moves less than req/s, which also counts the client and the waits.
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+cpu_per_request() { # ticks-before ticks-after RESULT-line
+    local rps; rps=$(echo "$3" | sed 's/.*rps=\([0-9.]*\).*/\1/')
+    awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" -v rps="$rps" -v s="$SECS" \
+        'BEGIN { printf "cpu_us=%.1f", (b - a) * 1e6 / hz / (rps * s) }'
+}
+
 echo "load before: $(cat /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do
     for name in $SERVERS; do
         url="http://127.0.0.1:$(port_of $name)/mcp"
         s=$(sid "$url")
         for c in 1 32; do
+            pid=$(cat "$OUT/$name.pid"); t0=$(cpu_ticks "$pid")
             r=$(SID="$s" wrk -t1 -c$c -d${SECS}s --latency -s benches/http/mcpcall.lua "$url" | grep RESULT)
-            echo "round=$round server=$name c=$c $r" | tee -a "$OUT/results.txt"
+            t1=$(cpu_ticks "$pid")
+            echo "round=$round server=$name c=$c $r $(cpu_per_request "$t0" "$t1" "$r")" | tee -a "$OUT/results.txt"
         done
         if [ "$name" != bare ]; then
             r=$(wrk -t1 -c1 -d5s -s benches/http/churn.lua "$url" | grep RESULT)

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 rows = defaultdict(lambda: defaultdict(list))
 by_round = defaultdict(dict)  # (server, c) -> {round: rps}
+cpu_by_round = defaultdict(dict)  # (server, c) -> {round: server CPU us per request}
 for line in open(sys.argv[1]):
     kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
     server = kv.get("server")
@@ -22,19 +23,23 @@ for line in open(sys.argv[1]):
         rows[server][f"rps{c}"].append(float(kv["rps"]))
         if "round" in kv:
             by_round[(server, c)][kv["round"]] = float(kv["rps"])
+        if "cpu_us" in kv:
+            rows[server][f"cpu{c}"].append(float(kv["cpu_us"]))
+            if "round" in kv:
+                cpu_by_round[(server, c)][kv["round"]] = float(kv["cpu_us"])
         rows[server][f"p50_{c}"].append(float(kv["p50"]))
         rows[server][f"p99_{c}"].append(float(kv["p99"]))
         rows[server][f"bad{c}"].append(int(kv["bad"]) + int(kv["errors"]))
 
 med = {s: {k: statistics.median(v) for k, v in d.items()} for s, d in rows.items()}
 order = [s for s in ["before", "ours", "rmcp", "rmcp-core", "bare", "ts", "python"] if s in med]
-print("| server | c=1 req/s | p50 / p99 ms | c=32 req/s | p50 / p99 ms | churn sessions/s | idle B/session | bad |")
-print("|---|---|---|---|---|---|---|---|")
+print("| server | c=1 req/s | p50 / p99 ms | CPU us/req | c=32 req/s | p50 / p99 ms | CPU us/req | churn sessions/s | idle B/session | bad |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for s in order:
     m = med[s]
     def g(k, fmt="{:.0f}"):
         return fmt.format(m[k]) if k in m else "-"
-    print(f"| {s} | {g('rps1')} | {g('p50_1', '{:.2f}')} / {g('p99_1', '{:.2f}')} | {g('rps32')} | {g('p50_32', '{:.2f}')} / {g('p99_32', '{:.2f}')} | {g('churn')} | {g('idle')} | {g('bad1')}+{g('bad32')} |")
+    print(f"| {s} | {g('rps1')} | {g('p50_1', '{:.2f}')} / {g('p99_1', '{:.2f}')} | {g('cpu1', '{:.1f}')} | {g('rps32')} | {g('p50_32', '{:.2f}')} / {g('p99_32', '{:.2f}')} | {g('cpu32', '{:.1f}')} | {g('churn')} | {g('idle')} | {g('bad1')}+{g('bad32')} |")
 for mine, ref in [("ours", "rmcp"), ("ours", "bare"), ("before", "bare"), ("ours", "before"), ("rmcp-core", "rmcp")]:
     if mine in med and ref in med:
         o, r = med[mine], med[ref]
@@ -48,3 +53,11 @@ for mine, ref in [("ours", "rmcp"), ("ours", "bare"), ("before", "bare"), ("ours
                 paired.append(f"c={c} {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")
         if paired:
             print(f"{mine} / {ref}, round by round: median (range) " + ", ".join(paired))
+        cpu = []
+        for c in ["1", "32"]:
+            a, b = cpu_by_round.get((mine, c), {}), cpu_by_round.get((ref, c), {})
+            ratios = sorted(a[k] / b[k] for k in a if k in b and b[k] > 0)
+            if ratios:
+                cpu.append(f"c={c} {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")
+        if cpu:
+            print(f"{mine} / {ref}, server CPU per request, round by round: " + ", ".join(cpu))
