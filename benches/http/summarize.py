@@ -40,24 +40,25 @@ for s in order:
     def g(k, fmt="{:.0f}"):
         return fmt.format(m[k]) if k in m else "-"
     print(f"| {s} | {g('rps1')} | {g('p50_1', '{:.2f}')} / {g('p99_1', '{:.2f}')} | {g('cpu1', '{:.1f}')} | {g('rps32')} | {g('p50_32', '{:.2f}')} / {g('p99_32', '{:.2f}')} | {g('cpu32', '{:.1f}')} | {g('churn')} | {g('idle')} | {g('bad1')}+{g('bad32')} |")
+
+
+def round_by_round(table, mine, ref):
+    """The median (and range) of mine / ref over the rounds both ran, at c=1 and c=32."""
+    out = []
+    for c in ["1", "32"]:
+        a, b = table.get((mine, c), {}), table.get((ref, c), {})
+        ratios = sorted(a[k] / b[k] for k in a if k in b and b[k] > 0)
+        if ratios:
+            out.append(f"c={c} {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")
+    return ", ".join(out)
+
+
 for mine, ref in [("ours", "rmcp"), ("ours", "bare"), ("before", "bare"), ("ours", "before"), ("rmcp-core", "rmcp")]:
     if mine in med and ref in med:
         o, r = med[mine], med[ref]
         print(f"\n{mine} / {ref}: c=1 {o['rps1'] / r['rps1']:.2f}x, c=32 {o['rps32'] / r['rps32']:.2f}x"
               + (f", churn {o['churn'] / r['churn']:.2f}x" if 'churn' in r and 'churn' in o else ""))
-        paired = []
-        for c in ["1", "32"]:
-            a, b = by_round.get((mine, c), {}), by_round.get((ref, c), {})
-            ratios = sorted(a[k] / b[k] for k in a if k in b and b[k] > 0)
-            if ratios:
-                paired.append(f"c={c} {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")
-        if paired:
-            print(f"{mine} / {ref}, round by round: median (range) " + ", ".join(paired))
-        cpu = []
-        for c in ["1", "32"]:
-            a, b = cpu_by_round.get((mine, c), {}), cpu_by_round.get((ref, c), {})
-            ratios = sorted(a[k] / b[k] for k in a if k in b and b[k] > 0)
-            if ratios:
-                cpu.append(f"c={c} {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})")
-        if cpu:
-            print(f"{mine} / {ref}, server CPU per request, round by round: " + ", ".join(cpu))
+        if paired := round_by_round(by_round, mine, ref):
+            print(f"{mine} / {ref}, round by round: median (range) " + paired)
+        if cpu := round_by_round(cpu_by_round, mine, ref):
+            print(f"{mine} / {ref}, server CPU per request, round by round: " + cpu)
