@@ -242,3 +242,48 @@ fn random_walks_are_never_exhaustive() {
     assert_eq!(out.limit, Some(Limit::Walks));
     assert!(!out.exhaustive(), "random walks prove nothing");
 }
+
+/// The explorer makes the last successor of a state from the state itself
+/// (`step_owned`): it must be the state `step` makes from a copy, in every
+/// state reached, for every enabled action, on models with one, two and
+/// three clients, with and without the partial-order reduction's settings.
+#[test]
+fn a_step_from_the_state_itself_equals_a_step_from_a_copy() {
+    use std::collections::HashSet;
+    let mut compared = 0usize;
+    for (name, server, client) in [
+        ("lifecycle", "FIXED", "FIXED"),
+        ("two_clients", "FIXED", "FIXED"),
+        ("three_clients", "FIXED", "FIXED"),
+        (
+            "competing_get_streams_2",
+            "RMCP_0_16",
+            "EVENTSOURCE_RECONNECT",
+        ),
+        (
+            "stale_notification_after_registration",
+            "MCP_GO_0_44",
+            "FIXED",
+        ),
+    ] {
+        let m = model(name, server, client);
+        let mut seen = HashSet::new();
+        let mut todo = vec![m.initial()];
+        let mut actions = Vec::new();
+        while let Some(s) = todo.pop() {
+            if seen.len() >= 3_000 || !seen.insert(m.fingerprint(&s)) {
+                continue;
+            }
+            actions.clear();
+            m.enabled(&s, &mut actions);
+            for a in &actions {
+                let copied = m.step(&s, a);
+                let owned = m.step_owned(s.clone(), a);
+                assert_eq!(copied, owned, "{name}: {a:?}");
+                compared += 1;
+                todo.extend(copied);
+            }
+        }
+    }
+    assert!(compared > 10_000, "only {compared} steps compared");
+}

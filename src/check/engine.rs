@@ -118,6 +118,11 @@ pub trait Explorable: Sync {
     fn enabled(&self, s: &Self::State, out: &mut Vec<Self::Action>);
     /// The successor of `s` by `a`; `None` when `a` turns out to do nothing.
     fn step(&self, s: &Self::State, a: &Self::Action) -> Option<Self::State>;
+    /// The same, made from `s` itself (the last action tried on a state:
+    /// no copy of it, and what it alone held changes in place).
+    fn step_owned(&self, s: Self::State, a: &Self::Action) -> Option<Self::State> {
+        self.step(&s, a)
+    }
     /// A 64-bit fingerprint; equal states have equal fingerprints.
     fn fingerprint(&self, s: &Self::State) -> u64;
     /// What `s` breaks, if anything.
@@ -140,6 +145,9 @@ impl Explorable for CheckModel {
     }
     fn step(&self, s: &State, a: &Action) -> Option<State> {
         CheckModel::step(self, s, a)
+    }
+    fn step_owned(&self, s: State, a: &Action) -> Option<State> {
+        CheckModel::step_owned(self, s, a)
     }
     fn fingerprint(&self, s: &State) -> u64 {
         CheckModel::fingerprint(self, s)
@@ -312,7 +320,7 @@ impl<M: Explorable> Explorer<'_, M> {
     fn expand(
         &self,
         fp: u64,
-        s: &M::State,
+        s: M::State,
         d: u32,
         mut sink: impl FnMut(u64, M::State, u32),
     ) -> bool {
@@ -320,19 +328,26 @@ impl<M: Explorable> Explorer<'_, M> {
         if d + 1 >= self.depth_bound {
             // stateright's convention: depth D is generated, not expanded.
             if self.dfs.load(Ordering::Relaxed) && !self.dfs_cut.load(Ordering::Relaxed) {
-                self.model.enabled(s, &mut actions);
+                self.model.enabled(&s, &mut actions);
                 if !actions.is_empty() {
                     self.dfs_cut.store(true, Ordering::Relaxed);
                 }
             }
             return !self.stopped();
         }
-        self.model.enabled(s, &mut actions);
+        self.model.enabled(&s, &mut actions);
+        let mut parent = Some(s);
+        let last = actions.len().saturating_sub(1);
         for (i, a) in actions.iter().enumerate() {
             if self.stopped() {
                 return false;
             }
-            let Some(n) = self.model.step(s, a) else {
+            let n = match (i == last, parent.as_ref()) {
+                (true, _) => parent.take().and_then(|s| self.model.step_owned(s, a)),
+                (false, Some(s)) => self.model.step(s, a),
+                (false, None) => None,
+            };
+            let Some(n) = n else {
                 continue;
             };
             let nfp = self.model.fingerprint(&n);
@@ -375,7 +390,7 @@ impl<M: Explorable> Explorer<'_, M> {
             let Some((fp, s, d)) = stack.pop().or_else(|| pool.take(|| self.stopped())) else {
                 return;
             };
-            if !self.expand(fp, &s, d, |nfp, n, nd| stack.push((nfp, n, nd))) {
+            if !self.expand(fp, s, d, |nfp, n, nd| stack.push((nfp, n, nd))) {
                 pool.finish();
                 return;
             }
@@ -637,7 +652,7 @@ fn worker<M: Explorable>(
                 u.append(&mut chunk);
                 break;
             }
-            shared.expand(fp, &s, d, |nfp, n, nd| local.push((nfp, n, nd)));
+            shared.expand(fp, s, d, |nfp, n, nd| local.push((nfp, n, nd)));
         }
         if !local.is_empty() {
             next.lock()

@@ -405,27 +405,33 @@ impl CheckModel {
 
     /// Applies `action` to a copy of `s`; `None` if it is not enabled.
     pub fn step(&self, s: &State, action: &Action) -> Option<State> {
-        let mut n = s.clone();
-        let w = &mut n.world;
+        self.step_owned(s.clone(), action)
+    }
+
+    /// The successor of `s` by `action`, made from `s` itself: the last
+    /// action a search tries on a state needs no copy of it, and the parts
+    /// that state alone held are changed in place instead of copied.
+    pub fn step_owned(&self, mut n: State, action: &Action) -> Option<State> {
         match action {
             Action::ClientStep { client } => {
-                if !self.client_step_enabled(s, *client) {
+                if !self.client_step_enabled(&n, *client) {
                     return None;
                 }
                 let c = *client;
-                let step = self.scenario.clients[c][usize::from(s.client_pc[c])];
-                script::run_client_step(w, c, step)?;
+                let step = self.scenario.clients[c][usize::from(n.client_pc[c])];
+                script::run_client_step(&mut n.world, c, step)?;
                 n.client_pc[c] += 1;
             }
             Action::ServerStep => {
-                if !self.server_step_enabled(s) {
+                if !self.server_step_enabled(&n) {
                     return None;
                 }
+                let w = &mut n.world;
                 let call = script::oldest_call(w);
                 // `notify` is a broadcast (a list changed for everyone);
                 // `hook_notify` runs in every session whose `initialize` was
                 // answered; the others act in the oldest call's own session.
-                match self.scenario.server[usize::from(s.server_pc)] {
+                match self.scenario.server[usize::from(n.server_pc)] {
                     ServerStep::Notify if !n.notices.is_empty() => {
                         for pending in &mut n.notices {
                             *pending += 1;
@@ -468,55 +474,56 @@ impl CheckModel {
                 n.server_pc += 1;
             }
             Action::ServerRespond { session, id } => {
-                if !w.server_respond_to(session, id) {
+                if !n.world.server_respond_to(session, id) {
                     return None;
                 }
             }
             Action::DeliverRequest { http } => {
-                if !w.deliver_request(*http) {
+                if !n.world.deliver_request(*http) {
                     return None;
                 }
             }
             Action::DeliverNext { http } => {
-                if !w.deliver_next(*http) {
+                if !n.world.deliver_next(*http) {
                     return None;
                 }
-                while w.deliver_next(*http) {}
+                while n.world.deliver_next(*http) {}
             }
             Action::Drop { http, notice } => {
-                if !self.may_drop(s, *http) || s.drops >= self.bounds().drops {
+                if !self.may_drop(&n, *http) || n.drops >= self.bounds().drops {
                     return None;
                 }
-                w.drop_link(*http, *notice);
+                n.world.drop_link(*http, *notice);
                 n.drops += 1;
             }
             Action::ServerNotices { http } => {
-                let due = w
+                let due = n
+                    .world
                     .links
                     .get(http)
                     .is_some_and(|l| l.client_gone && !l.server_told);
                 if !due {
                     return None;
                 }
-                w.server_notices(*http);
+                n.world.server_notices(*http);
             }
             Action::Tick => {
-                let next = w.next_timeout()?;
+                let next = n.world.next_timeout()?;
                 if next.as_millis() > self.bounds().time_ms {
                     return None;
                 }
-                let ms = next.saturating_duration_since(w.now).as_millis() as u64;
-                w.advance(ms);
+                let ms = next.saturating_duration_since(n.world.now).as_millis() as u64;
+                n.world.advance(ms);
             }
             Action::TickClient { client } => {
-                let due = w.client_deadline(*client)?;
-                if !self.within_time(due) || !w.tick_client(*client) {
+                let due = n.world.client_deadline(*client)?;
+                if !self.within_time(due) || !n.world.tick_client(*client) {
                     return None;
                 }
             }
             Action::Idle { client } => {
-                let due = w.client_deadline(*client)?;
-                if !self.within_time(due) || !w.idle_client(*client) {
+                let due = n.world.client_deadline(*client)?;
+                if !self.within_time(due) || !n.world.idle_client(*client) {
                     return None;
                 }
             }
@@ -528,24 +535,24 @@ impl CheckModel {
             Action::ReserveDrops { client } => {
                 // Taken whenever nothing is reserved yet, so a replay without
                 // the reduction can take a reduced run's steps too.
-                if s.drops_for.is_some() || *client >= s.client_pc.len() {
+                if n.drops_for.is_some() || *client >= n.client_pc.len() {
                     return None;
                 }
                 n.drops_for = Some(*client as u8);
             }
             Action::TickServer => {
-                let (due, _) = w.server.poll_timeout()?;
-                if !self.within_time(due) || !w.tick_server() {
+                let (due, _) = n.world.server.poll_timeout()?;
+                if !self.within_time(due) || !n.world.tick_server() {
                     return None;
                 }
             }
             Action::ServerSchedule { http, point } => {
-                if !w.fire_server(*http, *point) {
+                if !n.world.fire_server(*http, *point) {
                     return None;
                 }
             }
             Action::ClientSchedule { http } => {
-                if !w.fire_client(*http) {
+                if !n.world.fire_client(*http) {
                     return None;
                 }
             }
