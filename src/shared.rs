@@ -127,6 +127,18 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Shared<T> {
     }
 }
 
+/// Iterates the value (a shared map or vector reads like the bare one).
+impl<'a, T> IntoIterator for &'a Shared<T>
+where
+    &'a T: IntoIterator,
+{
+    type Item = <&'a T as IntoIterator>::Item;
+    type IntoIter = <&'a T as IntoIterator>::IntoIter;
+    fn into_iter(self) -> Self::IntoIter {
+        (&self.0.value).into_iter()
+    }
+}
+
 impl<T> From<T> for Shared<T> {
     fn from(value: T) -> Self {
         Shared::new(value)

@@ -86,7 +86,7 @@ impl Diagram {
     /// Builds the diagram of a replayed trace.
     pub fn new(trace: &Trace, replay: &Replay) -> Self {
         let world: &World = &replay.last.world;
-        let to_client: BTreeMap<HttpId, HttpId> = world.by_server.clone();
+        let to_client: BTreeMap<HttpId, HttpId> = (*world.by_server).clone();
         let mut rows = Vec::new();
         let mut exchange_labels: BTreeMap<HttpId, String> = BTreeMap::new();
         let clients = trace.scenario.clients.len();

@@ -445,7 +445,9 @@ pub fn explore<M: Explorable>(
     let mut watch = |done: &AtomicUsize, depth: u32| {
         let mut nap = Duration::from_millis(2);
         while done.load(Ordering::Relaxed) < threads {
-            std::thread::sleep(nap);
+            // Woken early by the last worker to end (`unpark`): a run does
+            // not wait out the rest of a quarter-second nap.
+            std::thread::park_timeout(nap);
             nap = (nap * 2).min(Duration::from_millis(250));
             if interrupted() {
                 let _ = shared.stop.compare_exchange(
@@ -484,11 +486,13 @@ pub fn explore<M: Explorable>(
         let next = Mutex::new(Vec::new());
         let unexpanded = Mutex::new(Vec::new());
         let done = AtomicUsize::new(0);
+        let watcher = std::thread::current();
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
                     worker(&shared, &work, &next, &unexpanded);
                     done.fetch_add(1, Ordering::Relaxed);
+                    watcher.unpark();
                 });
             }
             watch(&done, depth);
@@ -502,11 +506,13 @@ pub fn explore<M: Explorable>(
         left.append(&mut level);
         let pool = Pool::new(left, threads);
         let done = AtomicUsize::new(0);
+        let watcher = std::thread::current();
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
                     shared.dfs_worker(&pool);
                     done.fetch_add(1, Ordering::Relaxed);
+                    watcher.unpark();
                 });
             }
             watch(&done, depth);

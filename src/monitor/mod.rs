@@ -247,15 +247,15 @@ pub struct Monitor {
     lineages: Shared<BTreeMap<HttpId, Lineage>>,
     /// (session, event id) → first write.
     event_ids: Shared<BTreeMap<(Text, Text), EventRecord>>,
-    sessions_issued: BTreeSet<Text>,
-    sessions_deleted: BTreeSet<Text>,
-    cancelled: BTreeSet<(Text, RequestId)>,
+    sessions_issued: Shared<BTreeSet<Text>>,
+    sessions_deleted: Shared<BTreeSet<Text>>,
+    cancelled: Shared<BTreeSet<(Text, RequestId)>>,
     sent: Shared<BTreeMap<(Text, MsgKey), Cause>>,
     delivered: Shared<BTreeSet<(Text, MsgKey)>>,
-    dropped: BTreeSet<(Text, MsgKey)>,
+    dropped: Shared<BTreeSet<(Text, MsgKey)>>,
     fresh_writes: Shared<BTreeMap<(Text, MsgKey), BTreeSet<HttpId>>>,
-    sessions_ended: BTreeSet<Text>,
-    gets_per_session: BTreeMap<Text, usize>,
+    sessions_ended: Shared<BTreeSet<Text>>,
+    gets_per_session: Shared<BTreeMap<Text, usize>>,
     /// Each client's side, by client index. The big records above and each
     /// client side are [`Shared`]: one observation changes one or two of
     /// them, and a checker's copy of the monitor shares the rest.

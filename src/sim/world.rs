@@ -113,17 +113,17 @@ pub struct World<S = ServerEndpoint> {
     /// Exchanges by the client's id (unique across clients).
     pub links: BTreeMap<HttpId, Shared<Link>>,
     /// Server exchange id → client exchange id.
-    pub by_server: BTreeMap<HttpId, HttpId>,
+    pub by_server: Shared<BTreeMap<HttpId, HttpId>>,
     /// The client whose request each session was routed from first (the
     /// `initialize` that minted it): the checker's reduction asks whose a
     /// session is. Follows from the history, so it is not hashed.
-    pub session_owner: BTreeMap<SessionId, usize>,
+    pub session_owner: Shared<BTreeMap<SessionId, usize>>,
     /// Everything the client applications were told, in order (when recorded).
     pub client_events: Vec<ClientEvent>,
     /// Requests each client sent, and whether the application got an outcome.
-    pub outcomes: BTreeMap<(usize, RequestId), bool>,
+    pub outcomes: Shared<BTreeMap<(usize, RequestId), bool>>,
     /// Requests the server application has not answered yet.
-    pub server_pending: Vec<(SessionId, RequestId, String)>,
+    pub server_pending: Shared<Vec<(SessionId, RequestId, String)>>,
     /// How many `notifications/tools/list_changed` each client's
     /// application was told of, by client (when
     /// [`PairConfig::count_list_changes`]; empty otherwise).
@@ -242,11 +242,11 @@ impl<S: Servers> World<S> {
                 Clocks::PerComponent => vec![Instant::ZERO; config.clients.max(1)],
             },
             links: BTreeMap::new(),
-            by_server: BTreeMap::new(),
-            session_owner: BTreeMap::new(),
+            by_server: Shared::default(),
+            session_owner: Shared::default(),
             client_events: Vec::new(),
-            outcomes: BTreeMap::new(),
-            server_pending: Vec::new(),
+            outcomes: Shared::default(),
+            server_pending: Shared::default(),
             list_changes_heard: BTreeMap::new(),
             monitor: Monitor::new(),
             log: None,
