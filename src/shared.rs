@@ -14,12 +14,30 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-#[derive(Clone)]
 struct Inner<T> {
     value: T,
-    hash: OnceLock<u64>,
+    /// The value's hash, [`UNKNOWN`] until first asked for. An atomic, not a
+    /// `OnceLock`: two threads that both compute it store the same number,
+    /// so a plain load and store suffice.
+    hash: AtomicU64,
+}
+
+/// No hash computed yet. A value whose hash is this number is stored as
+/// [`UNKNOWN_STAND_IN`], so equal values still cache equal hashes.
+const UNKNOWN: u64 = 0;
+const UNKNOWN_STAND_IN: u64 = 1;
+
+impl<T: Clone> Clone for Inner<T> {
+    /// A copy is about to be changed: its hash is not carried over.
+    fn clone(&self) -> Self {
+        Inner {
+            value: self.value.clone(),
+            hash: AtomicU64::new(UNKNOWN),
+        }
+    }
 }
 
 /// A copy-on-write value with a cached hash (see the module docs).
@@ -30,7 +48,7 @@ impl<T> Shared<T> {
     pub fn new(value: T) -> Self {
         Shared(Arc::new(Inner {
             value,
-            hash: OnceLock::new(),
+            hash: AtomicU64::new(UNKNOWN),
         }))
     }
 }
@@ -58,10 +76,16 @@ pub fn fixed_keys() -> std::hash::BuildHasherDefault<std::hash::DefaultHasher> {
 impl<T: Hash> Shared<T> {
     /// The value's hash ([`fixed_keys`]), computed on first use.
     fn cached_hash(&self) -> u64 {
-        *self
-            .0
-            .hash
-            .get_or_init(|| std::hash::BuildHasher::hash_one(&fixed_keys(), &self.0.value))
+        let known = self.0.hash.load(Ordering::Relaxed);
+        if known != UNKNOWN {
+            return known;
+        }
+        let h = match std::hash::BuildHasher::hash_one(&fixed_keys(), &self.0.value) {
+            UNKNOWN => UNKNOWN_STAND_IN,
+            h => h,
+        };
+        self.0.hash.store(h, Ordering::Relaxed);
+        h
     }
 }
 
@@ -83,7 +107,7 @@ impl<T: Clone> DerefMut for Shared<T> {
     /// hash is forgotten, as the caller may change the value.
     fn deref_mut(&mut self) -> &mut T {
         let inner = Arc::make_mut(&mut self.0);
-        inner.hash = OnceLock::new();
+        *inner.hash.get_mut() = UNKNOWN;
         &mut inner.value
     }
 }
