@@ -151,6 +151,25 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Shared<T> {
     }
 }
 
+/// A hasher for keys that are already hashes (fingerprints, cached hashes):
+/// it uses them as they are.
+#[derive(Default)]
+pub struct Identity(u64);
+
+impl Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 /// Iterates the value (a shared map or vector reads like the bare one).
 impl<'a, T> IntoIterator for &'a Shared<T>
 where

@@ -299,3 +299,36 @@ fn a_step_from_the_state_itself_equals_a_step_from_a_copy() {
     }
     assert!(compared > 10_000, "only {compared} steps compared");
 }
+
+/// The checker's worlds share a memo of client steps (`sim::ClientMemo`):
+/// a step through it must give the state a step in place gives, in every
+/// state reached, for every enabled action, and the memo must be used.
+#[test]
+fn a_memoized_client_step_equals_a_step_in_place() {
+    use mcp_streamable::unhashed::Unhashed;
+    let mut compared = 0usize;
+    let mut hits = 0u64;
+    for (name, server, client) in WALKED {
+        let memoized = model(name, server, client);
+        let in_place = memoized.clone().with_memo(false);
+        walk(&memoized, 3_000, |s, actions| {
+            let mut plain = s.clone();
+            plain.world.memo = Unhashed(None);
+            for a in actions {
+                let through = memoized.step(s, a);
+                let stepped = in_place.step(&plain, a);
+                assert_eq!(through, stepped, "{name}: {a:?}");
+                if let (Some(t), Some(p)) = (&through, &stepped) {
+                    // Equal also in what equality does not see, and in
+                    // what the monitor was told.
+                    assert_eq!(t.world.monitor, p.world.monitor, "{name}: {a:?}");
+                    assert_eq!(t.world.outcomes, p.world.outcomes, "{name}: {a:?}");
+                }
+                compared += 1;
+            }
+        });
+        hits += memoized.memo.as_ref().map_or(0, |m| m.hits());
+    }
+    assert!(compared > 10_000, "only {compared} steps compared");
+    assert!(hits > 1_000, "the memo was hit {hits} times");
+}

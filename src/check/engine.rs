@@ -33,7 +33,7 @@ use super::run::{Counterexample, Outcome};
 use crate::monitor::Violation;
 use pool::{Item, Pool};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -233,25 +233,7 @@ struct Entry {
 const ROOT_ACTION: u32 = u32::MAX;
 const SHARDS: usize = 64;
 
-/// Fingerprints are already hashes: use them as they are.
-#[derive(Default)]
-struct Identity(u64);
-
-impl Hasher for Identity {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-type Shard = HashMap<u64, Entry, BuildHasherDefault<Identity>>;
+type Shard = HashMap<u64, Entry, BuildHasherDefault<crate::shared::Identity>>;
 
 /// The visited set, sharded by fingerprint so workers rarely contend.
 struct Seen {

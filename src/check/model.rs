@@ -11,9 +11,11 @@ use crate::ids::{HttpId, RequestId, SessionId};
 use crate::monitor::Violation;
 use crate::policy::{BackgroundGet, ClientPolicy, ServerPolicy};
 use crate::server::{Cause, SchedulingPoint};
-use crate::sim::{Clocks, Naming, PairConfig, World, LIST_CHANGED};
+use crate::sim::{ClientMemo, Clocks, Naming, PairConfig, World, LIST_CHANGED};
+use crate::unhashed::Unhashed;
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
+use std::sync::Arc;
 
 /// One nondeterministic choice, stored by value in traces.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -146,6 +148,9 @@ pub struct CheckModel {
     /// otherwise (`check --no-reduction`); it acts only under
     /// [`Clocks::PerComponent`].
     pub reduction: bool,
+    /// The memo of client steps its worlds share (`sim::ClientMemo`): on
+    /// unless asked otherwise ([`CheckModel::with_memo`]).
+    pub memo: Option<Arc<ClientMemo>>,
 }
 
 impl CheckModel {
@@ -173,6 +178,7 @@ impl CheckModel {
             ),
             naming: Naming::ByExchange,
             reduction: true,
+            memo: Some(Arc::new(ClientMemo::new(ClientMemo::ENTRIES_MAX))),
             scenario,
         })
     }
@@ -221,6 +227,7 @@ impl CheckModel {
     /// The initial state.
     pub fn initial(&self) -> State {
         let mut world = World::with(self.pair_config());
+        world.memo = Unhashed(self.memo.clone());
         if let Some(max) = self.bounds().gets_max {
             world.monitor = crate::monitor::Monitor::with_gets_max(max);
         }
@@ -560,6 +567,13 @@ impl CheckModel {
         self.forget_finished_clocks(&mut n);
         self.retire_finished(&mut n);
         Some(n)
+    }
+
+    /// The same model with a fresh memo of client steps, or none (each
+    /// world steps its cores in place: what the memo must agree with).
+    pub fn with_memo(mut self, on: bool) -> Self {
+        self.memo = on.then(|| Arc::new(ClientMemo::new(ClientMemo::ENTRIES_MAX)));
+        self
     }
 
     /// The same model with the symmetry reduction on or off.

@@ -10,7 +10,7 @@ use super::{ClientEvent, ClientSession, ClientTransmit};
 use crate::monitor::Observation;
 
 /// One output of the client core.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum ClientOutput {
     /// Something for the wire: a request to send, an exchange to abort.
     Transmit(ClientTransmit),

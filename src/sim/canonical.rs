@@ -27,6 +27,7 @@ impl World {
             list_changes_heard: _,
             monitor,
             log,
+            memo: _,   // a cache of the run's
             config: _, // fixed for a whole run
         } = self;
         clients.len().hash(h);

@@ -9,6 +9,7 @@
 mod canonical;
 mod clocks;
 mod fleet;
+mod memo;
 mod naming;
 mod net;
 mod retire;
@@ -18,6 +19,7 @@ mod world;
 
 pub use clocks::Clocks;
 pub use fleet::{Fleet, StoreTiming};
+pub use memo::{ClientInput, ClientMemo, Stepped};
 pub use naming::Naming;
 pub use net::{deliveries, Delivery, Link};
 pub use servers::{OutputHandler, Servers, SERVER_HTTP_STRIDE};

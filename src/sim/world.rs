@@ -5,6 +5,7 @@
 //! explores worlds with several.
 
 use super::clocks::Clocks;
+use super::memo::{ClientInput, ClientMemo, Stepped};
 use super::naming::Naming;
 use super::net::{deliveries, Delivery, Link};
 use super::servers::Servers;
@@ -19,8 +20,10 @@ use crate::policy::{ClientPolicy, ServerPolicy};
 use crate::server::{Cause, EndpointConfig, ServerEndpoint, ServerEvent, ServerOutput};
 use crate::shared::Shared;
 use crate::time::Instant;
+use crate::unhashed::Unhashed;
 use crate::version::ProtocolVersion;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How a [`World`] is set up.
@@ -132,6 +135,9 @@ pub struct World<S = ServerEndpoint> {
     pub monitor: Monitor,
     /// Every observation, when recording (replays and pictures; off while checking).
     pub log: Option<Vec<Observation>>,
+    /// The run's memo of client steps ([`ClientMemo`]; the checker's), or
+    /// none: each core is stepped in place.
+    pub memo: Unhashed<Option<Arc<ClientMemo>>>,
     pub(super) config: Shared<PairConfig>,
 }
 
@@ -250,6 +256,7 @@ impl<S: Servers> World<S> {
             list_changes_heard: BTreeMap::new(),
             monitor: Monitor::new(),
             log: None,
+            memo: Unhashed(None),
             config: Shared::new(config),
         }
     }
@@ -631,9 +638,11 @@ impl<S: Servers> World<S> {
             list_changes_heard,
             monitor,
             log,
+            memo: _,
             config,
         } = self;
         let now = *now;
+        let config: &PairConfig = config;
         let mut observe = |o: &Observation| record(log, monitor, o);
         let mut progressed = false;
         for (c, client) in clients.iter_mut().enumerate() {
@@ -641,45 +650,19 @@ impl<S: Servers> World<S> {
                 continue; // untouched: it stays shared with the states it came from
             }
             let client_now = client_clocks.get(c).copied().unwrap_or(now);
-            progressed |=
-                client.drain_observed(c, &mut observe, |client, out, observe| match out {
-                    ClientOutput::Transmit(t) => {
-                        let ch = <World>::world_http(c, t.http);
-                        match t.kind {
-                            ClientTransmitKind::Send { head, body } => {
-                                links.insert(ch, Shared::new(Link::new(head, body)));
-                            }
-                            ClientTransmitKind::Abort => {
-                                abandon(links, server, observe, now, ch, true)
-                            }
-                        }
-                    }
-                    ClientOutput::Event(e) => {
-                        match &e {
-                            ClientEvent::ServerRequest { id, .. } if config.client_auto_respond => {
-                                let _ = client.respond(
-                                    id.clone(),
-                                    Ok(RawJson::empty_object()),
-                                    client_now,
-                                );
-                            }
-                            ClientEvent::Response { id, .. }
-                            | ClientEvent::Failed { id, .. }
-                            | ClientEvent::Initialized { id, .. } => {
-                                outcomes.insert((c, id.clone()), true);
-                            }
-                            ClientEvent::Notification { method, .. }
-                                if config.count_list_changes && method == LIST_CHANGED =>
-                            {
-                                *list_changes_heard.entry(c).or_default() += 1;
-                            }
-                            _ => {}
-                        }
-                        if config.record_events {
-                            client_events.push(e);
-                        }
-                    }
-                });
+            let mut sinks = ClientSinks {
+                links,
+                server,
+                outcomes,
+                list_changes_heard,
+                client_events,
+                config,
+                now,
+            };
+            progressed |= client.drain_observed(c, &mut observe, |client, out, observe| {
+                auto_respond(client, &out, config, client_now);
+                sinks.take(c, out, observe);
+            });
         }
         progressed |= server.drain(now, &mut observe, &mut |server, out, _| match out {
             ServerOutput::Event(sid, ServerEvent::Request { id, method, .. }) => {
@@ -752,10 +735,10 @@ impl<S: Servers> World<S> {
         };
         let (c, h) = (<World>::owner(ch), <World>::local(ch));
         let now = self.client_now(c);
-        match item {
-            Delivery::Head(head) => self.clients[c].handle_response_head(h, head, now),
+        match &item {
+            Delivery::Head(_) => {}
             Delivery::Body(b) => {
-                if let Ok(body) = jsonrpc::parse_body(&b, ProtocolVersion::V2025_03_26) {
+                if let Ok(body) = jsonrpc::parse_body(b, ProtocolVersion::V2025_03_26) {
                     for m in body.messages() {
                         self.observe(&Observation::ClientReceived {
                             client: c,
@@ -764,10 +747,9 @@ impl<S: Servers> World<S> {
                         });
                     }
                 }
-                self.clients[c].handle_body(h, &b, now);
             }
             Delivery::Sse(item) => {
-                if let crate::sse::SseItem::Message { data, .. } = &item {
+                if let crate::sse::SseItem::Message { data, .. } = item {
                     if let Ok(m) = jsonrpc::parse_message(data) {
                         self.observe(&Observation::ClientReceived {
                             client: c,
@@ -776,16 +758,96 @@ impl<S: Servers> World<S> {
                         });
                     }
                 }
-                self.clients[c].handle_sse_event(h, item, now);
             }
-            Delivery::End => {
-                self.observe(&Observation::ClientClosed { client: c, http: h });
-                self.clients[c].handle_http_closed(h, now);
-                self.client_abandons(ch, true);
-            }
+            Delivery::End => self.observe(&Observation::ClientClosed { client: c, http: h }),
+        }
+        let stepped = self.client_takes(c, ClientInput::Item(h, &item), now);
+        if item == Delivery::End {
+            self.client_abandons(ch, true);
+        }
+        if let Some(stepped) = stepped {
+            self.hand_over(c, &stepped);
         }
         self.pump();
         true
+    }
+
+    /// Client `c` takes `input` at `now`. Without a memo the core steps in
+    /// place and the next `pump` drains it. With one ([`ClientMemo`]) the
+    /// core is replaced by its drained successor, whose outputs the caller
+    /// hands over ([`World::hand_over`]) where the next `pump` would have
+    /// drained them.
+    fn client_takes(
+        &mut self,
+        c: usize,
+        input: ClientInput<'_>,
+        now: Instant,
+    ) -> Option<Arc<Stepped>> {
+        let Some(memo) = self.memo.0.clone() else {
+            step_core(&mut self.clients[c], input, now);
+            return None;
+        };
+        let config = &self.config;
+        let core = &self.clients[c];
+        let stepped = memo.step(core, config, input, now, || {
+            let mut core = (**core).clone();
+            step_core(&mut core, input, now);
+            let mut outputs = Vec::new();
+            core.drain_observed(c, &mut |_| {}, |core, out, _| {
+                auto_respond(core, &out, config, now);
+                outputs.push(out);
+            });
+            Stepped {
+                core: Shared::new(core),
+                outputs,
+            }
+        });
+        self.clients[c] = stepped.core.clone();
+        Some(stepped)
+    }
+
+    /// Hands over what client `c`'s memoized drain put out, observed and
+    /// taken as the drain in `pump` observes and takes each output.
+    fn hand_over(&mut self, c: usize, stepped: &Stepped) {
+        let World {
+            server,
+            now: server_now,
+            links,
+            client_events,
+            outcomes,
+            list_changes_heard,
+            monitor,
+            log,
+            config,
+            ..
+        } = self;
+        let mut sinks = ClientSinks {
+            links,
+            server,
+            outcomes,
+            list_changes_heard,
+            client_events,
+            config,
+            now: *server_now,
+        };
+        let mut observe = |o: &Observation| record(log, monitor, o);
+        for out in stepped.outputs.iter().cloned() {
+            // Observed as the drain observes it, then handed over.
+            let o = match out {
+                ClientOutput::Transmit(transmit) => Observation::ClientTransmit {
+                    client: c,
+                    transmit,
+                },
+                ClientOutput::Event(event) => Observation::ClientEvent { client: c, event },
+            };
+            observe(&o);
+            let out = match o {
+                Observation::ClientTransmit { transmit, .. } => ClientOutput::Transmit(transmit),
+                Observation::ClientEvent { event, .. } => ClientOutput::Event(event),
+                _ => continue,
+            };
+            sinks.take(c, out, &mut observe);
+        }
     }
 
     /// The connection of exchange `ch` drops: the client sees it end at once;
@@ -934,7 +996,9 @@ impl<S: Servers> World<S> {
         };
         *clock = (*clock).max(at);
         let now = *clock;
-        self.clients[c].handle_timeout(now);
+        if let Some(stepped) = self.client_takes(c, ClientInput::Timeout, now) {
+            self.hand_over(c, &stepped);
+        }
         self.pump();
         true
     }
@@ -991,6 +1055,80 @@ impl<S: Servers> World<S> {
     pub fn finish(&mut self) {
         let queued = self.server.queued();
         self.monitor.finish(&queued);
+    }
+}
+
+/// Where a client's outputs go: the network (and, for an abort, the
+/// server), the application's outcomes and counts, the event log.
+struct ClientSinks<'a, S> {
+    links: &'a mut BTreeMap<HttpId, Shared<Link>>,
+    server: &'a mut S,
+    outcomes: &'a mut Shared<BTreeMap<(usize, RequestId), bool>>,
+    list_changes_heard: &'a mut BTreeMap<usize, u32>,
+    client_events: &'a mut Vec<ClientEvent>,
+    config: &'a PairConfig,
+    /// The server side's time (an abort reaches the server).
+    now: Instant,
+}
+
+impl<S: Servers> ClientSinks<'_, S> {
+    /// Takes one output of client `c`'s drain.
+    fn take(&mut self, c: usize, out: ClientOutput, observe: &mut dyn FnMut(&Observation)) {
+        match out {
+            ClientOutput::Transmit(t) => {
+                let ch = <World>::world_http(c, t.http);
+                match t.kind {
+                    ClientTransmitKind::Send { head, body } => {
+                        self.links.insert(ch, Shared::new(Link::new(head, body)));
+                    }
+                    ClientTransmitKind::Abort => {
+                        abandon(self.links, self.server, observe, self.now, ch, true)
+                    }
+                }
+            }
+            ClientOutput::Event(e) => {
+                match &e {
+                    ClientEvent::Response { id, .. }
+                    | ClientEvent::Failed { id, .. }
+                    | ClientEvent::Initialized { id, .. } => {
+                        self.outcomes.insert((c, id.clone()), true);
+                    }
+                    ClientEvent::Notification { method, .. }
+                        if self.config.count_list_changes && method == LIST_CHANGED =>
+                    {
+                        *self.list_changes_heard.entry(c).or_default() += 1;
+                    }
+                    _ => {}
+                }
+                if self.config.record_events {
+                    self.client_events.push(e);
+                }
+            }
+        }
+    }
+}
+
+/// The client application answers a server request at once, when it does
+/// (`client_auto_respond`): part of the core's own drain, so a memoized
+/// step ([`ClientMemo`]) holds it too.
+fn auto_respond(client: &mut ClientSession, out: &ClientOutput, config: &PairConfig, now: Instant) {
+    if let ClientOutput::Event(ClientEvent::ServerRequest { id, .. }) = out {
+        if config.client_auto_respond {
+            let _ = client.respond(id.clone(), Ok(RawJson::empty_object()), now);
+        }
+    }
+}
+
+/// Client core `core` takes `input` at `now`.
+fn step_core(core: &mut ClientSession, input: ClientInput<'_>, now: Instant) {
+    match input {
+        ClientInput::Item(h, Delivery::Head(head)) => {
+            core.handle_response_head(h, head.clone(), now)
+        }
+        ClientInput::Item(h, Delivery::Body(b)) => core.handle_body(h, b, now),
+        ClientInput::Item(h, Delivery::Sse(item)) => core.handle_sse_event(h, item.clone(), now),
+        ClientInput::Item(h, Delivery::End) => core.handle_http_closed(h, now),
+        ClientInput::Timeout => core.handle_timeout(now),
     }
 }
 

@@ -1,0 +1,149 @@
+//! [`ClientMemo`]: what a client core does with one input, computed once per
+//! run and looked up after.
+//!
+//! A model checker steps the same core with the same input at the same time
+//! again and again, from states that differ elsewhere (the server, the other
+//! clients, the monitor): in `lifecycle_two_calls`, 99.3% of the response
+//! items delivered to a client met a (core, item, clock) already seen. Each
+//! time the world copied the core, stepped it, drained it, hashed the copy
+//! and, two times in three, freed it with a successor already visited. The
+//! memo keeps the drained core after the step, shared and hashed once, with
+//! its outputs in order: a hit replaces all of that by a lookup, and the
+//! world replays the outputs onto the network, the applications and the
+//! monitor exactly as a drain would have handed them over.
+//!
+//! Cores are pure (`handle_*(input, now)`), so the core and its outputs
+//! follow from the key: the core (by its cached 64-bit hash), the input, the
+//! clock and the run's configuration (by a second 64-bit hash). A wrong hit
+//! needs two different cores, or two different inputs, with equal 64-bit
+//! hashes: a run has thousands of distinct cores and inputs where the
+//! visited set, which takes the same kind of risk, has millions of states.
+
+use super::net::Delivery;
+use super::world::PairConfig;
+use crate::client::{ClientOutput, ClientSession};
+use crate::ids::HttpId;
+use crate::shared::{fixed_keys, Identity, Shared};
+use crate::time::Instant;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What reaches a client core in one step.
+#[derive(Clone, Copy, Debug, Hash)]
+pub enum ClientInput<'a> {
+    /// A response item on exchange `http` (as the core names it).
+    Item(HttpId, &'a Delivery),
+    /// Its clock reached a deadline.
+    Timeout,
+}
+
+/// A core after one input and the drain that followed it.
+#[derive(Debug)]
+pub struct Stepped {
+    /// The core, drained (quiet).
+    pub core: Shared<ClientSession>,
+    /// What the drain handed over, in order.
+    pub outputs: Vec<ClientOutput>,
+}
+
+/// Shards of the table: the workers of a run rarely wait on each other.
+const SHARDS: usize = 64;
+
+type Shard = HashMap<(u64, u64), Arc<Stepped>, BuildHasherDefault<Identity>>;
+
+/// The memo of one run (see the module docs). Shared by every world of the
+/// run and by the run's threads.
+pub struct ClientMemo {
+    shards: Vec<Mutex<Shard>>,
+    entries: AtomicUsize,
+    entries_max: usize,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl std::fmt::Debug for ClientMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientMemo")
+            .field("entries", &self.entries.load(Ordering::Relaxed))
+            .field("hits", &self.hits())
+            .field("misses", &self.misses())
+            .finish()
+    }
+}
+
+impl ClientMemo {
+    /// Entries kept by default: past them the memo computes without keeping.
+    /// Runs need far fewer (310 for the 799,531 states of
+    /// `three_clients_calls`, 16,279 for 10^6 states of
+    /// `lifecycle_two_calls`); a core and its outputs take a few KB, so the
+    /// bound keeps the memo within a few hundred MB, inside the run's
+    /// memory budget, which counts it like any other memory.
+    pub const ENTRIES_MAX: usize = 1 << 17;
+
+    /// An empty memo that keeps at most `entries_max` steps.
+    pub fn new(entries_max: usize) -> Self {
+        ClientMemo {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            entries: AtomicUsize::new(0),
+            entries_max,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// Steps found in the memo.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Steps computed.
+    pub fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+
+    /// Steps kept.
+    pub fn len(&self) -> usize {
+        self.entries.load(Ordering::Relaxed)
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `core` after `input` at `now`, drained: from the memo, or computed by
+    /// `compute` (the same step on a copy of `core`) and kept while there is
+    /// room.
+    pub fn step(
+        &self,
+        core: &Shared<ClientSession>,
+        config: &Shared<PairConfig>,
+        input: ClientInput<'_>,
+        now: Instant,
+        compute: impl FnOnce() -> Stepped,
+    ) -> Arc<Stepped> {
+        // The configuration too (its hash is cached): a memo shared by
+        // models that differ in a policy cannot mix their steps.
+        let key = (Self::hash_of(core), Self::hash_of(&(config, input, now)));
+        let shard = &self.shards[(key.1 >> 58) as usize % SHARDS];
+        let lock = || shard.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(found) = lock().get(&key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Arc::clone(found);
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let stepped = Arc::new(compute());
+        if self.entries.load(Ordering::Relaxed) < self.entries_max
+            && lock().insert(key, Arc::clone(&stepped)).is_none()
+        {
+            self.entries.fetch_add(1, Ordering::Relaxed);
+        }
+        stepped
+    }
+
+    fn hash_of<T: Hash>(v: &T) -> u64 {
+        BuildHasher::hash_one(&fixed_keys(), v)
+    }
+}
