@@ -624,46 +624,33 @@ impl<S: Servers> World<S> {
     /// network, client events to the client applications, server events to
     /// the pending list, server transmits to the links.
     fn drain_all(&mut self) -> bool {
+        let now = self.now;
+        let mut progressed = self.with_client_sinks(|sinks, observe, clients, clocks| {
+            let mut any = false;
+            for (c, client) in clients.iter_mut().enumerate() {
+                if !client.has_output() {
+                    continue; // untouched: it stays shared with the states it came from
+                }
+                let client_now = clocks.get(c).copied().unwrap_or(now);
+                let config = sinks.config;
+                any |= client.drain_observed(c, observe, |client, out, observe| {
+                    auto_respond(client, &out, config, client_now);
+                    sinks.take(c, out, observe);
+                });
+            }
+            any
+        });
         let World {
-            clients,
             server,
-            now,
-            client_clocks,
             links,
             by_server,
-            session_owner: _,
-            client_events,
-            outcomes,
             server_pending,
-            list_changes_heard,
             monitor,
             log,
-            memo: _,
             config,
+            ..
         } = self;
-        let now = *now;
-        let config: &PairConfig = config;
         let mut observe = |o: &Observation| record(log, monitor, o);
-        let mut progressed = false;
-        for (c, client) in clients.iter_mut().enumerate() {
-            if !client.has_output() {
-                continue; // untouched: it stays shared with the states it came from
-            }
-            let client_now = client_clocks.get(c).copied().unwrap_or(now);
-            let mut sinks = ClientSinks {
-                links,
-                server,
-                outcomes,
-                list_changes_heard,
-                client_events,
-                config,
-                now,
-            };
-            progressed |= client.drain_observed(c, &mut observe, |client, out, observe| {
-                auto_respond(client, &out, config, client_now);
-                sinks.take(c, out, observe);
-            });
-        }
         progressed |= server.drain(now, &mut observe, &mut |server, out, _| match out {
             ServerOutput::Event(sid, ServerEvent::Request { id, method, .. }) => {
                 queue_request(server_pending, config.naming, (sid, id, method));
@@ -809,9 +796,45 @@ impl<S: Servers> World<S> {
     /// Hands over what client `c`'s memoized drain put out, observed and
     /// taken as the drain in `pump` observes and takes each output.
     fn hand_over(&mut self, c: usize, stepped: &Stepped) {
+        self.with_client_sinks(|sinks, observe, _, _| {
+            for out in stepped.outputs.iter().cloned() {
+                // Observed as the drain observes it, then handed over.
+                let o = match out {
+                    ClientOutput::Transmit(transmit) => Observation::ClientTransmit {
+                        client: c,
+                        transmit,
+                    },
+                    ClientOutput::Event(event) => Observation::ClientEvent { client: c, event },
+                };
+                observe(&o);
+                let out = match o {
+                    Observation::ClientTransmit { transmit, .. } => {
+                        ClientOutput::Transmit(transmit)
+                    }
+                    Observation::ClientEvent { event, .. } => ClientOutput::Event(event),
+                    _ => continue,
+                };
+                sinks.take(c, out, observe);
+            }
+        });
+    }
+
+    /// Runs `f` on the world split for taking client outputs: where they
+    /// go, the monitor's feed, the client cores and their clocks.
+    fn with_client_sinks<R>(
+        &mut self,
+        f: impl FnOnce(
+            &mut ClientSinks<'_, S>,
+            &mut dyn FnMut(&Observation),
+            &mut [Shared<ClientSession>],
+            &[Instant],
+        ) -> R,
+    ) -> R {
         let World {
+            clients,
             server,
-            now: server_now,
+            now,
+            client_clocks,
             links,
             client_events,
             outcomes,
@@ -828,26 +851,14 @@ impl<S: Servers> World<S> {
             list_changes_heard,
             client_events,
             config,
-            now: *server_now,
+            now: *now,
         };
-        let mut observe = |o: &Observation| record(log, monitor, o);
-        for out in stepped.outputs.iter().cloned() {
-            // Observed as the drain observes it, then handed over.
-            let o = match out {
-                ClientOutput::Transmit(transmit) => Observation::ClientTransmit {
-                    client: c,
-                    transmit,
-                },
-                ClientOutput::Event(event) => Observation::ClientEvent { client: c, event },
-            };
-            observe(&o);
-            let out = match o {
-                Observation::ClientTransmit { transmit, .. } => ClientOutput::Transmit(transmit),
-                Observation::ClientEvent { event, .. } => ClientOutput::Event(event),
-                _ => continue,
-            };
-            sinks.take(c, out, &mut observe);
-        }
+        f(
+            &mut sinks,
+            &mut |o: &Observation| record(log, monitor, o),
+            clients,
+            client_clocks,
+        )
     }
 
     /// The connection of exchange `ch` drops: the client sees it end at once;
