@@ -324,10 +324,10 @@ impl<M: Explorable> Explorer<'_, M> {
             if self.stopped() {
                 return false;
             }
-            let n = match (i == last, parent.as_ref()) {
-                (true, _) => parent.take().and_then(|s| self.model.step_owned(s, a)),
-                (false, Some(s)) => self.model.step(s, a),
-                (false, None) => None,
+            let n = if i == last {
+                parent.take().and_then(|s| self.model.step_owned(s, a))
+            } else {
+                parent.as_ref().and_then(|s| self.model.step(s, a))
             };
             let Some(n) = n else {
                 continue;

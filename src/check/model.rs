@@ -178,7 +178,7 @@ impl CheckModel {
             ),
             naming: Naming::ByExchange,
             reduction: true,
-            memo: Some(Arc::new(ClientMemo::new(ClientMemo::ENTRIES_MAX))),
+            memo: Some(Arc::default()),
             scenario,
         })
     }
@@ -572,7 +572,7 @@ impl CheckModel {
     /// The same model with a fresh memo of client steps, or none (each
     /// world steps its cores in place: what the memo must agree with).
     pub fn with_memo(mut self, on: bool) -> Self {
-        self.memo = on.then(|| Arc::new(ClientMemo::new(ClientMemo::ENTRIES_MAX)));
+        self.memo = on.then(Arc::default);
         self
     }
 

@@ -18,6 +18,24 @@ pub enum ClientOutput {
     Event(ClientEvent),
 }
 
+impl ClientOutput {
+    /// Shows this output to `observe` as client `client`'s observation
+    /// (`ClientTransmit` or `ClientEvent`), then gives it back: observed by
+    /// reference, then moved on, with no copy of a body.
+    pub fn observed(self, client: usize, observe: &mut dyn FnMut(&Observation)) -> Self {
+        let o = match self {
+            ClientOutput::Transmit(transmit) => Observation::ClientTransmit { client, transmit },
+            ClientOutput::Event(event) => Observation::ClientEvent { client, event },
+        };
+        observe(&o);
+        match o {
+            Observation::ClientTransmit { transmit, .. } => ClientOutput::Transmit(transmit),
+            Observation::ClientEvent { event, .. } => ClientOutput::Event(event),
+            _ => unreachable!("built as one of the two just above"),
+        }
+    }
+}
+
 impl ClientSession {
     /// Drains the session until it is quiet (see the module docs). Returns
     /// whether anything came out.
@@ -30,22 +48,15 @@ impl ClientSession {
         let mut any = false;
         loop {
             let mut progressed = false;
-            // Each observed by reference, then moved on: no copy of a body.
             while let Some(transmit) = self.poll_transmit() {
                 progressed = true;
-                let o = Observation::ClientTransmit { client, transmit };
-                observe(&o);
-                if let Observation::ClientTransmit { transmit, .. } = o {
-                    handle(self, ClientOutput::Transmit(transmit), observe);
-                }
+                let out = ClientOutput::Transmit(transmit).observed(client, observe);
+                handle(self, out, observe);
             }
             while let Some(event) = self.poll_event() {
                 progressed = true;
-                let o = Observation::ClientEvent { client, event };
-                observe(&o);
-                if let Observation::ClientEvent { event, .. } = o {
-                    handle(self, ClientOutput::Event(event), observe);
-                }
+                let out = ClientOutput::Event(event).observed(client, observe);
+                handle(self, out, observe);
             }
             if !progressed {
                 return any;

@@ -27,7 +27,7 @@ use crate::shared::{fixed_keys, Identity, Shared};
 use crate::time::Instant;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What reaches a client core in one step.
@@ -56,7 +56,10 @@ pub struct Stepped {
 /// references a worker counts are its own.
 const SLOTS: usize = 64;
 
-/// This thread's table.
+/// This thread's table. Workers are numbered as they first step a world;
+/// the workers of one run (or one breadth-first level) get consecutive
+/// numbers, so different tables; a later level's thread takes up a table
+/// that earlier threads filled, which costs nothing but is not needed.
 fn slot() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
@@ -65,16 +68,22 @@ fn slot() -> usize {
     SLOT.with(|s| *s)
 }
 
-type Shard = HashMap<(u64, u64), Arc<Stepped>, BuildHasherDefault<Identity>>;
+/// One thread slot's steps, and its own counts (counters shared by the
+/// workers would be written from both CPUs at every lookup).
+#[derive(Default)]
+struct Table {
+    steps: HashMap<(u64, u64), Arc<Stepped>, BuildHasherDefault<Identity>>,
+    hits: u64,
+    misses: u64,
+}
 
 /// The memo of one run (see the module docs). Shared by every world of the
 /// run and by the run's threads.
 pub struct ClientMemo {
-    shards: Vec<Mutex<Shard>>,
+    tables: Vec<Mutex<Table>>,
+    /// Steps kept in all tables (written only when one is kept).
     entries: AtomicUsize,
     entries_max: usize,
-    hits: AtomicU64,
-    misses: AtomicU64,
 }
 
 impl std::fmt::Debug for ClientMemo {
@@ -87,6 +96,12 @@ impl std::fmt::Debug for ClientMemo {
     }
 }
 
+impl Default for ClientMemo {
+    fn default() -> Self {
+        ClientMemo::new(ClientMemo::ENTRIES_MAX)
+    }
+}
+
 impl ClientMemo {
     /// Entries kept by default: past them the memo computes without keeping.
     /// Runs need far fewer (310 for the 799,531 states of
@@ -96,25 +111,31 @@ impl ClientMemo {
     /// memory budget, which counts it like any other memory.
     pub const ENTRIES_MAX: usize = 1 << 17;
 
-    /// An empty memo that keeps at most `entries_max` steps.
+    /// An empty memo that keeps at most `entries_max` steps (the default:
+    /// [`ClientMemo::ENTRIES_MAX`]).
     pub fn new(entries_max: usize) -> Self {
         ClientMemo {
-            shards: (0..SLOTS).map(|_| Mutex::new(Shard::default())).collect(),
+            tables: (0..SLOTS).map(|_| Mutex::default()).collect(),
             entries: AtomicUsize::new(0),
             entries_max,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
         }
     }
 
     /// Steps found in the memo.
     pub fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+        self.sum(|t| t.hits)
     }
 
     /// Steps computed.
     pub fn misses(&self) -> u64 {
-        self.misses.load(Ordering::Relaxed)
+        self.sum(|t| t.misses)
+    }
+
+    fn sum(&self, count: impl Fn(&Table) -> u64) -> u64 {
+        self.tables
+            .iter()
+            .map(|t| count(&t.lock().unwrap_or_else(|p| p.into_inner())))
+            .sum()
     }
 
     /// Steps kept.
@@ -141,16 +162,22 @@ impl ClientMemo {
         // The configuration too (its hash is cached): a memo shared by
         // models that differ in a policy cannot mix their steps.
         let key = (Self::hash_of(core), Self::hash_of(&(config, input, now)));
-        let shard = &self.shards[slot()];
-        let lock = || shard.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(found) = lock().get(&key) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-            return Arc::clone(found);
+        let table = &self.tables[slot()];
+        let lock = || table.lock().unwrap_or_else(|p| p.into_inner());
+        {
+            let mut t = lock();
+            if let Some(found) = t.steps.get(&key).cloned() {
+                t.hits += 1;
+                return found;
+            }
+            t.misses += 1;
         }
-        self.misses.fetch_add(1, Ordering::Relaxed);
+        // Computed unlocked: a table is this thread's alone in practice;
+        // were two threads to share a slot, each step is still whole
+        // under the lock, only slower.
         let stepped = Arc::new(compute());
         if self.entries.load(Ordering::Relaxed) < self.entries_max
-            && lock().insert(key, Arc::clone(&stepped)).is_none()
+            && lock().steps.insert(key, Arc::clone(&stepped)).is_none()
         {
             self.entries.fetch_add(1, Ordering::Relaxed);
         }

@@ -798,22 +798,7 @@ impl<S: Servers> World<S> {
     fn hand_over(&mut self, c: usize, stepped: &Stepped) {
         self.with_client_sinks(|sinks, observe, _, _| {
             for out in stepped.outputs.iter().cloned() {
-                // Observed as the drain observes it, then handed over.
-                let o = match out {
-                    ClientOutput::Transmit(transmit) => Observation::ClientTransmit {
-                        client: c,
-                        transmit,
-                    },
-                    ClientOutput::Event(event) => Observation::ClientEvent { client: c, event },
-                };
-                observe(&o);
-                let out = match o {
-                    Observation::ClientTransmit { transmit, .. } => {
-                        ClientOutput::Transmit(transmit)
-                    }
-                    Observation::ClientEvent { event, .. } => ClientOutput::Event(event),
-                    _ => continue,
-                };
+                let out = out.observed(c, observe);
                 sinks.take(c, out, observe);
             }
         });
