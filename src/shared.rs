@@ -11,6 +11,7 @@
 //! the checker the cost is a reference count and, on mutable access, a check
 //! that no one else holds the value.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::{Deref, DerefMut};
@@ -86,6 +87,44 @@ impl<T: Hash> Shared<T> {
         };
         self.0.hash.store(h, Ordering::Relaxed);
         h
+    }
+}
+
+impl<K: Ord + Clone, V: Clone> Shared<BTreeMap<K, V>> {
+    /// Keeps the entries `keep` accepts. A shared map is not copied whole to
+    /// be cut down: nothing happens when every entry is kept, and otherwise
+    /// only the kept entries are copied (a finished client's records leave
+    /// every map of a checker's state this way, once per state).
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &V) -> bool) {
+        if self.iter().all(|(k, v)| keep(k, v)) {
+            return;
+        }
+        match Arc::get_mut(&mut self.0) {
+            Some(inner) => {
+                *inner.hash.get_mut() = UNKNOWN;
+                inner.value.retain(|k, v| keep(k, v));
+            }
+            None => {
+                let kept = self.iter().filter(|(k, v)| keep(k, v));
+                *self = Shared::new(kept.map(|(k, v)| (k.clone(), v.clone())).collect());
+            }
+        }
+    }
+}
+
+impl<T: Ord + Clone> Shared<BTreeSet<T>> {
+    /// Keeps the members `keep` accepts, copying only those (see the map's).
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        if self.iter().all(&mut keep) {
+            return;
+        }
+        match Arc::get_mut(&mut self.0) {
+            Some(inner) => {
+                *inner.hash.get_mut() = UNKNOWN;
+                inner.value.retain(|t| keep(t));
+            }
+            None => *self = Shared::new(self.iter().filter(|t| keep(t)).cloned().collect()),
+        }
     }
 }
 
@@ -206,6 +245,31 @@ mod tests {
         assert!(!std::ptr::eq(&*a, &*b));
         assert_eq!(*a, vec![1, 2]);
         assert_eq!(*b, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn a_shared_map_or_set_cut_down_keeps_what_it_should_and_rehashes() {
+        use std::collections::{BTreeMap, BTreeSet};
+        let a: Shared<BTreeMap<u8, u8>> = Shared::new((0..6).map(|i| (i, i)).collect());
+        let mut b = a.clone();
+        b.retain(|_, _| true);
+        assert!(std::ptr::eq(&*a, &*b), "nothing dropped: still shared");
+        b.retain(|k, _| k % 2 == 0);
+        assert_eq!(b.keys().copied().collect::<Vec<_>>(), vec![0, 2, 4]);
+        assert_eq!(a.len(), 6, "the other copy is untouched");
+        assert_eq!(
+            h(&b),
+            h(&Shared::new(BTreeMap::from([(0, 0), (2, 2), (4, 4)])))
+        );
+        b.retain(|k, _| *k > 0); // held alone now: cut in place
+        assert_eq!(h(&b), h(&Shared::new(BTreeMap::from([(2, 2), (4, 4)]))));
+        let s: Shared<BTreeSet<u8>> = Shared::new((0..4).collect());
+        let mut t = s.clone();
+        t.retain(|x| *x != 1);
+        assert_eq!(*t, BTreeSet::from([0, 2, 3]));
+        assert_eq!(s.len(), 4);
+        t.retain(|x| *x != 3);
+        assert_eq!(h(&t), h(&Shared::new(BTreeSet::from([0, 2]))));
     }
 
     #[test]

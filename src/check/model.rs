@@ -15,6 +15,7 @@ use crate::sim::{ClientMemo, Clocks, Naming, PairConfig, World, LIST_CHANGED};
 use crate::unhashed::Unhashed;
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// One nondeterministic choice, stored by value in traces.
@@ -282,7 +283,7 @@ impl CheckModel {
             .filter(|sid| {
                 !w.server_pending
                     .iter()
-                    .any(|(s, _, m)| s == *sid && m == "initialize")
+                    .any(|(s, _, m)| s == *sid && &**m == "initialize")
             })
             .cloned()
             .collect()
@@ -301,65 +302,91 @@ impl CheckModel {
 
     /// Every action enabled in `s`, in a fixed order.
     pub fn all_enabled(&self, s: &State, out: &mut Vec<Action>) {
+        let _ = self.each_enabled(s, &mut |a| {
+            out.push(a);
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// Whether any action is enabled in `s`: the first one answers, and
+    /// nothing is listed (a judge asks this of every new state; the search
+    /// lists the actions once, when it expands the state). An ample set is
+    /// never empty where some action is enabled, so this is also whether
+    /// [`CheckModel::enabled`] lists any.
+    pub fn any_enabled(&self, s: &State) -> bool {
+        self.each_enabled(s, &mut |_| ControlFlow::Break(()))
+            .is_break()
+    }
+
+    /// Hands every action enabled in `s` to `f`, in a fixed order, until
+    /// `f` breaks. Written once for the list and the question.
+    fn each_enabled(
+        &self,
+        s: &State,
+        f: &mut impl FnMut(Action) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         if self.must_reserve_drops(s) {
-            out.extend((0..s.client_pc.len()).map(|client| Action::ReserveDrops { client }));
-            return;
+            for client in 0..s.client_pc.len() {
+                f(Action::ReserveDrops { client })?;
+            }
+            return ControlFlow::Continue(());
         }
         let w = &s.world;
         for c in 0..self.scenario.clients.len() {
             if self.client_step_enabled(s, c) {
-                out.push(Action::ClientStep { client: c });
+                f(Action::ClientStep { client: c })?;
             }
         }
         if self.server_step_enabled(s) {
-            out.push(Action::ServerStep);
+            f(Action::ServerStep)?;
         }
         for (session, id, _) in &w.server_pending {
-            out.push(Action::ServerRespond {
+            f(Action::ServerRespond {
                 session: session.clone(),
                 id: id.clone(),
-            });
+            })?;
         }
         for (http, is_request) in w.deliverable() {
-            out.push(if is_request {
+            f(if is_request {
                 Action::DeliverRequest { http }
             } else {
                 Action::DeliverNext { http }
-            });
+            })?;
         }
         for (c, pending) in s.notices.iter().enumerate() {
             if *pending > 0 {
-                out.push(Action::NotifySession { client: c });
+                f(Action::NotifySession { client: c })?;
             }
         }
         if s.drops < self.bounds().drops {
             for http in w.links.keys() {
                 if self.may_drop(s, *http) {
-                    out.push(Action::Drop {
+                    f(Action::Drop {
                         http: *http,
                         notice: true,
-                    });
+                    })?;
                     if self.bounds().silent_drops {
-                        out.push(Action::Drop {
+                        f(Action::Drop {
                             http: *http,
                             notice: false,
-                        });
+                        })?;
                     }
                 }
             }
         }
         for (http, link) in &w.links {
             if link.client_gone && !link.server_told && link.server_http.is_some() {
-                out.push(Action::ServerNotices { http: *http });
+                f(Action::ServerNotices { http: *http })?;
             }
         }
-        self.time_steps(w, out);
+        self.time_steps(w, f)?;
         for (http, point) in w.server_scheduling_points() {
-            out.push(Action::ServerSchedule { http, point });
+            f(Action::ServerSchedule { http, point })?;
         }
         for http in w.client_scheduling_points() {
-            out.push(Action::ClientSchedule { http });
+            f(Action::ClientSchedule { http })?;
         }
+        ControlFlow::Continue(())
     }
 
     /// Whether a drop may hit exchange `http` in `s`: it is live, and the
@@ -384,25 +411,30 @@ impl CheckModel {
     /// The steps of time enabled in `w`: one tick under one clock; under a
     /// clock per component, each client's tick and idle step and the
     /// server's tick, for deadlines within the time bound.
-    fn time_steps(&self, w: &World, out: &mut Vec<Action>) {
+    fn time_steps(
+        &self,
+        w: &World,
+        f: &mut impl FnMut(Action) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let within = |t: crate::time::Instant| self.within_time(t);
         if w.client_clocks.is_empty() {
             if w.next_timeout().is_some_and(within) {
-                out.push(Action::Tick);
+                f(Action::Tick)?;
             }
-            return;
+            return ControlFlow::Continue(());
         }
         for c in 0..w.clients.len() {
             if let Some(at) = w.client_deadline(c).filter(|t| within(*t)) {
-                out.push(Action::TickClient { client: c });
+                f(Action::TickClient { client: c })?;
                 if at.as_millis() > w.client_now(c).as_millis() + 1 {
-                    out.push(Action::Idle { client: c });
+                    f(Action::Idle { client: c })?;
                 }
             }
         }
         if w.server.poll_timeout().is_some_and(|(t, _)| within(t)) {
-            out.push(Action::TickServer);
+            f(Action::TickServer)?;
         }
+        ControlFlow::Continue(())
     }
 
     /// Whether a deadline at `t` may fire within the model's time bound.
@@ -632,9 +664,7 @@ impl CheckModel {
         {
             return Some(v.clone());
         }
-        let mut actions = Vec::new();
-        self.enabled(s, &mut actions);
-        if !actions.is_empty() {
+        if self.any_enabled(s) {
             return None;
         }
         if s.world.next_timeout().is_some() || s.world.monitor.retired_deadline() {

@@ -57,7 +57,7 @@ pub(crate) fn run_client_step<S: Servers>(
 pub(crate) fn oldest_call<S: Servers>(w: &World<S>) -> Option<(SessionId, RequestId)> {
     w.server_pending
         .iter()
-        .find(|(_, _, m)| m == "tools/call")
+        .find(|(_, _, m)| &**m == "tools/call")
         .map(|(s, id, _)| (s.clone(), id.clone()))
 }
 

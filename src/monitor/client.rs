@@ -7,26 +7,20 @@ use crate::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Purpose};
 use crate::headers;
 use crate::ids::{HttpId, RequestId};
 use crate::jsonrpc::Message;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// One client's side of the run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) struct ClientSide {
-    /// Requests this client sent (`initialize` included).
-    sent: BTreeSet<RequestId>,
-    /// Requests whose response reached the client (not when: the step a
-    /// path took to get there decides nothing, and would split states).
-    arrived: BTreeSet<RequestId>,
-    /// Requests whose result the application got.
-    returned: BTreeSet<RequestId>,
-    /// Requests that failed for the application.
-    failed: BTreeSet<RequestId>,
+    /// Each request id this client's records name, with what is known of
+    /// it ([`Mark`]). One map rather than a set per mark: a checker copies
+    /// a client side at nearly every step it tries, and one map is one
+    /// allocation to copy, hash and free where seven sets were seven.
+    requests: BTreeMap<RequestId, Marks>,
     /// Client exchanges still open, with the request they work for.
     open: BTreeMap<HttpId, Option<RequestId>>,
     /// The session id `initialize` returned, once the application has it.
     initialized: Option<Option<String>>,
-    /// Listen requests this client sent: their end (`complete`) is theirs.
-    listen_requests: BTreeSet<RequestId>,
     /// M4: the application's listens and the changes they have not heard.
     heard: super::listen::Heard,
     /// Later rounds of multi round-trip requests: each retry's id → the
@@ -34,15 +28,59 @@ pub(super) struct ClientSide {
     handles: BTreeMap<RequestId, RequestId>,
     /// Each multi-round handle's latest round.
     latest: BTreeMap<RequestId, RequestId>,
-    /// Requests answered with an `InputRequiredResult`: not an answer for
-    /// the caller, a question; C2 asks that it reach the application or
-    /// be retried or failed.
-    questions: BTreeSet<RequestId>,
-    /// Questions the application was asked (`ClientEvent::InputRequired`).
-    asked: BTreeSet<RequestId>,
 }
 
+/// What the monitor knows of one request of a client.
+#[derive(Clone, Copy, Debug)]
+enum Mark {
+    /// This client sent it (`initialize` included).
+    Sent = 1,
+    /// Its response reached the client (not when: the step a path took to
+    /// get there decides nothing, and would split states).
+    Arrived = 1 << 1,
+    /// The application got its result.
+    Returned = 1 << 2,
+    /// It failed for the application.
+    Failed = 1 << 3,
+    /// A listen request: its end (`complete`) is the listen's.
+    Listen = 1 << 4,
+    /// It was answered with an `InputRequiredResult`: not an answer for
+    /// the caller, a question; C2 asks that it reach the application or be
+    /// retried or failed.
+    Question = 1 << 5,
+    /// The application was asked its question (`ClientEvent::InputRequired`).
+    Asked = 1 << 6,
+}
+
+/// The [`Mark`]s of one request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+struct Marks(u8);
+
 impl ClientSide {
+    /// Whether request `id` has mark `m`.
+    fn is(&self, id: &RequestId, m: Mark) -> bool {
+        self.requests.get(id).is_some_and(|k| k.0 & m as u8 != 0)
+    }
+
+    /// Gives request `id` mark `m`; whether it did not have it yet.
+    fn mark(&mut self, id: &RequestId, m: Mark) -> bool {
+        let marks = match self.requests.get_mut(id) {
+            Some(k) => k,
+            None => self.requests.entry(id.clone()).or_default(),
+        };
+        let new = marks.0 & m as u8 == 0;
+        marks.0 |= m as u8;
+        new
+    }
+
+    /// The requests with mark `m`, in id order.
+    fn marked(&self, m: Mark) -> impl Iterator<Item = &RequestId> {
+        self.requests
+            .iter()
+            .filter(move |(_, k)| k.0 & m as u8 != 0)
+            .map(|(id, _)| id)
+    }
+
     /// The round handle `h` is now in (itself, before any retry).
     fn current(&self, h: &RequestId) -> RequestId {
         self.latest.get(h).unwrap_or(h).clone()
@@ -63,7 +101,7 @@ impl ClientSide {
         match &t.kind {
             ClientTransmitKind::Send { head, .. } => {
                 if let Purpose::Listen { request, .. } = &t.purpose {
-                    self.listen_requests.insert(request.clone());
+                    self.mark(request, Mark::Listen);
                 }
                 if let Purpose::Round { handle, request } = &t.purpose {
                     self.handles.insert(request.clone(), handle.clone());
@@ -71,8 +109,8 @@ impl ClientSide {
                 }
                 let request = t.purpose.request().cloned();
                 if let Some(r) = &request {
-                    self.sent.insert(r.clone());
-                    if self.returned.contains(r) || self.returned.contains(&self.handle(r)) {
+                    self.mark(r, Mark::Sent);
+                    if self.is(r, Mark::Returned) || self.is(&self.handle(r), Mark::Returned) {
                         flags.push(Flag::new(
                             "C3",
                             Some(t.http),
@@ -108,10 +146,10 @@ impl ClientSide {
         let (true, Some(id)) = (message.is_response(), message.id()) else {
             return;
         };
-        if self.listen_requests.contains(id) {
+        if self.is(id, Mark::Listen) {
             return;
         }
-        if !self.sent.contains(id) {
+        if !self.is(id, Mark::Sent) {
             flags.push(Flag::new(
                 "I1",
                 Some(http),
@@ -121,11 +159,11 @@ impl ClientSide {
         }
         if let Message::Response { result, .. } = message {
             if crate::mrtr::is_input_required(result) {
-                self.questions.insert(id.clone());
+                self.mark(id, Mark::Question);
                 return;
             }
         }
-        self.arrived.insert(id.clone());
+        self.mark(id, Mark::Arrived);
     }
 
     /// The client's exchange `http` is over.
@@ -138,36 +176,36 @@ impl ClientSide {
         match e {
             ClientEvent::Initialized { id, session_id, .. } => {
                 self.initialized = Some(session_id.as_ref().map(|s| s.to_string()));
-                if !self.returned.insert(id.clone()) {
+                if !self.mark(id, Mark::Returned) {
                     flags.push(Flag::new("C4", None, format!("{id} completed twice")));
                 }
             }
             ClientEvent::Response { id, .. } => {
-                if !self.returned.insert(id.clone()) {
+                if !self.mark(id, Mark::Returned) {
                     flags.push(Flag::new("C4", None, format!("{id} completed twice")));
                 }
                 let round = self.current(id);
-                self.returned.insert(round);
+                self.mark(&round, Mark::Returned);
             }
             ClientEvent::InputRequired { id, .. } => {
                 let round = self.current(id);
-                self.asked.insert(round);
+                self.mark(&round, Mark::Asked);
             }
             // The probe's answer reached the core, which decided on it.
             ClientEvent::FellBack { id, .. } => {
-                self.returned.insert(id.clone());
+                self.mark(id, Mark::Returned);
             }
             ClientEvent::Failed { id, .. } => {
                 let round = self.current(id);
-                if self.arrived.contains(&round) && !self.returned.contains(&round) {
+                if self.is(&round, Mark::Arrived) && !self.is(&round, Mark::Returned) {
                     flags.push(Flag::new(
                         "C2",
                         None,
                         format!("{id} failed although its response had arrived"),
                     ));
                 }
-                self.failed.insert(id.clone());
-                self.failed.insert(round);
+                self.mark(id, Mark::Failed);
+                self.mark(&round, Mark::Failed);
             }
             ClientEvent::SessionLost => {
                 self.initialized = None;
@@ -191,8 +229,8 @@ impl ClientSide {
     /// finished requests still open) and M4 (a listen left stale).
     pub(super) fn finish(&self, flags: &mut Vec<Flag>) {
         self.heard.finish(flags);
-        for id in &self.arrived {
-            if !self.returned.contains(id) && !self.failed.contains(id) {
+        for id in self.marked(Mark::Arrived) {
+            if !self.is(id, Mark::Returned) && !self.is(id, Mark::Failed) {
                 flags.push(Flag::new(
                     "C2",
                     None,
@@ -200,11 +238,11 @@ impl ClientSide {
                 ));
             }
         }
-        for q in &self.questions {
+        for q in self.marked(Mark::Question) {
             let h = self.handle(q);
-            let settled = self.asked.contains(q)
-                || self.returned.contains(&h)
-                || self.failed.contains(&h)
+            let settled = self.is(q, Mark::Asked)
+                || self.is(&h, Mark::Returned)
+                || self.is(&h, Mark::Failed)
                 || self.current(&h) != *q;
             if !settled {
                 flags.push(Flag::new(
@@ -216,7 +254,7 @@ impl ClientSide {
         }
         for (http, id) in &self.open {
             let Some(id) = id else { continue };
-            if self.returned.contains(id) || self.failed.contains(id) {
+            if self.is(id, Mark::Returned) || self.is(id, Mark::Failed) {
                 flags.push(Flag::new(
                     "C3",
                     Some(*http),

@@ -241,10 +241,10 @@ struct EventRecord {
 pub struct Monitor {
     /// Observations seen: how many says nothing about what can happen next.
     step: Unhashed<usize>,
-    exchanges: Shared<BTreeMap<HttpId, Exchange>>,
+    exchanges: Shared<BTreeMap<HttpId, Shared<Exchange>>>,
     /// By the exchange that began each (not by arrival: a checker's states
     /// that differ only in the order two clients' requests arrived are one).
-    lineages: Shared<BTreeMap<HttpId, Lineage>>,
+    lineages: Shared<BTreeMap<HttpId, Shared<Lineage>>>,
     /// (session, event id) → first write.
     event_ids: Shared<BTreeMap<(Text, Text), EventRecord>>,
     sessions_issued: Shared<BTreeSet<Text>>,
@@ -588,10 +588,10 @@ impl Monitor {
     fn new_lineage(&mut self, http: HttpId, requests: Vec<RequestId>) -> HttpId {
         self.lineages.insert(
             http,
-            Lineage {
+            Shared::new(Lineage {
                 requests,
                 ..Lineage::default()
-            },
+            }),
         );
         http
     }
@@ -698,7 +698,8 @@ impl Monitor {
                 lineage,
                 modern,
                 listen,
-            },
+            }
+            .into(),
         );
     }
 

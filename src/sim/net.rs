@@ -54,6 +54,22 @@ impl Link {
     }
 }
 
+impl Link {
+    /// The link once its request is delivered to the server as `http`: a
+    /// copy without the request, so a link other states still hold is not
+    /// copied whole (head, headers and all) only to have its request taken.
+    pub fn delivered(&self, http: HttpId) -> Self {
+        Link {
+            request: None,
+            server_http: Some(http),
+            to_client: self.to_client.clone(),
+            client_gone: self.client_gone,
+            server_told: self.server_told,
+            resume: self.resume,
+        }
+    }
+}
+
 /// What a server transmit becomes on the wire, as items the client reads.
 pub fn deliveries(t: &Transmit) -> Vec<Delivery> {
     match &t.kind {

@@ -68,6 +68,24 @@ pub struct PairConfig {
 /// changed (`World::list_changes_heard` counts it).
 pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
+/// What the simulated server application answers, serialized once per
+/// thread: answers are shared by the states that carry them, and a
+/// checker's worker threads each count references on their own copy.
+struct SimResults {
+    initialize: RawJson,
+    call: RawJson,
+}
+
+std::thread_local! {
+    static SIM_RESULTS: SimResults = SimResults {
+        initialize: RawJson::from(serde_json::json!({
+            "capabilities": {"tools": {"listChanged": true}},
+            "serverInfo": {"name": "pair", "version": "0"}
+        })),
+        call: RawJson::from(serde_json::json!({"content": [{"type": "text", "text": "ok"}]})),
+    };
+}
+
 /// The one request whose order in the application's queue matters.
 const CALL: &str = "tools/call";
 
@@ -126,7 +144,7 @@ pub struct World<S = ServerEndpoint> {
     /// Requests each client sent, and whether the application got an outcome.
     pub outcomes: Shared<BTreeMap<(usize, RequestId), bool>>,
     /// Requests the server application has not answered yet.
-    pub server_pending: Shared<Vec<(SessionId, RequestId, String)>>,
+    pub server_pending: Shared<Vec<(SessionId, RequestId, Arc<str>)>>,
     /// How many `notifications/tools/list_changed` each client's
     /// application was told of, by client (when
     /// [`PairConfig::count_list_changes`]; empty otherwise).
@@ -378,34 +396,33 @@ impl<S: Servers> World<S> {
         let Some(pos) = self
             .server_pending
             .iter()
-            .position(|(_, r, m)| r == id && m == "tools/call")
+            .position(|(_, r, m)| r == id && &**m == "tools/call")
         else {
             return false;
         };
         let (sid, id, _) = self.server_pending.remove(pos);
         let result = serde_json::json!({"resultType": "input_required", "requestState": "sim"});
-        self.answer(sid, id, result);
+        self.answer(sid, id, RawJson::from(result));
         true
     }
 
     fn server_respond_at(&mut self, pos: usize) {
         let (sid, id, method) = self.server_pending.remove(pos);
-        let result = if method == "initialize" {
-            serde_json::json!({
-                "capabilities": {"tools": {"listChanged": true}},
-                "serverInfo": {"name": "pair", "version": "0"}
-            })
-        } else {
-            serde_json::json!({"content": [{"type": "text", "text": "ok"}]})
-        };
+        let result = SIM_RESULTS.with(|r| {
+            if &*method == "initialize" {
+                r.initialize.clone()
+            } else {
+                r.call.clone()
+            }
+        });
         self.answer(sid, id, result);
     }
 
-    fn answer(&mut self, sid: SessionId, id: RequestId, result: serde_json::Value) {
+    fn answer(&mut self, sid: SessionId, id: RequestId, result: RawJson) {
         let now = self.now;
         let at = self.server.holder(&sid, &id);
         if let Some(s) = self.server.session_mut(at, &sid) {
-            if let Ok(key) = s.respond(&id, Ok(RawJson::from(result)), now) {
+            if let Ok(key) = s.respond(&id, Ok(result), now) {
                 self.observe(&Observation::Sent {
                     session: sid.to_string(),
                     key,
@@ -653,7 +670,7 @@ impl<S: Servers> World<S> {
         let mut observe = |o: &Observation| record(log, monitor, o);
         progressed |= server.drain(now, &mut observe, &mut |server, out, _| match out {
             ServerOutput::Event(sid, ServerEvent::Request { id, method, .. }) => {
-                queue_request(server_pending, config.naming, (sid, id, method));
+                queue_request(server_pending, config.naming, (sid, id, method.into()));
             }
             ServerOutput::Event(..) => {}
             ServerOutput::Transmit(t) => {
@@ -682,29 +699,34 @@ impl<S: Servers> World<S> {
 
     /// Delivers exchange `ch`'s request to server `at` (the balancer's choice).
     pub fn deliver_request_to(&mut self, ch: HttpId, at: usize) -> bool {
-        let Some(link) = self.links.get_mut(&ch) else {
+        let Some(link) = self.links.get(&ch).cloned() else {
             return false;
         };
         if link.client_gone {
             return false;
         }
-        let Some((head, body)) = link.request.take() else {
+        let Some((head, body)) = &link.request else {
             return false;
         };
         let http = match self.config.naming {
-            Naming::Arrival => self.server.handle_request(at, &head, &body, self.now),
+            Naming::Arrival => self.server.handle_request(at, head, body, self.now),
             Naming::ByExchange => {
                 let ids = Naming::source_for(self.config.seed, ch);
                 self.server
-                    .handle_request_named(at, ch, ids, &head, &body, self.now)
+                    .handle_request_named(at, ch, ids, head, body, self.now)
             }
         };
-        link.server_http = Some(http);
+        self.links.insert(ch, Shared::new(link.delivered(http)));
         self.by_server.insert(http, ch);
         if let Some(sid) = self.server.route(http) {
-            self.session_owner.entry(sid).or_insert(<World>::owner(ch));
+            // Looked up first: a shared map is copied only to change it
+            // (`entry` would copy it to find the session already there).
+            #[allow(clippy::map_entry)]
+            if !self.session_owner.contains_key(&sid) {
+                self.session_owner.insert(sid, <World>::owner(ch));
+            }
         }
-        self.observe(&Observation::request(http, &head, &body));
+        self.observe(&Observation::request(http, head, body));
         self.pump();
         true
     }
@@ -1172,16 +1194,16 @@ fn abandon<S: Servers>(
 /// step acts on the oldest call); the rest, which are answered in any order,
 /// go sorted after them, so the order in which they arrived names nothing.
 fn queue_request(
-    pending: &mut Vec<(SessionId, RequestId, String)>,
+    pending: &mut Vec<(SessionId, RequestId, Arc<str>)>,
     naming: Naming,
-    request: (SessionId, RequestId, String),
+    request: (SessionId, RequestId, Arc<str>),
 ) {
     if naming == Naming::Arrival {
         pending.push(request);
         return;
     }
-    let calls = pending.iter().take_while(|r| r.2 == CALL).count();
-    let at = if request.2 == CALL {
+    let calls = pending.iter().take_while(|r| &*r.2 == CALL).count();
+    let at = if &*request.2 == CALL {
         calls
     } else {
         calls + pending[calls..].partition_point(|r| *r < request)
