@@ -20,7 +20,7 @@ pub(super) struct ClientSide {
     /// Client exchanges still open, with the request they work for.
     open: BTreeMap<HttpId, Option<RequestId>>,
     /// The session id `initialize` returned, once the application has it.
-    initialized: Option<Option<String>>,
+    initialized: Option<Option<std::sync::Arc<str>>>,
     /// M4: the application's listens and the changes they have not heard.
     heard: super::listen::Heard,
     /// Later rounds of multi round-trip requests: each retry's id → the
@@ -175,7 +175,7 @@ impl ClientSide {
     pub(super) fn on_event(&mut self, e: &ClientEvent, flags: &mut Vec<Flag>) {
         match e {
             ClientEvent::Initialized { id, session_id, .. } => {
-                self.initialized = Some(session_id.as_ref().map(|s| s.to_string()));
+                self.initialized = Some(session_id.as_ref().map(|s| s.as_str().into()));
                 if !self.mark(id, Mark::Returned) {
                     flags.push(Flag::new("C4", None, format!("{id} completed twice")));
                 }
