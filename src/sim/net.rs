@@ -4,6 +4,7 @@
 use crate::head::{RequestHead, ResponseHead};
 use crate::ids::HttpId;
 use crate::server::{Transmit, TransmitKind};
+use crate::shared::Shared;
 use crate::sse::SseItem;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -28,8 +29,10 @@ pub struct Link {
     pub request: Option<(RequestHead, Arc<[u8]>)>,
     /// The server's id for it, once delivered.
     pub server_http: Option<HttpId>,
-    /// Response items in flight, in order (one TCP stream).
-    pub to_client: VecDeque<Delivery>,
+    /// Response items in flight, in order (one TCP stream). Each shared
+    /// and hashed once: a checker's step that takes the first copies the
+    /// rest as references, not as heads and event texts.
+    pub to_client: VecDeque<Shared<Delivery>>,
     /// The client no longer reads it (aborted, or the connection dropped).
     pub client_gone: bool,
     /// The server has been told the exchange is over.

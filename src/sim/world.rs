@@ -680,7 +680,8 @@ impl<S: Servers> World<S> {
                 let ended = matches!(t.kind, crate::server::TransmitKind::End(_));
                 if let Some(link) = links.get_mut(&ch) {
                     if !link.client_gone {
-                        link.to_client.extend(deliveries(&t));
+                        link.to_client
+                            .extend(deliveries(&t).into_iter().map(Shared::new));
                     }
                     if ended && link.client_gone && !link.server_told {
                         link.server_told = true;
@@ -744,7 +745,7 @@ impl<S: Servers> World<S> {
         };
         let (c, h) = (<World>::owner(ch), <World>::local(ch));
         let now = self.client_now(c);
-        match &item {
+        match &*item {
             Delivery::Head(_) => {}
             Delivery::Body(b) => {
                 if let Ok(body) = jsonrpc::parse_body(b, ProtocolVersion::V2025_03_26) {
@@ -771,7 +772,7 @@ impl<S: Servers> World<S> {
             Delivery::End => self.observe(&Observation::ClientClosed { client: c, http: h }),
         }
         let stepped = self.client_takes(c, ClientInput::Item(h, &item), now);
-        if item == Delivery::End {
+        if *item == Delivery::End {
             self.client_abandons(ch, true);
         }
         if let Some(stepped) = stepped {
