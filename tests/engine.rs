@@ -282,6 +282,30 @@ fn walk(
     }
 }
 
+/// The judge asks whether anything is enabled (`any_enabled`, which stops
+/// at the first action) instead of listing every action of every new state:
+/// it must answer as the lists do, in every state reached, quiet ones (where
+/// the end-of-run checks apply) included.
+#[test]
+fn whether_anything_is_enabled_agrees_with_the_lists() {
+    let (mut busy, mut quiet) = (0usize, 0usize);
+    for (name, server, client) in WALKED {
+        let m = model(name, server, client);
+        walk(&m, 3_000, |s, actions| {
+            let mut all = Vec::new();
+            m.all_enabled(s, &mut all);
+            assert_eq!(m.any_enabled(s), !actions.is_empty(), "{name}");
+            assert_eq!(all.is_empty(), actions.is_empty(), "{name}");
+            if actions.is_empty() {
+                quiet += 1;
+            } else {
+                busy += 1;
+            }
+        });
+    }
+    assert!(quiet > 0 && busy > 1_000, "{quiet} quiet, {busy} busy");
+}
+
 /// The explorer makes the last successor of a state from the state itself
 /// (`step_owned`): it must be the state `step` makes from a copy, in every
 /// state reached, for every enabled action.
