@@ -259,17 +259,24 @@ mod tests {
         assert_eq!(a.len(), 6, "the other copy is untouched");
         assert_eq!(
             h(&b),
-            h(&Shared::new(BTreeMap::from([(0, 0), (2, 2), (4, 4)])))
+            h(&Shared::new(BTreeMap::<u8, u8>::from([
+                (0, 0),
+                (2, 2),
+                (4, 4)
+            ])))
         );
         b.retain(|k, _| *k > 0); // held alone now: cut in place
-        assert_eq!(h(&b), h(&Shared::new(BTreeMap::from([(2, 2), (4, 4)]))));
+        assert_eq!(
+            h(&b),
+            h(&Shared::new(BTreeMap::<u8, u8>::from([(2, 2), (4, 4)])))
+        );
         let s: Shared<BTreeSet<u8>> = Shared::new((0..4).collect());
         let mut t = s.clone();
         t.retain(|x| *x != 1);
-        assert_eq!(*t, BTreeSet::from([0, 2, 3]));
+        assert_eq!(*t, BTreeSet::<u8>::from([0, 2, 3]));
         assert_eq!(s.len(), 4);
         t.retain(|x| *x != 3);
-        assert_eq!(h(&t), h(&Shared::new(BTreeSet::from([0, 2]))));
+        assert_eq!(h(&t), h(&Shared::new(BTreeSet::<u8>::from([0, 2]))));
     }
 
     #[test]
