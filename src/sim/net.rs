@@ -55,9 +55,7 @@ impl Link {
             server_told: false,
         }
     }
-}
 
-impl Link {
     /// The link once its request is delivered to the server as `http`: a
     /// copy without the request, so a link other states still hold is not
     /// copied whole (head, headers and all) only to have its request taken.
