@@ -235,20 +235,38 @@ const SHARDS: usize = 64;
 
 type Shard = HashMap<u64, Entry, BuildHasherDefault<crate::shared::Identity>>;
 
-/// The visited set, sharded by fingerprint so workers rarely contend.
+/// A value on cache lines of its own (128 bytes: two lines, as adjacent
+/// lines are fetched in pairs): what one worker writes all the time does
+/// not evict what the other workers read or write beside it.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// The visited set, sharded by fingerprint so workers rarely contend. The
+/// shard is chosen by bits the shard's table does not use: its buckets
+/// take the low bits and its one-byte tags the top seven, and a shard
+/// chosen by top bits left each table's tags one bit to tell keys apart.
 struct Seen {
-    shards: Vec<Mutex<Shard>>,
+    shards: Vec<Padded<Mutex<Shard>>>,
 }
 
 impl Seen {
     fn new() -> Self {
         Seen {
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Padded(Mutex::new(Shard::default())))
+                .collect(),
         }
     }
 
     fn shard(&self, fp: u64) -> std::sync::MutexGuard<'_, Shard> {
-        let i = (fp >> 58) as usize % SHARDS;
+        let i = (fp >> 32) as usize % SHARDS;
         self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -279,8 +297,10 @@ const INTERRUPTED: u8 = 4;
 struct Explorer<'m, M: Explorable> {
     model: &'m M,
     seen: Seen,
-    states: AtomicUsize,
-    max_depth: AtomicUsize,
+    /// Counted by every worker at every new state: apart from the flags
+    /// below, which every worker reads at every step.
+    states: Padded<AtomicUsize>,
+    max_depth: Padded<AtomicUsize>,
     /// `RUNNING` until a violation or a budget stops the run.
     stop: AtomicU8,
     /// Breadth first gave way to depth first.
@@ -341,7 +361,10 @@ impl<M: Explorable> Explorer<'_, M> {
                 continue;
             }
             let count = self.states.fetch_add(1, Ordering::Relaxed) + 1;
-            self.max_depth.fetch_max(d as usize + 2, Ordering::Relaxed);
+            // Written only when deeper: depth first mostly is not.
+            if d as usize + 2 > self.max_depth.load(Ordering::Relaxed) {
+                self.max_depth.fetch_max(d as usize + 2, Ordering::Relaxed);
+            }
             if self.model.violation(&n).is_some() {
                 let mut found = self.found.lock().unwrap_or_else(|p| p.into_inner());
                 if found.is_none() {
@@ -397,8 +420,8 @@ pub fn explore<M: Explorable>(
     let shared = Explorer {
         model,
         seen: Seen::new(),
-        states: AtomicUsize::new(1),
-        max_depth: AtomicUsize::new(1),
+        states: Padded(AtomicUsize::new(1)),
+        max_depth: Padded(AtomicUsize::new(1)),
         stop: AtomicU8::new(RUNNING),
         dfs: AtomicBool::new(limits.depth_first),
         dfs_cut: AtomicBool::new(false),

@@ -247,15 +247,11 @@ pub struct Monitor {
     lineages: Shared<BTreeMap<HttpId, Shared<Lineage>>>,
     /// (session, event id) → first write.
     event_ids: Shared<BTreeMap<(Text, Text), EventRecord>>,
-    sessions_issued: Shared<BTreeSet<Text>>,
-    sessions_deleted: Shared<BTreeSet<Text>>,
-    cancelled: Shared<BTreeSet<(Text, RequestId)>>,
     sent: Shared<BTreeMap<(Text, MsgKey), Cause>>,
     delivered: Shared<BTreeSet<(Text, MsgKey)>>,
-    dropped: Shared<BTreeSet<(Text, MsgKey)>>,
     fresh_writes: Shared<BTreeMap<(Text, MsgKey), BTreeSet<HttpId>>>,
-    sessions_ended: Shared<BTreeSet<Text>>,
-    gets_per_session: Shared<BTreeMap<Text, usize>>,
+    /// What changes a few times along a run, kept apart (see [`Rare`]).
+    rare: Shared<Rare>,
     /// Each client's side, by client index. The big records above and each
     /// client side are [`Shared`]: one observation changes one or two of
     /// them, and a checker's copy of the monitor shares the rest.
@@ -267,6 +263,23 @@ pub struct Monitor {
     violations: Found,
     /// Clients whose part was judged and let go ([`Monitor::retire`]).
     retired: Shared<BTreeMap<usize, Retired>>,
+}
+
+/// Records that change a few times along a run (a session issued, deleted or
+/// ended, a request cancelled, a message dropped by policy, a GET stream
+/// opened), each shared, and shared again as one: a model checker copies a
+/// monitor for every step it tries and frees most copies at once, and each
+/// shared record it holds is a reference counted up and down from both
+/// CPUs. Together they are one count per copy where they were six, on
+/// records nearly every state of a run holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Rare {
+    sessions_issued: Shared<BTreeSet<Text>>,
+    sessions_deleted: Shared<BTreeSet<Text>>,
+    sessions_ended: Shared<BTreeSet<Text>>,
+    cancelled: Shared<BTreeSet<(Text, RequestId)>>,
+    dropped: Shared<BTreeSet<(Text, MsgKey)>>,
+    gets_per_session: Shared<BTreeMap<Text, usize>>,
 }
 
 /// The violations found, compared and hashed without the step each was
@@ -348,15 +361,10 @@ impl Monitor {
             exchanges,
             lineages,
             event_ids,
-            sessions_issued,
-            sessions_deleted,
-            cancelled,
             sent,
             delivered,
-            dropped,
             fresh_writes,
-            sessions_ended,
-            gets_per_session,
+            rare,
             clients: _,
             gets_max,
             faults,
@@ -367,15 +375,10 @@ impl Monitor {
         exchanges.hash(h);
         lineages.hash(h);
         event_ids.hash(h);
-        sessions_issued.hash(h);
-        sessions_deleted.hash(h);
-        cancelled.hash(h);
         sent.hash(h);
         delivered.hash(h);
-        dropped.hash(h);
         fresh_writes.hash(h);
-        sessions_ended.hash(h);
-        gets_per_session.hash(h);
+        rare.hash(h);
         gets_max.hash(h);
         faults.hash(h);
         owed.hash(h);
@@ -420,7 +423,7 @@ impl Monitor {
                     .insert((session.as_str().into(), *key), cause.clone());
             }
             Observation::Dropped { session, key } => {
-                self.dropped.insert((session.as_str().into(), *key));
+                self.rare.dropped.insert((session.as_str().into(), *key));
             }
             Observation::ClientTransmit { client, transmit } => {
                 let mut flags = Vec::new();
@@ -480,9 +483,9 @@ impl Monitor {
         for (key, cause) in sent {
             if cause != Cause::Unrelated
                 || self.delivered.contains(&key)
-                || self.dropped.contains(&key)
-                || self.sessions_ended.contains(&key.0)
-                || self.sessions_deleted.contains(&key.0)
+                || self.rare.dropped.contains(&key)
+                || self.rare.sessions_ended.contains(&key.0)
+                || self.rare.sessions_deleted.contains(&key.0)
             {
                 continue;
             }
@@ -643,14 +646,14 @@ impl Monitor {
                             .get("requestId")
                             .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok())
                         {
-                            self.cancelled.insert((s.clone(), id));
+                            self.rare.cancelled.insert((s.clone(), id));
                         }
                     }
                 }
             }
         }
         if let (Method::Get, Some(s)) = (method, session) {
-            let n = self.gets_per_session.entry(s.clone()).or_default();
+            let n = self.rare.gets_per_session.entry(s.clone()).or_default();
             *n += 1;
             let n = *n;
             if let Some(max) = self.gets_max.filter(|m| self.faults == 0 && n > *m) {
@@ -824,7 +827,7 @@ impl Monitor {
             }
             if matches!(ex.kind, Kind::Initialize(_))
                 && (200..300).contains(&status)
-                && !self.sessions_issued.insert(sid.into())
+                && !self.rare.sessions_issued.insert(sid.into())
             {
                 self.flag(
                     "I1",
@@ -854,7 +857,7 @@ impl Monitor {
         self.check_session_status(http, ex, status);
         if matches!(ex.kind, Kind::Delete) && accepted {
             if let Some(s) = &ex.session {
-                self.sessions_deleted.insert(s.clone());
+                self.rare.sessions_deleted.insert(s.clone());
             }
         }
     }
@@ -965,7 +968,8 @@ impl Monitor {
                 );
             }
             Some(s)
-                if (!self.sessions_issued.contains(s) || self.sessions_deleted.contains(s))
+                if (!self.rare.sessions_issued.contains(s)
+                    || self.rare.sessions_deleted.contains(s))
                     && status != 404 =>
             {
                 self.flag(
@@ -1191,7 +1195,7 @@ impl Monitor {
         }
         let all_answered = requests.iter().all(|r| {
             self.lineages[&ex.lineage].answered.contains(r)
-                || self.cancelled.contains(&(session.clone(), r.clone()))
+                || self.rare.cancelled.contains(&(session.clone(), r.clone()))
         });
         if all_answered {
             self.flag(
@@ -1223,7 +1227,7 @@ impl Monitor {
         }
         if reason == EndReason::SessionEnded {
             if let Some(s) = &ex.session {
-                self.sessions_ended.insert(s.clone());
+                self.rare.sessions_ended.insert(s.clone());
             }
         }
         if reason == EndReason::Replaced && !ex.closed {

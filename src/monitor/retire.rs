@@ -10,7 +10,7 @@
 //! checks now, keeps their flags (raised by [`Monitor::finish`] at
 //! quiescence, as they would have been) and forgets the rest.
 
-use super::{Flag, Found, Monitor, Text};
+use super::{Flag, Found, Monitor, Rare, Text};
 use crate::ids::{HttpId, MsgKey};
 use crate::shared::Shared;
 use std::collections::BTreeSet;
@@ -77,13 +77,10 @@ impl Monitor {
         self.exchanges.retain(|h, _| !owns(*h));
         self.lineages.retain(|h, _| !owns(*h));
         self.event_ids.retain(|(s, _), _| !mine(s));
-        self.cancelled.retain(|(s, _)| !mine(s));
         self.sent.retain(|(s, _), _| !mine(s));
         self.delivered.retain(|(s, _)| !mine(s));
-        self.dropped.retain(|(s, _)| !mine(s));
         self.fresh_writes.retain(|(s, _), _| !mine(s));
-        self.sessions_ended.retain(|s| !mine(s));
-        self.gets_per_session.retain(|s, _| !mine(s));
+        Rare::forget(&mut self.rare, mine);
         self.clients.remove(&client);
         self.owed.retain(|h| !owns(h));
         self.retired.insert(client, Retired { flags, deadline });
@@ -114,5 +111,25 @@ impl Monitor {
             .values()
             .flat_map(|r| r.flags.iter().cloned())
             .collect()
+    }
+}
+
+impl Rare {
+    /// Forgets what was recorded of the sessions `mine` names (not whether
+    /// they were issued or deleted: I1 and B6 judge ids for the whole
+    /// run). The record is copied only when it holds something of theirs.
+    fn forget(rare: &mut Shared<Self>, mine: impl Fn(&Text) -> bool) {
+        let holds = rare.cancelled.iter().any(|(s, _)| mine(s))
+            || rare.dropped.iter().any(|(s, _)| mine(s))
+            || rare.sessions_ended.iter().any(&mine)
+            || rare.gets_per_session.keys().any(&mine);
+        if !holds {
+            return;
+        }
+        let rare = &mut **rare;
+        rare.cancelled.retain(|(s, _)| !mine(s));
+        rare.dropped.retain(|(s, _)| !mine(s));
+        rare.sessions_ended.retain(|s| !mine(s));
+        rare.gets_per_session.retain(|s, _| !mine(s));
     }
 }

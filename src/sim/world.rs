@@ -793,7 +793,7 @@ impl<S: Servers> World<S> {
         input: ClientInput<'_>,
         now: Instant,
     ) -> Option<Arc<Stepped>> {
-        let Some(memo) = self.memo.0.clone() else {
+        let Some(memo) = self.memo.0.as_deref() else {
             step_core(&mut self.clients[c], input, now);
             return None;
         };
