@@ -8,6 +8,7 @@
 //! a new field cannot silently go unhashed.
 
 use super::world::World;
+use crate::ids::RequestId;
 use std::hash::{Hash, Hasher};
 
 impl World {
@@ -40,30 +41,37 @@ impl World {
     }
 
     /// Hashes client `c`'s own part, with nothing in it that names `c`.
+    /// Each list is hashed in one walk, its length after its entries (each
+    /// entry's hash is self-delimiting, so the split is still unambiguous).
     pub fn hash_client<H: Hasher>(&self, c: usize, h: &mut H) {
         self.clients[c].hash(h);
         self.client_clocks.get(c).hash(h);
-        let links = self.links_of(c);
-        links.clone().count().hash(h);
-        for (ch, link) in links {
+        let mut n = 0usize;
+        for (ch, link) in self.links_of(c) {
             Self::local(*ch).hash(h);
             link.hash(h);
+            n += 1;
         }
-        let carried = self
-            .by_server
-            .iter()
-            .filter(|(_, ch)| Self::owner(**ch) == c);
-        carried.clone().count().hash(h);
-        for (sh, ch) in carried {
-            sh.hash(h);
-            Self::local(*ch).hash(h);
+        n.hash(h);
+        n = 0;
+        for (sh, ch) in self.by_server.iter() {
+            if Self::owner(*ch) == c {
+                sh.hash(h);
+                Self::local(*ch).hash(h);
+                n += 1;
+            }
         }
-        let outcomes = self.outcomes.iter().filter(|((oc, _), _)| *oc == c);
-        outcomes.clone().count().hash(h);
-        for ((_, id), done) in outcomes {
+        n.hash(h);
+        n = 0;
+        // The client's outcomes are one run of the map, which is ordered
+        // by client first (`Num(i64::MIN)` is the least request id).
+        let least = |c: usize| (c, RequestId::Num(i64::MIN));
+        for ((_, id), done) in self.outcomes.range(least(c)..least(c + 1)) {
             id.hash(h);
             done.hash(h);
+            n += 1;
         }
+        n.hash(h);
         self.list_changes_heard.get(&c).hash(h);
         self.monitor.hash_client(c, h);
     }
