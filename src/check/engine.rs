@@ -483,7 +483,7 @@ pub fn explore<M: Explorable>(
         }
     };
     // Breadth first, level by level, until done or switched.
-    let mut level: Vec<Item<M::State>> = vec![(init_fp, init, 0)];
+    let mut level: Vec<Chunk<M::State>> = vec![vec![(init_fp, init, 0)]];
     let mut left: Vec<Item<M::State>> = Vec::new();
     let mut depth = 0u32;
     while !level.is_empty() && !shared.stopped() && !shared.dfs.load(Ordering::Relaxed) {
@@ -508,7 +508,7 @@ pub fn explore<M: Explorable>(
     }
     // Depth first from whatever breadth first left, all workers sharing it.
     if shared.dfs.load(Ordering::Relaxed) && !shared.stopped() {
-        left.append(&mut level);
+        left.extend(level.into_iter().flatten());
         let pool = Pool::new(left, threads);
         let done = AtomicUsize::new(0);
         let watcher = std::thread::current();
@@ -633,26 +633,29 @@ impl Gauge {
 }
 
 /// One worker of a breadth-first level: takes chunks of the level and puts
-/// new states into `next`; once the search has turned depth first, it puts
-/// what it has not expanded into `unexpanded` instead (the depth-first
-/// workers take it from there).
+/// new states into `next`, in chunks of its own; once the search has turned
+/// depth first, it puts what it has not expanded into `unexpanded` instead
+/// (the depth-first workers take it from there).
+///
+/// A level is kept in chunks, never in one vector: a state is moved into a
+/// chunk once and out once. One vector per level grew by doubling (a level
+/// is hundreds of MB of states), each growth a fresh mapping that the
+/// kernel zeroed and faulted in, and every state was copied into it again.
 fn worker<M: Explorable>(
     shared: &Explorer<'_, M>,
-    work: &Mutex<Vec<Item<M::State>>>,
-    next: &Mutex<Vec<Item<M::State>>>,
+    work: &Mutex<Vec<Chunk<M::State>>>,
+    next: &Mutex<Vec<Chunk<M::State>>>,
     unexpanded: &Mutex<Vec<Item<M::State>>>,
 ) {
-    const CHUNK: usize = 64;
-    let mut local = Vec::new();
-    loop {
-        let mut chunk: Vec<Item<M::State>> = {
-            let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
-            let at = w.len().saturating_sub(CHUNK);
-            w.split_off(at)
-        };
-        if chunk.is_empty() {
-            break;
+    let take = || work.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let hand_on = |local: &mut Chunk<M::State>| {
+        if !local.is_empty() {
+            let full = std::mem::replace(local, Vec::with_capacity(CHUNK));
+            next.lock().unwrap_or_else(|p| p.into_inner()).push(full);
         }
+    };
+    let mut local = Vec::with_capacity(CHUNK);
+    while let Some(mut chunk) = take() {
         while let Some((fp, s, d)) = chunk.pop() {
             if shared.stopped() {
                 return;
@@ -664,14 +667,19 @@ fn worker<M: Explorable>(
                 break;
             }
             shared.expand(fp, s, d, |nfp, n, nd| local.push((nfp, n, nd)));
-        }
-        if !local.is_empty() {
-            next.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .append(&mut local);
+            if local.len() >= CHUNK {
+                hand_on(&mut local);
+            }
         }
     }
+    hand_on(&mut local);
 }
+
+/// States a breadth-first worker takes or hands on at once.
+const CHUNK: usize = 64;
+
+/// Part of a breadth-first level.
+type Chunk<S> = Vec<Item<S>>;
 
 /// The path from the initial state to `target`, replayed on the model.
 ///
