@@ -261,6 +261,48 @@ const WALKED: [(&str, &str, &str); 5] = [
     ),
 ];
 
+/// The depth a breadth-first run reports is that of its deepest state, the
+/// initial state being depth 1, and states at the model's depth bound
+/// generated but not expanded: here against a plain level-by-level walk,
+/// on one thread and on two.
+#[test]
+fn breadth_first_reports_the_depth_of_its_last_level() {
+    for (name, server, client) in [
+        ("competing_get_streams_3", "FIXED", "FIXED"),
+        ("stale_notification_after_registration", "FIXED", "FIXED"),
+        ("response_on_background_get", "FIXED", "FIXED"),
+    ] {
+        let m = model(name, server, client);
+        let bound = m.scenario.bounds.depth;
+        let mut seen = std::collections::HashSet::from([m.fingerprint(&m.initial())]);
+        let (mut level, mut levels) = (vec![m.initial()], 1);
+        let mut actions = Vec::new();
+        while levels < bound {
+            let mut next = Vec::new();
+            for s in &level {
+                actions.clear();
+                m.enabled(s, &mut actions);
+                for n in actions.iter().filter_map(|a| m.step(s, a)) {
+                    if seen.insert(m.fingerprint(&n)) {
+                        next.push(n);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+            levels += 1;
+        }
+        for threads in [1, 2] {
+            let out = run_search(&m, Limits::new(threads), Search::Bfs, |_| {});
+            assert!(out.counterexample.is_none(), "{name}");
+            assert_eq!(out.states, seen.len(), "{name}: the same states");
+            assert_eq!(out.depth, levels, "{name} on {threads} thread(s)");
+        }
+    }
+}
+
 /// Calls `f` on up to `max` distinct states of `m` (depth first from the
 /// initial state) with their enabled actions.
 fn walk(

@@ -76,3 +76,71 @@ impl World {
         self.monitor.hash_client(c, h);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::head::RequestHead;
+    use crate::ids::HttpId;
+    use crate::shared::{fixed_keys, Shared};
+    use crate::sim::{Link, PairConfig};
+    use std::hash::BuildHasher;
+
+    fn part(w: &World, c: usize) -> u64 {
+        let mut h = fixed_keys().build_hasher();
+        w.hash_client(c, &mut h);
+        h.finish()
+    }
+
+    fn rest(w: &World) -> u64 {
+        let mut h = fixed_keys().build_hasher();
+        w.hash_shared(&mut h);
+        h.finish()
+    }
+
+    /// What client `c` holds in each of the world's maps changes client
+    /// `c`'s part and nothing else, and the same thing held by the other
+    /// client gives the other client the same part (the symmetry reduction
+    /// relies on both).
+    fn own_and_anonymous(w: &World, give: impl Fn(&mut World, usize)) {
+        let (fresh, others) = (part(w, 0), rest(w));
+        let mut mine = [w.clone(), w.clone()];
+        for (c, world) in mine.iter_mut().enumerate() {
+            give(world, c);
+            assert_ne!(part(world, c), fresh, "client {c}'s part unchanged");
+            assert_eq!(part(world, 1 - c), fresh, "the other client's part changed");
+            assert_eq!(rest(world), others, "the shared part changed");
+        }
+        assert_eq!(
+            part(&mine[0], 0),
+            part(&mine[1], 1),
+            "a part names its client"
+        );
+    }
+
+    #[test]
+    fn a_clients_exchanges_carried_ids_and_outcomes_are_its_part_alone() {
+        let w = World::with(PairConfig {
+            clients: 2,
+            ..PairConfig::default()
+        });
+        assert_eq!(part(&w, 0), part(&w, 1), "two fresh clients differ");
+        let link = Shared::new(Link::new(RequestHead::post(None, None), Vec::new()));
+        let ch = |c: usize| World::world_http(c, HttpId(1));
+        own_and_anonymous(&w, |w, c| {
+            w.links.insert(ch(c), link.clone());
+        });
+        own_and_anonymous(&w, |w, c| {
+            w.by_server.insert(HttpId(7), ch(c));
+        });
+        own_and_anonymous(&w, |w, c| {
+            w.outcomes.insert((c, RequestId::Num(1)), false);
+        });
+        // Whether the application got its outcome is part of it too.
+        let mut done = w.clone();
+        done.outcomes.insert((1, RequestId::Num(1)), true);
+        let mut pending = w.clone();
+        pending.outcomes.insert((1, RequestId::Num(1)), false);
+        assert_ne!(part(&done, 1), part(&pending, 1));
+    }
+}
