@@ -41,40 +41,51 @@ impl World {
     }
 
     /// Hashes client `c`'s own part, with nothing in it that names `c`.
-    /// Each list is hashed in one walk, its length after its entries (each
-    /// entry's hash is self-delimiting, so the split is still unambiguous).
     pub fn hash_client<H: Hasher>(&self, c: usize, h: &mut H) {
         self.clients[c].hash(h);
         self.client_clocks.get(c).hash(h);
-        let mut n = 0usize;
-        for (ch, link) in self.links_of(c) {
+        hash_run(h, self.links_of(c), |(ch, link), h| {
             Self::local(*ch).hash(h);
             link.hash(h);
-            n += 1;
-        }
-        n.hash(h);
-        n = 0;
-        for (sh, ch) in self.by_server.iter() {
-            if Self::owner(*ch) == c {
-                sh.hash(h);
-                Self::local(*ch).hash(h);
-                n += 1;
-            }
-        }
-        n.hash(h);
-        n = 0;
+        });
+        let carried = self
+            .by_server
+            .iter()
+            .filter(|(_, ch)| Self::owner(**ch) == c);
+        hash_run(h, carried, |(sh, ch), h| {
+            sh.hash(h);
+            Self::local(*ch).hash(h);
+        });
         // The client's outcomes are one run of the map, which is ordered
         // by client first (`Num(i64::MIN)` is the least request id).
         let least = |c: usize| (c, RequestId::Num(i64::MIN));
-        for ((_, id), done) in self.outcomes.range(least(c)..least(c + 1)) {
-            id.hash(h);
-            done.hash(h);
-            n += 1;
-        }
-        n.hash(h);
+        hash_run(
+            h,
+            self.outcomes.range(least(c)..least(c + 1)),
+            |((_, id), done), h| {
+                id.hash(h);
+                done.hash(h);
+            },
+        );
         self.list_changes_heard.get(&c).hash(h);
         self.monitor.hash_client(c, h);
     }
+}
+
+/// Hashes each entry of a list with `each`, then how many there were: one
+/// walk (each entry's hash is self-delimiting, so the length after them
+/// splits lists as well as one before).
+fn hash_run<H: Hasher, T>(
+    h: &mut H,
+    entries: impl Iterator<Item = T>,
+    mut each: impl FnMut(T, &mut H),
+) {
+    let mut n = 0usize;
+    for entry in entries {
+        each(entry, h);
+        n += 1;
+    }
+    n.hash(h);
 }
 
 #[cfg(test)]
