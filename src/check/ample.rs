@@ -46,6 +46,7 @@ use super::model::{Action, CheckModel, State};
 use super::scenario::{NotifyReach, ServerStep};
 use crate::server::SessionConfig;
 use crate::sim::{Clocks, World};
+use std::ops::ControlFlow;
 
 /// What the reduction explores alone from a state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,7 +157,6 @@ impl CheckModel {
         if !self.reduces() || !script_over || self.must_reserve_drops(s) {
             return;
         }
-        let mut all: Option<Vec<Action>> = None;
         for c in 0..s.client_pc.len() {
             let w = &s.world;
             if w.monitor.is_retired(c)
@@ -166,14 +166,17 @@ impl CheckModel {
             {
                 continue;
             }
-            // Other clients' steps stay as they are when `c` retires (their
-            // components are apart from its), so one list serves them all.
-            let all = all.get_or_insert_with(|| {
-                let mut v = Vec::new();
-                self.all_enabled(s, &mut v);
-                v
+            // Asked of every new state while a finished client waits on a
+            // step of its own: the first such step answers, and nothing
+            // is listed.
+            let owns_a_step = self.each_enabled(s, &mut |a| {
+                if self.component_of(s, &a) == Some(c) {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
             });
-            if all.iter().any(|a| self.component_of(s, a) == Some(c)) {
+            if owns_a_step.is_break() {
                 continue;
             }
             s.world.retire_client(c);

@@ -319,8 +319,8 @@ impl CheckModel {
     }
 
     /// Hands every action enabled in `s` to `f`, in a fixed order, until
-    /// `f` breaks. Written once for the list and the question.
-    fn each_enabled(
+    /// `f` breaks. Written once for the list and the questions.
+    pub(super) fn each_enabled(
         &self,
         s: &State,
         f: &mut impl FnMut(Action) -> ControlFlow<()>,

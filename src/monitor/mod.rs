@@ -134,6 +134,23 @@ pub enum Observation {
 impl Observation {
     /// The observation of a request as the server received it.
     pub fn request(http: HttpId, head: &RequestHead, body: &[u8]) -> Self {
+        Self::request_with(http, head, body, |body| {
+            jsonrpc::parse_body(body, ProtocolVersion::V2025_03_26)
+                .map(Body::into_messages)
+                .ok()
+        })
+    }
+
+    /// [`Self::request`] with the body's messages from `parse` (the body
+    /// read as a 2025-era server would; `None` when it is not JSON-RPC): a
+    /// simulation that sees the same bodies again and again parses each once
+    /// (`sim::parsed`).
+    pub fn request_with(
+        http: HttpId,
+        head: &RequestHead,
+        body: &[u8],
+        parse: impl FnOnce(&[u8]) -> Option<Vec<Message>>,
+    ) -> Self {
         let version = crate::server::request::protocol_version(head)
             .ok()
             .flatten();
@@ -142,9 +159,7 @@ impl Observation {
             _ => version.is_some_and(ProtocolVersion::is_modern),
         };
         let messages = match head.method {
-            Method::Post => jsonrpc::parse_body(body, ProtocolVersion::V2025_03_26)
-                .map(Body::into_messages)
-                .unwrap_or_default(),
+            Method::Post => parse(body).unwrap_or_default(),
             _ => Vec::new(),
         };
         Observation::Request {

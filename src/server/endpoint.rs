@@ -634,6 +634,14 @@ impl ServerEndpoint {
 
     // ---- outputs -------------------------------------------------------
 
+    /// Whether [`Self::poll_transmit`] or [`Self::poll_event`] may return
+    /// something. When not, a drain would change nothing: a caller holding
+    /// the endpoint copy-on-write (a checker's state) need not take it
+    /// mutably at all.
+    pub fn has_output(&self) -> bool {
+        !self.transmits.is_empty() || !self.dirty.is_empty()
+    }
+
     /// The next thing to write.
     #[must_use]
     pub fn poll_transmit(&mut self) -> Option<Transmit> {

@@ -12,6 +12,7 @@ mod fleet;
 mod memo;
 mod naming;
 mod net;
+mod parsed;
 mod retire;
 mod servers;
 mod store_links;

@@ -57,6 +57,14 @@ pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
     /// Exchange `http` is over for the client.
     fn handle_http_closed(&mut self, http: HttpId, now: Instant);
 
+    /// Whether [`Self::handle_http_closed`] of `http` would change anything
+    /// (an exchange the server already ended and forgot would not). When
+    /// unsure, `true`.
+    fn minds_http_closed(&self, http: HttpId) -> bool {
+        let _ = http;
+        true
+    }
+
     /// Time has reached `now`.
     fn handle_timeout(&mut self, now: Instant);
 
@@ -94,6 +102,13 @@ pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
     /// Messages the servers still hold for a stream, by session (the
     /// monitor's end-of-run check tells held from lost).
     fn queued(&self) -> Vec<(String, MsgKey)>;
+
+    /// Whether a [`Self::drain`] may find anything. When not, the world
+    /// leaves the server side untouched (shared with the states it came
+    /// from, its hash kept). When unsure, `true`.
+    fn has_output(&self) -> bool {
+        true
+    }
 
     /// Drains every server until quiet, each output shown to `observe`
     /// before `handle` gets it. Whether anything came out.
@@ -137,6 +152,10 @@ impl Servers for ServerEndpoint {
         ServerEndpoint::handle_http_closed(self, http, now);
     }
 
+    fn minds_http_closed(&self, http: HttpId) -> bool {
+        ServerEndpoint::route(self, http).is_some()
+    }
+
     fn handle_timeout(&mut self, now: Instant) {
         ServerEndpoint::handle_timeout(self, now);
     }
@@ -171,6 +190,10 @@ impl Servers for ServerEndpoint {
 
     fn queued(&self) -> Vec<(String, MsgKey)> {
         queued_in(self)
+    }
+
+    fn has_output(&self) -> bool {
+        ServerEndpoint::has_output(self)
     }
 
     fn drain(

@@ -8,20 +8,20 @@ use super::clocks::Clocks;
 use super::memo::{ClientInput, ClientMemo, Stepped};
 use super::naming::Naming;
 use super::net::{deliveries, Delivery, Link};
+use super::parsed;
 use super::servers::Servers;
 use crate::client::{
     ClientConfig, ClientEra, ClientEvent, ClientOutput, ClientSession, ClientTransmitKind,
 };
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, RequestId, SessionId};
-use crate::jsonrpc::{self, RawJson};
+use crate::jsonrpc::RawJson;
 use crate::monitor::{Monitor, Observation};
 use crate::policy::{ClientPolicy, ServerPolicy};
 use crate::server::{Cause, EndpointConfig, ServerEndpoint, ServerEvent, ServerOutput};
 use crate::shared::Shared;
 use crate::time::Instant;
 use crate::unhashed::Unhashed;
-use crate::version::ProtocolVersion;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -123,8 +123,11 @@ impl Default for PairConfig {
 pub struct World<S = ServerEndpoint> {
     /// The client cores.
     pub clients: Vec<Shared<ClientSession>>,
-    /// The server side.
-    pub server: S,
+    /// The server side, shared between worlds until one changes it: a
+    /// checker's state copies it by a reference count, and a step that
+    /// touches a client only (its timers, a response item it reads) leaves
+    /// a successor that neither copies the server nor hashes it again.
+    pub server: Shared<S>,
     /// The current time: everybody's under [`Clocks::Global`], the server
     /// side's under [`Clocks::PerComponent`].
     pub now: Instant,
@@ -259,7 +262,7 @@ impl<S: Servers> World<S> {
             .collect();
         World {
             clients,
-            server,
+            server: Shared::new(server),
             now: Instant::ZERO,
             client_clocks: match config.clocks {
                 Clocks::Global => Vec::new(),
@@ -667,6 +670,9 @@ impl<S: Servers> World<S> {
             config,
             ..
         } = self;
+        if !server.has_output() {
+            return progressed; // untouched: shared, its hash kept
+        }
         let mut observe = |o: &Observation| record(log, monitor, o);
         progressed |= server.drain(now, &mut observe, &mut |server, out, _| match out {
             ServerOutput::Event(sid, ServerEvent::Request { id, method, .. }) => {
@@ -727,7 +733,12 @@ impl<S: Servers> World<S> {
                 self.session_owner.insert(sid, <World>::owner(ch));
             }
         }
-        self.observe(&Observation::request(http, head, body));
+        self.observe(&Observation::request_with(
+            http,
+            head,
+            body,
+            parsed::body_messages,
+        ));
         self.pump();
         true
     }
@@ -748,19 +759,17 @@ impl<S: Servers> World<S> {
         match &*item {
             Delivery::Head(_) => {}
             Delivery::Body(b) => {
-                if let Ok(body) = jsonrpc::parse_body(b, ProtocolVersion::V2025_03_26) {
-                    for m in body.messages() {
-                        self.observe(&Observation::ClientReceived {
-                            client: c,
-                            http: h,
-                            message: m.clone(),
-                        });
-                    }
+                for message in parsed::body_messages(b).unwrap_or_default() {
+                    self.observe(&Observation::ClientReceived {
+                        client: c,
+                        http: h,
+                        message,
+                    });
                 }
             }
             Delivery::Sse(item) => {
                 if let crate::sse::SseItem::Message { data, .. } = item {
-                    if let Ok(m) = jsonrpc::parse_message(data) {
+                    if let Some(m) = parsed::event_message(data) {
                         self.observe(&Observation::ClientReceived {
                             client: c,
                             http: h,
@@ -900,7 +909,10 @@ impl<S: Servers> World<S> {
             return;
         }
         link.server_told = true;
-        if let Some(sh) = link.server_http {
+        if let Some(sh) = link
+            .server_http
+            .filter(|sh| self.server.minds_http_closed(*sh))
+        {
             self.server.handle_http_closed(sh, self.now);
         }
         self.pump();
@@ -1081,7 +1093,7 @@ impl<S: Servers> World<S> {
 /// server), the application's outcomes and counts, the event log.
 struct ClientSinks<'a, S> {
     links: &'a mut BTreeMap<HttpId, Shared<Link>>,
-    server: &'a mut S,
+    server: &'a mut Shared<S>,
     outcomes: &'a mut Shared<BTreeMap<(usize, RequestId), bool>>,
     list_changes_heard: &'a mut BTreeMap<usize, u32>,
     client_events: &'a mut Vec<ClientEvent>,
@@ -1163,7 +1175,7 @@ fn record(log: &mut Option<Vec<Observation>>, monitor: &mut Monitor, o: &Observa
 /// it at once when `notice`.
 fn abandon<S: Servers>(
     links: &mut BTreeMap<HttpId, Shared<Link>>,
-    server: &mut S,
+    server: &mut Shared<S>,
     observe: &mut dyn FnMut(&Observation),
     now: Instant,
     ch: HttpId,
@@ -1185,7 +1197,7 @@ fn abandon<S: Servers>(
         link.server_told = true;
     }
     observe(&Observation::Closed { http: sh });
-    if notice {
+    if notice && server.minds_http_closed(sh) {
         server.handle_http_closed(sh, now);
     }
 }
