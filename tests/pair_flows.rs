@@ -358,3 +358,42 @@ fn an_initialize_cut_after_its_priming_event_fails_at_once() {
         "no resumption left pending"
     );
 }
+
+/// A checker copies worlds by the million: a step that leaves the server
+/// side alone leaves it shared with the world it came from (not copied, its
+/// hash kept), and one that changes it does not.
+#[test]
+fn a_step_that_leaves_the_server_alone_keeps_it_shared() {
+    use mcp_streamable::sim::{Delivery, Servers};
+    let mut p = ready();
+    p.call("echo");
+    let (ch, request) = *p.deliverable().last().expect("the call in flight");
+    assert!(request, "the call's request is what is in flight");
+    let before = p.clone();
+    assert!(p.deliver_request(ch));
+    assert!(
+        !std::ptr::eq(&*before.server, &*p.server),
+        "the server took a request and stayed as it was"
+    );
+    let sh = p.links[&ch].server_http.expect("delivered");
+    // The answer's head reaches the client alone.
+    assert!(matches!(*p.links[&ch].to_client[0], Delivery::Head(_)));
+    let before = p.clone();
+    assert!(p.deliver_next(ch));
+    assert!(
+        std::ptr::eq(&*before.server, &*p.server),
+        "a response head the client read copied the server"
+    );
+    // The answer: the client is done with the exchange and closes it, and
+    // the server, which still routes it, hears so; a second close is
+    // nothing to it.
+    assert!(p.server.minds_http_closed(sh));
+    let before = p.clone();
+    while p.deliver_next(ch) {}
+    assert!(!std::ptr::eq(&*before.server, &*p.server));
+    assert!(
+        !p.server.minds_http_closed(sh),
+        "the route outlived the close"
+    );
+    clean(&mut p);
+}
