@@ -91,6 +91,27 @@ mod tests {
         assert!(event_message(data).is_some());
     }
 
+    fn kept() -> usize {
+        TABLE.with(|t| t.borrow().len())
+    }
+
+    fn request(i: usize) -> Vec<u8> {
+        format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"a"}}"#).into_bytes()
+    }
+
+    #[test]
+    fn the_table_keeps_each_text_once_and_starts_over_at_its_bound() {
+        TABLE.with(|t| t.borrow_mut().clear());
+        for i in [1, 2, 3, 1, 2] {
+            assert!(body_messages(&request(i)).is_some());
+        }
+        assert_eq!(kept(), 3, "three texts, each kept once");
+        for i in 0..TEXTS_MAX + 10 {
+            body_messages(&request(i));
+        }
+        assert!((1..=TEXTS_MAX).contains(&kept()), "{} kept", kept());
+    }
+
     #[test]
     fn texts_that_share_a_hash_slot_get_their_own_answers() {
         // Two texts stored under one key: the second must not be answered
