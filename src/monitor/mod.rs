@@ -134,11 +134,7 @@ pub enum Observation {
 impl Observation {
     /// The observation of a request as the server received it.
     pub fn request(http: HttpId, head: &RequestHead, body: &[u8]) -> Self {
-        Self::request_with(http, head, body, |body| {
-            jsonrpc::parse_body(body, ProtocolVersion::V2025_03_26)
-                .map(Body::into_messages)
-                .ok()
-        })
+        Self::request_with(http, head, body, body_messages)
     }
 
     /// [`Self::request`] with the body's messages from `parse` (the body
@@ -171,6 +167,15 @@ impl Observation {
             modern,
         }
     }
+}
+
+/// The messages of a body as the monitor reads what crosses the wire (a
+/// 2025-era peer: a batch is its messages in order); `None` when it is not
+/// JSON-RPC.
+pub fn body_messages(body: &[u8]) -> Option<Vec<Message>> {
+    jsonrpc::parse_body(body, ProtocolVersion::V2025_03_26)
+        .map(Body::into_messages)
+        .ok()
 }
 
 /// A broken property.

@@ -10,9 +10,9 @@
 //! with one hash never share an answer. At [`TEXTS_MAX`] texts the table
 //! starts over.
 
-use crate::jsonrpc::{self, Body, Message};
+use crate::jsonrpc::{self, Message};
+use crate::monitor;
 use crate::shared::{fixed_keys, Identity};
-use crate::version::ProtocolVersion;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault};
@@ -32,14 +32,10 @@ thread_local! {
         RefCell::default();
 }
 
-/// The messages of a POST body or response body, as a 2025-era peer reads
-/// it (a batch is its messages in order); `None` when it is not JSON-RPC.
+/// [`monitor::body_messages`] of a POST body or response body, from the
+/// table.
 pub fn body_messages(bytes: &[u8]) -> Option<Vec<Message>> {
-    cached(bytes, |b| {
-        jsonrpc::parse_body(b, ProtocolVersion::V2025_03_26)
-            .ok()
-            .map(Body::into_messages)
-    })
+    cached(bytes, monitor::body_messages)
 }
 
 /// The message of one SSE `data` text; `None` when it is not JSON-RPC.
@@ -74,6 +70,8 @@ fn cached(bytes: &[u8], parse: impl FnOnce(&[u8]) -> Option<Vec<Message>>) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jsonrpc::Body;
+    use crate::version::ProtocolVersion;
 
     #[test]
     fn a_text_parses_the_same_from_the_table() {
