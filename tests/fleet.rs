@@ -232,3 +232,66 @@ fn load_then_store_resurrects_a_session_deleted_or_expired_between_the_two() {
     ));
     assert!(o.counterexample.is_none());
 }
+
+/// The world of the `world` fleet models, driven by hand: a fleet of one
+/// instance whose store is a shared memory. The call is answered (the
+/// world drains the fleet's outputs), and every exchange the client closed
+/// is gone from the instance (the close reached it): nothing routed stays
+/// behind a client that is done.
+#[test]
+fn a_fleet_world_answers_and_forgets_each_exchange_its_client_closed() {
+    use mcp_streamable::fleet::instance::{Instance, InstanceConfig};
+    use mcp_streamable::fleet::store::MemoryStore;
+    use mcp_streamable::fleet::InstanceId;
+    use mcp_streamable::id_source::IdSource;
+    use mcp_streamable::policy::ServerPolicy;
+    use mcp_streamable::server::EndpointConfig;
+    use mcp_streamable::sim::{Fleet, PairConfig, StoreTiming, World};
+
+    let instance = Instance::new(
+        InstanceConfig {
+            id: InstanceId(0),
+            ..InstanceConfig::default()
+        },
+        EndpointConfig::default(),
+        ServerPolicy::FIXED,
+        IdSource::reproducible(1),
+    )
+    .expect("a fleet setting");
+    let fleet = Fleet::new(vec![instance], MemoryStore::new(64)).with_timing(StoreTiming::AtOnce);
+    let mut w = World::with_servers(PairConfig::default(), fleet);
+    w.initialize();
+    w.drive();
+    let id = w.call("echo");
+    w.drive();
+    assert!(
+        matches!(
+            w.result_of(&id),
+            Some(mcp_streamable::client::ClientEvent::Response { result: Ok(_), .. })
+        ),
+        "the call was not answered: {:?}",
+        w.result_of(&id)
+    );
+    let closed: Vec<_> = w
+        .links
+        .values()
+        .filter(|l| l.client_gone)
+        .filter_map(|l| l.server_http)
+        .collect();
+    assert!(closed.len() >= 2, "initialize and the call: {closed:?}");
+    let endpoint = w.server.instance(0).expect("alive").endpoint();
+    for sh in closed {
+        let (_, h) = Fleet::split(sh);
+        assert_eq!(
+            endpoint.route(h),
+            None,
+            "exchange {sh:?} outlived its close"
+        );
+    }
+    w.finish();
+    assert!(
+        w.monitor.violations().is_empty(),
+        "{:#?}",
+        w.monitor.violations()
+    );
+}
