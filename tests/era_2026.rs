@@ -760,8 +760,8 @@ mod monitor_breaches {
     use mcp_streamable::jsonrpc::{Message, RawJson};
     use mcp_streamable::monitor::{Monitor, Observation};
     use mcp_streamable::server::{Cause, Outgoing, Transmit, TransmitKind};
-    use mcp_streamable::shared::Shared;
     use serde_json::json;
+    use std::sync::Arc;
 
     const LISTEN: HttpId = HttpId(1);
 
@@ -792,7 +792,7 @@ mod monitor_breaches {
             kind: TransmitKind::Event {
                 id: id.map(str::to_owned),
                 retry_ms: None,
-                message: Some(Shared::new(Outgoing {
+                message: Some(Arc::new(Outgoing {
                     session: sid(),
                     key: MsgKey(key),
                     cause: Cause::Request(5.into()),

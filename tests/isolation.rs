@@ -8,9 +8,9 @@ use mcp_streamable::ids::{HttpId, MsgKey};
 use mcp_streamable::jsonrpc::{Message, RawJson};
 use mcp_streamable::monitor::Observation;
 use mcp_streamable::server::{Cause, Method, Outgoing, Transmit, TransmitKind};
-use mcp_streamable::shared::Shared;
 use mcp_streamable::sim::{PairConfig, World};
 use mcp_streamable::version::ProtocolVersion;
+use std::sync::Arc;
 
 /// Two clients, both initialized and both with a call answered, every
 /// observation logged.
@@ -92,7 +92,7 @@ fn a_message_of_another_session_on_this_sessions_stream_is_i1() {
         kind: TransmitKind::Event {
             id: Some("leak-1".into()),
             retry_ms: None,
-            message: Some(Shared::new(Outgoing {
+            message: Some(Arc::new(Outgoing {
                 session: other,
                 key: MsgKey(1),
                 cause: Cause::Unrelated,
@@ -115,7 +115,7 @@ fn a_message_of_another_session_on_this_sessions_stream_is_i1() {
         kind: TransmitKind::Event {
             id: Some("own-1".into()),
             retry_ms: None,
-            message: Some(Shared::new(own)),
+            message: Some(Arc::new(own)),
         },
     };
     w.observe(&Observation::Transmit(fine));

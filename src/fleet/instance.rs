@@ -55,11 +55,11 @@ use crate::server::{
     modern, request, Cause, Dispatched, DropReason, EndReason, EndpointConfig, Outgoing,
     ServerEndpoint, ServerEvent, ServerSession, Transmit, TransmitKind, UnreadBody, STREAM_ID_SPAN,
 };
-use crate::shared::Shared;
 use crate::time::Instant;
 use crate::version::ProtocolVersion;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// Instance ids a fleet may use: `0 .. INSTANCES_MAX`, each with its own
 /// range of stream ids.
@@ -1301,7 +1301,7 @@ impl Instance {
                     cause: Cause::Unrelated,
                     message,
                 };
-                s.deliver_handed(Shared::new(out), now);
+                s.deliver_handed(Arc::new(out), now);
             }
             self.touched.insert(sid);
         }
@@ -1572,7 +1572,7 @@ impl Instance {
                 }
                 Record::Blank | Record::Opened(_) => None,
                 Record::Message(text) => match decode_message(&text) {
-                    Some((key, message)) => Some(Shared::new(Outgoing {
+                    Some((key, message)) => Some(Arc::new(Outgoing {
                         session: r.session.clone(),
                         key,
                         // The writer routed it; here it is only written.

@@ -524,7 +524,7 @@ fn event(http: u64, id: Option<&str>, key: u64, cause: Option<i64>, body: &str) 
         kind: TransmitKind::Event {
             id: id.map(str::to_owned),
             retry_ms: None,
-            message: Some(crate::shared::Shared::new(crate::server::Outgoing {
+            message: Some(std::sync::Arc::new(crate::server::Outgoing {
                 session: "s".parse().unwrap(),
                 key: MsgKey(key),
                 cause: cause.map_or(Cause::Unrelated, |r| {

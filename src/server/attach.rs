@@ -8,7 +8,7 @@ use super::{Content, EndReason, Outgoing, TransmitKind};
 use crate::error::RequestError;
 use crate::ids::{EventId, HttpId, StreamId};
 use crate::policy::{FinishedStreamResume, ReplayStart, StandaloneAttach};
-use crate::shared::Shared;
+use std::sync::Arc;
 
 impl ServerSession {
     pub(super) fn get_coexist(
@@ -192,7 +192,7 @@ impl ServerSession {
         if standalone && !self.codec.single_common_stream() {
             self.flush_held_into(sid);
         }
-        let pending: Vec<Shared<Outgoing>> = self.next_get.drain(..).collect();
+        let pending: Vec<Arc<Outgoing>> = self.next_get.drain(..).collect();
         for out in pending {
             self.write_to_stream(sid, out);
         }

@@ -12,8 +12,8 @@ use crate::error::UsageError;
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, StreamId};
 use crate::jsonrpc::{Message, RawJson};
 use crate::policy::{DetachedResponse, PreInitNotifications, SessionQueue};
-use crate::shared::Shared;
 use crate::time::{Instant, Timers};
+use std::sync::Arc;
 use std::time::Duration;
 
 impl ServerSession {
@@ -57,7 +57,7 @@ impl ServerSession {
         Ok(key)
     }
 
-    pub(super) fn deliver_unrelated(&mut self, out: Shared<Outgoing>, now: Instant) {
+    pub(super) fn deliver_unrelated(&mut self, out: Arc<Outgoing>, now: Instant) {
         if self.policy.session_queue == SessionQueue::SharedCompeting {
             // mcp-go: a non-blocking send; a full channel drops silently.
             if self.shared.len() < self.config.shared_queue_max {
@@ -95,7 +95,7 @@ impl ServerSession {
         common.into_iter().chain(older).chain(newer)
     }
 
-    pub(super) fn hold(&mut self, out: Shared<Outgoing>, now: Instant) {
+    pub(super) fn hold(&mut self, out: Arc<Outgoing>, now: Instant) {
         let deadline = now + Duration::from_millis(self.config.held_ttl_ms);
         self.held_bytes += out.message.approx_len();
         self.held.push_back((deadline, out));
@@ -121,7 +121,7 @@ impl ServerSession {
         true
     }
 
-    pub(super) fn take_held(&mut self) -> Vec<Shared<Outgoing>> {
+    pub(super) fn take_held(&mut self) -> Vec<Arc<Outgoing>> {
         self.held_bytes = 0;
         self.held.drain(..).map(|(_, o)| o).collect()
     }
@@ -202,7 +202,7 @@ impl ServerSession {
 
     /// Writes a non-final message on a stream: buffered with an id, and sent if
     /// a connection is attached. Commits SSE if nothing was committed.
-    pub(super) fn write_to_stream(&mut self, sid: StreamId, out: Shared<Outgoing>) {
+    pub(super) fn write_to_stream(&mut self, sid: StreamId, out: Arc<Outgoing>) {
         let Some(s) = self.streams.get(&sid) else {
             return;
         };
@@ -236,7 +236,7 @@ impl ServerSession {
         self.enforce_session_budget();
     }
 
-    pub(super) fn write_response(&mut self, sid: StreamId, id: &RequestId, out: Shared<Outgoing>) {
+    pub(super) fn write_response(&mut self, sid: StreamId, id: &RequestId, out: Arc<Outgoing>) {
         let Some(s) = self.streams.get(&sid) else {
             return;
         };
@@ -381,9 +381,9 @@ impl ServerSession {
         sid
     }
 
-    pub(super) fn outgoing(&mut self, cause: Cause, message: Message) -> Shared<Outgoing> {
+    pub(super) fn outgoing(&mut self, cause: Cause, message: Message) -> Arc<Outgoing> {
         let key = self.mint_key();
-        Shared::new(Outgoing {
+        Arc::new(Outgoing {
             session: self.id.clone(),
             key,
             cause,
@@ -518,7 +518,7 @@ impl ServerSession {
 
     /// Drains everything queued into `sid` (mcp-go's drain before a response).
     pub(super) fn drain_shared_into(&mut self, sid: StreamId) {
-        let items: Vec<Shared<Outgoing>> = self.shared.drain(..).collect();
+        let items: Vec<Arc<Outgoing>> = self.shared.drain(..).collect();
         for out in items {
             self.write_to_stream(sid, out);
         }

@@ -27,6 +27,7 @@ use crate::time::{Instant, Timers};
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// How a POST's answer is framed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -221,10 +222,10 @@ pub struct ServerSession {
     pub(super) cancelled: VecDeque<RequestId>,
     pub(super) outbound: BTreeSet<RequestId>,
     pub(super) next_outbound: i64,
-    pub(super) held: VecDeque<(Instant, Shared<Outgoing>)>,
+    pub(super) held: VecDeque<(Instant, Arc<Outgoing>)>,
     pub(super) held_bytes: usize,
-    pub(super) shared: VecDeque<Shared<Outgoing>>,
-    pub(super) next_get: VecDeque<Shared<Outgoing>>,
+    pub(super) shared: VecDeque<Arc<Outgoing>>,
+    pub(super) next_get: VecDeque<Arc<Outgoing>>,
     pub(super) next_key: u64,
     pub(super) transmits: VecDeque<Transmit>,
     pub(super) events: VecDeque<ServerEvent>,
@@ -852,14 +853,14 @@ impl ServerSession {
     /// completed it), so they still wait for it (R49), and the client may
     /// have sent it to another instance. Nothing is reported dropped: they
     /// are on their way.
-    pub fn hand_off_held(&mut self) -> Vec<Shared<Outgoing>> {
+    pub fn hand_off_held(&mut self) -> Vec<Arc<Outgoing>> {
         self.take_held()
     }
 
     /// An unrelated message another instance of a fleet handed off (taken
     /// from the mailbox): on this session's GET if one is attached, else
     /// held like one emitted here.
-    pub fn deliver_handed(&mut self, out: Shared<Outgoing>, now: Instant) {
+    pub fn deliver_handed(&mut self, out: Arc<Outgoing>, now: Instant) {
         if self.phase == Phase::Ended {
             return;
         }
@@ -1098,7 +1099,7 @@ mod getter_tests {
                 cause: Cause::Unrelated,
                 message: Message::notification("notifications/message", None),
             };
-            stream.push(Some(Shared::new(out)), bound);
+            stream.push(Some(Arc::new(out)), bound);
         }
         s.streams.insert(StreamId(1), stream);
         assert_eq!(s.approx_bytes() - one_stream, 2 * 64);

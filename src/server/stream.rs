@@ -12,8 +12,8 @@
 
 use super::Outgoing;
 use crate::ids::{HttpId, RequestId, StreamId};
-use crate::shared::Shared;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Why the stream exists.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -45,7 +45,7 @@ pub struct Buffered {
     /// Sequence number in the stream.
     pub seq: u64,
     /// The message, or `None` for priming.
-    pub message: Option<Shared<Outgoing>>,
+    pub message: Option<Arc<Outgoing>>,
 }
 
 /// How much one stream's replay buffer may keep.
@@ -104,7 +104,7 @@ impl Stream {
     /// Takes the next sequence number and buffers the event, evicting the
     /// oldest past `bound` (in events and in bytes). An evicted event raises
     /// the floor: a resumption from before it gets 400 (expired), never a gap.
-    pub fn push(&mut self, message: Option<Shared<Outgoing>>, bound: ReplayBound) -> u64 {
+    pub fn push(&mut self, message: Option<Arc<Outgoing>>, bound: ReplayBound) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         if let Some(m) = &message {
@@ -136,7 +136,7 @@ impl Stream {
     }
 
     /// Buffered messages with `seq > after` (or `>= after` when `inclusive`).
-    pub fn replay(&self, after: u64, inclusive: bool) -> Vec<(u64, Shared<Outgoing>)> {
+    pub fn replay(&self, after: u64, inclusive: bool) -> Vec<(u64, Arc<Outgoing>)> {
         self.buffer
             .iter()
             .filter(|b| {
@@ -158,9 +158,9 @@ mod tests {
     use crate::jsonrpc::{Message, RawJson};
     use crate::server::Cause;
 
-    fn out(size: usize) -> Shared<Outgoing> {
+    fn out(size: usize) -> Arc<Outgoing> {
         let params = RawJson::from(serde_json::json!({ "b": "x".repeat(size) }));
-        Shared::new(Outgoing {
+        Arc::new(Outgoing {
             session: crate::ids::SessionId::from_bits(1),
             key: MsgKey(1),
             cause: Cause::Unrelated,
