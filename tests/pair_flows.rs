@@ -397,3 +397,55 @@ fn a_step_that_leaves_the_server_alone_keeps_it_shared() {
     );
     clean(&mut p);
 }
+
+/// The world drives its server side only through `sim::Servers`, the seam
+/// a fleet shares with one endpoint: under `Naming::ByExchange` each
+/// exchange is named after the client's and each session is owned by the
+/// client whose `initialize` opened it; a notify per client reaches that
+/// client's sessions; what a session still holds is what the end-of-run
+/// checks are told; and the server's timers are found, fired and, once
+/// spent, leave it idle.
+#[test]
+fn the_world_drives_the_endpoint_through_the_servers_seam() {
+    use mcp_streamable::policy::BackgroundGet;
+    use mcp_streamable::server::ServerEndpoint;
+    use mcp_streamable::sim::{Naming, Servers, LIST_CHANGED};
+    let mut config = PairConfig {
+        naming: Naming::ByExchange,
+        ..PairConfig::default()
+    };
+    config.server.session.idle_timeout_ms = Some(60_000);
+    config.client_policy.background_get = BackgroundGet::Off;
+    let mut p = Pair::with(config);
+    p.initialize();
+    p.drive();
+    let sid = p.server_session().expect("a session");
+    assert!(p.links.len() >= 2, "initialize and initialized");
+    for (ch, link) in &p.links {
+        assert_eq!(link.server_http, Some(*ch), "named after the client's");
+    }
+    assert_eq!(p.session_owner.get(&sid), Some(&0));
+
+    // No stream takes an unrelated message: the session holds it.
+    assert_eq!(p.server_notify_sessions_of(0, LIST_CHANGED), 1);
+    let held = <ServerEndpoint as Servers>::queued(&p.server);
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0].0, sid.to_string());
+
+    assert!(
+        !<ServerEndpoint as Servers>::is_idle(&p.server),
+        "timers armed"
+    );
+    let first = <ServerEndpoint as Servers>::poll_timeout(&p.server).expect("a server timer");
+    assert!(first > p.now);
+    p.run(120_000);
+    assert!(p.now >= first, "time stopped at {:?}", p.now);
+    assert!(
+        p.server.session(&sid).is_none_or(|s| s.is_ended()),
+        "the idle session outlived its timeout"
+    );
+    assert!(
+        <ServerEndpoint as Servers>::is_idle(&p.server),
+        "a timer left"
+    );
+}
