@@ -10,6 +10,7 @@ mod model;
 mod run;
 pub mod scenario;
 mod script;
+mod sleep;
 mod symmetry;
 pub mod trace;
 

@@ -6,6 +6,7 @@
 use super::ample::Ample;
 use super::scenario::{Bounds, NotifyReach, Scenario, ServerStep};
 use super::script;
+use super::sleep::Covered;
 use super::symmetry::Symmetry;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::monitor::Violation;
@@ -123,6 +124,9 @@ pub struct State {
     /// The client whose exchanges the drops may hit, once reserved
     /// ([`Action::ReserveDrops`]); `None`: any client's.
     pub drops_for: Option<u8>,
+    /// Steps left out of this state's expansion, as other paths from its
+    /// parent make their successors (`check::sleep`).
+    pub covered: Unhashed<Covered>,
 }
 
 /// A scenario under one server preset and one client preset.
@@ -149,6 +153,9 @@ pub struct CheckModel {
     /// otherwise (`check --no-reduction`); it acts only under
     /// [`Clocks::PerComponent`].
     pub reduction: bool,
+    /// Sleep sets of idle steps, part of the reduction (`check::sleep`):
+    /// on with it unless asked otherwise ([`CheckModel::with_sleep_sets`]).
+    pub sleep_sets: bool,
     /// The memo of client steps its worlds share (`sim::ClientMemo`): on
     /// unless asked otherwise ([`CheckModel::with_memo`]).
     pub memo: Option<Arc<ClientMemo>>,
@@ -179,6 +186,7 @@ impl CheckModel {
             ),
             naming: Naming::ByExchange,
             reduction: true,
+            sleep_sets: true,
             memo: Some(Arc::default()),
             scenario,
         })
@@ -242,6 +250,7 @@ impl CheckModel {
                 NotifyReach::PerSession => vec![0; self.scenario.clients.len()],
             },
             drops_for: None,
+            covered: Unhashed(Covered::default()),
         }
     }
 
@@ -298,6 +307,7 @@ impl CheckModel {
             Some(Ample::Component(c)) => out.retain(|a| self.component_of(s, a) == Some(c)),
             None => {}
         }
+        self.leave_out_covered(s, out);
     }
 
     /// Every action enabled in `s`, in a fixed order.
@@ -424,9 +434,9 @@ impl CheckModel {
             return ControlFlow::Continue(());
         }
         for c in 0..w.clients.len() {
-            if let Some(at) = w.client_deadline(c).filter(|t| within(*t)) {
+            if w.client_deadline(c).is_some_and(within) {
                 f(Action::TickClient { client: c })?;
-                if at.as_millis() > w.client_now(c).as_millis() + 1 {
+                if self.idle_enabled(w, c) {
                     f(Action::Idle { client: c })?;
                 }
             }
@@ -435,6 +445,16 @@ impl CheckModel {
             f(Action::TickServer)?;
         }
         ControlFlow::Continue(())
+    }
+
+    /// Whether client `c`'s idle step is enabled in `w`: under a clock per
+    /// component, it has a deadline within the time bound more than 1 ms
+    /// ahead of its clock.
+    pub(super) fn idle_enabled(&self, w: &World, c: usize) -> bool {
+        !w.client_clocks.is_empty()
+            && w.client_deadline(c).is_some_and(|at| {
+                self.within_time(at) && at.as_millis() > w.client_now(c).as_millis() + 1
+            })
     }
 
     /// Whether a deadline at `t` may fire within the model's time bound.
@@ -451,6 +471,7 @@ impl CheckModel {
     /// action a search tries on a state needs no copy of it, and the parts
     /// that state alone held are changed in place instead of copied.
     pub fn step_owned(&self, mut n: State, action: &Action) -> Option<State> {
+        n.covered = Unhashed(self.covered_after(&n, action));
         match action {
             Action::ClientStep { client } => {
                 if !self.client_step_enabled(&n, *client) {
@@ -617,6 +638,14 @@ impl CheckModel {
     /// The same model with the partial-order reduction on or off.
     pub fn with_reduction(mut self, on: bool) -> Self {
         self.reduction = on;
+        self
+    }
+
+    /// The same model with the reduction's sleep sets of idle steps on or
+    /// off (`check::sleep`; they act only with the reduction on). Off, the
+    /// search takes more steps to reach the same states.
+    pub fn with_sleep_sets(mut self, on: bool) -> Self {
+        self.sleep_sets = on;
         self
     }
 

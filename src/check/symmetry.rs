@@ -72,6 +72,7 @@ impl Symmetry {
             drops,
             notices,
             drops_for,
+            covered: _, // how it was reached, not what it is
         } = s;
         world.hash_shared(&mut h);
         server_pc.hash(&mut h);

@@ -1,0 +1,197 @@
+//! The reduction's sleep sets are sound (`src/check/sleep.rs`): every step
+//! a state leaves out makes a state that an explored path makes too,
+//! checked in every state of the bundled models; and on every bundled model
+//! they keep every state, verdict and counterexample length while the
+//! search takes fewer steps.
+
+#![cfg(feature = "check")]
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+mod check_support;
+
+use check_support::{agrees, bundled};
+use mcp_streamable::check::{
+    run_search, Action, CheckModel, Limits, NotifyReach, Scenario, Search, State,
+};
+use mcp_streamable::sim::Clocks;
+use std::collections::{HashSet, VecDeque};
+
+/// Every expectation of `s` under a clock per component and `notify` per
+/// session, where the reduction (and so the sleep sets) acts.
+fn models(s: &Scenario) -> Vec<CheckModel> {
+    s.expect
+        .iter()
+        .map(|e| {
+            CheckModel::for_expectation(s, e)
+                .expect("presets")
+                .with_clocks(Clocks::PerComponent)
+                .with_notify(NotifyReach::PerSession)
+        })
+        .collect()
+}
+
+fn label(m: &CheckModel) -> String {
+    format!("{} {} x {}", m.scenario.name, m.server_name, m.client_name)
+}
+
+fn explored(m: &CheckModel, s: &State) -> Vec<Action> {
+    let mut out = Vec::new();
+    m.enabled(s, &mut out);
+    out
+}
+
+fn enabled_at(m: &CheckModel, s: &State) -> Vec<Action> {
+    let mut out = Vec::new();
+    m.all_enabled(s, &mut out);
+    out
+}
+
+/// What each step left out, by kind.
+#[derive(Default, Debug)]
+struct LeftOut {
+    ticks: usize,
+    idles: usize,
+}
+
+/// Breadth first over `m` (at most `max` states): for every state `t` made
+/// by step `a` from `s`, each step `t` leaves out makes a state that an
+/// explored path makes. A tick left out after `Idle(c)` makes the state
+/// `s` makes by its own tick, which `s` explores. An idle step left out
+/// after `a` makes the state `s·Idle(c)·a`: `Idle(c)` is enabled at `s`,
+/// and `s·Idle(c)` explores `a`; `s` explores `Idle(c)` or leaves it out,
+/// which the same check made of `s`'s own parent (by induction, the
+/// sleep set theorem).
+fn check_left_out(m: &CheckModel, max: usize) -> LeftOut {
+    let all = m.clone().with_sleep_sets(false);
+    let mut seen = HashSet::new();
+    let mut queue = VecDeque::from([m.initial()]);
+    let mut left = LeftOut::default();
+    while let Some(s) = queue.pop_front() {
+        if seen.len() >= max {
+            break;
+        }
+        if !seen.insert(m.fingerprint(&s)) || !s.world.monitor.violations().is_empty() {
+            continue;
+        }
+        let here = explored(m, &s);
+        for a in &here {
+            let Some(t) = m.step(&s, a) else { continue };
+            let kept = explored(m, &t);
+            for b in explored(&all, &t).iter().filter(|b| !kept.contains(b)) {
+                match b {
+                    Action::TickClient { client } => {
+                        assert_eq!(*a, Action::Idle { client: *client }, "{}", label(m));
+                        assert!(here.contains(b), "{}: the tick is not explored", label(m));
+                        assert!(
+                            m.step(&t, b) == m.step(&s, b),
+                            "{}: {b:?} after {a:?} is not {b:?} alone",
+                            label(m)
+                        );
+                        left.ticks += 1;
+                    }
+                    Action::Idle { .. } => {
+                        // Explored from `s`, or asleep there already (put
+                        // to sleep further up, or by the server's `notify`
+                        // explored alone): enabled at `s` either way.
+                        assert!(
+                            enabled_at(m, &s).contains(b),
+                            "{}: {b:?} asleep after {a:?} but not enabled before",
+                            label(m)
+                        );
+                        let idled = m.step(&s, b).expect("enabled");
+                        assert!(
+                            explored(m, &idled).contains(a),
+                            "{}: {a:?} is not explored after {b:?}",
+                            label(m)
+                        );
+                        assert!(
+                            m.step(&t, b) == m.step(&idled, a),
+                            "{}: {a:?} and {b:?} do not commute",
+                            label(m)
+                        );
+                        left.idles += 1;
+                    }
+                    other => panic!("{}: left out {other:?}, which sleeps never", label(m)),
+                }
+            }
+            queue.push_back(t);
+        }
+    }
+    left
+}
+
+#[test]
+fn every_step_left_out_is_made_by_an_explored_path() {
+    let mut left = LeftOut::default();
+    for s in bundled() {
+        for m in models(&s) {
+            let l = check_left_out(&m, 20_000);
+            left.ticks += l.ticks;
+            left.idles += l.idles;
+        }
+    }
+    println!("{left:?}");
+    // Both kinds act on the bundled models (a test that checked nothing
+    // would pass as well).
+    assert!(left.ticks >= 100, "{left:?}");
+    assert!(left.idles >= 100, "{left:?}");
+}
+
+/// Breadth first over all of `m`: distinct states (by fingerprint) and the
+/// steps taken to reach them.
+fn states_and_steps(m: &CheckModel) -> (usize, usize) {
+    let mut seen = HashSet::from([m.fingerprint(&m.initial())]);
+    let mut queue = VecDeque::from([m.initial()]);
+    let mut steps = 0;
+    while let Some(s) = queue.pop_front() {
+        if !s.world.monitor.violations().is_empty() {
+            continue;
+        }
+        for a in explored(m, &s) {
+            if let Some(t) = m.step(&s, &a) {
+                steps += 1;
+                if seen.insert(m.fingerprint(&t)) {
+                    queue.push_back(t);
+                }
+            }
+        }
+    }
+    (seen.len(), steps)
+}
+
+#[test]
+fn sleep_sets_keep_every_state_verdict_and_counterexample_length() {
+    let (mut compared, mut fewer) = (0, 0);
+    let (mut steps_on, mut steps_off) = (0, 0);
+    for s in bundled() {
+        // lifecycle is the biggest: `check --no-reduction` against `check`
+        // compares it by hand (docs/reduction.md).
+        if s.name == "lifecycle" {
+            continue;
+        }
+        for on in models(&s) {
+            let off = on.clone().with_sleep_sets(false);
+            let name = label(&on);
+            let search = |m: &CheckModel| run_search(m, Limits::new(2), Search::Bfs, |_| {});
+            let (found_on, found_off) = (search(&on), search(&off));
+            assert!(found_on.exhaustive() && found_off.exhaustive(), "{name}");
+            agrees(&name, &found_on, &found_off);
+            let ((states, on_steps), (off_states, off_steps)) =
+                (states_and_steps(&on), states_and_steps(&off));
+            assert_eq!(states, off_states, "{name}: the states reached");
+            assert!(
+                on_steps <= off_steps,
+                "{name}: {on_steps} steps, {off_steps} without"
+            );
+            fewer += usize::from(on_steps < off_steps);
+            steps_on += on_steps;
+            steps_off += off_steps;
+            compared += 1;
+        }
+    }
+    println!("{compared} compared, {fewer} with fewer steps: {steps_on} against {steps_off}");
+    assert!(compared >= 30, "{compared}");
+    assert!(fewer >= 5, "only {fewer} models took fewer steps");
+}
