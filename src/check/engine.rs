@@ -26,14 +26,14 @@
 //! Every generated state is judged, also at the depth bound.
 
 mod pool;
-mod seen;
 
 use super::memory;
 use super::model::{Action, CheckModel, State};
 use super::run::{Counterexample, Outcome};
 use crate::monitor::Violation;
 use pool::{Item, Pool};
-use seen::{Entry, Padded, Seen};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -223,7 +223,69 @@ pub struct Progress {
     pub order: Order,
 }
 
+/// Where a visited state came from.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    parent: u64,
+    action: u32,
+}
+
 const ROOT_ACTION: u32 = u32::MAX;
+const SHARDS: usize = 64;
+
+type Shard = HashMap<u64, Entry, BuildHasherDefault<crate::shared::Identity>>;
+
+/// A value on cache lines of its own (128 bytes: two lines, as adjacent
+/// lines are fetched in pairs): what one worker writes all the time does
+/// not evict what the other workers read or write beside it.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// The visited set, sharded by fingerprint so workers rarely contend. The
+/// shard is chosen by bits the shard's table does not use: its buckets
+/// take the low bits and its one-byte tags the top seven, and a shard
+/// chosen by top bits left each table's tags one bit to tell keys apart.
+struct Seen {
+    shards: Vec<Padded<Mutex<Shard>>>,
+}
+
+impl Seen {
+    fn new() -> Self {
+        Seen {
+            shards: (0..SHARDS)
+                .map(|_| Padded(Mutex::new(Shard::default())))
+                .collect(),
+        }
+    }
+
+    fn shard(&self, fp: u64) -> std::sync::MutexGuard<'_, Shard> {
+        let i = (fp >> 32) as usize % SHARDS;
+        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records `fp`; true when it is new.
+    fn visit(&self, fp: u64, entry: Entry) -> bool {
+        let mut shard = self.shard(fp);
+        match shard.entry(fp) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(entry);
+                true
+            }
+            std::collections::hash_map::Entry::Occupied(_) => false,
+        }
+    }
+
+    fn get(&self, fp: u64) -> Option<Entry> {
+        self.shard(fp).get(&fp).copied()
+    }
+}
 
 const RUNNING: u8 = 0;
 const FOUND: u8 = 1;
