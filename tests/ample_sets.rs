@@ -13,7 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod check_support;
 
-use check_support::{agrees, bundled};
+use check_support::{agrees, all_enabled, apart_models, bundled};
 use mcp_streamable::check::{
     run_search, Action, CheckModel, Limits, NotifyReach, Outcome, Scenario, Search, State,
 };
@@ -48,12 +48,6 @@ fn of(
         .collect()
 }
 
-fn enabled(m: &CheckModel, s: &State) -> Vec<Action> {
-    let mut all = Vec::new();
-    m.all_enabled(s, &mut all);
-    all
-}
-
 /// A pair of steps that `owner` says are independent and are not: one
 /// disables, enables or changes the other, or the two orders end apart.
 #[derive(Debug)]
@@ -86,7 +80,7 @@ fn check_independence(
         if !seen.insert(unreduced.fingerprint(&s)) {
             continue;
         }
-        let all = enabled(m, &s);
+        let all = all_enabled(m, &s);
         if apart(&s, &all) && s.world.monitor.violations().is_empty() {
             checked += 1;
             for c in 0..s.client_pc.len() {
@@ -98,7 +92,7 @@ fn check_independence(
                     let Some(after_other) = m.step(&s, other) else {
                         continue;
                     };
-                    let now_mine = of(&enabled(m, &after_other), c, &after_other, owner);
+                    let now_mine = of(&all_enabled(m, &after_other), c, &after_other, owner);
                     if let Some(changed) = mine
                         .iter()
                         .find(|a| !now_mine.contains(a))
@@ -161,7 +155,7 @@ fn notify_commutes(m: &CheckModel, s: &State, all: &[Action]) -> Result<bool, De
         let Some(after_other) = m.step(s, other) else {
             continue;
         };
-        if !enabled(m, &after_other).contains(&Action::ServerStep) {
+        if !all_enabled(m, &after_other).contains(&Action::ServerStep) {
             return Err(dependent(other, "disables the server's notify"));
         }
         let (Some(ab), Some(ba)) = (
@@ -291,12 +285,8 @@ fn the_reduction_keeps_every_verdict_and_counterexample_length() {
         if s.name == "lifecycle" {
             continue;
         }
-        for e in &s.expect {
-            let m = CheckModel::for_expectation(&s, e)
-                .expect("presets")
-                .with_clocks(Clocks::PerComponent)
-                .with_notify(NotifyReach::PerSession);
-            let label = format!("{} {} x {}", s.name, e.server, e.client);
+        for m in apart_models(&s) {
+            let label = format!("{} {} x {}", s.name, m.server_name, m.client_name);
             let (on, off) = (search(&m), search(&m.clone().with_reduction(false)));
             match agrees(&label, &on, &off) {
                 Some(ratio) if ratio >= 3.0 => folded += 1,

@@ -11,41 +11,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod check_support;
 
-use check_support::{agrees, bundled};
-use mcp_streamable::check::{
-    run_search, Action, CheckModel, Limits, NotifyReach, Scenario, Search, State,
-};
-use mcp_streamable::sim::Clocks;
+use check_support::{agrees, all_enabled, apart_models, bundled, explored};
+use mcp_streamable::check::{run_search, Action, CheckModel, Limits, Search};
 use std::collections::{HashSet, VecDeque};
-
-/// Every expectation of `s` under a clock per component and `notify` per
-/// session, where the reduction (and so the sleep sets) acts.
-fn models(s: &Scenario) -> Vec<CheckModel> {
-    s.expect
-        .iter()
-        .map(|e| {
-            CheckModel::for_expectation(s, e)
-                .expect("presets")
-                .with_clocks(Clocks::PerComponent)
-                .with_notify(NotifyReach::PerSession)
-        })
-        .collect()
-}
 
 fn label(m: &CheckModel) -> String {
     format!("{} {} x {}", m.scenario.name, m.server_name, m.client_name)
-}
-
-fn explored(m: &CheckModel, s: &State) -> Vec<Action> {
-    let mut out = Vec::new();
-    m.enabled(s, &mut out);
-    out
-}
-
-fn enabled_at(m: &CheckModel, s: &State) -> Vec<Action> {
-    let mut out = Vec::new();
-    m.all_enabled(s, &mut out);
-    out
 }
 
 /// What each step left out, by kind.
@@ -96,7 +67,7 @@ fn check_left_out(m: &CheckModel, max: usize) -> LeftOut {
                         // to sleep further up, or by the server's `notify`
                         // explored alone): enabled at `s` either way.
                         assert!(
-                            enabled_at(m, &s).contains(b),
+                            all_enabled(m, &s).contains(b),
                             "{}: {b:?} asleep after {a:?} but not enabled before",
                             label(m)
                         );
@@ -126,7 +97,7 @@ fn check_left_out(m: &CheckModel, max: usize) -> LeftOut {
 fn every_step_left_out_is_made_by_an_explored_path() {
     let mut left = LeftOut::default();
     for s in bundled() {
-        for m in models(&s) {
+        for m in apart_models(&s) {
             let l = check_left_out(&m, 20_000);
             left.ticks += l.ticks;
             left.idles += l.idles;
@@ -171,7 +142,7 @@ fn sleep_sets_keep_every_state_verdict_and_counterexample_length() {
         if s.name == "lifecycle" {
             continue;
         }
-        for on in models(&s) {
+        for on in apart_models(&s) {
             let off = on.clone().with_sleep_sets(false);
             let name = label(&on);
             let search = |m: &CheckModel| run_search(m, Limits::new(2), Search::Bfs, |_| {});

@@ -65,10 +65,15 @@ impl Covered {
 }
 
 impl CheckModel {
+    /// Whether sleep sets act: asked for, and the reduction on.
+    fn sleeps(&self) -> bool {
+        self.reduction && self.sleep_sets
+    }
+
     /// What the successor of `s` by `a` leaves out, asked of `s` before the
     /// step is taken.
     pub(super) fn covered_after(&self, s: &State, a: &Action) -> Covered {
-        if !(self.reduction && self.sleep_sets) {
+        if !self.sleeps() {
             return Covered::default();
         }
         let idles = s.covered.0.idles;
@@ -121,7 +126,7 @@ impl CheckModel {
     /// sleep sets on: off, nothing is left out, whatever `s` was made by.
     pub(super) fn leave_out_covered(&self, s: &State, out: &mut Vec<Action>) {
         let covered = s.covered.0;
-        if self.reduction && self.sleep_sets && !covered.is_empty() {
+        if self.sleeps() && !covered.is_empty() {
             out.retain(|a| !covered.covers(a));
         }
     }

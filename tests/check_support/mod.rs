@@ -2,7 +2,8 @@
 //! reduced run is held to the run without the reduction.
 #![allow(dead_code)]
 
-use mcp_streamable::check::{Outcome, Scenario};
+use mcp_streamable::check::{Action, CheckModel, NotifyReach, Outcome, Scenario, State};
+use mcp_streamable::sim::Clocks;
 use std::path::Path;
 
 /// Every bundled scenario of `models/`.
@@ -32,4 +33,32 @@ pub fn agrees(label: &str, reduced: &Outcome, full: &Outcome) -> Option<f64> {
         return None;
     }
     Some(full.states as f64 / reduced.states.max(1) as f64)
+}
+
+/// Every expectation of `s` under a clock per component and `notify` per
+/// session: where the partial-order reduction (ample sets, sleep sets) acts.
+pub fn apart_models(s: &Scenario) -> Vec<CheckModel> {
+    s.expect
+        .iter()
+        .map(|e| {
+            CheckModel::for_expectation(s, e)
+                .expect("presets")
+                .with_clocks(Clocks::PerComponent)
+                .with_notify(NotifyReach::PerSession)
+        })
+        .collect()
+}
+
+/// Every action enabled in `s`, reduced or not.
+pub fn all_enabled(m: &CheckModel, s: &State) -> Vec<Action> {
+    let mut out = Vec::new();
+    m.all_enabled(s, &mut out);
+    out
+}
+
+/// The actions the search explores from `s` (the reductions applied).
+pub fn explored(m: &CheckModel, s: &State) -> Vec<Action> {
+    let mut out = Vec::new();
+    m.enabled(s, &mut out);
+    out
 }
