@@ -90,6 +90,41 @@ impl<T: Hash> Shared<T> {
     }
 }
 
+impl<T: Clone> Shared<T> {
+    /// Makes this clone the only holder of a copy of its own (hash kept),
+    /// unless it already is. A reference count that two threads both change
+    /// moves its cache line between their CPUs at every clone and drop; a
+    /// worker that takes a state from another gives it copies of its own,
+    /// and every state it makes from there counts on those.
+    pub fn localize(&mut self) {
+        self.localize_with(|_| {});
+    }
+
+    /// [`Shared::localize`], then `parts` localizes what the value itself
+    /// shares. `parts` must not change what the value means: its hash is
+    /// kept.
+    pub fn localize_with(&mut self, parts: impl FnOnce(&mut T)) {
+        if Arc::strong_count(&self.0) > 1 || Arc::weak_count(&self.0) > 0 {
+            let hash = self.0.hash.load(Ordering::Relaxed);
+            *self = Shared(Arc::new(Inner {
+                value: self.0.value.clone(),
+                hash: AtomicU64::new(hash),
+            }));
+        }
+        if let Some(inner) = Arc::get_mut(&mut self.0) {
+            parts(&mut inner.value);
+        }
+    }
+}
+
+impl<K: Ord + Clone, V: Clone> Shared<BTreeMap<K, Shared<V>>> {
+    /// [`Shared::localize`] for the map and every value in it (hashes kept:
+    /// the values are equal).
+    pub fn localize_deep(&mut self) {
+        self.localize_with(|map| map.values_mut().for_each(Shared::localize));
+    }
+}
+
 impl<K: Ord + Clone, V: Clone> Shared<BTreeMap<K, V>> {
     /// Keeps the entries `keep` accepts. A shared map is not copied whole to
     /// be cut down: nothing happens when every entry is kept, and otherwise
@@ -277,6 +312,31 @@ mod tests {
         assert_eq!(s.len(), 4);
         t.retain(|x| *x != 3);
         assert_eq!(h(&t), h(&Shared::new(BTreeSet::<u8>::from([0, 2]))));
+    }
+
+    #[test]
+    fn a_localized_clone_holds_an_equal_copy_of_its_own_with_the_hash_kept() {
+        use std::collections::BTreeMap;
+        use std::sync::atomic::Ordering;
+        let a: Shared<BTreeMap<u8, Shared<Vec<u8>>>> =
+            Shared::new((0..3).map(|i| (i, Shared::new(vec![i]))).collect());
+        let hash = h(&a);
+        let mut b = a.clone();
+        b.localize_deep();
+        assert!(!std::ptr::eq(&*a, &*b), "the map is copied");
+        for (x, y) in a.values().zip(b.values()) {
+            assert!(!std::ptr::eq(&**x, &**y), "and every value in it");
+        }
+        assert_eq!(a, b);
+        assert_ne!(b.0.hash.load(Ordering::Relaxed), 0, "the hash is kept");
+        assert_eq!(h(&b), hash);
+        // Held alone already: nothing is copied.
+        let (map, value) = (&*b as *const _, &*b[&0] as *const _);
+        b.localize_deep();
+        assert!(std::ptr::eq(map, &*b) && std::ptr::eq(value, &*b[&0]));
+        // A copy being changed rehashes as before.
+        b.get_mut(&0).expect("entry").push(9);
+        assert_ne!(h(&b), hash);
     }
 
     #[test]

@@ -398,3 +398,50 @@ fn a_memoized_client_step_equals_a_step_in_place() {
     assert!(compared > 10_000, "only {compared} steps compared");
     assert!(hits > 1_000, "the memo was hit {hits} times");
 }
+
+/// A depth-first worker localizes a state it takes from another worker
+/// (`Explorable::localize`, `World::localize`): the copy must be the same
+/// state, with the same fingerprint, and step exactly as the original in
+/// every state reached, for every enabled action; and it must share no
+/// client core, server side or exchange with the original any more (that
+/// is what it is for).
+#[test]
+fn a_localized_state_is_the_same_state_and_shares_nothing_counted() {
+    use mcp_streamable::check::engine::Explorable;
+    let mut compared = 0usize;
+    for (name, server, client) in WALKED {
+        let m = model(name, server, client);
+        walk(&m, 2_000, |s, actions| {
+            let mut own = s.clone();
+            Explorable::localize(&m, &mut own);
+            assert_eq!(&own, s, "{name}");
+            assert_eq!(m.fingerprint(&own), m.fingerprint(s), "{name}");
+            let (w, o) = (&s.world, &own.world);
+            for (a, b) in w.clients.iter().zip(&o.clients) {
+                assert!(
+                    !std::ptr::eq(&**a, &**b),
+                    "{name}: a client core still shared"
+                );
+            }
+            assert!(
+                !std::ptr::eq(&*w.server, &*o.server),
+                "{name}: the server side"
+            );
+            for (a, b) in w.links.values().zip(o.links.values()) {
+                assert!(
+                    !std::ptr::eq(&**a, &**b),
+                    "{name}: an exchange still shared"
+                );
+            }
+            for a in actions {
+                assert_eq!(m.step(s, a), m.step(&own, a), "{name}: {a:?}");
+                compared += 1;
+            }
+            // A second time: nothing is shared, nothing is copied.
+            let core = &*own.world.clients[0] as *const _;
+            Explorable::localize(&m, &mut own);
+            assert!(std::ptr::eq(core, &*own.world.clients[0]), "{name}");
+        });
+    }
+    assert!(compared > 10_000, "only {compared} steps compared");
+}

@@ -131,6 +131,11 @@ pub trait Explorable: Sync {
     fn depth_bound(&self) -> usize;
     /// The simulated time of `s` in ms, for counterexamples.
     fn time_of(&self, s: &Self::State) -> u64;
+    /// Makes `s`, which another worker made, the taking worker's own: what
+    /// it shares by reference counts, copied (see
+    /// [`World::localize`](crate::sim::World::localize)). Nothing the state
+    /// means may change.
+    fn localize(&self, _s: &mut Self::State) {}
 }
 
 impl Explorable for CheckModel {
@@ -157,6 +162,9 @@ impl Explorable for CheckModel {
     }
     fn depth_bound(&self) -> usize {
         self.scenario.bounds.depth
+    }
+    fn localize(&self, s: &mut State) {
+        s.world.localize();
     }
     fn time_of(&self, s: &State) -> u64 {
         s.world.latest_now().as_millis()
@@ -392,7 +400,11 @@ impl<M: Explorable> Explorer<'_, M> {
     fn dfs_worker(&self, pool: &Pool<M::State>) {
         let mut stack: Vec<Item<M::State>> = Vec::new();
         loop {
-            let Some((fp, s, d)) = stack.pop().or_else(|| pool.take(|| self.stopped())) else {
+            let Some((fp, s, d)) = stack.pop().or_else(|| {
+                let mut taken = pool.take(|| self.stopped())?;
+                self.model.localize(&mut taken.1);
+                Some(taken)
+            }) else {
                 return;
             };
             if !self.expand(fp, s, d, |nfp, n, nd| stack.push((nfp, n, nd))) {

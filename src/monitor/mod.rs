@@ -331,6 +331,37 @@ impl std::hash::Hash for Found {
 }
 
 impl Monitor {
+    /// Gives every record this monitor shares with its clones by a
+    /// reference count a copy of its own ([`crate::sim::World::localize`]).
+    /// Nothing it means changes.
+    pub fn localize(&mut self) {
+        let Monitor {
+            step: _,
+            exchanges,
+            lineages,
+            event_ids,
+            sent,
+            delivered,
+            fresh_writes,
+            rare,
+            clients,
+            gets_max: _,
+            faults: _,
+            owed: _,
+            violations: _,
+            retired,
+        } = self;
+        exchanges.localize_deep();
+        lineages.localize_deep();
+        event_ids.localize();
+        sent.localize();
+        delivered.localize();
+        fresh_writes.localize();
+        rare.localize();
+        clients.values_mut().for_each(Shared::localize);
+        retired.localize();
+    }
+
     /// A monitor with nothing seen.
     pub fn new() -> Self {
         Monitor::default()

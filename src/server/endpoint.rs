@@ -141,6 +141,17 @@ pub struct ServerEndpoint {
 }
 
 impl ServerEndpoint {
+    /// Gives every part this endpoint shares with its clones by a reference
+    /// count a copy of its own (a checker's worker takes a state another
+    /// made: [`crate::sim::World::localize`]). Nothing it means changes.
+    pub fn localize(&mut self) {
+        self.config.localize();
+        self.sessions.values_mut().for_each(Shared::localize);
+        if Arc::strong_count(&self.admission.0) > 1 {
+            self.admission.0 = Arc::new(Admission::clone(&self.admission.0));
+        }
+    }
+
     /// An endpoint whose session ids come from a CSPRNG keyed by the OS
     /// ([`IdSource::from_os`]): what anything facing a network wants.
     #[cfg(feature = "os-rng")]

@@ -78,8 +78,16 @@ struct Table {
 }
 
 /// The memo of one run (see the module docs). Shared by every world of the
-/// run and by the run's threads.
+/// run and by the run's threads: a handle, and clones of it are handles to
+/// the same tables ([`World::localize`](super::World::localize) gives a
+/// worker a handle of its own to count references on).
+#[derive(Clone)]
 pub struct ClientMemo {
+    run: Arc<Tables>,
+}
+
+/// The tables and counts behind every handle of one run's memo.
+struct Tables {
     tables: Vec<Mutex<Table>>,
     /// Steps kept in all tables (written only when one is kept).
     entries: AtomicUsize,
@@ -89,7 +97,7 @@ pub struct ClientMemo {
 impl std::fmt::Debug for ClientMemo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientMemo")
-            .field("entries", &self.entries.load(Ordering::Relaxed))
+            .field("entries", &self.run.entries.load(Ordering::Relaxed))
             .field("hits", &self.hits())
             .field("misses", &self.misses())
             .finish()
@@ -115,9 +123,11 @@ impl ClientMemo {
     /// [`ClientMemo::ENTRIES_MAX`]).
     pub fn new(entries_max: usize) -> Self {
         ClientMemo {
-            tables: (0..SLOTS).map(|_| Mutex::default()).collect(),
-            entries: AtomicUsize::new(0),
-            entries_max,
+            run: Arc::new(Tables {
+                tables: (0..SLOTS).map(|_| Mutex::default()).collect(),
+                entries: AtomicUsize::new(0),
+                entries_max,
+            }),
         }
     }
 
@@ -132,7 +142,8 @@ impl ClientMemo {
     }
 
     fn sum(&self, count: impl Fn(&Table) -> u64) -> u64 {
-        self.tables
+        self.run
+            .tables
             .iter()
             .map(|t| count(&t.lock().unwrap_or_else(|p| p.into_inner())))
             .sum()
@@ -140,7 +151,7 @@ impl ClientMemo {
 
     /// Steps kept.
     pub fn len(&self) -> usize {
-        self.entries.load(Ordering::Relaxed)
+        self.run.entries.load(Ordering::Relaxed)
     }
 
     /// Whether nothing is kept.
@@ -162,7 +173,7 @@ impl ClientMemo {
         // The configuration too (its hash is cached): a memo shared by
         // models that differ in a policy cannot mix their steps.
         let key = (Self::hash_of(core), Self::hash_of(&(config, input, now)));
-        let table = &self.tables[slot()];
+        let table = &self.run.tables[slot()];
         let lock = || table.lock().unwrap_or_else(|p| p.into_inner());
         {
             let mut t = lock();
@@ -176,10 +187,10 @@ impl ClientMemo {
         // were two threads to share a slot, each step is still whole
         // under the lock, only slower.
         let stepped = Arc::new(compute());
-        if self.entries.load(Ordering::Relaxed) < self.entries_max
+        if self.run.entries.load(Ordering::Relaxed) < self.run.entries_max
             && lock().steps.insert(key, Arc::clone(&stepped)).is_none()
         {
-            self.entries.fetch_add(1, Ordering::Relaxed);
+            self.run.entries.fetch_add(1, Ordering::Relaxed);
         }
         stepped
     }

@@ -103,6 +103,11 @@ pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
     /// monitor's end-of-run check tells held from lost).
     fn queued(&self) -> Vec<(String, MsgKey)>;
 
+    /// Gives every part it shares by a reference count a copy of its own
+    /// ([`World::localize`](super::World::localize)). Nothing it means
+    /// changes; a server side with nothing shared does nothing.
+    fn localize(&mut self) {}
+
     /// Whether a [`Self::drain`] may find anything. When not, the world
     /// leaves the server side untouched (shared with the states it came
     /// from, its hash kept). When unsure, `true`.
@@ -121,6 +126,10 @@ pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
 }
 
 impl Servers for ServerEndpoint {
+    fn localize(&mut self) {
+        ServerEndpoint::localize(self)
+    }
+
     fn handle_request(
         &mut self,
         _at: usize,
