@@ -9,6 +9,7 @@
 mod canonical;
 mod clocks;
 mod fleet;
+mod localize;
 mod memo;
 mod naming;
 mod net;
