@@ -396,7 +396,11 @@ impl<M: Explorable> Explorer<'_, M> {
     }
 
     /// One depth-first worker: its own stack, fed from and shared with
-    /// `pool`, against the shared visited set.
+    /// `pool`, against the shared visited set. A state taken from the pool
+    /// is localized (a few dozen times a run), and every state the worker
+    /// makes from it is its own. Breadth first does not: there every state
+    /// may pass between workers, and a copy of each would cost more than
+    /// the counts it spares.
     fn dfs_worker(&self, pool: &Pool<M::State>) {
         let mut stack: Vec<Item<M::State>> = Vec::new();
         loop {
