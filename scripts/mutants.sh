@@ -37,6 +37,6 @@ fi
 # The cores, unless files were named.
 case " $* " in
     *" -f "* | *" --file "* | *" --file="*) ;;
-    *) args+=(-f 'src/server/*.rs' -f 'src/client/*.rs' -f 'src/monitor/*.rs' -f src/sse.rs -f src/jsonrpc.rs -f src/shared.rs -f src/chacha.rs -f src/head.rs -f 'src/mrtr/*.rs') ;;
+    *) args+=(-f 'src/server/*.rs' -f 'src/client/*.rs' -f 'src/monitor/*.rs' -f src/sse.rs -f src/jsonrpc.rs -f src/shared.rs -f src/head.rs -f 'src/mrtr/*.rs') ;;
 esac
 cargo mutants "${args[@]}" "$@"

@@ -3,9 +3,9 @@
 //!
 //! A session id is a bearer token: whoever knows it can read the session's
 //! notifications, resume its streams and post into it (R20, R28). So the
-//! default source is a CSPRNG, ChaCha20 ([`crate::chacha`]) keyed with 256
-//! bits from the OS: seeing any number of its outputs tells nothing about the
-//! others. Without the `os-rng` feature the driver brings the key
+//! default source is a CSPRNG, ChaCha20 (`rand_chacha`'s `ChaCha20Rng`) keyed
+//! with 256 bits from the OS (`getrandom`): seeing any number of its outputs
+//! tells nothing about the others. Without the `os-rng` feature the driver brings the key
 //! ([`IdSource::from_key`]).
 //!
 //! The cores stay deterministic because the source is an *input*: the driver
@@ -15,8 +15,9 @@
 //! same trace). That one is predictable by design: one observed id gives
 //! back the generator, so it must never face a network.
 
-use crate::chacha::ChaCha20;
 use crate::rng::SeededRng;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
@@ -30,12 +31,35 @@ enum Kind {
     Reproducible(SeededRng),
 }
 
-/// ChaCha20, boxed so the reproducible kind that checkers fingerprint stays
-/// small; equality compares the whole state, hashing writes nothing (the
-/// state is secret, and a fingerprint never needs it: checkers use the
-/// reproducible source).
+/// ChaCha20 as a key and a position in its keystream, boxed so the
+/// reproducible kind that checkers fingerprint stays small. The generator
+/// itself (`ChaCha20Rng`, with its 256-byte block buffer) is made for each
+/// draw and dropped: ids are drawn a few times in a session's life, and a
+/// shell keeps one source per idle session (`tests/idle_memory.rs`).
+/// Equality compares the whole state; hashing writes nothing (the state is
+/// secret, and a fingerprint never needs it: checkers use the reproducible
+/// source).
 #[derive(Clone, PartialEq, Eq)]
-struct Secure(Box<ChaCha20>);
+struct Secure(Box<Keystream>);
+
+#[derive(Clone, PartialEq, Eq)]
+struct Keystream {
+    key: [u8; 32],
+    /// The next 32-bit word of the keystream to read.
+    word_pos: u128,
+}
+
+impl Keystream {
+    /// Runs `draw` on the generator at this position, and moves past what
+    /// it read.
+    fn draw<T>(&mut self, draw: impl FnOnce(&mut ChaCha20Rng) -> T) -> T {
+        let mut rng = ChaCha20Rng::from_seed(self.key);
+        rng.set_word_pos(self.word_pos);
+        let out = draw(&mut rng);
+        self.word_pos = rng.get_word_pos();
+        out
+    }
+}
 
 impl Hash for Secure {
     fn hash<H: Hasher>(&self, _: &mut H) {}
@@ -69,7 +93,10 @@ impl IdSource {
     /// A CSPRNG keyed by the driver, for embeddings that bring their own
     /// entropy (an HSM, a platform API). The key must be secret and random.
     pub fn from_key(key: [u8; 32]) -> Self {
-        IdSource(Kind::Secure(Secure(Box::new(ChaCha20::new(key)))))
+        IdSource(Kind::Secure(Secure(Box::new(Keystream {
+            key,
+            word_pos: 0,
+        }))))
     }
 
     /// A seeded, predictable source for checkers, simulations and tests:
@@ -89,7 +116,7 @@ impl IdSource {
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         match &mut self.0 {
-            Kind::Secure(Secure(r)) => r.next_u64(),
+            Kind::Secure(Secure(r)) => r.draw(RngCore::next_u64),
             Kind::Reproducible(r) => r.next_u64(),
         }
     }
@@ -136,7 +163,7 @@ impl IdSource {
         match &mut self.0 {
             Kind::Secure(Secure(r)) => {
                 let mut key = [0u8; 32];
-                r.fill(&mut key);
+                r.draw(|rng| rng.fill_bytes(&mut key));
                 Self::from_key(key)
             }
             Kind::Reproducible(r) => Self::reproducible(r.next_u64()),
@@ -202,5 +229,22 @@ mod tests {
     fn debug_hides_the_state() {
         let s = IdSource::from_key([42; 32]);
         assert_eq!(format!("{s:?}"), "IdSource::Secure(..)");
+    }
+
+    /// Drawing from a fresh generator at the kept position is the same
+    /// stream as one generator drawn from throughout.
+    #[test]
+    fn the_kept_position_reads_one_continuous_keystream() {
+        let mut kept = IdSource::from_key([3; 32]);
+        let mut whole = ChaCha20Rng::from_seed([3; 32]);
+        for _ in 0..40 {
+            assert_eq!(kept.next_u64(), whole.next_u64());
+        }
+        let mut forked = [0u8; 32];
+        whole.fill_bytes(&mut forked);
+        let mut fork = kept.fork();
+        assert_eq!(fork, IdSource::from_key(forked));
+        assert_eq!(kept.next_u64(), whole.next_u64());
+        assert_ne!(fork.next_u64(), kept.next_u64());
     }
 }

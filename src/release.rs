@@ -7,7 +7,7 @@
 //! moment unless it lets them go: the cores call this where a session or an
 //! endpoint goes idle. For a session that is when its output queues drain,
 //! which is once per request: the next request allocates the node again
-//! (about 0.3% of `serve`'s samples at c=1, docs/performance.md, session 31),
+//! (about 0.3% of `serve`'s samples at c=1, docs/performance.md, "C=1 measured round by round"),
 //! the price of a core that releases without being told; a shell's parked
 //! owner and the session mailbox release on their own idle edges.
 

@@ -221,7 +221,7 @@ pub fn self_description(
     if method == "server/discover" {
         serde_json::json!({
             "capabilities": capabilities,
-            "_meta": {crate::server::modern::META_SERVER_INFO: server_info},
+            "_meta": {crate::v2026::META_SERVER_INFO: server_info},
         })
     } else {
         serde_json::json!({"capabilities": capabilities, "serverInfo": server_info})

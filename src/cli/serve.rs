@@ -177,7 +177,7 @@ fn parse_secret(hex: &str) -> Result<[u8; 32], String> {
 /// The runtime `serve` runs on, with `threads` workers. One worker is
 /// tokio's current-thread scheduler: the same single thread of work without
 /// the work-stealing scheduler's bookkeeping (measured side by side:
-/// `docs/performance.md`, session 38).
+/// `docs/performance.md`, "Where c=1 loses to bare hyper").
 pub(super) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, String> {
     let mut builder = if threads <= 1 {
         tokio::runtime::Builder::new_current_thread()

@@ -7,7 +7,7 @@
 //! itself), and `handle` may feed the session again.
 
 use super::{ClientEvent, ClientSession, ClientTransmit};
-use crate::monitor::Observation;
+use crate::observe::Observation;
 
 /// One output of the client core.
 #[derive(Clone, Debug)]

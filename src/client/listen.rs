@@ -23,8 +23,8 @@ use super::{ClientError, ClientEvent, ClientTimer, ClientUsageError, ListenId};
 use crate::ids::{HttpId, RequestId};
 use crate::jsonrpc::{Message, RawJson};
 use crate::policy::Relisten;
-use crate::server::modern::ListenFilter;
 use crate::time::Instant;
+use crate::v2026::ListenFilter;
 use std::time::Duration;
 
 /// The notification that opens every listen stream.
@@ -280,9 +280,9 @@ mod tests {
     use crate::client::{ClientError, ClientEvent, ClientSession, ClientUsageError, ListenId};
     use crate::head::ResponseHead;
     use crate::ids::{HttpId, RequestId};
-    use crate::server::modern::ListenFilter;
     use crate::sse::SseItem;
     use crate::time::Instant;
+    use crate::v2026::ListenFilter;
 
     fn message(data: serde_json::Value) -> SseItem {
         SseItem::Message {

@@ -371,7 +371,7 @@ pub enum ClientEvent {
         /// The listen.
         listen: ListenId,
         /// What the server agreed to send.
-        agreed: crate::server::modern::ListenFilter,
+        agreed: crate::v2026::ListenFilter,
         /// A re-listen after a broken stream.
         resumed: bool,
     },

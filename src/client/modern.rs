@@ -27,8 +27,8 @@ use crate::jsonrpc::{
     ErrorObject, Message, RawJson, HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::server::modern::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use crate::time::Instant;
+use crate::v2026::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -97,7 +97,7 @@ impl ClientSession {
         }
         let mut head = RequestHead::post(None, Some(ProtocolVersion::MODERN))
             .with(headers::MCP_METHOD, &method);
-        let field = crate::server::modern::name_field(&method);
+        let field = crate::v2026::name_field(&method);
         if let Some(name) = field.and_then(|f| p.get(f)).and_then(Value::as_str) {
             head = head.with(headers::MCP_NAME, &encode_name(name));
         }
@@ -223,18 +223,7 @@ fn offers_session_era(e: &ErrorObject) -> bool {
     supported(e).any(|v| ProtocolVersion::LEGACY.contains(&v))
 }
 
-/// An `Mcp-Name` value: as it is when plain visible ASCII without
-/// surrounding blanks, else `=?base64?…?=` (as a plain value that looks
-/// like the sentinel is too).
-pub fn encode_name(name: &str) -> String {
-    let visible = name.bytes().all(|b| (0x20..0x7f).contains(&b));
-    let blank_edge = name.starts_with(' ') || name.ends_with(' ');
-    let looks_encoded = name.starts_with("=?base64?") && name.ends_with("?=");
-    if !name.is_empty() && visible && !blank_edge && !looks_encoded {
-        return name.to_owned();
-    }
-    format!("=?base64?{}?=", crate::base64::encode(name.as_bytes()))
-}
+pub use crate::v2026::encode_name;
 
 #[cfg(test)]
 mod tests {
@@ -384,7 +373,7 @@ mod tests {
         for name in ["echo", " padded ", "héllo", "=?base64?x?=", "tab\there"] {
             let sent = encode_name(name);
             assert_eq!(
-                crate::server::modern::decode(&sent).as_deref(),
+                crate::v2026::decode_name(&sent).as_deref(),
                 Some(name),
                 "{name:?} sent as {sent:?}"
             );

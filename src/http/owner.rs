@@ -560,7 +560,7 @@ mod tests {
     use crate::app::EverythingApp;
     use crate::http::{Server, ServerOptions};
 
-    /// The shutdown race of session 27, made deterministic: an owner whose
+    /// A shutdown race once seen in a real run, made deterministic: an owner whose
     /// shared state is gone (the server dropped its last strong reference
     /// while the owner still ran a stream) must still count itself out, or
     /// `ServerHandle::shutdown` waits forever. With the count reached only

@@ -10,7 +10,7 @@
 use super::Flag;
 use crate::client::ListenId;
 use crate::ids::HttpId;
-use crate::server::modern::ListenFilter;
+use crate::v2026::ListenFilter;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -17,14 +17,12 @@ mod retire;
 #[cfg(test)]
 mod tests;
 
-use crate::client::{ClientEvent, ClientTransmit};
+use crate::client::ClientEvent;
 use crate::ids::{HttpId, MsgKey, RequestId};
-use crate::jsonrpc::{Body, Message, RawJson};
-use crate::server::{Cause, Content, EndReason, Method, RequestHead, Transmit, TransmitKind};
+use crate::jsonrpc::{Message, RawJson};
+use crate::server::{Cause, Content, EndReason, Method, Transmit, TransmitKind};
 use crate::shared::Shared;
 use crate::unhashed::Unhashed;
-use crate::version::ProtocolVersion;
-use crate::{headers, jsonrpc};
 use client::ClientSide;
 use retire::Retired;
 pub use retire::RetiredPart;
@@ -36,6 +34,7 @@ pub const PROPERTIES: [&str; 24] = [
     "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "C1", "C2", "C3", "C4", "C5",
     "I1", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
 ];
+pub use crate::observe::{body_messages, Observation};
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -43,140 +42,6 @@ use std::sync::Arc;
 /// Text the monitor keeps (session ids, event ids): shared, as every state a
 /// checker copies holds the same few.
 type Text = Arc<str>;
-
-/// One thing a harness saw.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Observation {
-    /// A request reached the server as exchange `http`.
-    Request {
-        /// The exchange.
-        http: HttpId,
-        /// Method.
-        method: Method,
-        /// `Mcp-Session-Id`, as sent.
-        session: Option<String>,
-        /// `Last-Event-ID`, as sent.
-        last_event_id: Option<String>,
-        /// The body's messages (empty when not parseable or not a POST).
-        messages: Vec<Message>,
-        /// A modern (2026-07-28) request: no session, nothing to resume.
-        modern: bool,
-    },
-    /// The server wrote this on an exchange.
-    Transmit(Transmit),
-    /// The client or the network closed the exchange: nothing written on it
-    /// afterwards reaches the client.
-    Closed {
-        /// The exchange.
-        http: HttpId,
-    },
-    /// The application handed a message to the core.
-    Sent {
-        /// The session.
-        session: String,
-        /// Its serial number.
-        key: MsgKey,
-        /// Why it was sent.
-        cause: Cause,
-    },
-    /// The network failed (a dropped connection, a partition): B5 only bounds
-    /// GETs in runs without faults.
-    Fault,
-    /// Client `client`'s core started or aborted an exchange (client-side ids).
-    ClientTransmit {
-        /// Which client (0 in a harness with one).
-        client: usize,
-        /// What it started or aborted.
-        transmit: ClientTransmit,
-    },
-    /// Client `client`'s core told its application something.
-    ClientEvent {
-        /// Which client.
-        client: usize,
-        /// What it was told.
-        event: ClientEvent,
-    },
-    /// Client `client` read this message on exchange `http` (before dispatching it).
-    ClientReceived {
-        /// Which client.
-        client: usize,
-        /// The client's exchange.
-        http: HttpId,
-        /// The message.
-        message: Message,
-    },
-    /// Client `client`'s exchange `http` is over (its response ended or the connection failed).
-    ClientClosed {
-        /// Which client.
-        client: usize,
-        /// The client's exchange.
-        http: HttpId,
-    },
-    /// The core dropped a message by explicit, announced policy.
-    Dropped {
-        /// The session.
-        session: String,
-        /// Its serial number.
-        key: MsgKey,
-    },
-    /// The application broadcast a change notification (observed where it
-    /// originates, once, before the core is handed it): every listen
-    /// acknowledged by now that subscribed to it must get it (M3), and
-    /// every client listening for it must end up knowing (M4).
-    Broadcast {
-        /// Its method.
-        method: String,
-        /// Its params.
-        params: Option<RawJson>,
-    },
-}
-
-impl Observation {
-    /// The observation of a request as the server received it.
-    pub fn request(http: HttpId, head: &RequestHead, body: &[u8]) -> Self {
-        Self::request_with(http, head, body, body_messages)
-    }
-
-    /// [`Self::request`] with the body's messages from `parse` (the body
-    /// read as a 2025-era server would; `None` when it is not JSON-RPC): a
-    /// simulation that sees the same bodies again and again parses each once
-    /// (`sim::parsed`).
-    pub fn request_with(
-        http: HttpId,
-        head: &RequestHead,
-        body: &[u8],
-        parse: impl FnOnce(&[u8]) -> Option<Vec<Message>>,
-    ) -> Self {
-        let version = crate::server::request::protocol_version(head)
-            .ok()
-            .flatten();
-        let modern = match head.method {
-            Method::Post => crate::server::modern::is_modern(version, body),
-            _ => version.is_some_and(ProtocolVersion::is_modern),
-        };
-        let messages = match head.method {
-            Method::Post => parse(body).unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        Observation::Request {
-            http,
-            method: head.method.clone(),
-            session: head.header(headers::MCP_SESSION_ID).map(str::to_owned),
-            last_event_id: head.header(headers::LAST_EVENT_ID).map(str::to_owned),
-            messages,
-            modern,
-        }
-    }
-}
-
-/// The messages of a body as the monitor reads what crosses the wire (a
-/// 2025-era peer: a batch is its messages in order); `None` when it is not
-/// JSON-RPC.
-pub fn body_messages(body: &[u8]) -> Option<Vec<Message>> {
-    jsonrpc::parse_body(body, ProtocolVersion::V2025_03_26)
-        .map(Body::into_messages)
-        .ok()
-}
 
 /// A broken property.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -225,7 +90,7 @@ struct Exchange {
     modern: bool,
     /// A modern `subscriptions/listen`: its id, and once acknowledged, the
     /// filter the server agreed to.
-    listen: Option<Box<(RequestId, Option<crate::server::modern::ListenFilter>)>>,
+    listen: Option<Box<(RequestId, Option<crate::v2026::ListenFilter>)>>,
 }
 
 /// A chain of exchanges carrying one logical stream (a POST and its resumptions,
@@ -941,7 +806,7 @@ impl Monitor {
     /// subscription); every notification after it names the subscription
     /// and is of a kind the acknowledgement agreed to.
     fn check_listen(&mut self, http: HttpId, ex: &Exchange, m: &Message) {
-        use crate::server::modern::{ListenFilter, META_SUBSCRIPTION_ID};
+        use crate::v2026::{ListenFilter, META_SUBSCRIPTION_ID};
         let Some(listen) = &ex.listen else {
             return;
         };

@@ -9,7 +9,7 @@
 //! ([`missing_capability`]; the core answers it with HTTP 400).
 
 use crate::jsonrpc::{ErrorObject, RawJson, MISSING_CLIENT_CAPABILITY};
-use crate::server::modern::META_CLIENT_CAPABILITIES;
+use crate::v2026::META_CLIENT_CAPABILITIES;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! influences anything, its integrity MUST be protected and a failed check
 //! MUST be refused; the state SHOULD name the principal, expire soon, and be
 //! bound to the request it was issued for. A [`StateSealer`] does all of it
-//! with ChaCha20-Poly1305 ([`crate::aead`]): the payload and its expiry are
+//! with ChaCha20-Poly1305 (RFC 8439, RustCrypto's `chacha20poly1305`): the payload and its expiry are
 //! encrypted, and the [`Binding`] (method, the request's salient params, the
 //! principal) is the associated data. So a state presented on another
 //! request, by another principal, changed in any bit, or under another key is
@@ -18,11 +18,20 @@
 //! seeded one in tests). Expiry compares instants of one clock: a fleet
 //! sharing a key passes a shared clock's instants (Unix milliseconds).
 
-use crate::aead;
-use crate::base64;
 use crate::id_source::IdSource;
 use crate::time::Instant;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use chacha20poly1305::aead::{Aead, Payload};
+use chacha20poly1305::{ChaCha20Poly1305, KeyInit};
 use serde_json::{json, Value};
+
+/// Bytes of a sealer's key.
+pub const KEY_LEN: usize = 32;
+/// Bytes of a nonce, sent first in every state.
+const NONCE_LEN: usize = 12;
+/// Bytes of the authentication tag, after the ciphertext.
+const TAG_LEN: usize = 16;
 
 /// The prefix of this format, so that a later one can be told apart.
 const PREFIX: &str = "s1.";
@@ -97,7 +106,7 @@ impl StateError {
 
 /// Seals and opens request states under one key.
 pub struct StateSealer {
-    key: [u8; aead::KEY_LEN],
+    key: [u8; KEY_LEN],
     nonces: IdSource,
     ttl_ms: u64,
 }
@@ -114,7 +123,7 @@ impl std::fmt::Debug for StateSealer {
 impl StateSealer {
     /// A sealer with `key` (share it between the instances of a fleet),
     /// drawing nonces from `nonces`; states live `ttl_ms` milliseconds.
-    pub fn new(key: [u8; aead::KEY_LEN], nonces: IdSource, ttl_ms: u64) -> Self {
+    pub fn new(key: [u8; KEY_LEN], nonces: IdSource, ttl_ms: u64) -> Self {
         StateSealer {
             key,
             nonces,
@@ -129,20 +138,20 @@ impl StateSealer {
 
     /// A state carrying `data` for the retry of the request `binding` names.
     pub fn seal(&mut self, binding: &Binding, data: &Value, now: Instant) -> String {
-        let mut nonce = [0u8; aead::NONCE_LEN];
+        let mut nonce = [0u8; NONCE_LEN];
         let (a, b) = (self.nonces.next_u64(), self.nonces.next_u64());
         nonce[..8].copy_from_slice(&a.to_le_bytes());
         nonce[8..].copy_from_slice(&b.to_le_bytes()[..4]);
         let expires = now.as_millis().saturating_add(self.ttl_ms);
         let plaintext = json!({"exp": expires, "data": data}).to_string();
         let mut bytes = nonce.to_vec();
-        bytes.extend(aead::seal(
+        bytes.extend(seal(
             &self.key,
             &nonce,
             binding.0.as_bytes(),
             plaintext.as_bytes(),
         ));
-        format!("{PREFIX}{}", base64::encode(&bytes))
+        format!("{PREFIX}{}", BASE64.encode(&bytes))
     }
 
     /// The data of `state`, if this sealer issued it for `binding` and it has not expired.
@@ -152,15 +161,15 @@ impl StateSealer {
         }
         let bytes = state
             .strip_prefix(PREFIX)
-            .and_then(base64::decode)
+            .and_then(|b64| BASE64.decode(b64).ok())
             .ok_or(StateError::Malformed)?;
-        if bytes.len() < aead::NONCE_LEN + aead::TAG_LEN {
+        if bytes.len() < NONCE_LEN + TAG_LEN {
             return Err(StateError::Malformed);
         }
-        let (nonce, sealed) = bytes.split_at(aead::NONCE_LEN);
-        let nonce: [u8; aead::NONCE_LEN] = nonce.try_into().map_err(|_| StateError::Malformed)?;
-        let plaintext = aead::open(&self.key, &nonce, binding.0.as_bytes(), sealed)
-            .map_err(|_| StateError::Unauthentic)?;
+        let (nonce, sealed) = bytes.split_at(NONCE_LEN);
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| StateError::Malformed)?;
+        let plaintext =
+            open(&self.key, &nonce, binding.0.as_bytes(), sealed).ok_or(StateError::Unauthentic)?;
         // Authentic, so written by `seal`: anything else is a key shared
         // with a different program, refused the same way.
         let mut v: Value =
@@ -176,9 +185,64 @@ impl StateSealer {
     }
 }
 
+/// ChaCha20-Poly1305 of `plaintext` under `aad`: the ciphertext, then the tag.
+fn seal(key: &[u8; KEY_LEN], nonce: &[u8; NONCE_LEN], aad: &[u8], plaintext: &[u8]) -> Vec<u8> {
+    let msg = Payload {
+        msg: plaintext,
+        aad,
+    };
+    ChaCha20Poly1305::new(&(*key).into())
+        .encrypt(&(*nonce).into(), msg)
+        // Fails only past the cipher's length limit (256 GiB), far above
+        // what any state carries.
+        .unwrap_or_default()
+}
+
+/// The plaintext of `sealed` (ciphertext, then tag), if it is authentic.
+fn open(
+    key: &[u8; KEY_LEN],
+    nonce: &[u8; NONCE_LEN],
+    aad: &[u8],
+    sealed: &[u8],
+) -> Option<Vec<u8>> {
+    let msg = Payload { msg: sealed, aad };
+    ChaCha20Poly1305::new(&(*key).into())
+        .decrypt(&(*nonce).into(), msg)
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// The wiring of the AEAD (key, nonce, associated data, tag after the
+    /// ciphertext) against RFC 8439's own example, section 2.8.2.
+    #[test]
+    fn the_aead_is_rfc_8439_chacha20_poly1305() {
+        let key: [u8; 32] = std::array::from_fn(|i| 0x80 + i as u8);
+        let nonce: [u8; 12] = hex("070000004041424344454647").try_into().unwrap();
+        let aad = hex("50515253c0c1c2c3c4c5c6c7");
+        let plaintext = b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.";
+        let sealed = seal(&key, &nonce, &aad, plaintext);
+        let ciphertext = "d31a8d34648e60db7b86afbc53ef7ec2a4aded51296e08fea9e2b5a736ee62d63dbea45e8ca9671282fafb69da92728b1a71de0a9e060b2905d6a5b67ecd3b3692ddbd7f2d778b8c9803aee328091b58fab324e4fad675945585808b4831d7bc3ff4def08e4b7a9de576d26586cec64b6116";
+        let tag = "1ae10b594f09e26a7e902ecbd0600691";
+        assert_eq!(sealed, hex(&format!("{ciphertext}{tag}")));
+        assert_eq!(
+            open(&key, &nonce, &aad, &sealed).as_deref(),
+            Some(&plaintext[..])
+        );
+        let mut changed = sealed.clone();
+        changed[0] ^= 1;
+        assert_eq!(open(&key, &nonce, &aad, &changed), None);
+        assert_eq!(open(&key, &nonce, b"other", &sealed), None);
+    }
 
     fn sealer() -> StateSealer {
         StateSealer::new([3; 32], IdSource::from_key([4; 32]), 60_000)
@@ -234,10 +298,10 @@ mod tests {
             s.open(&format!("{state}-TAMPERED"), &b, t0),
             Err(StateError::Malformed)
         );
-        let mut bytes = base64::decode(&state[PREFIX.len()..]).unwrap();
+        let mut bytes = BASE64.decode(&state[PREFIX.len()..]).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
-        let flipped = format!("{PREFIX}{}", base64::encode(&bytes));
+        let flipped = format!("{PREFIX}{}", BASE64.encode(&bytes));
         assert_eq!(s.open(&flipped, &b, t0), Err(StateError::Unauthentic));
         assert_eq!(
             s.open(&state, &b, Instant::from_millis(60_000)),
@@ -274,8 +338,8 @@ mod tests {
     fn a_state_shorter_than_nonce_and_tag_is_malformed_and_one_as_long_unauthentic() {
         let s = sealer();
         let b = Binding::of("tools/call", None, None);
-        let of = |n: usize| format!("{PREFIX}{}", base64::encode(&vec![0u8; n]));
-        let short = aead::NONCE_LEN + aead::TAG_LEN - 1;
+        let of = |n: usize| format!("{PREFIX}{}", BASE64.encode(vec![0u8; n]));
+        let short = NONCE_LEN + TAG_LEN - 1;
         assert_eq!(
             s.open(&of(short), &b, Instant::ZERO),
             Err(StateError::Malformed)

@@ -14,7 +14,7 @@
 
 use super::{ServerEndpoint, ServerEvent, Transmit};
 use crate::ids::SessionId;
-use crate::monitor::Observation;
+use crate::observe::Observation;
 
 /// One output of the server core.
 #[derive(Debug)]

@@ -24,7 +24,7 @@ use super::{BroadcastOrigin, RequestHead, ServerEndpoint, ServerEvent, ServerOut
 use crate::app::{App, Cx, Fanout, Tap};
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
-use crate::monitor::Observation;
+use crate::observe::Observation;
 use crate::release::Release;
 use crate::rng::SeededRng;
 use crate::server::Admission;
@@ -189,7 +189,7 @@ impl<A: App> ServerDriver<A> {
     }
 
     /// A broadcast that originated in another endpoint (a transport's
-    /// [`Fanout`](crate::app::Fanout)), delivered here too; the tap saw it
+    /// [`Fanout`]), delivered here too; the tap saw it
     /// where it originated. Returns how many got it here.
     pub fn handle_broadcast(
         &mut self,

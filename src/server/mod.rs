@@ -4,7 +4,7 @@
 pub mod admission;
 mod attach;
 mod drain;
-pub(crate) mod driver;
+pub mod driver;
 mod endpoint;
 pub mod event_ids;
 mod listen;

@@ -21,28 +21,11 @@ use crate::error::RequestError;
 use crate::head::RequestHead;
 use crate::headers;
 use crate::jsonrpc::{Body, Message, ParseError};
+pub use crate::v2026::{
+    decode_name as decode, meta, name_field, ListenFilter, META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION, META_SERVER_INFO, META_SUBSCRIPTION_ID, METHODS,
+};
 use crate::version::ProtocolVersion;
-
-/// The `_meta` key of the per-request protocol version.
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// The `_meta` key of the server's description of itself in a result.
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-/// The `_meta` key of the per-request client capabilities.
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-
-/// The requests a modern client may send (2026-07-28 `ClientRequest`).
-pub const METHODS: [&str; 10] = [
-    "server/discover",
-    "completion/complete",
-    "prompts/get",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "subscriptions/listen",
-    "tools/call",
-    "tools/list",
-];
 
 /// Whether a POST is modern: its version header says so, or its body
 /// carries the modern `_meta` version (then the checks decide whether the
@@ -178,27 +161,6 @@ pub fn check(
     Ok(message)
 }
 
-/// The `params` field `Mcp-Name` mirrors, for the methods that need it
-/// (the client names it, the server checks it).
-pub fn name_field(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    }
-}
-
-/// `_meta[key]` of a request's or notification's params.
-pub fn meta(message: &Message, key: &str) -> Option<serde_json::Value> {
-    let params = match message {
-        Message::Request { params, .. } | Message::Notification { params, .. } => {
-            params.as_ref()?
-        }
-        _ => return None,
-    };
-    params.to_value().get("_meta")?.get(key).cloned()
-}
-
 /// A standard header's value, without surrounding whitespace; an error
 /// when it has control characters.
 fn header_value(head: &RequestHead, name: &str) -> Result<Option<String>, String> {
@@ -210,18 +172,6 @@ fn header_value(head: &RequestHead, name: &str) -> Result<Option<String>, String
         return Err(format!("{name} has control characters"));
     }
     Ok(Some(v.to_owned()))
-}
-
-/// An `Mcp-Name` value: `=?base64?…?=` (markers exactly so) decoded, any
-/// other value as it is; `None` for a sentinel with invalid Base64 or UTF-8.
-pub fn decode(value: &str) -> Option<String> {
-    let Some(inner) = value
-        .strip_prefix("=?base64?")
-        .and_then(|v| v.strip_suffix("?="))
-    else {
-        return Some(value.to_owned());
-    };
-    String::from_utf8(crate::base64::decode(inner)?).ok()
 }
 
 #[cfg(test)]
@@ -299,117 +249,6 @@ mod tests {
             !is_modern(None, mentions),
             "the key in an argument is not _meta"
         );
-    }
-}
-
-/// The `_meta` key naming the listen a notification belongs to.
-pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// What a `subscriptions/listen` asks for (its `notifications` param), and
-/// after agreement what the server honours.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct ListenFilter {
-    /// `notifications/tools/list_changed`.
-    pub tools: bool,
-    /// `notifications/prompts/list_changed`.
-    pub prompts: bool,
-    /// `notifications/resources/list_changed`.
-    pub resources: bool,
-    /// `notifications/resources/updated` for these URIs (and their sub-resources).
-    pub resource_uris: Vec<String>,
-}
-
-impl ListenFilter {
-    /// Every kind, any URI: what a server that can send them all honours.
-    pub fn all() -> Self {
-        ListenFilter {
-            tools: true,
-            prompts: true,
-            resources: true,
-            resource_uris: vec![String::new()],
-        }
-    }
-
-    /// The listen's `params.notifications`; `None` when absent or not an object.
-    pub fn from_params(params: Option<&crate::jsonrpc::RawJson>) -> Option<Self> {
-        let v = params?.to_value();
-        let n = v.get("notifications")?.as_object()?.clone();
-        let flag = |k: &str| n.get(k).and_then(serde_json::Value::as_bool) == Some(true);
-        Some(ListenFilter {
-            tools: flag("toolsListChanged"),
-            prompts: flag("promptsListChanged"),
-            resources: flag("resourcesListChanged"),
-            resource_uris: n
-                .get("resourceSubscriptions")
-                .and_then(serde_json::Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|u| u.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        })
-    }
-
-    /// What of `self` the server honours, given what it can send (`can`; an
-    /// empty URI in `can.resource_uris` stands for every URI).
-    pub fn agreed(&self, can: &ListenFilter) -> ListenFilter {
-        let any_uri = can.resource_uris.iter().any(String::is_empty);
-        ListenFilter {
-            tools: self.tools && can.tools,
-            prompts: self.prompts && can.prompts,
-            resources: self.resources && can.resources,
-            resource_uris: self
-                .resource_uris
-                .iter()
-                .filter(|u| any_uri || can.resource_uris.contains(u))
-                .cloned()
-                .collect(),
-        }
-    }
-
-    /// Whether notification `method` (with `params`) is one this filter
-    /// subscribed to. Nothing request-scoped ever is.
-    pub fn matches(&self, method: &str, params: Option<&serde_json::Value>) -> bool {
-        match method {
-            "notifications/tools/list_changed" => self.tools,
-            "notifications/prompts/list_changed" => self.prompts,
-            "notifications/resources/list_changed" => self.resources,
-            "notifications/resources/updated" => {
-                let Some(uri) = params.and_then(|p| p.get("uri")).and_then(|u| u.as_str()) else {
-                    return false;
-                };
-                self.resource_uris.iter().any(|sub| {
-                    uri == sub
-                        || uri
-                            .strip_prefix(sub.as_str())
-                            .is_some_and(|rest| rest.starts_with(['/', '#', '?']))
-                })
-            }
-            _ => false,
-        }
-    }
-
-    /// The filter as the acknowledgement states it (only what is honoured).
-    pub fn to_json(&self) -> serde_json::Value {
-        let mut n = serde_json::Map::new();
-        for (key, on) in [
-            ("toolsListChanged", self.tools),
-            ("promptsListChanged", self.prompts),
-            ("resourcesListChanged", self.resources),
-        ] {
-            if on {
-                n.insert(key.into(), true.into());
-            }
-        }
-        if !self.resource_uris.is_empty() {
-            n.insert(
-                "resourceSubscriptions".into(),
-                self.resource_uris.clone().into(),
-            );
-        }
-        serde_json::Value::Object(n)
     }
 }
 

@@ -7,7 +7,7 @@
 //! monitor's records that change a few times along a run). A worker that
 //! takes a state from another gives it copies of its own first, once; every
 //! state it makes from there counts on its own copies
-//! (docs/performance.md, session 46).
+//! (docs/performance.md, "No reference count written from both CPUs").
 
 use super::memo::ClientMemo;
 use super::servers::Servers;

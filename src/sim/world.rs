@@ -503,7 +503,7 @@ impl<S: Servers> World<S> {
     /// cannot now.
     pub fn listen_on(&mut self, c: usize) -> Option<crate::client::ListenId> {
         let now = self.client_now(c);
-        let filter = crate::server::modern::ListenFilter {
+        let filter = crate::v2026::ListenFilter {
             tools: true,
             ..Default::default()
         };

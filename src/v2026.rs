@@ -1,0 +1,189 @@
+//! What the 2026-07-28 revision adds to the wire, shared by both cores:
+//! the `_meta` keys of the per-request protocol version and capabilities,
+//! the requests of the era, the `Mcp-Name` header's field and encoding, and
+//! what a `subscriptions/listen` asks for. A leaf: the server core checks
+//! these and the client core writes them, neither through the other.
+
+use crate::jsonrpc::Message;
+
+/// The `_meta` key of the per-request protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key of the server's description of itself in a result.
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// The `_meta` key of the per-request client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The `_meta` key naming the listen a notification belongs to.
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The requests a modern client may send (2026-07-28 `ClientRequest`).
+pub const METHODS: [&str; 10] = [
+    "server/discover",
+    "completion/complete",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "subscriptions/listen",
+    "tools/call",
+    "tools/list",
+];
+
+/// The `params` field `Mcp-Name` mirrors, for the methods that need it
+/// (the client names it, the server checks it).
+pub fn name_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
+/// `_meta[key]` of a request's or notification's params.
+pub fn meta(message: &Message, key: &str) -> Option<serde_json::Value> {
+    let params = match message {
+        Message::Request { params, .. } | Message::Notification { params, .. } => {
+            params.as_ref()?
+        }
+        _ => return None,
+    };
+    params.to_value().get("_meta")?.get(key).cloned()
+}
+
+/// An `Mcp-Name` value: `=?base64?…?=` (markers exactly so) decoded, any
+/// other value as it is; `None` for a sentinel with invalid Base64 or UTF-8.
+pub fn decode_name(value: &str) -> Option<String> {
+    let Some(inner) = value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    else {
+        return Some(value.to_owned());
+    };
+    let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, inner).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// An `Mcp-Name` value: as it is when plain visible ASCII without
+/// surrounding blanks, else `=?base64?…?=` (as a plain value that looks
+/// like the sentinel is too).
+pub fn encode_name(name: &str) -> String {
+    let visible = name.bytes().all(|b| (0x20..0x7f).contains(&b));
+    let blank_edge = name.starts_with(' ') || name.ends_with(' ');
+    let looks_encoded = name.starts_with("=?base64?") && name.ends_with("?=");
+    if !name.is_empty() && visible && !blank_edge && !looks_encoded {
+        return name.to_owned();
+    }
+    format!(
+        "=?base64?{}?=",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, name.as_bytes())
+    )
+}
+
+/// What a `subscriptions/listen` asks for (its `notifications` param), and
+/// after agreement what the server honours.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct ListenFilter {
+    /// `notifications/tools/list_changed`.
+    pub tools: bool,
+    /// `notifications/prompts/list_changed`.
+    pub prompts: bool,
+    /// `notifications/resources/list_changed`.
+    pub resources: bool,
+    /// `notifications/resources/updated` for these URIs (and their sub-resources).
+    pub resource_uris: Vec<String>,
+}
+
+impl ListenFilter {
+    /// Every kind, any URI: what a server that can send them all honours.
+    pub fn all() -> Self {
+        ListenFilter {
+            tools: true,
+            prompts: true,
+            resources: true,
+            resource_uris: vec![String::new()],
+        }
+    }
+
+    /// The listen's `params.notifications`; `None` when absent or not an object.
+    pub fn from_params(params: Option<&crate::jsonrpc::RawJson>) -> Option<Self> {
+        let v = params?.to_value();
+        let n = v.get("notifications")?.as_object()?.clone();
+        let flag = |k: &str| n.get(k).and_then(serde_json::Value::as_bool) == Some(true);
+        Some(ListenFilter {
+            tools: flag("toolsListChanged"),
+            prompts: flag("promptsListChanged"),
+            resources: flag("resourcesListChanged"),
+            resource_uris: n
+                .get("resourceSubscriptions")
+                .and_then(serde_json::Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|u| u.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+    }
+
+    /// What of `self` the server honours, given what it can send (`can`; an
+    /// empty URI in `can.resource_uris` stands for every URI).
+    pub fn agreed(&self, can: &ListenFilter) -> ListenFilter {
+        let any_uri = can.resource_uris.iter().any(String::is_empty);
+        ListenFilter {
+            tools: self.tools && can.tools,
+            prompts: self.prompts && can.prompts,
+            resources: self.resources && can.resources,
+            resource_uris: self
+                .resource_uris
+                .iter()
+                .filter(|u| any_uri || can.resource_uris.contains(u))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Whether notification `method` (with `params`) is one this filter
+    /// subscribed to. Nothing request-scoped ever is.
+    pub fn matches(&self, method: &str, params: Option<&serde_json::Value>) -> bool {
+        match method {
+            "notifications/tools/list_changed" => self.tools,
+            "notifications/prompts/list_changed" => self.prompts,
+            "notifications/resources/list_changed" => self.resources,
+            "notifications/resources/updated" => {
+                let Some(uri) = params.and_then(|p| p.get("uri")).and_then(|u| u.as_str()) else {
+                    return false;
+                };
+                self.resource_uris.iter().any(|sub| {
+                    uri == sub
+                        || uri
+                            .strip_prefix(sub.as_str())
+                            .is_some_and(|rest| rest.starts_with(['/', '#', '?']))
+                })
+            }
+            _ => false,
+        }
+    }
+
+    /// The filter as the acknowledgement states it (only what is honoured).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut n = serde_json::Map::new();
+        for (key, on) in [
+            ("toolsListChanged", self.tools),
+            ("promptsListChanged", self.prompts),
+            ("resourcesListChanged", self.resources),
+        ] {
+            if on {
+                n.insert(key.into(), true.into());
+            }
+        }
+        if !self.resource_uris.is_empty() {
+            n.insert(
+                "resourceSubscriptions".into(),
+                self.resource_uris.clone().into(),
+            );
+        }
+        serde_json::Value::Object(n)
+    }
+}
