@@ -99,8 +99,8 @@ fn post_round_trip(c: &mut Criterion) {
 /// What `serve` runs per request, short of HTTP: the driver (the endpoint,
 /// the `everything` application, the wire) answering a `tools/call` whole.
 fn driver_tools_call(c: &mut Criterion) {
-    use mcp_streamable::app::EverythingApp;
     use mcp_streamable::server::ServerDriver;
+    use mcp_streamable_hyper::EverythingApp;
     let now = Instant::ZERO;
     let ep = ServerEndpoint::with_ids(config(), ServerPolicy::FIXED, IdSource::reproducible(4));
     let mut driver = ServerDriver::new(ep, EverythingApp::default(), 4);

@@ -24,15 +24,16 @@
 
 use axum::routing::get;
 use axum::Router;
-use mcp_streamable::app::{self, EverythingApp};
-use mcp_streamable::http::{McpService, Server, ServerOptions};
+use mcp_streamable_check::monitor;
+use mcp_streamable_hyper::EverythingApp;
+use mcp_streamable_hyper::{McpService, Server, ServerOptions};
 use std::net::SocketAddr;
 
 #[tokio::main]
 async fn main() {
     let (addr, monitor) = args();
     let tap = monitor.then(|| {
-        app::watching(|v| println!("monitor violation {} {:?}: {}", v.id, v.http, v.detail))
+        monitor::watching(|v| println!("monitor violation {} {:?}: {}", v.id, v.http, v.detail))
     });
     // One application per session, each run by the session's own driver.
     let options = ServerOptions::default();

@@ -18,13 +18,15 @@
 // A transport is where the clock is read (the cores never do).
 #![allow(clippy::disallowed_methods)]
 
-use mcp_streamable::app::{self, EverythingApp, Tap};
+use mcp_streamable::app::Tap;
 use mcp_streamable::head::{Method, RequestHead};
 use mcp_streamable::ids::HttpId;
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::wire::{WireHead, Write};
 use mcp_streamable::server::{EndpointConfig, ServerDriver, ServerEndpoint, UnreadBody};
 use mcp_streamable::time::Instant;
+use mcp_streamable_check::monitor;
+use mcp_streamable_hyper::EverythingApp;
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -139,7 +141,7 @@ fn exit(why: &str) -> ! {
 
 /// A monitor judging every observation; each violation printed when found.
 fn watch() -> Arc<Mutex<Tap>> {
-    Arc::new(Mutex::new(app::watching(|v| {
+    Arc::new(Mutex::new(monitor::watching(|v| {
         println!("monitor violation {} {:?}: {}", v.id, v.http, v.detail)
     })))
 }

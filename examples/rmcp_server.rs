@@ -8,7 +8,7 @@
 //! ```
 //!
 //! The endpoint is `/mcp`. The handler serves the reference fixtures the
-//! conformance suite calls (`mcp_streamable::app::everything`'s tools,
+//! conformance suite calls (`mcp_streamable_hyper::everything`'s tools,
 //! resources and prompts) in rmcp's own terms: logging, progress, sampling
 //! and elicitation through rmcp's `Peer`, and `notify` (sends
 //! `notifications/tools/list_changed` after `delay_ms`), what `probe` uses
@@ -18,9 +18,10 @@
 //! observation and prints each violation as it finds it.
 
 use mcp_streamable::app::tool_call::Arguments;
-use mcp_streamable::app::{self, everything};
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson};
-use mcp_streamable::rmcp::CoreSessionManager;
+use mcp_streamable_check::monitor;
+use mcp_streamable_hyper::everything;
+use mcp_streamable_rmcp::CoreSessionManager;
 #[allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still in 2025-11-25
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, CompleteRequestParams,
@@ -324,7 +325,7 @@ async fn main() {
         axum::Router::new().nest_service("/mcp", svc)
     } else {
         let tap = args.monitor.then(|| {
-            app::watching(|v| println!("monitor violation {} {:?}: {}", v.id, v.http, v.detail))
+            monitor::watching(|v| println!("monitor violation {} {:?}: {}", v.id, v.http, v.detail))
         });
         let manager = Arc::new(CoreSessionManager::default().with_tap(tap));
         let core = Some(manager.clone());

@@ -23,7 +23,7 @@ CONF="$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dist/ind
 CONF_ALPHA="$PEERS/conformance-alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 BIN="$PWD/target/release/mcp-streamable"
 # The examples are built with the test command's profile and features (README.md),
-# whatever each needs: after `cargo test --profile test-release --features rmcp,redis`
+# whatever each needs: after `cargo test --workspace --profile test-release --features rmcp,redis`
 # (CI) they are built already, and no other profile or feature set recompiles the crate.
 EXAMPLE_FEATURES="rmcp,redis"
 EXAMPLE_PROFILE="test-release"
@@ -51,8 +51,8 @@ fi
 
 # The conformance suite 0.2.0-alpha.12: exactly the server scenarios 2026-07-28 requires
 # (--requirements; its 2025-11-25 set passes whole against serve, 81/81). No baseline: every
-# scored scenario passes (MRTR's input-required-result-* on src/mrtr and the EverythingApp
-# fixtures of src/app/everything_mrtr.rs); the suite fails on any failure or warning.
+# scored scenario passes (MRTR's input-required-result-* on crates/mcp-streamable/src/mrtr and the EverythingApp
+# fixtures of crates/mcp-streamable-hyper/src/everything_mrtr.rs); the suite fails on any failure or warning.
 # The unscored ones (the tasks extension, "pending" scenarios) are not counted by the suite.
 echo "== conformance 0.2.0-alpha.12 server scenarios (requirements 2026-07-28) against serve"
 if ! timeout 300 "$NODE" "$CONF_ALPHA" server --url "http://localhost:$PORT/mcp" --requirements 2026-07-28 \

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Mutation testing of the sans-IO cores with cargo-mutants (config: .cargo/mutants.toml).
 #   bash scripts/mutants.sh                      every core file (hours on 2 cores)
-#   bash scripts/mutants.sh -f src/server/admission.rs   one file
+#   bash scripts/mutants.sh -f crates/mcp-streamable/src/server/admission.rs   one file
 #   bash scripts/mutants.sh --in-diff            only what the working tree changes against HEAD
-#   bash scripts/mutants.sh --rmcp [-f FILE]     the rmcp adapter (src/rmcp/), feature rmcp, built
+#   bash scripts/mutants.sh --rmcp [-f FILE]     the rmcp adapter (crates/mcp-streamable-rmcp), feature rmcp, built
 #                                                and tested with its own test files only (the loom
 #                                                model skipped: too slow per mutant; run it by hand)
 # Results in mutants.out/ (caught.txt, missed.txt, timeout.txt, unviable.txt).
@@ -21,7 +21,7 @@ if [ "${1:-}" = "--rmcp" ]; then
     shift
     case " $* " in
         *" -f "* | *" --file "* | *" --file="*) ;;
-        *) set -- -f 'src/rmcp/*.rs' "$@" ;;
+        *) set -- -f 'crates/mcp-streamable-rmcp/src/*.rs' "$@" ;;
     esac
     # -C: for the build as well as the test run, so only these targets build.
     exec cargo mutants --no-config --features rmcp --profile mutants --timeout 180 \
@@ -37,6 +37,7 @@ fi
 # The cores, unless files were named.
 case " $* " in
     *" -f "* | *" --file "* | *" --file="*) ;;
-    *) args+=(-f 'src/server/*.rs' -f 'src/client/*.rs' -f 'src/monitor/*.rs' -f src/sse.rs -f src/jsonrpc.rs -f src/shared.rs -f src/head.rs -f 'src/mrtr/*.rs') ;;
+    *) C=crates/mcp-streamable/src
+       args+=(-f "$C/server/*.rs" -f "$C/client/*.rs" -f 'crates/mcp-streamable-check/src/monitor/*.rs' -f "$C/sse.rs" -f "$C/jsonrpc.rs" -f "$C/shared.rs" -f "$C/head.rs" -f "$C/mrtr/*.rs") ;;
 esac
 cargo mutants "${args[@]}" "$@"

@@ -1,4 +1,4 @@
-//! The partial-order reduction is sound (`src/check/ample.rs`): where it
+//! The partial-order reduction is sound (`crates/mcp-streamable-check/src/ample.rs`): where it
 //! says the clients' components are apart, they are, in every state of
 //! several models, checked by stepping both orders; a relation that is
 //! wrong (a drop budget shared by all clients, a `notify` reaching every
@@ -6,18 +6,16 @@
 //! model, the reduction keeps every verdict and counterexample length while
 //! it explores fewer states.
 
-#![cfg(feature = "check")]
-
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod check_support;
 
 use check_support::{agrees, all_enabled, apart_models, bundled};
-use mcp_streamable::check::{
+use mcp_streamable_check::sim::Clocks;
+use mcp_streamable_check::{
     run_search, Action, CheckModel, Limits, NotifyReach, Outcome, Scenario, Search, State,
 };
-use mcp_streamable::sim::Clocks;
 use std::collections::{HashSet, VecDeque};
 
 fn scenario(name: &str) -> Scenario {

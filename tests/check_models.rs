@@ -1,13 +1,11 @@
 //! Every file of `models/` is checked: each expectation's verdict must come out.
 
-#![cfg(feature = "check")]
-
 /// The allocator of the `mcp-streamable` binary: the checker clones and frees
 /// millions of states across threads (see docs/performance.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use mcp_streamable::check::{run, CheckModel, Scenario, Verdict};
+use mcp_streamable_check::{run, CheckModel, Scenario, Verdict};
 use std::path::Path;
 
 #[test]
@@ -53,8 +51,8 @@ fn every_model_meets_its_expectations() {
 
 #[test]
 fn every_fleet_model_meets_its_expectations() {
-    use mcp_streamable::check::fleet::FleetFile;
-    use mcp_streamable::check::Limits;
+    use mcp_streamable_check::fleet::FleetFile;
+    use mcp_streamable_check::Limits;
     let files = FleetFile::load_dir(Path::new("models/fleet")).expect("fleet models load");
     assert!(
         files.len() >= 5,
@@ -97,7 +95,7 @@ fn every_fleet_model_meets_its_expectations() {
 
 #[test]
 fn a_fleet_model_with_an_unknown_design_names_the_field() {
-    use mcp_streamable::check::fleet::FleetFile;
+    use mcp_streamable_check::fleet::FleetFile;
     let text = r#"{"name": "x", "description": "", "sessions": {"requests": 1, "delete": true, "expiry": false},
         "depth": 8, "expect": [{"design": "ordered", "verdict": "holds"}]}"#;
     let err = FleetFile::parse(Path::new("x.json"), text)
@@ -162,9 +160,9 @@ fn the_property_ids_are_the_documented_ones() {
         })
         .collect();
     documented.sort();
-    let mut known: Vec<&str> = mcp_streamable::monitor::PROPERTIES
+    let mut known: Vec<&str> = mcp_streamable_check::monitor::PROPERTIES
         .iter()
-        .chain(mcp_streamable::check::fleet::PROPERTIES.iter())
+        .chain(mcp_streamable_check::fleet::PROPERTIES.iter())
         .copied()
         .collect();
     known.sort();
@@ -192,7 +190,7 @@ fn the_large_models_load() {
 /// minutes.
 #[test]
 fn the_large_models_buggy_pairs_are_caught_depth_first_as_listed() {
-    use mcp_streamable::check::{run_search, Limits, Search};
+    use mcp_streamable_check::{run_search, Limits, Search};
     let mut caught = 0;
     for (_, scenario) in Scenario::load_dir(Path::new("models/large")).expect("large models load") {
         for e in &scenario.expect {

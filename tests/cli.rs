@@ -1,7 +1,5 @@
 //! The command line, as a user runs it.
 
-#![cfg(feature = "cli")]
-
 use std::process::Command;
 
 fn bin() -> Command {

@@ -4,14 +4,12 @@
 //! session); `Auto` falls back to `initialize` against a session-era server;
 //! `Modern` does not; a broken modern stream loses its request.
 
-#![cfg(feature = "check")]
-
 use mcp_streamable::client::{
     ClientConfig, ClientEra, ClientError, ClientEvent, ClientTransmitKind,
 };
-use mcp_streamable::monitor::Observation;
-use mcp_streamable::sim::{PairConfig, World};
 use mcp_streamable::version::ProtocolVersion;
+use mcp_streamable_check::monitor::Observation;
+use mcp_streamable_check::sim::{PairConfig, World};
 
 fn world(era: ClientEra, server_modern: bool) -> World {
     let mut config = PairConfig {

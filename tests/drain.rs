@@ -13,12 +13,12 @@ use mcp_streamable::client::{
 use mcp_streamable::head::ResponseHead;
 use mcp_streamable::ids::HttpId;
 use mcp_streamable::jsonrpc::RawJson;
-use mcp_streamable::monitor::Observation;
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::server::{Cause, RequestHead, ServerEvent, ServerOutput, TransmitKind};
 use mcp_streamable::sse::SseItem;
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;
+use mcp_streamable_check::monitor::Observation;
 
 /// What a drain showed, in order: `o` observed, `h` handled.
 #[derive(Debug, PartialEq)]

@@ -2,13 +2,13 @@
 //! out (whole or streamed, each saying when its exchange is over), time in,
 //! closed exchanges in; the monitor judging every observation.
 
-use mcp_streamable::app::everything::Counting;
 use mcp_streamable::head::RequestHead;
 use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::wire::Write;
 use mcp_streamable::server::{Admission, Cause, EndpointConfig, UnreadBody};
 use mcp_streamable::version::ProtocolVersion;
+use mcp_streamable_hyper::everything::Counting;
 
 mod common;
 
@@ -403,11 +403,12 @@ fn under_mcp_go_the_driver_fires_the_scheduling_points_that_send_a_notification(
 /// peer closed (what the monitor judges the server's side by).
 #[test]
 fn the_tap_sees_each_request_and_each_close() {
-    use mcp_streamable::app::{EverythingApp, Tap};
+    use mcp_streamable::app::Tap;
     use mcp_streamable::id_source::IdSource;
-    use mcp_streamable::monitor::Observation;
     use mcp_streamable::server::{ServerDriver, ServerEndpoint};
     use mcp_streamable::time::Instant;
+    use mcp_streamable_check::monitor::Observation;
+    use mcp_streamable_hyper::EverythingApp;
     use std::sync::{Arc, Mutex};
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();

@@ -2,14 +2,12 @@
 //! verdicts and state counts on the bundled models, depth first as well as
 //! breadth first, and "bounded" (never "holds") when a budget stops a run.
 
-#![cfg(feature = "check")]
-
 /// The allocator of the `mcp-streamable` binary: the checker clones and frees
 /// millions of states across threads (see docs/performance.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use mcp_streamable::check::{
+use mcp_streamable_check::{
     memory, run_search, CheckModel, Interrupt, Limit, Limits, Order, Scenario, Search, Verdict,
 };
 use std::path::Path;
@@ -97,7 +95,7 @@ fn depth_first_finds_the_same_states_and_verdicts() {
         let dfs = run_search(&m, Limits::new(2), Search::Dfs, |_| {});
         assert_eq!(dfs.order, Order::Dfs);
         let verdict =
-            |o: &mcp_streamable::check::Outcome| o.counterexample.as_ref().map(|c| c.violation.id);
+            |o: &mcp_streamable_check::Outcome| o.counterexample.as_ref().map(|c| c.violation.id);
         assert_eq!(verdict(&bfs).is_some(), verdict(&dfs).is_some(), "{label}");
         match (&bfs.counterexample, &dfs.counterexample) {
             (None, _) => {
@@ -308,7 +306,7 @@ fn breadth_first_reports_the_depth_of_its_last_level() {
 fn walk(
     m: &CheckModel,
     max: usize,
-    mut f: impl FnMut(&mcp_streamable::check::State, &[mcp_streamable::check::Action]),
+    mut f: impl FnMut(&mcp_streamable_check::State, &[mcp_streamable_check::Action]),
 ) {
     let mut seen = std::collections::HashSet::new();
     let mut todo = vec![m.initial()];
@@ -407,7 +405,7 @@ fn a_memoized_client_step_equals_a_step_in_place() {
 /// is what it is for).
 #[test]
 fn a_localized_state_is_the_same_state_and_shares_nothing_counted() {
-    use mcp_streamable::check::engine::Explorable;
+    use mcp_streamable_check::engine::Explorable;
     let mut compared = 0usize;
     for (name, server, client) in WALKED {
         let m = model(name, server, client);

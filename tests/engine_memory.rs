@@ -2,13 +2,11 @@
 //! held before it (alone in its binary: a test beside it would grow the same
 //! process's resident size while this one watches it).
 
-#![cfg(feature = "check")]
-
 /// The allocator of the `mcp-streamable` binary (see tests/engine.rs).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use mcp_streamable::check::{memory, run_search, CheckModel, Limits, Order, Scenario, Search};
+use mcp_streamable_check::{memory, run_search, CheckModel, Limits, Order, Scenario, Search};
 use std::path::Path;
 
 #[test]

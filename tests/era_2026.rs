@@ -758,8 +758,8 @@ mod monitor_breaches {
     use mcp_streamable::head::{Content, RequestHead, ResponseHead};
     use mcp_streamable::ids::{HttpId, MsgKey, SessionId};
     use mcp_streamable::jsonrpc::{Message, RawJson};
-    use mcp_streamable::monitor::{Monitor, Observation};
     use mcp_streamable::server::{Cause, Outgoing, Transmit, TransmitKind};
+    use mcp_streamable_check::monitor::{Monitor, Observation};
     use serde_json::json;
     use std::sync::Arc;
 

@@ -7,8 +7,6 @@
 //! and no request hangs. `GO_SDK_1_7`'s client, which never notices its
 //! listen ended, is caught (M4) with the shrunk case printed.
 
-#![cfg(feature = "check")]
-
 mod common;
 
 use common::{pick, runner};
@@ -16,7 +14,7 @@ use common::{pick, runner};
 use mcp_streamable::client::{ClientEra, ClientEvent};
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::policy::ClientPolicy;
-use mcp_streamable::sim::{Pair, PairConfig};
+use mcp_streamable_check::sim::{Pair, PairConfig};
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestError};
 use std::sync::atomic::{AtomicUsize, Ordering};

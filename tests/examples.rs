@@ -5,7 +5,6 @@
 //! answer (resumed with `Last-Event-ID`, as the core decides), and against a
 //! server whose head has no end.
 
-#![cfg(feature = "cli")]
 // A hang guard reads the wall clock (the cores never do).
 #![allow(clippy::disallowed_methods)]
 

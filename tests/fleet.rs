@@ -3,13 +3,11 @@
 //! instances for a stream held on another. FIXED (`Relay::Ordered`) holds;
 //! each naive design is caught, with its shortest counterexample.
 
-#![cfg(feature = "check")]
-
-use mcp_streamable::check::engine::{explore, Explorable, Limits};
-use mcp_streamable::check::fleet::RelayAction;
-use mcp_streamable::check::fleet::{RelayModel, RelayScenario, RelayViolation};
-use mcp_streamable::check::Outcome;
 use mcp_streamable::fleet::{Conn, Relay};
+use mcp_streamable_check::engine::{explore, Explorable, Limits};
+use mcp_streamable_check::fleet::RelayAction;
+use mcp_streamable_check::fleet::{RelayModel, RelayScenario, RelayViolation};
+use mcp_streamable_check::Outcome;
 
 fn run(sc: RelayScenario) -> Outcome<RelayAction, RelayViolation> {
     explore(&RelayModel::new(sc), Limits::new(2), |_| {})
@@ -176,12 +174,12 @@ fn a_follower_without_hole_filling_is_needed_only_for_the_last_entry() {
 
 // ---- sessions in the store (F4) ----
 
-use mcp_streamable::check::fleet::{SessionsAction, SessionsModel, SessionsScenario};
 use mcp_streamable::fleet::SessionRefresh;
+use mcp_streamable_check::fleet::{SessionsAction, SessionsModel, SessionsScenario};
 
 fn run_sessions(
     sc: SessionsScenario,
-) -> Outcome<SessionsAction, mcp_streamable::check::fleet::SessionsViolation> {
+) -> Outcome<SessionsAction, mcp_streamable_check::fleet::SessionsViolation> {
     explore(&SessionsModel::new(sc), Limits::new(2), |_| {})
 }
 
@@ -246,7 +244,7 @@ fn a_fleet_world_answers_and_forgets_each_exchange_its_client_closed() {
     use mcp_streamable::id_source::IdSource;
     use mcp_streamable::policy::ServerPolicy;
     use mcp_streamable::server::EndpointConfig;
-    use mcp_streamable::sim::{Fleet, PairConfig, StoreTiming, World};
+    use mcp_streamable_check::sim::{Fleet, PairConfig, StoreTiming, World};
 
     let instance = Instance::new(
         InstanceConfig {

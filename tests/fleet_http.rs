@@ -8,13 +8,11 @@
 //! `MCP_STREAMABLE_REQUIRE_REDIS` is set (CI sets it, after
 //! `scripts/install-fleet.sh`).
 
-#![cfg(feature = "http")]
-
 use http_body_util::BodyExt;
 use mcp_streamable::fleet::instance::InstanceConfig;
 use mcp_streamable::fleet::InstanceId;
-use mcp_streamable::http::fleet::{FleetOptions, FleetServer, MemoryHub, StoreLink};
-use mcp_streamable::http::{EverythingApp, ServerHandle, ServerOptions};
+use mcp_streamable_hyper::fleet::{FleetOptions, FleetServer, MemoryHub, StoreLink};
+use mcp_streamable_hyper::{EverythingApp, ServerHandle, ServerOptions};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -329,7 +327,7 @@ async fn a_session_spans_two_instances_on_the_memory_hub() {
 #[cfg(feature = "redis")]
 mod on_redis {
     use super::*;
-    use mcp_streamable::http::redis::{connect, RedisOptions};
+    use mcp_streamable_redis::{connect, RedisOptions};
 
     /// A `redis-server` of this test's own, stopped when dropped.
     pub struct Redis {
@@ -357,7 +355,7 @@ mod on_redis {
 
     /// The next reply on a link's command connection (publications skipped).
     async fn next_reply(link: &mut StoreLink) -> mcp_streamable::fleet::StoreReply {
-        use mcp_streamable::http::fleet::FromStore;
+        use mcp_streamable_hyper::fleet::FromStore;
         loop {
             let got = tokio::time::timeout(Duration::from_secs(5), link.from.recv())
                 .await

@@ -2,14 +2,13 @@
 //! reproduced, gets its documented answer, and a fresh client is served
 //! during or right after it.
 
-#![cfg(feature = "http")]
 // The shell is real: these tests read the wall clock to bound how long an
 // answer took (the cores never do).
 #![allow(clippy::disallowed_methods)]
 
 mod spawned;
 
-use mcp_streamable::http::{EverythingApp, Server, ServerHandle, ServerOptions};
+use mcp_streamable_hyper::{EverythingApp, Server, ServerHandle, ServerOptions};
 use serde_json::Value;
 use spawned::Spawned;
 use std::io::{Read, Write};

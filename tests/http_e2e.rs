@@ -1,17 +1,15 @@
 //! Our client shell against our server shell over real loopback HTTP, every
 //! observation of both sides judged by one monitor.
 
-#![cfg(feature = "http")]
-
 mod raw_http;
 
 use mcp_streamable::client::ClientEvent;
-use mcp_streamable::http::client::{split_url, Client, ClientOptions, ShellError};
-use mcp_streamable::http::{App, Cx, Server, ServerHandle, ServerOptions, TcpConnect};
 use mcp_streamable::ids::RequestId;
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson};
-use mcp_streamable::monitor::{Monitor, Observation};
 use mcp_streamable::server::Cause;
+use mcp_streamable_check::monitor::{Monitor, Observation};
+use mcp_streamable_hyper::client::{split_url, Client, ClientOptions, ShellError};
+use mcp_streamable_hyper::{App, Cx, Server, ServerHandle, ServerOptions, TcpConnect};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -232,7 +230,7 @@ async fn raw(
 }
 
 /// A server of [`TestApp`]s on a loopback port of its own.
-async fn bind(options: ServerOptions) -> mcp_streamable::http::ServerHandle {
+async fn bind(options: ServerOptions) -> mcp_streamable_hyper::ServerHandle {
     Server::bind(
         "127.0.0.1:0".parse().unwrap(),
         options,
@@ -510,7 +508,7 @@ async fn idle_sessions_park_wake_and_expire() {
     server.shutdown().await;
 }
 
-/// Requests racing for one session (src/http/owner.rs): whichever finds it
+/// Requests racing for one session (crates/mcp-streamable-hyper/src/owner.rs): whichever finds it
 /// parked serves it on its own connection task while the others queue for
 /// that owner, which then goes on as a task and parks again. Every request
 /// is answered once, with its own id and text, round after round.
@@ -593,7 +591,7 @@ impl KeepAlive {
 }
 
 /// A client using its session one request at a time on one connection
-/// (src/http/owner.rs): the session parks after each answer and the next
+/// (crates/mcp-streamable-hyper/src/owner.rs): the session parks after each answer and the next
 /// request on that connection wakes it inline, on the connection's task.
 /// Requests from another connection between them wake it as a task; back on
 /// the first connection it is inline again; and a request on it past the
@@ -732,7 +730,7 @@ async fn start_everything(monitor: &Shared) -> ServerHandle {
     Server::bind(
         "127.0.0.1:0".parse().unwrap(),
         ServerOptions::default(),
-        mcp_streamable::app::EverythingApp::default,
+        mcp_streamable_hyper::EverythingApp::default,
         Some(tap(monitor)),
     )
     .await

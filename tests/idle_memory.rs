@@ -5,7 +5,6 @@
 //! shell"). Heap bytes are counted by a global allocator, so the figure is
 //! deterministic: not a timed test. Before that work it was 4,619 bytes.
 //! In the mutants' fast set (`.cargo/mutants.toml`).
-#![cfg(feature = "http")]
 
 #[path = "heap_support/mod.rs"]
 mod heap_support;

@@ -1,15 +1,13 @@
 //! Several clients in one world: each is judged on its own (C2–C5 per
 //! client), and nothing of one session reaches another (I1).
 
-#![cfg(feature = "check")]
-
 use mcp_streamable::client::ClientEvent;
 use mcp_streamable::ids::{HttpId, MsgKey};
 use mcp_streamable::jsonrpc::{Message, RawJson};
-use mcp_streamable::monitor::Observation;
 use mcp_streamable::server::{Cause, Method, Outgoing, Transmit, TransmitKind};
-use mcp_streamable::sim::{PairConfig, World};
 use mcp_streamable::version::ProtocolVersion;
+use mcp_streamable_check::monitor::Observation;
+use mcp_streamable_check::sim::{PairConfig, World};
 use std::sync::Arc;
 
 /// Two clients, both initialized and both with a call answered, every

@@ -4,15 +4,13 @@
 //! and announced again (list again: M4), bounded; and the monitor catches a
 //! client that re-listens silently (M4).
 
-#![cfg(feature = "check")]
-
 use mcp_streamable::client::{
     ClientConfig, ClientEra, ClientError, ClientEvent, ClientUsageError, Purpose,
 };
 use mcp_streamable::ids::HttpId;
 use mcp_streamable::policy::{ClientPolicy, Relisten};
 use mcp_streamable::server::modern::ListenFilter;
-use mcp_streamable::sim::{PairConfig, World};
+use mcp_streamable_check::sim::{PairConfig, World};
 
 const TOOLS: &str = "notifications/tools/list_changed";
 

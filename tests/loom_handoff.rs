@@ -1,5 +1,5 @@
 //! loom over the server shell's park/route handoff, with the shell's own
-//! [`Mailbox`](mcp_streamable::sync::Mailbox): a connection task routes a
+//! [`Mailbox`](mcp_streamable_hyper::sync::Mailbox): a connection task routes a
 //! request to a session's task while that task parks itself because it is
 //! idle. The request must be taken exactly once: by the task, or, refused as
 //! closed, by the woken session. `close_if_empty` (what the shell does)
@@ -7,7 +7,7 @@
 //! did before, with tokio's `try_recv` then `close`) loses it, and loom
 //! finds the interleaving.
 //!
-//! The inline owner (`src/http/owner.rs`): a request that finds its session
+//! The inline owner (`crates/mcp-streamable-hyper/src/owner.rs`): a request that finds its session
 //! parked takes it on the connection task (the table says `Running` with a
 //! fresh mailbox), is served there, and the new owner then drains and parks
 //! as any owner does, so a session may pass from owner to owner many times.
@@ -26,7 +26,7 @@ mod loom_support;
 use loom::sync::Arc;
 use loom::thread;
 use loom_support::{explore, LoomLock, LoomMailbox};
-use mcp_streamable::sync::{Lock, SendError};
+use mcp_streamable_hyper::sync::{Lock, SendError};
 
 enum Slot {
     Running(Arc<LoomMailbox<u32>>),

@@ -1,4 +1,4 @@
-//! loom over the races, with the shells' own [`Mailbox`](mcp_streamable::sync::Mailbox)
+//! loom over the races, with the shells' own [`Mailbox`](mcp_streamable_hyper::sync::Mailbox)
 //! and the real cores: each actor of a scenario (the client's script, the
 //! server application, mcp-go's listener and handler goroutines, the late
 //! background GET's network path, a fault, the clock) is a loom thread that
@@ -15,16 +15,14 @@
 //! every choice within an actor too, loom only the orders between actors
 //! (docs/testing.md compares the two).
 
-#![cfg(feature = "check")]
-
 mod loom_support;
 
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 use loom_support::{explore, in_child, is_child, Explored, LoomMailbox};
-use mcp_streamable::check::{Action, CheckModel, Scenario, State};
 use mcp_streamable::client::Purpose;
 use mcp_streamable::server::SchedulingPoint;
+use mcp_streamable_check::{Action, CheckModel, Scenario, State};
 use std::collections::BTreeSet;
 use std::path::Path;
 

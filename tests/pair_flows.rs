@@ -1,17 +1,15 @@
 //! End-to-end flows of the client core against the server core over the
 //! in-memory network, each judged by the monitor.
 
-#![cfg(feature = "check")]
-
 use mcp_streamable::client::{ClientError, ClientEvent, ServerRequests};
 use mcp_streamable::head::Content;
 use mcp_streamable::ids::RequestId;
 use mcp_streamable::jsonrpc::{Message, METHOD_NOT_FOUND};
-use mcp_streamable::monitor::Observation;
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::server::{Cause, ResponseMode};
-use mcp_streamable::sim::{Pair, PairConfig};
 use mcp_streamable::version::ProtocolVersion;
+use mcp_streamable_check::monitor::Observation;
+use mcp_streamable_check::sim::{Pair, PairConfig};
 
 fn ready() -> Pair {
     let mut p = Pair::new(ServerPolicy::FIXED, ClientPolicy::FIXED);
@@ -364,7 +362,7 @@ fn an_initialize_cut_after_its_priming_event_fails_at_once() {
 /// hash kept), and one that changes it does not.
 #[test]
 fn a_step_that_leaves_the_server_alone_keeps_it_shared() {
-    use mcp_streamable::sim::{Delivery, Servers};
+    use mcp_streamable_check::sim::{Delivery, Servers};
     let mut p = ready();
     p.call("echo");
     let (ch, request) = *p.deliverable().last().expect("the call in flight");
@@ -409,7 +407,7 @@ fn a_step_that_leaves_the_server_alone_keeps_it_shared() {
 fn the_world_drives_the_endpoint_through_the_servers_seam() {
     use mcp_streamable::policy::BackgroundGet;
     use mcp_streamable::server::ServerEndpoint;
-    use mcp_streamable::sim::{Naming, Servers, LIST_CHANGED};
+    use mcp_streamable_check::sim::{Naming, Servers, LIST_CHANGED};
     let mut config = PairConfig {
         naming: Naming::ByExchange,
         ..PairConfig::default()

@@ -5,18 +5,16 @@
 //! client preset is caught against the server that exposes it, with the shrunk
 //! case printed.
 
-#![cfg(feature = "check")]
-
 mod common;
 
 use common::{pick, runner};
 
 use mcp_streamable::client::ClientEvent;
 use mcp_streamable::ids::{HttpId, RequestId};
-use mcp_streamable::monitor::Monitor;
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::server::Cause;
-use mcp_streamable::sim::{Pair, PairConfig};
+use mcp_streamable_check::monitor::Monitor;
+use mcp_streamable_check::sim::{Pair, PairConfig};
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestError};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,14 +2,12 @@
 //! caught by the monitor with the right invariant id; FIXED x FIXED is clean
 //! under the same schedule.
 
-#![cfg(feature = "check")]
-
 use mcp_streamable::client::{ClientEvent, Purpose};
 use mcp_streamable::ids::{HttpId, RequestId};
-use mcp_streamable::monitor::Monitor;
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::server::{Cause, SchedulingPoint};
-use mcp_streamable::sim::{Pair, PairConfig};
+use mcp_streamable_check::monitor::Monitor;
+use mcp_streamable_check::sim::{Pair, PairConfig};
 use std::collections::BTreeSet;
 
 fn ids(p: &Pair) -> BTreeSet<&'static str> {

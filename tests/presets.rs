@@ -274,8 +274,8 @@ fn fixed_keeps_the_response_for_its_own_stream() {
 
 #[test]
 fn monitor_b5_bounds_gets_without_faults() {
-    use mcp_streamable::monitor::{Monitor, Observation};
     use mcp_streamable::server::{Method, RequestHead};
+    use mcp_streamable_check::monitor::{Monitor, Observation};
     let mut m = Monitor::with_gets_max(2);
     for i in 0..3 {
         let head = RequestHead::new(Method::Get).with("mcp-session-id", "s");

@@ -1,8 +1,6 @@
 //! `mcp-streamable probe` against `serve`: FIXED shows no violation, and each
 //! buggy preset shows its own race, found black box over real HTTP.
 
-#![cfg(feature = "cli")]
-
 mod raw_http;
 mod spawned;
 

@@ -12,18 +12,16 @@
 //! `RANDOM_MODELS_STEPS` the longest client script (4) and
 //! `RANDOM_MODELS_DROPS` the most drops (1).
 
-#![cfg(feature = "check")]
-
 mod check_support;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use mcp_streamable::check::scenario::{Bounds, Settings};
-use mcp_streamable::check::{
+use mcp_streamable::client::ClientEra;
+use mcp_streamable_check::scenario::{Bounds, Settings};
+use mcp_streamable_check::{
     run_search, CheckModel, ClientStep, Limits, Outcome, Scenario, Search, ServerStep,
 };
-use mcp_streamable::client::ClientEra;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -221,15 +219,15 @@ fn buggy_presets_are_caught_on_random_models() {
     assert!(missed.is_empty(), "never caught: {missed:?}");
 }
 
-/// The partial-order reduction (`src/check/ample.rs`) on models nobody
+/// The partial-order reduction (`crates/mcp-streamable-check/src/ample.rs`) on models nobody
 /// wrote: each random model under a clock per component and `notify` per
 /// session, with the reduction on and off, under FIXED and two buggy
 /// servers. Where both runs end within the budget, the same verdict and a
 /// counterexample as short; some models fold, some races are caught.
 #[test]
 fn the_reduction_agrees_on_random_models() {
-    use mcp_streamable::check::NotifyReach;
-    use mcp_streamable::sim::Clocks;
+    use mcp_streamable_check::sim::Clocks;
+    use mcp_streamable_check::NotifyReach;
     let cases = env("RANDOM_MODELS_CASES", 16);
     let budget = env("RANDOM_MODELS_STATES", 20_000);
     let mut runner = seeded_runner(Config::default());

@@ -4,8 +4,6 @@
 //! states and, where clients are interchangeable, far fewer; naming by
 //! exchange folds the orders in which requests arrive.
 
-#![cfg(feature = "check")]
-
 mod check_support;
 
 use check_support::{bundled, verdict};
@@ -13,8 +11,8 @@ use check_support::{bundled, verdict};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use mcp_streamable::check::{run_search, Action, CheckModel, Limits, Outcome, Search};
-use mcp_streamable::sim::Naming;
+use mcp_streamable_check::sim::Naming;
+use mcp_streamable_check::{run_search, Action, CheckModel, Limits, Outcome, Search};
 use std::sync::OnceLock;
 
 /// One bundled pair's run: its label, model, whether it has

@@ -6,7 +6,8 @@
 #![cfg(feature = "rmcp")]
 
 use mcp_streamable::app;
-use mcp_streamable::rmcp::CoreSessionManager;
+use mcp_streamable_check::monitor;
+use mcp_streamable_rmcp::CoreSessionManager;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
     PaginatedRequestParams, ServerConfig,
@@ -135,7 +136,7 @@ fn rmcp_on_our_core_has_none_of_them_and_the_monitor_agrees() {
     let violations = Arc::new(Mutex::new(Vec::new()));
     let observations = Arc::new(AtomicUsize::new(0));
     let (seen, counted) = (violations.clone(), observations.clone());
-    let mut monitor = app::watching(move |v| seen.lock().unwrap().push(format!("{v:?}")));
+    let mut monitor = monitor::watching(move |v| seen.lock().unwrap().push(format!("{v:?}")));
     let tap: app::Tap = Box::new(move |o| {
         counted.fetch_add(1, Ordering::Relaxed);
         monitor(o)

@@ -6,7 +6,7 @@
 #![cfg(feature = "rmcp")]
 
 use mcp_streamable::error::RequestError;
-use mcp_streamable::rmcp::{CoreConfig, CoreError, CoreSessionManager, CoreStream, CoreTransport};
+use mcp_streamable_rmcp::{CoreConfig, CoreError, CoreSessionManager, CoreStream, CoreTransport};
 use rmcp::model::GetExtensions;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::OriginatingRequestId;

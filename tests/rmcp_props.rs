@@ -9,14 +9,14 @@
 //! handler's own id.
 #![cfg(feature = "rmcp")]
 
-use mcp_streamable::app;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
 use mcp_streamable::policy::ServerPolicy;
-use mcp_streamable::rmcp::{Bridge, Output};
 use mcp_streamable::server::{ResponseMode, ServerSession, SessionConfig};
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;
+use mcp_streamable_check::monitor;
+use mcp_streamable_rmcp::{Bridge, Output};
 use proptest::prelude::*;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -148,7 +148,7 @@ fn drain(b: &mut Bridge<String>, w: &mut World) -> Result<(), TestCaseError> {
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let violations = Arc::new(Mutex::new(Vec::new()));
     let seen = violations.clone();
-    let tap = app::watching(move |v| seen.lock().unwrap().push(format!("{v:?}")));
+    let tap = monitor::watching(move |v| seen.lock().unwrap().push(format!("{v:?}")));
     let mut b = bridge().with_tap(Some(Arc::new(Mutex::new(tap))));
     let mut w = World::default();
     let at = |w: &World| Instant::from_millis(w.now);

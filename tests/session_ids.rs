@@ -7,11 +7,9 @@
 //! against a reproducible source first (it must succeed there, or the test
 //! proves nothing), then against the shell's default source (it must fail).
 
-#![cfg(feature = "http")]
-
-use mcp_streamable::http::{EverythingApp, Server, ServerHandle, ServerOptions};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::SessionId;
+use mcp_streamable_hyper::{EverythingApp, Server, ServerHandle, ServerOptions};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 

@@ -1,10 +1,8 @@
-//! The reduction's sleep sets are sound (`src/check/sleep.rs`): every step
+//! The reduction's sleep sets are sound (`crates/mcp-streamable-check/src/sleep.rs`): every step
 //! a state leaves out makes a state that an explored path makes too,
 //! checked in every state of the bundled models; and on every bundled model
 //! they keep every state, verdict and counterexample length while the
 //! search takes fewer steps.
-
-#![cfg(feature = "check")]
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -12,7 +10,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod check_support;
 
 use check_support::{agrees, all_enabled, apart_models, bundled, explored};
-use mcp_streamable::check::{run_search, Action, CheckModel, Limits, Search};
+use mcp_streamable_check::{run_search, Action, CheckModel, Limits, Search};
 use std::collections::{HashSet, VecDeque};
 
 fn label(m: &CheckModel) -> String {

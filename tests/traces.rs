@@ -1,9 +1,7 @@
 //! The committed minimal counterexamples of each seed race replay on the
 //! cores to the same violation; a tampered trace is refused with a clear error.
 
-#![cfg(feature = "check")]
-
-use mcp_streamable::check::{replay, Diagram, Trace, TraceError};
+use mcp_streamable_check::{replay, Diagram, Trace, TraceError};
 use std::path::Path;
 
 fn traces() -> Vec<(String, Trace)> {

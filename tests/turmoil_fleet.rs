@@ -6,16 +6,14 @@
 //! session goes on through the other, and every call completes (answered, or
 //! failed with the error a dead instance's calls get) instead of hanging.
 
-#![cfg(feature = "http")]
-
 use mcp_streamable::fleet::instance::InstanceConfig;
 use mcp_streamable::fleet::InstanceId;
-use mcp_streamable::http::client::{Client, ClientOptions};
-use mcp_streamable::http::fleet::{FleetOptions, FleetServer, MemoryHub};
-use mcp_streamable::http::{Connect, EverythingApp, ServerOptions};
 use mcp_streamable::id_source::IdSource;
-use mcp_streamable::monitor::Monitor;
 use mcp_streamable::server::AllowList;
+use mcp_streamable_check::monitor::Monitor;
+use mcp_streamable_hyper::client::{Client, ClientOptions};
+use mcp_streamable_hyper::fleet::{FleetOptions, FleetServer, MemoryHub};
+use mcp_streamable_hyper::{Connect, EverythingApp, ServerOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,16 +1,14 @@
 //! The real hyper shells over turmoil's simulated TCP: one server host, client
 //! hosts, seeded latency; the monitor judges every observation of both sides.
 
-#![cfg(feature = "http")]
-
 use mcp_streamable::client::ClientEra;
-use mcp_streamable::http::client::{Client, ClientOptions, RequestHandler};
-use mcp_streamable::http::{Connect, EverythingApp, Server, ServerOptions};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson};
-use mcp_streamable::monitor::{Monitor, Observation};
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::server::AllowList;
+use mcp_streamable_check::monitor::{Monitor, Observation};
+use mcp_streamable_hyper::client::{Client, ClientOptions, RequestHandler};
+use mcp_streamable_hyper::{Connect, EverythingApp, Server, ServerOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

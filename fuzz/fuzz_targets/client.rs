@@ -14,7 +14,7 @@ use mcp_streamable::client::{
 use mcp_streamable::head::{Content, ResponseHead};
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::jsonrpc::RawJson;
-use mcp_streamable::monitor::{Monitor, Observation};
+use mcp_streamable_check::monitor::{Monitor, Observation};
 use mcp_streamable::policy::ClientPolicy;
 use mcp_streamable::sse::SseDecoder;
 use mcp_streamable::time::Instant;

@@ -14,7 +14,7 @@ use mcp_streamable::headers;
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, MsgKey, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{ErrorObject, Message, RawJson};
-use mcp_streamable::monitor::{Monitor, Observation};
+use mcp_streamable_check::monitor::{Monitor, Observation};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{
     Cause, EndpointConfig, Method, RequestHead, ResponseMode, SchedulingPoint, ServerEndpoint,

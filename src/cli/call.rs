@@ -14,11 +14,11 @@
 //! a GET racing the call would only invite a response on the wrong stream.
 
 use mcp_streamable::client::{ClientEra, ClientEvent};
-use mcp_streamable::http::client::{split_url, Client, ClientOptions};
-use mcp_streamable::http::TcpConnect;
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson, METHOD_NOT_FOUND};
-use mcp_streamable::monitor::Monitor;
 use mcp_streamable::policy::BackgroundGet;
+use mcp_streamable_check::monitor::Monitor;
+use mcp_streamable_hyper::client::{split_url, Client, ClientOptions};
+use mcp_streamable_hyper::TcpConnect;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 

@@ -1,13 +1,13 @@
 //! `mcp-streamable check`: every model x its expected preset pairs, a verdict
 //! matrix, and for each counterexample a JSON trace, an SVG and Mermaid text.
 
-use mcp_streamable::check::fleet::FleetFile;
-use mcp_streamable::check::{
+use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
+use mcp_streamable_check::fleet::FleetFile;
+use mcp_streamable_check::sim::{Clocks, Naming};
+use mcp_streamable_check::{
     memory, replay, run_search, CheckModel, Diagram, Expectation, Interrupt, Limit, Limits,
     NotifyReach, Order, Progress, Scenario, Search, Trace, Verdict,
 };
-use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
-use mcp_streamable::sim::{Clocks, Naming};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

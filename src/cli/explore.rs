@@ -1,6 +1,6 @@
 //! `mcp-streamable explore MODEL`: stateright's Explorer, on 127.0.0.1 only.
 
-use mcp_streamable::check::{CheckModel, Scenario};
+use mcp_streamable_check::{CheckModel, Scenario};
 use stateright::Model;
 use std::path::PathBuf;
 use std::process::ExitCode;

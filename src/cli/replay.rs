@@ -2,7 +2,7 @@
 //! each step, and confirms the recorded violation (a mismatch is a
 //! determinism bug and an error).
 
-use mcp_streamable::check::{replay, Diagram, Trace};
+use mcp_streamable_check::{replay, Diagram, Trace};
 use std::path::Path;
 use std::process::ExitCode;
 

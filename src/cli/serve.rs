@@ -1,9 +1,9 @@
 //! `mcp-streamable serve`: the reference server (the conformance suite's tool
 //! set) on 127.0.0.1; `--preset` serves a buggy preset for demonstrations.
 
-use mcp_streamable::http::{EverythingApp, Server, ServerOptions, Tap};
-use mcp_streamable::monitor::Monitor;
 use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable_check::monitor::Monitor;
+use mcp_streamable_hyper::{EverythingApp, Server, ServerOptions, Tap};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -15,7 +15,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:3000")]
     addr: SocketAddr,
     /// The path MCP is served at; any other path is answered 404.
-    #[arg(long, default_value = mcp_streamable::http::DEFAULT_PATH)]
+    #[arg(long, default_value = mcp_streamable_hyper::DEFAULT_PATH)]
     path: String,
     /// Server preset (FIXED, MCP_GO_0_44, RMCP_0_16, …).
     #[arg(long, default_value = "FIXED")]
@@ -114,7 +114,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let monitor = Arc::new(Mutex::new(Monitor::new()));
     let tap: Option<Tap> = args.monitor.then(|| {
         let m = monitor.clone();
-        Box::new(move |o: &mcp_streamable::monitor::Observation| {
+        Box::new(move |o: &mcp_streamable_check::monitor::Observation| {
             if let Ok(mut m) = m.lock() {
                 m.observe(o);
             }

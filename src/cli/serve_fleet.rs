@@ -5,8 +5,8 @@
 
 use mcp_streamable::fleet::instance::InstanceConfig;
 use mcp_streamable::fleet::InstanceId;
-use mcp_streamable::http::fleet::{FleetOptions, FleetServer, MemoryHub};
-use mcp_streamable::http::{EverythingApp, ServerOptions};
+use mcp_streamable_hyper::fleet::{FleetOptions, FleetServer, MemoryHub};
+use mcp_streamable_hyper::{EverythingApp, ServerOptions};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -61,8 +61,8 @@ pub fn run(
 async fn connect(
     store: &str,
     instance: &InstanceConfig,
-) -> Result<mcp_streamable::http::fleet::StoreLink, String> {
-    use mcp_streamable::http::redis::{connect, RedisOptions};
+) -> Result<mcp_streamable_hyper::fleet::StoreLink, String> {
+    use mcp_streamable_redis::{connect, RedisOptions};
     if !store.starts_with("redis://") {
         return Err(format!(
             "--store: expected redis://host:port, got {store:?}"
@@ -80,7 +80,7 @@ async fn connect(
 async fn connect(
     store: &str,
     _: &InstanceConfig,
-) -> Result<mcp_streamable::http::fleet::StoreLink, String> {
+) -> Result<mcp_streamable_hyper::fleet::StoreLink, String> {
     Err(format!(
         "--store {store}: this build has no Redis store (cargo build --release --features redis)"
     ))

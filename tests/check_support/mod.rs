@@ -2,8 +2,8 @@
 //! reduced run is held to the run without the reduction.
 #![allow(dead_code)]
 
-use mcp_streamable::check::{Action, CheckModel, NotifyReach, Outcome, Scenario, State};
-use mcp_streamable::sim::Clocks;
+use mcp_streamable_check::sim::Clocks;
+use mcp_streamable_check::{Action, CheckModel, NotifyReach, Outcome, Scenario, State};
 use std::path::Path;
 
 /// Every bundled scenario of `models/`.

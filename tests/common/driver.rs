@@ -2,17 +2,18 @@
 //! application, the monitor judging every observation, and the time (ms)
 //! the test moves. Shared by the driver's tests and the eras' tests.
 
-use mcp_streamable::app::{EverythingApp, Tap};
+use mcp_streamable::app::Tap;
 use mcp_streamable::client::{ClientEvent, ClientSession, ClientTransmitKind};
 use mcp_streamable::head::{Content, RequestHead, ResponseHead};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::HttpId;
-use mcp_streamable::monitor::{Monitor, Observation};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::wire::Write;
 use mcp_streamable::server::{EndpointConfig, ServerDriver, ServerEndpoint};
 use mcp_streamable::sse::{SseDecoder, SseItem};
 use mcp_streamable::time::Instant;
+use mcp_streamable_check::monitor::{Monitor, Observation};
+use mcp_streamable_hyper::EverythingApp;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 

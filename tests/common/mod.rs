@@ -7,7 +7,6 @@ pub mod driver;
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
-use mcp_streamable::monitor::{Monitor, Observation, Violation};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{
     Cause, Content, EndReason, EndpointConfig, RequestHead, SchedulingPoint, ServerEndpoint,
@@ -15,6 +14,7 @@ use mcp_streamable::server::{
 };
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;
+use mcp_streamable_check::monitor::{Monitor, Observation, Violation};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What one exchange received, in order.

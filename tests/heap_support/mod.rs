@@ -58,11 +58,11 @@ static GLOBAL: Counting = Counting;
 /// nothing but the server's own work and memory is counted.
 pub struct InProcess {
     rt: tokio::runtime::Runtime,
-    mcp: mcp_streamable::http::McpService<mcp_streamable::app::EverythingApp>,
-    handle: Option<mcp_streamable::http::ServerHandle>,
+    mcp: mcp_streamable_hyper::McpService<mcp_streamable_hyper::EverythingApp>,
+    handle: Option<mcp_streamable_hyper::ServerHandle>,
     /// The client address a connection would give (`None`: none, as a
     /// server mounted without one).
-    peer: Option<mcp_streamable::http::PeerAddr>,
+    peer: Option<mcp_streamable_hyper::PeerAddr>,
 }
 
 const INIT: &[u8] = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"idle","version":"0"}}}"#;
@@ -75,9 +75,9 @@ impl InProcess {
             .build()
             .expect("runtime");
         let (mcp, handle) = rt.block_on(async {
-            mcp_streamable::http::Server::start(
-                mcp_streamable::http::ServerOptions::default(),
-                mcp_streamable::app::EverythingApp::default,
+            mcp_streamable_hyper::Server::start(
+                mcp_streamable_hyper::ServerOptions::default(),
+                mcp_streamable_hyper::EverythingApp::default,
                 None,
             )
         });
@@ -92,7 +92,7 @@ impl InProcess {
     /// Every request comes from one client address, as on one connection
     /// (a parked session is then served on the caller's task).
     pub fn with_one_peer(mut self) -> InProcess {
-        self.peer = Some(mcp_streamable::http::PeerAddr(
+        self.peer = Some(mcp_streamable_hyper::PeerAddr(
             ([127, 0, 0, 1], 40000).into(),
         ));
         self

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use mcp_streamable::sync::{Lock, Mailbox, MailboxState};
+use mcp_streamable_hyper::sync::{Lock, Mailbox, MailboxState};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

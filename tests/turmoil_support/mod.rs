@@ -1,7 +1,7 @@
 //! What the turmoil tests share: a listener over turmoil's simulated TCP
 //! for the hyper shells.
 
-use mcp_streamable::http::Listen;
+use mcp_streamable_hyper::Listen;
 
 /// A turmoil listener as the shells' [`Listen`].
 pub struct SimListener(pub turmoil::net::TcpListener);

@@ -239,7 +239,7 @@ impl Probe {
 
 pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     let (authority, path) =
-        mcp_streamable::http::client::split_url(&args.url).map_err(|e| e.to_string())?;
+        mcp_streamable_hyper::client::split_url(&args.url).map_err(|e| e.to_string())?;
     let notify_args: Value =
         serde_json::from_str(&args.notify_args).map_err(|e| format!("--notify-args: {e}"))?;
     if !notify_args.is_object() {

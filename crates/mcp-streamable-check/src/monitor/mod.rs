@@ -1,0 +1,1206 @@
+//! The invariant monitor: judges a run from what can be observed.
+//!
+//! Every harness (proptest, the model checker, turmoil, the HTTP shells) feeds
+//! it [`Observation`]s: requests as they reach the server, what the server
+//! wrote on each exchange, exchanges the client or network closed, and what
+//! the application sent. It never looks inside a core, so the same monitor
+//! judges our cores, the presets of real SDKs, and (later) black-box peers.
+//!
+//! Properties (see `docs/properties.md`): A1–A5 (stale notifications),
+//! B1–B6 (competing GET streams), C1 (responses on foreign streams), C2–C5
+//! (per client, `monitor::client`), I1 (isolation between sessions), and the spec
+//! rules R13, R21 and R32 that a server's output shows.
+
+mod client;
+mod listen;
+mod retire;
+#[cfg(test)]
+mod tests;
+
+use client::ClientSide;
+use mcp_streamable::client::ClientEvent;
+use mcp_streamable::ids::{HttpId, MsgKey, RequestId};
+use mcp_streamable::jsonrpc::{Message, RawJson};
+use mcp_streamable::server::{Cause, Content, EndReason, Method, Transmit, TransmitKind};
+use mcp_streamable::shared::Shared;
+use mcp_streamable::unhashed::Unhashed;
+use retire::Retired;
+pub use retire::RetiredPart;
+
+/// Every property id the monitor can report, as `docs/properties.md` lists
+/// them: what a model may name in `invariants`, `judge` and `violates` (a
+/// name not here would judge nothing and make every run "hold").
+pub const PROPERTIES: [&str; 24] = [
+    "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "C1", "C2", "C3", "C4", "C5",
+    "I1", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
+];
+pub use mcp_streamable::observe::{body_messages, Observation};
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// Text the monitor keeps (session ids, event ids): shared, as every state a
+/// checker copies holds the same few.
+type Text = Arc<str>;
+
+/// A broken property.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Violation {
+    /// Property id: `A1`…`A5`, `B1`…`B6`, `C1`…`C5`, `I1`, `M1`, `M2`, or a spec rule `R13`, `R21`, `R32`.
+    pub id: &'static str,
+    /// Index of the observation that revealed it (0-based); `usize::MAX` for end-of-run checks.
+    pub step: usize,
+    /// The exchange involved.
+    pub http: Option<HttpId>,
+    /// What happened.
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Kind {
+    /// A POST carrying requests.
+    PostRequests(Vec<RequestId>),
+    /// A POST carrying only notifications/responses.
+    PostAccepted,
+    /// `initialize`.
+    Initialize(RequestId),
+    /// Any other POST (unparseable, discover, …).
+    PostOther,
+    /// GET without `Last-Event-ID`.
+    GetPlain,
+    /// GET with `Last-Event-ID`.
+    GetResume(String),
+    /// DELETE.
+    Delete,
+    /// Anything else.
+    Other,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Exchange {
+    kind: Kind,
+    session: Option<Text>,
+    status: Option<u16>,
+    content: Option<Content>,
+    json_bodies: u32,
+    ended: bool,
+    closed: bool,
+    lineage: HttpId,
+    /// A modern (2026-07-28) exchange.
+    modern: bool,
+    /// A modern `subscriptions/listen`: its id, and once acknowledged, the
+    /// filter the server agreed to.
+    listen: Option<Box<(RequestId, Option<mcp_streamable::v2026::ListenFilter>)>>,
+}
+
+/// A chain of exchanges carrying one logical stream (a POST and its resumptions,
+/// or a standalone GET and its resumptions), as far as the wire shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Lineage {
+    /// Requests of the originating POST (empty for a standalone GET).
+    requests: Vec<RequestId>,
+    /// Requests of `requests` answered so far.
+    answered: BTreeSet<RequestId>,
+    /// Event ids first written on this lineage, in order.
+    ids: Vec<Text>,
+    /// Exchanges that carried this lineage, oldest first.
+    connections: Vec<HttpId>,
+    /// A resumption (GET with a `Last-Event-ID` of this lineage) was answered 2xx.
+    resumed: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct EventRecord {
+    key: Option<MsgKey>,
+    lineage: HttpId,
+    position: usize,
+}
+
+/// The monitor. Feed it with [`Monitor::observe`]; read [`Monitor::violations`];
+/// call [`Monitor::finish`] once at quiescence for the end-of-run checks.
+///
+/// Equality and hashing ignore how many observations were seen (and at which
+/// step a violation was found), so a model checker fingerprints equal
+/// situations reached by paths of different lengths as one state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Monitor {
+    /// Observations seen: how many says nothing about what can happen next.
+    step: Unhashed<usize>,
+    exchanges: Shared<BTreeMap<HttpId, Shared<Exchange>>>,
+    /// By the exchange that began each (not by arrival: a checker's states
+    /// that differ only in the order two clients' requests arrived are one).
+    lineages: Shared<BTreeMap<HttpId, Shared<Lineage>>>,
+    /// (session, event id) → first write.
+    event_ids: Shared<BTreeMap<(Text, Text), EventRecord>>,
+    sent: Shared<BTreeMap<(Text, MsgKey), Cause>>,
+    delivered: Shared<BTreeSet<(Text, MsgKey)>>,
+    fresh_writes: Shared<BTreeMap<(Text, MsgKey), BTreeSet<HttpId>>>,
+    /// What changes a few times along a run, kept apart (see [`Rare`]).
+    rare: Shared<Rare>,
+    /// Each client's side, by client index. The big records above and each
+    /// client side are [`Shared`]: one observation changes one or two of
+    /// them, and a checker's copy of the monitor shares the rest.
+    clients: BTreeMap<usize, Shared<ClientSide>>,
+    gets_max: Option<usize>,
+    faults: usize,
+    /// M3: broadcasts owed to acknowledged listen streams.
+    owed: listen::Owed,
+    violations: Found,
+    /// Clients whose part was judged and let go ([`Monitor::retire`]).
+    retired: Shared<BTreeMap<usize, Retired>>,
+}
+
+/// Records that change a few times along a run (a session issued, deleted or
+/// ended, a request cancelled, a message dropped by policy, a GET stream
+/// opened), each shared, and shared again as one: a model checker copies a
+/// monitor for every step it tries and frees most copies at once, and each
+/// shared record it holds is a reference counted up and down from both
+/// CPUs. Together they are one count per copy where they were six, on
+/// records nearly every state of a run holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Rare {
+    sessions_issued: Shared<BTreeSet<Text>>,
+    sessions_deleted: Shared<BTreeSet<Text>>,
+    sessions_ended: Shared<BTreeSet<Text>>,
+    cancelled: Shared<BTreeSet<(Text, RequestId)>>,
+    dropped: Shared<BTreeSet<(Text, MsgKey)>>,
+    gets_per_session: Shared<BTreeMap<Text, usize>>,
+}
+
+/// The violations found, compared and hashed without the step each was
+/// found at (the same situation reached by a longer path is the same state).
+#[derive(Clone, Debug, Default)]
+struct Found(Vec<Violation>);
+
+impl Found {
+    fn key(&self) -> impl Iterator<Item = (&'static str, Option<HttpId>, &String)> {
+        self.0.iter().map(|v| (v.id, v.http, &v.detail))
+    }
+}
+
+impl PartialEq for Found {
+    fn eq(&self, other: &Self) -> bool {
+        self.key().eq(other.key())
+    }
+}
+
+impl Eq for Found {}
+
+impl std::hash::Hash for Found {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.len().hash(state);
+        for k in self.key() {
+            k.hash(state);
+        }
+    }
+}
+
+impl Monitor {
+    /// Gives every record this monitor shares with its clones by a
+    /// reference count a copy of its own ([`crate::sim::World::localize`]).
+    /// Nothing it means changes.
+    pub fn localize(&mut self) {
+        let Monitor {
+            step: _,
+            exchanges,
+            lineages,
+            event_ids,
+            sent,
+            delivered,
+            fresh_writes,
+            rare,
+            clients,
+            gets_max: _,
+            faults: _,
+            owed: _,
+            violations: _,
+            retired,
+        } = self;
+        exchanges.localize_deep();
+        lineages.localize_deep();
+        event_ids.localize();
+        sent.localize();
+        delivered.localize();
+        fresh_writes.localize();
+        rare.localize();
+        clients.values_mut().for_each(Shared::localize);
+        retired.localize();
+    }
+
+    /// A monitor with nothing seen.
+    pub fn new() -> Self {
+        Monitor::default()
+    }
+
+    /// A monitor that also checks B5: with no [`Observation::Fault`], a
+    /// session sees at most `gets_max` GETs.
+    pub fn with_gets_max(gets_max: usize) -> Self {
+        Monitor {
+            gets_max: Some(gets_max),
+            ..Monitor::default()
+        }
+    }
+
+    /// Violations found so far.
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations.0
+    }
+
+    /// Exchanges the server took that the client still waits on with no
+    /// response head (neither answered nor closed by either side): at the
+    /// end of a run, requests that would hang.
+    pub fn unanswered(&self) -> Vec<HttpId> {
+        self.exchanges
+            .iter()
+            .filter(|(_, e)| e.status.is_none() && !e.ended && !e.closed)
+            .map(|(h, _)| *h)
+            .collect()
+    }
+
+    /// The first violation, if any.
+    pub fn first_violation(&self) -> Option<&Violation> {
+        self.violations.0.first()
+    }
+
+    /// Observations seen.
+    pub fn steps(&self) -> usize {
+        self.step.0
+    }
+
+    /// Hashes all but the client sides, which [`Monitor::hash_client`]
+    /// hashes one by one: the checker's symmetry reduction combines those
+    /// as a multiset. Every field is named, so a new one cannot be
+    /// forgotten here.
+    pub fn hash_shared<H: Hasher>(&self, h: &mut H) {
+        let Monitor {
+            step: _,
+            exchanges,
+            lineages,
+            event_ids,
+            sent,
+            delivered,
+            fresh_writes,
+            rare,
+            clients: _,
+            gets_max,
+            faults,
+            owed,
+            violations,
+            retired: _, // each client's, in its part
+        } = self;
+        exchanges.hash(h);
+        lineages.hash(h);
+        event_ids.hash(h);
+        sent.hash(h);
+        delivered.hash(h);
+        fresh_writes.hash(h);
+        rare.hash(h);
+        gets_max.hash(h);
+        faults.hash(h);
+        owed.hash(h);
+        violations.hash(h);
+    }
+
+    /// Hashes client `client`'s side (see [`Monitor::hash_shared`]).
+    pub fn hash_client<H: Hasher>(&self, client: usize, h: &mut H) {
+        self.clients.get(&client).hash(h);
+        self.retired.get(&client).hash(h);
+    }
+
+    /// Feeds one observation.
+    pub fn observe(&mut self, obs: &Observation) {
+        match obs {
+            Observation::Request {
+                http,
+                method,
+                session,
+                last_event_id,
+                messages,
+                modern,
+            } => self.on_request(*http, method, session, last_event_id, messages, *modern),
+            Observation::Transmit(t) => self.on_transmit(t),
+            // Faults excuse B5's bound only: without it nothing reads them,
+            // and states that differ only in their count are one.
+            Observation::Fault if self.gets_max.is_some() => self.faults += 1,
+            Observation::Fault => {}
+            Observation::Closed { http } => {
+                if let Some(e) = self.exchanges.get_mut(http) {
+                    e.closed = true;
+                }
+                self.owed.closed(*http);
+            }
+            Observation::Broadcast { method, params } => self.on_broadcast(method, params),
+            Observation::Sent {
+                session,
+                key,
+                cause,
+            } => {
+                self.sent
+                    .insert((session.as_str().into(), *key), cause.clone());
+            }
+            Observation::Dropped { session, key } => {
+                self.rare.dropped.insert((session.as_str().into(), *key));
+            }
+            Observation::ClientTransmit { client, transmit } => {
+                let mut flags = Vec::new();
+                self.client_side(*client).on_transmit(transmit, &mut flags);
+                self.raise(flags);
+            }
+            Observation::ClientEvent { client, event } => self.on_client_event(*client, event),
+            Observation::ClientReceived {
+                client,
+                http,
+                message,
+            } => {
+                let mut flags = Vec::new();
+                self.client_side(*client)
+                    .on_received(*http, message, &mut flags);
+                self.raise(flags);
+            }
+            Observation::ClientClosed { client, http } => {
+                self.client_side(*client).on_closed(*http)
+            }
+        }
+        self.step.0 += 1;
+    }
+
+    /// End-of-run checks, at quiescence. `queued` lists keys the core still
+    /// holds legitimately (waiting for a stream); a key that is neither
+    /// delivered, dropped by policy, nor queued was lost (A5). An unrelated key
+    /// still queued while a standalone GET is open breaks B4.
+    pub fn finish(&mut self, queued: &[(String, MsgKey)]) {
+        // Sessions with a standalone GET open (B4 is judged per session).
+        let open_standalone: BTreeSet<Text> = self
+            .exchanges
+            .values()
+            .filter(|e| {
+                matches!(e.kind, Kind::GetPlain | Kind::GetResume(_))
+                    && !e.ended
+                    && !e.closed
+                    && e.status == Some(200)
+                    && self
+                        .lineages
+                        .get(&e.lineage)
+                        .is_some_and(|l| l.requests.is_empty())
+            })
+            .filter_map(|e| e.session.clone())
+            .collect();
+        self.finish_client();
+        let mut flags = self.retired_flags();
+        self.owed.finish(&mut flags);
+        for f in flags {
+            self.flag_end(f.id, f.http, f.detail);
+        }
+        let sent: Vec<((Text, MsgKey), Cause)> = self
+            .sent
+            .iter()
+            .map(|(k, c)| (k.clone(), c.clone()))
+            .collect();
+        for (key, cause) in sent {
+            if cause != Cause::Unrelated
+                || self.delivered.contains(&key)
+                || self.rare.dropped.contains(&key)
+                || self.rare.sessions_ended.contains(&key.0)
+                || self.rare.sessions_deleted.contains(&key.0)
+            {
+                continue;
+            }
+            let (_, k) = &key;
+            if queued.iter().any(|(s, q)| **s == *key.0 && *q == key.1) {
+                if open_standalone.contains(&key.0) {
+                    self.flag_end(
+                        "B4",
+                        None,
+                        format!("{k} still queued while a standalone GET is open"),
+                    );
+                }
+                continue;
+            }
+            // Written only into connections that were already dead: lost to the
+            // network unless the client resumed that stream, in which case the
+            // replay must have brought it.
+            let written_on: Vec<HttpId> = self
+                .fresh_writes
+                .get(&key)
+                .map(|l| l.iter().copied().collect())
+                .unwrap_or_default();
+            if written_on.is_empty() {
+                self.flag_end(
+                    "A5",
+                    None,
+                    format!("{k} was dequeued and lost: never written, never dropped by policy"),
+                );
+            } else if written_on.iter().any(|l| self.lineages[l].resumed) {
+                self.flag_end(
+                    "A5",
+                    None,
+                    format!("{k} was written on a stream the client resumed, yet never delivered"),
+                );
+            }
+        }
+    }
+
+    fn client_side(&mut self, client: usize) -> &mut ClientSide {
+        self.clients.entry(client).or_default()
+    }
+
+    fn on_client_event(&mut self, client: usize, event: &ClientEvent) {
+        let mut flags = Vec::new();
+        self.client_side(client).on_event(event, &mut flags);
+        if let ClientEvent::Initialized {
+            session_id: Some(sid),
+            ..
+        } = event
+        {
+            let sid = sid.to_string();
+            if let Some(other) = self
+                .clients
+                .iter()
+                .find(|(c, side)| **c != client && side.session() == Some(sid.as_str()))
+            {
+                flags.push(Flag::new(
+                    "I1",
+                    None,
+                    format!("clients {} and {client} were given one session", other.0),
+                ));
+            }
+        }
+        self.raise(flags);
+    }
+
+    fn finish_client(&mut self) {
+        let mut flags = Vec::new();
+        for side in self.clients.values() {
+            side.finish(&mut flags);
+        }
+        for f in flags {
+            self.flag_end(f.id, f.http, f.detail);
+        }
+    }
+
+    fn raise(&mut self, flags: Vec<Flag>) {
+        for f in flags {
+            self.flag(f.id, f.http, f.detail);
+        }
+    }
+
+    fn flag(&mut self, id: &'static str, http: Option<HttpId>, detail: String) {
+        debug_assert!(PROPERTIES.contains(&id), "{id} is not in PROPERTIES");
+        self.violations.0.push(Violation {
+            id,
+            step: self.step.0,
+            http,
+            detail,
+        });
+    }
+
+    fn flag_end(&mut self, id: &'static str, http: Option<HttpId>, detail: String) {
+        debug_assert!(PROPERTIES.contains(&id), "{id} is not in PROPERTIES");
+        self.violations.0.push(Violation {
+            id,
+            step: usize::MAX,
+            http,
+            detail,
+        });
+    }
+
+    fn new_lineage(&mut self, http: HttpId, requests: Vec<RequestId>) -> HttpId {
+        self.lineages.insert(
+            http,
+            Shared::new(Lineage {
+                requests,
+                ..Lineage::default()
+            }),
+        );
+        http
+    }
+
+    fn on_request(
+        &mut self,
+        http: HttpId,
+        method: &Method,
+        session: &Option<String>,
+        last_event_id: &Option<String>,
+        messages: &[Message],
+        modern: bool,
+    ) {
+        // A modern request names no session, whatever it sends.
+        let session: &Option<Text> = &session.as_deref().filter(|_| !modern).map(Text::from);
+        let kind = match method {
+            Method::Post => {
+                let requests: Vec<RequestId> = messages
+                    .iter()
+                    .filter(|m| m.is_request())
+                    .filter_map(|m| m.id().cloned())
+                    .collect();
+                match messages {
+                    [m] if m.is_initialize() => {
+                        Kind::Initialize(m.id().cloned().unwrap_or(RequestId::Num(0)))
+                    }
+                    [] => Kind::PostOther,
+                    _ if requests.is_empty() => Kind::PostAccepted,
+                    _ => Kind::PostRequests(requests),
+                }
+            }
+            Method::Get => match last_event_id {
+                Some(l) => Kind::GetResume(l.clone()),
+                None => Kind::GetPlain,
+            },
+            Method::Delete => Kind::Delete,
+            Method::Other(_) => Kind::Other,
+        };
+        if let Some(s) = session {
+            for m in messages {
+                if let Message::Notification {
+                    method,
+                    params: Some(p),
+                } = m
+                {
+                    if method == "notifications/cancelled" {
+                        if let Some(id) = p
+                            .to_value()
+                            .get("requestId")
+                            .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok())
+                        {
+                            self.rare.cancelled.insert((s.clone(), id));
+                        }
+                    }
+                }
+            }
+        }
+        if let (Method::Get, Some(s)) = (method, session) {
+            let n = self.rare.gets_per_session.entry(s.clone()).or_default();
+            *n += 1;
+            let n = *n;
+            if let Some(max) = self.gets_max.filter(|m| self.faults == 0 && n > *m) {
+                self.flag(
+                    "B5",
+                    Some(http),
+                    format!("{n} GETs on one session with no fault (bound {max})"),
+                );
+            }
+        }
+        let lineage = match &kind {
+            Kind::PostRequests(r) => self.new_lineage(http, r.clone()),
+            Kind::Initialize(r) => self.new_lineage(http, vec![r.clone()]),
+            Kind::GetResume(l) => {
+                let known = session
+                    .as_ref()
+                    .and_then(|s| self.event_ids.get(&(s.clone(), l.as_str().into())))
+                    .map(|r| r.lineage);
+                match known {
+                    Some(lin) => lin,
+                    None => self.new_lineage(http, Vec::new()),
+                }
+            }
+            _ => self.new_lineage(http, Vec::new()),
+        };
+        if let Some(l) = self.lineages.get_mut(&lineage) {
+            l.connections.push(http);
+        }
+        let listen = match messages {
+            [Message::Request { id, method, .. }] if modern && method == "subscriptions/listen" => {
+                Some(Box::new((id.clone(), None)))
+            }
+            _ => None,
+        };
+        self.exchanges.insert(
+            http,
+            Exchange {
+                kind,
+                session: session.clone(),
+                status: None,
+                content: None,
+                json_bodies: 0,
+                ended: false,
+                closed: false,
+                lineage,
+                modern,
+                listen,
+            }
+            .into(),
+        );
+    }
+
+    fn on_transmit(&mut self, t: &Transmit) {
+        let http = t.http;
+        let Some(ex) = self.exchanges.get(&http).cloned() else {
+            return; // a request the harness did not report: nothing to judge against
+        };
+        if ex.ended && !matches!(t.kind, TransmitKind::End(_)) {
+            self.flag(
+                "A4",
+                Some(http),
+                format!("{:?} written after the response ended", kind_name(&t.kind)),
+            );
+            return;
+        }
+        match &t.kind {
+            TransmitKind::Head(head) => self.on_head(
+                http,
+                &ex,
+                head.status,
+                head.content,
+                head.session_id.as_ref().map(|s| s.as_str()),
+            ),
+            TransmitKind::Json(m) => {
+                self.check_listen(http, &ex, m);
+                self.on_json(http, &ex, m)
+            }
+            TransmitKind::Event { id, message, .. } => {
+                if let (true, Some(id)) = (ex.modern, id) {
+                    self.flag(
+                        "M1",
+                        Some(http),
+                        format!("modern stream event carries id {id:?}: nothing is resumable"),
+                    );
+                }
+                // Why a message was sent is the application's word (`Sent`)
+                // where the monitor has it: a copy a fleet instance relays
+                // from the store knows the message, not its cause.
+                let cause = message.as_ref().map(|o| {
+                    ex.session
+                        .as_ref()
+                        .and_then(|s| self.sent.get(&(s.clone(), o.key)))
+                        .unwrap_or(&o.cause)
+                        .clone()
+                });
+                let (key, msg) = match message {
+                    Some(o) => (Some(o.key), Some(&o.message)),
+                    None => (None, None),
+                };
+                if let Some(m) = msg {
+                    self.check_listen(http, &ex, m);
+                }
+                if let (Some(o), Some(s)) = (message, &ex.session) {
+                    if o.session.as_str() != &**s {
+                        self.flag(
+                            "I1",
+                            Some(http),
+                            format!(
+                                "{} of another session written on this session's stream",
+                                describe(&o.message)
+                            ),
+                        );
+                        return;
+                    }
+                }
+                self.on_event(http, &ex, id.as_deref(), key, msg, cause.as_ref());
+            }
+            TransmitKind::Comment => {
+                if ex.status.is_none() {
+                    self.flag("A4", Some(http), "comment before the head".into());
+                }
+            }
+            TransmitKind::End(reason) => self.on_end(http, &ex, *reason),
+        }
+    }
+
+    fn on_head(
+        &mut self,
+        http: HttpId,
+        ex: &Exchange,
+        status: u16,
+        content: Content,
+        session_id: Option<&str>,
+    ) {
+        if ex.status.is_some() {
+            self.flag(
+                "A4",
+                Some(http),
+                format!("second head ({status}) on one response"),
+            );
+            return;
+        }
+        if matches!(ex.kind, Kind::GetResume(_)) && (200..300).contains(&status) {
+            if let Some(l) = self.lineages.get_mut(&ex.lineage) {
+                l.resumed = true;
+            }
+        }
+        if let Some(e) = self.exchanges.get_mut(&http) {
+            e.status = Some(status);
+            e.content = Some(content);
+            if e.session.is_none() && matches!(e.kind, Kind::Initialize(_)) {
+                e.session = session_id.map(Text::from);
+            }
+        }
+        if ex.modern {
+            if let Some(sid) = session_id {
+                self.flag(
+                    "M1",
+                    Some(http),
+                    format!("modern answer carries Mcp-Session-Id {sid:?}"),
+                );
+            }
+        }
+        if let Some(sid) = session_id {
+            if !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) || sid.is_empty() {
+                self.flag(
+                    "R21",
+                    Some(http),
+                    format!("session id {sid:?} is not visible ASCII"),
+                );
+            }
+            if matches!(ex.kind, Kind::Initialize(_))
+                && (200..300).contains(&status)
+                && !self.rare.sessions_issued.insert(sid.into())
+            {
+                self.flag(
+                    "I1",
+                    Some(http),
+                    format!("session id {sid:?} issued to a second initialize"),
+                );
+            }
+        }
+        let accepted = (200..300).contains(&status);
+        match &ex.kind {
+            Kind::PostAccepted if accepted && status != 202 => {
+                self.flag(
+                    "A1",
+                    Some(http),
+                    format!("notification/response POST answered {status}, not 202"),
+                );
+            }
+            Kind::GetPlain if accepted && content != Content::Sse => {
+                self.flag(
+                    "R13",
+                    Some(http),
+                    format!("standalone GET answered {status} without text/event-stream"),
+                );
+            }
+            _ => {}
+        }
+        self.check_session_status(http, ex, status);
+        if matches!(ex.kind, Kind::Delete) && accepted {
+            if let Some(s) = &ex.session {
+                self.rare.sessions_deleted.insert(s.clone());
+            }
+        }
+    }
+
+    /// The application broadcast `method`: owed to every acknowledged,
+    /// open listen that subscribed to it (M3), news for every client
+    /// listening for it (M4).
+    fn on_broadcast(&mut self, method: &str, params: &Option<RawJson>) {
+        let params = params.as_ref().map(RawJson::to_value);
+        let label = listen::label(method, params.as_ref());
+        let listens: Vec<HttpId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| !e.closed && !e.ended)
+            .filter(|(_, e)| {
+                e.listen
+                    .as_ref()
+                    .and_then(|l| l.1.as_ref())
+                    .is_some_and(|f| f.matches(method, params.as_ref()))
+            })
+            .map(|(h, _)| *h)
+            .collect();
+        self.owed.broadcast(&label, listens.into_iter());
+        for side in self.clients.values_mut() {
+            side.heard_broadcast(method, params.as_ref());
+        }
+    }
+
+    /// M2: a listen's stream opens with its acknowledgement (naming the
+    /// subscription); every notification after it names the subscription
+    /// and is of a kind the acknowledgement agreed to.
+    fn check_listen(&mut self, http: HttpId, ex: &Exchange, m: &Message) {
+        use mcp_streamable::v2026::{ListenFilter, META_SUBSCRIPTION_ID};
+        let Some(listen) = &ex.listen else {
+            return;
+        };
+        let (id, agreed) = (&listen.0, &listen.1);
+        let Message::Notification { method, params } = m else {
+            // A refused listen (4xx with its error) never opened a stream.
+            let accepted = ex.status.is_some_and(|s| (200..300).contains(&s));
+            if agreed.is_none() && accepted {
+                self.flag(
+                    "M2",
+                    Some(http),
+                    format!("{} before the acknowledgement", describe(m)),
+                );
+            }
+            let mut flags = Vec::new();
+            self.owed.ended(http, &mut flags);
+            self.raise(flags);
+            return;
+        };
+        let params = params.as_ref().map(|p| p.to_value());
+        let names = params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|meta| meta.get(META_SUBSCRIPTION_ID))
+            .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+        if names.as_ref() != Some(id) {
+            self.flag(
+                "M2",
+                Some(http),
+                format!("{method} on listen {id} does not name it"),
+            );
+            return;
+        }
+        match agreed {
+            None if method == "notifications/subscriptions/acknowledged" => {
+                let filter = params
+                    .map(RawJson::from)
+                    .and_then(|p| ListenFilter::from_params(Some(&p)))
+                    .unwrap_or_default();
+                if let Some(e) = self.exchanges.get_mut(&http) {
+                    if let Some(l) = &mut e.listen {
+                        l.1 = Some(filter);
+                    }
+                }
+            }
+            None => self.flag(
+                "M2",
+                Some(http),
+                format!("{method} on listen {id} before its acknowledgement"),
+            ),
+            Some(filter) if !filter.matches(method, params.as_ref()) => self.flag(
+                "M2",
+                Some(http),
+                format!("{method} on listen {id}, which did not subscribe to it"),
+            ),
+            Some(_) => self
+                .owed
+                .written(http, &listen::label(method, params.as_ref())),
+        }
+    }
+
+    /// B6: missing id → 400, unknown or terminated → 404, never 401.
+    fn check_session_status(&mut self, http: HttpId, ex: &Exchange, status: u16) {
+        let needs_session =
+            !ex.modern && !matches!(ex.kind, Kind::Initialize(_) | Kind::PostOther | Kind::Other);
+        if !needs_session {
+            return;
+        }
+        match &ex.session {
+            None if status != 400 => {
+                self.flag(
+                    "B6",
+                    Some(http),
+                    format!("request without a session id answered {status}, not 400"),
+                );
+            }
+            Some(s)
+                if (!self.rare.sessions_issued.contains(s)
+                    || self.rare.sessions_deleted.contains(s))
+                    && status != 404 =>
+            {
+                self.flag(
+                    "B6",
+                    Some(http),
+                    format!("unknown or terminated session answered {status}, not 404"),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn on_json(&mut self, http: HttpId, ex: &Exchange, m: &Message) {
+        if ex.status.is_none() {
+            self.flag("A4", Some(http), "body before the head".into());
+        }
+        if let Some(e) = self.exchanges.get_mut(&http) {
+            e.json_bodies += 1;
+        }
+        let ok_status = ex.status.is_some_and(|s| (200..300).contains(&s));
+        match &ex.kind {
+            Kind::PostAccepted if ok_status => {
+                self.flag("A1", Some(http), "202 response with a body".into());
+            }
+            Kind::PostRequests(_) | Kind::Initialize(_) if ok_status => {
+                let ids = match &ex.kind {
+                    Kind::Initialize(id) => vec![id.clone()],
+                    Kind::PostRequests(ids) => ids.clone(),
+                    _ => Vec::new(),
+                };
+                if ex.json_bodies >= 1 {
+                    self.flag(
+                        "A2",
+                        Some(http),
+                        "second JSON message in one application/json body".into(),
+                    );
+                } else if !m.is_response() || !m.id().is_some_and(|id| ids.contains(id)) {
+                    self.flag(
+                        "A2",
+                        Some(http),
+                        format!("JSON body is not the response to {ids:?}: {}", m.to_json()),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_event(
+        &mut self,
+        http: HttpId,
+        ex: &Exchange,
+        id: Option<&str>,
+        key: Option<MsgKey>,
+        message: Option<&Message>,
+        cause: Option<&Cause>,
+    ) {
+        if ex.status.is_none() {
+            self.flag("A4", Some(http), "SSE event before the head".into());
+        }
+        let ok_status = ex.status.is_some_and(|s| (200..300).contains(&s));
+        if matches!(ex.kind, Kind::PostAccepted) && ok_status {
+            self.flag(
+                "A1",
+                Some(http),
+                "notification/response POST carries SSE events".into(),
+            );
+        }
+        if ex.closed && key.is_some() && self.superseded(http, ex.lineage) {
+            self.flag(
+                "B4",
+                Some(http),
+                "message written to a dead connection although the client resumed its stream elsewhere".into(),
+            );
+        }
+        let replayed = self.check_event_id(http, ex, id, key);
+        if let (Some(k), Some(session)) = (key, ex.session.clone()) {
+            let sk = (session, k);
+            if !ex.closed {
+                self.delivered.insert(sk.clone());
+            }
+            if !replayed {
+                let writes = self.fresh_writes.entry(sk.clone()).or_default();
+                writes.insert(ex.lineage);
+                if writes.len() > 1 && self.sent.get(&sk) == Some(&Cause::Unrelated) {
+                    self.flag(
+                        "A5",
+                        Some(http),
+                        format!("{k} written on two different streams"),
+                    );
+                }
+            }
+        }
+        let Some(message) = message else { return };
+        if replayed {
+            return; // judged when first written
+        }
+        self.check_causality(http, ex, message, cause);
+    }
+
+    /// B2, B3, R32 from event ids. Returns whether this write is a legal replay.
+    fn check_event_id(
+        &mut self,
+        http: HttpId,
+        ex: &Exchange,
+        id: Option<&str>,
+        key: Option<MsgKey>,
+    ) -> bool {
+        let (Some(id), Some(session)) = (id, ex.session.clone()) else {
+            return false;
+        };
+        let map_key = (session.clone(), Text::from(id));
+        let Some(first) = self.event_ids.get(&map_key).cloned() else {
+            let Some(lineage) = self.lineages.get_mut(&ex.lineage) else {
+                return false;
+            };
+            lineage.ids.push(id.into());
+            let position = lineage.ids.len() - 1;
+            self.event_ids.insert(
+                map_key,
+                EventRecord {
+                    key,
+                    lineage: ex.lineage,
+                    position,
+                },
+            );
+            return false;
+        };
+        if first.key != key {
+            self.flag(
+                "R32",
+                Some(http),
+                format!("event id {id:?} reused for a different message"),
+            );
+            return false;
+        }
+        let Kind::GetResume(last) = &ex.kind else {
+            self.flag(
+                "B2",
+                Some(http),
+                format!("event {id:?} written again on a stream that resumed nothing"),
+            );
+            return false;
+        };
+        let from = self
+            .event_ids
+            .get(&(session, last.as_str().into()))
+            .cloned();
+        match from {
+            Some(from) if from.lineage != first.lineage => {
+                self.flag(
+                    "B3",
+                    Some(http),
+                    format!("resuming from {last:?} replayed {id:?} of another stream"),
+                );
+                false
+            }
+            Some(from) if from.position >= first.position => {
+                self.flag(
+                    "B2",
+                    Some(http),
+                    format!("resuming from {last:?} re-sent {id:?}, not strictly after it"),
+                );
+                false
+            }
+            Some(_) => true,
+            None => {
+                self.flag(
+                    "B3",
+                    Some(http),
+                    format!("resuming from unknown {last:?} replayed {id:?}"),
+                );
+                false
+            }
+        }
+    }
+
+    /// Whether a newer exchange of the same lineage was answered and is still open.
+    fn superseded(&self, http: HttpId, lineage: HttpId) -> bool {
+        let Some(l) = self.lineages.get(&lineage) else {
+            return false;
+        };
+        let Some(pos) = l.connections.iter().position(|h| *h == http) else {
+            return false;
+        };
+        l.connections[pos + 1..].iter().any(|h| {
+            self.exchanges.get(h).is_some_and(|e| {
+                e.status.is_some_and(|s| (200..300).contains(&s)) && !e.closed && !e.ended
+            })
+        })
+    }
+
+    /// A3 and C1: what a stream may carry, by the request it belongs to.
+    fn check_causality(
+        &mut self,
+        http: HttpId,
+        ex: &Exchange,
+        message: &Message,
+        cause: Option<&Cause>,
+    ) {
+        let requests = self.lineages[&ex.lineage].requests.clone();
+        let session = ex.session.clone().unwrap_or_default();
+        if message.is_response() {
+            let Some(rid) = message.id().cloned() else {
+                return;
+            };
+            if !requests.contains(&rid) {
+                self.flag(
+                    "C1",
+                    Some(http),
+                    format!("response to {rid} on a stream that is not its request's"),
+                );
+                return;
+            }
+            // A second copy on its own stream is a replay, judged by check_event_id.
+            if let Some(l) = self.lineages.get_mut(&ex.lineage) {
+                l.answered.insert(rid);
+            }
+            return;
+        }
+        if requests.is_empty() {
+            return; // standalone stream: unrelated messages belong here
+        }
+        let all_answered = requests.iter().all(|r| {
+            self.lineages[&ex.lineage].answered.contains(r)
+                || self.rare.cancelled.contains(&(session.clone(), r.clone()))
+        });
+        if all_answered {
+            self.flag(
+                "A3",
+                Some(http),
+                format!("{} after the stream's last response", describe(message)),
+            );
+            return;
+        }
+        match cause {
+            Some(Cause::Request(r)) if requests.contains(r) => {}
+            Some(_) => {
+                self.flag(
+                    "A3",
+                    Some(http),
+                    format!(
+                        "{} on the stream of {requests:?} is not caused by it",
+                        describe(message)
+                    ),
+                );
+            }
+            None => {}
+        }
+    }
+
+    fn on_end(&mut self, http: HttpId, ex: &Exchange, reason: EndReason) {
+        if let Some(e) = self.exchanges.get_mut(&http) {
+            e.ended = true;
+        }
+        if reason == EndReason::SessionEnded {
+            if let Some(s) = &ex.session {
+                self.rare.sessions_ended.insert(s.clone());
+            }
+        }
+        if reason == EndReason::Replaced && !ex.closed {
+            self.flag(
+                "B1",
+                Some(http),
+                "a GET ended another live stream of the session".into(),
+            );
+        }
+        if ex.status.is_none() {
+            self.flag("A4", Some(http), "response ended without a head".into());
+        }
+    }
+}
+
+fn kind_name(k: &TransmitKind) -> &'static str {
+    match k {
+        TransmitKind::Head(_) => "head",
+        TransmitKind::Json(_) => "JSON body",
+        TransmitKind::Event { .. } => "SSE event",
+        TransmitKind::Comment => "comment",
+        TransmitKind::End(_) => "end",
+    }
+}
+
+fn describe(m: &Message) -> String {
+    match m.method() {
+        Some(method) => method.to_owned(),
+        None => "response".to_owned(),
+    }
+}
+
+/// A violation a part of the monitor found, before the monitor stamps its step.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Flag {
+    id: &'static str,
+    http: Option<HttpId>,
+    detail: String,
+}
+
+impl Flag {
+    fn new(id: &'static str, http: Option<HttpId>, detail: String) -> Self {
+        Flag { id, http, detail }
+    }
+}
+
+/// A tap that judges every observation with a fresh [`Monitor`] and hands
+/// each violation to `report` the moment it is found (a long-running server
+/// never reaches the monitor's end-of-run checks, so these are all it gets).
+pub fn watching(mut report: impl FnMut(&Violation) + Send + 'static) -> mcp_streamable::app::Tap {
+    let mut monitor = Monitor::new();
+    let mut reported = 0;
+    Box::new(move |o: &Observation| {
+        monitor.observe(o);
+        for v in &monitor.violations()[reported..] {
+            report(v);
+        }
+        reported = monitor.violations().len();
+    })
+}

@@ -1,0 +1,743 @@
+//! Unit tests of the monitor's own surface: what a checker compares and
+//! hashes it by, and the getters a run's report reads.
+
+use super::{Monitor, Observation};
+use mcp_streamable::head::ResponseHead;
+use mcp_streamable::ids::{HttpId, MsgKey, SessionId};
+use mcp_streamable::jsonrpc::parse_message;
+use mcp_streamable::server::{Cause, Content, EndReason, Method, Transmit, TransmitKind};
+use mcp_streamable::shared::fixed_keys;
+use serde_json::json;
+use std::hash::{BuildHasher, Hash, Hasher};
+
+/// A response to request `id` that client `client` never sent: I1.
+fn stray(client: usize, id: u64, http: u64) -> Observation {
+    Observation::ClientReceived {
+        client,
+        http: HttpId(http),
+        message: parse_message(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)).unwrap(),
+    }
+}
+
+/// A session-era POST of `body` on session `s` as exchange `http`.
+fn posted(http: u64, body: &str) -> Observation {
+    Observation::Request {
+        http: HttpId(http),
+        method: Method::Post,
+        session: Some("s".into()),
+        last_event_id: None,
+        messages: vec![parse_message(body).unwrap()],
+        modern: false,
+    }
+}
+
+fn post(http: u64) -> Observation {
+    posted(http, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+}
+
+fn fed(observations: &[Observation]) -> Monitor {
+    let mut m = Monitor::new();
+    for o in observations {
+        m.observe(o);
+    }
+    m
+}
+
+fn hash(f: impl FnOnce(&mut dyn Hasher)) -> u64 {
+    let mut h = fixed_keys().build_hasher();
+    f(&mut h);
+    h.finish()
+}
+
+fn whole(m: &Monitor) -> u64 {
+    hash(|mut h| m.hash(&mut h))
+}
+
+fn shared(m: &Monitor) -> u64 {
+    hash(|mut h| m.hash_shared(&mut h))
+}
+
+fn client(m: &Monitor, c: usize) -> u64 {
+    hash(|mut h| m.hash_client(c, &mut h))
+}
+
+#[test]
+fn the_same_violations_found_after_more_steps_are_the_same_state() {
+    let short = fed(&[stray(0, 7, 1)]);
+    let long = fed(&[
+        post(5),
+        Observation::Closed { http: HttpId(5) },
+        stray(0, 7, 1),
+    ]);
+    assert_eq!(short.steps(), 1);
+    assert_eq!(long.steps(), 3);
+    // Not equal as wholes (the closed exchange differs), but their
+    // violations compare and hash alike whatever step found them.
+    assert_eq!(short.violations.clone(), long.violations.clone());
+    let key = |m: &Monitor| hash(|mut h| m.violations.hash(&mut h));
+    assert_eq!(key(&short), key(&long));
+    let again = fed(&[stray(0, 7, 1)]);
+    assert_eq!(short, again);
+    assert_eq!(whole(&short), whole(&again));
+    assert_eq!(shared(&short), shared(&again));
+}
+
+#[test]
+fn different_violations_are_different_states() {
+    let a = fed(&[stray(0, 7, 1)]);
+    let b = fed(&[stray(0, 8, 1)]);
+    let none = Monitor::new();
+    assert_eq!(a.first_violation().map(|v| v.id), Some("I1"));
+    assert_eq!(none.first_violation(), None);
+    assert_ne!(a.violations, b.violations, "the detail names the id");
+    assert_ne!(a.violations, none.violations);
+    assert_ne!(a, b);
+    assert_ne!(shared(&a), shared(&b));
+    assert_ne!(shared(&a), shared(&none));
+}
+
+#[test]
+fn the_shared_part_and_each_client_part_hash_what_differs() {
+    // Client 1 sent a request client 0 did not: only client 1's part differs.
+    let transmit = |client| {
+        let mut c = mcp_streamable::ClientSession::new(
+            mcp_streamable::ClientConfig::default(),
+            mcp_streamable::ClientPolicy::FIXED,
+        );
+        c.initialize(
+            mcp_streamable::jsonrpc::RawJson::empty_object(),
+            mcp_streamable::time::Instant::ZERO,
+        )
+        .unwrap();
+        Observation::ClientTransmit {
+            client,
+            transmit: c.poll_transmit().unwrap(),
+        }
+    };
+    let zero = fed(&[transmit(0)]);
+    let one = fed(&[transmit(1)]);
+    assert_eq!(shared(&zero), shared(&one));
+    assert_ne!(client(&zero, 0), client(&one, 0));
+    assert_ne!(client(&zero, 1), client(&one, 1));
+    assert_eq!(
+        client(&zero, 0),
+        client(&one, 1),
+        "the same part, another index"
+    );
+    // A server-side difference is in the shared part.
+    let served = fed(&[transmit(0), post(5)]);
+    assert_ne!(shared(&zero), shared(&served));
+    assert_eq!(client(&zero, 0), client(&served, 0));
+}
+
+#[test]
+fn unanswered_lists_exchanges_with_no_head_not_ended_and_not_closed() {
+    let head = |http| {
+        Observation::Transmit(Transmit {
+            http: HttpId(http),
+            kind: TransmitKind::Head(ResponseHead::new(200, Content::Sse)),
+        })
+    };
+    let end = |http| {
+        Observation::Transmit(Transmit {
+            http: HttpId(http),
+            kind: TransmitKind::End(EndReason::Complete),
+        })
+    };
+    let m = fed(&[
+        post(1),
+        post(2),
+        head(2),
+        post(3),
+        Observation::Closed { http: HttpId(3) },
+        post(4),
+        end(4),
+        post(5),
+    ]);
+    assert_eq!(m.unanswered(), [HttpId(1), HttpId(5)]);
+}
+
+fn get(http: u64, last_event_id: Option<&str>) -> Observation {
+    Observation::Request {
+        http: HttpId(http),
+        method: Method::Get,
+        session: Some("s".into()),
+        last_event_id: last_event_id.map(str::to_owned),
+        messages: Vec::new(),
+        modern: false,
+    }
+}
+
+fn head(http: u64, status: u16, content: Content) -> Observation {
+    Observation::Transmit(Transmit {
+        http: HttpId(http),
+        kind: TransmitKind::Head(ResponseHead::new(status, content)),
+    })
+}
+
+fn end(http: u64, reason: EndReason) -> Observation {
+    Observation::Transmit(Transmit {
+        http: HttpId(http),
+        kind: TransmitKind::End(reason),
+    })
+}
+
+fn sent(cause: Cause) -> Observation {
+    Observation::Sent {
+        session: "s".into(),
+        key: MsgKey(1),
+        cause,
+    }
+}
+
+/// A 200 head on `http` naming session `session`.
+fn naming(http: u64, content: Content, session: &str) -> Observation {
+    let mut head = ResponseHead::new(200, content);
+    head.session_id = Some(session.parse::<SessionId>().unwrap());
+    Observation::Transmit(Transmit {
+        http: HttpId(http),
+        kind: TransmitKind::Head(head),
+    })
+}
+
+/// A monitor (`gets_max` when given) that saw session `s` issued.
+fn issued(gets_max: Option<usize>) -> Monitor {
+    let mut m = gets_max.map_or_else(Monitor::new, Monitor::with_gets_max);
+    let init = parse_message(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#);
+    m.observe(&Observation::Request {
+        http: HttpId(100),
+        method: Method::Post,
+        session: None,
+        last_event_id: None,
+        messages: vec![init.unwrap()],
+        modern: false,
+    });
+    m.observe(&naming(100, Content::Json, "s"));
+    m
+}
+
+/// What `finish` finds when the message of [`sent`] is still queued (or
+/// not) after session `s` was issued and `observations`.
+fn finished(observations: &[Observation], queued: bool) -> Vec<&'static str> {
+    let mut m = issued(None);
+    for o in observations {
+        m.observe(o);
+    }
+    let queue = [("s".to_owned(), MsgKey(1))];
+    m.finish(if queued { &queue } else { &[] });
+    m.violations().iter().map(|v| v.id).collect()
+}
+
+#[test]
+fn b4_is_a_message_queued_while_a_live_standalone_get_of_its_session_is_open() {
+    let live = [
+        get(1, None),
+        head(1, 200, Content::Sse),
+        sent(Cause::Unrelated),
+    ];
+    assert_eq!(finished(&live, true), ["B4"]);
+    let resumed = [
+        get(1, Some("e1")),
+        head(1, 200, Content::Sse),
+        sent(Cause::Unrelated),
+    ];
+    assert_eq!(finished(&resumed, true), ["B4"], "a resumed GET is one too");
+    // Not live: closed, ended, or refused; or the message is a request's.
+    let closed = [
+        get(1, None),
+        head(1, 200, Content::Sse),
+        Observation::Closed { http: HttpId(1) },
+        sent(Cause::Unrelated),
+    ];
+    assert_eq!(finished(&closed, true), [] as [&str; 0]);
+    let ended = [
+        get(1, None),
+        head(1, 200, Content::Sse),
+        end(1, EndReason::Complete),
+        sent(Cause::Unrelated),
+    ];
+    assert_eq!(finished(&ended, true), [] as [&str; 0]);
+    let refused = [
+        get(1, None),
+        head(1, 409, Content::Json),
+        sent(Cause::Unrelated),
+    ];
+    assert!(!finished(&refused, true).contains(&"B4"));
+    let related = [
+        get(1, None),
+        head(1, 200, Content::Sse),
+        sent(Cause::Request(mcp_streamable::ids::RequestId::Num(1))),
+    ];
+    assert_eq!(finished(&related, true), [] as [&str; 0]);
+    // A POST's stream is no standalone GET.
+    let post_stream = [post(1), head(1, 200, Content::Sse), sent(Cause::Unrelated)];
+    assert_eq!(finished(&post_stream, true), [] as [&str; 0]);
+}
+
+#[test]
+fn a5_is_a_message_neither_queued_nor_written_nor_dropped_while_its_session_lives() {
+    assert_eq!(finished(&[sent(Cause::Unrelated)], false), ["A5"]);
+    assert_eq!(finished(&[sent(Cause::Unrelated)], true), [] as [&str; 0]);
+    // Queued under another key, or another session's same key: still lost.
+    for other in [("s", MsgKey(2)), ("t", MsgKey(1))] {
+        let mut m = issued(None);
+        m.observe(&sent(Cause::Unrelated));
+        m.finish(&[(other.0.to_owned(), other.1)]);
+        let ids: Vec<_> = m.violations().iter().map(|v| v.id).collect();
+        assert_eq!(ids, ["A5"], "{other:?}");
+    }
+    let dropped = [
+        sent(Cause::Unrelated),
+        Observation::Dropped {
+            session: "s".into(),
+            key: MsgKey(1),
+        },
+    ];
+    assert_eq!(finished(&dropped, false), [] as [&str; 0]);
+    let ended = [
+        get(1, None),
+        head(1, 200, Content::Sse),
+        sent(Cause::Unrelated),
+        end(1, EndReason::SessionEnded),
+    ];
+    assert_eq!(
+        finished(&ended, false),
+        [] as [&str; 0],
+        "its session ended"
+    );
+}
+
+#[test]
+fn b5_bounds_a_sessions_gets_only_in_runs_without_faults() {
+    // What is flagged after each of three GETs, with a bound of `max`.
+    let gets = |max: usize, fault: bool| {
+        let mut m = issued(Some(max));
+        if fault {
+            m.observe(&Observation::Fault);
+        }
+        (1..=3)
+            .map(|http| {
+                m.observe(&get(http, None));
+                m.observe(&Observation::Closed { http: HttpId(http) });
+                ids(&m).len()
+            })
+            .collect::<Vec<_>>()
+    };
+    // At the bound, nothing; past it, B5 for each GET more.
+    assert_eq!(gets(1, false), [0, 1, 2]);
+    assert_eq!(gets(2, false), [0, 0, 1]);
+    assert_eq!(gets(1, true), [0, 0, 0]);
+    let mut m = issued(Some(1));
+    m.observe(&get(1, None));
+    m.observe(&get(2, None));
+    assert_eq!(ids(&m), ["B5"]);
+}
+
+#[test]
+fn a_notification_on_a_cancelled_requests_stream_is_a3() {
+    let progress = |key| event(1, None, key, Some(1), PROGRESS);
+    let cancel = |method: &str| {
+        posted(
+            2,
+            &format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"requestId":1}}}}"#),
+        )
+    };
+    let run = |notice: Option<&str>| {
+        let mut m = issued(None);
+        m.observe(&post(1));
+        m.observe(&head(1, 200, Content::Sse));
+        m.observe(&progress(1));
+        if let Some(method) = notice {
+            m.observe(&cancel(method));
+        }
+        m.observe(&progress(2));
+        m.violations().iter().map(|v| v.id).collect::<Vec<_>>()
+    };
+    assert_eq!(run(None), [] as [&str; 0]);
+    assert_eq!(run(Some("notifications/progress")), [] as [&str; 0]);
+    assert_eq!(run(Some("notifications/cancelled")), ["A3"]);
+}
+
+fn ids(m: &Monitor) -> Vec<&'static str> {
+    m.violations().iter().map(|v| v.id).collect()
+}
+
+#[test]
+fn anything_but_the_end_written_after_the_end_is_a4() {
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 200, Content::Sse));
+    m.observe(&end(1, EndReason::Complete));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&Observation::Transmit(Transmit {
+        http: HttpId(1),
+        kind: TransmitKind::Comment,
+    }));
+    assert_eq!(ids(&m), ["A4"]);
+}
+
+#[test]
+fn a_notification_post_answered_200_is_a1_and_202_is_not() {
+    let notification = |http| {
+        posted(
+            http,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )
+    };
+    let mut m = issued(None);
+    m.observe(&notification(1));
+    m.observe(&head(1, 202, Content::None));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&notification(2));
+    m.observe(&head(2, 200, Content::Json));
+    assert_eq!(ids(&m), ["A1"]);
+}
+
+#[test]
+fn only_an_initialize_takes_its_session_from_the_answers_head() {
+    // A request sent without a session, answered with a session id it
+    // did not ask for, is still of no session: what it carries is not
+    // judged against that id.
+    let mut m = issued(None);
+    let list = parse_message(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
+    m.observe(&Observation::Request {
+        http: HttpId(1),
+        method: Method::Post,
+        session: None,
+        last_event_id: None,
+        messages: vec![list],
+        modern: true,
+    });
+    m.observe(&naming(1, Content::Sse, "t"));
+    m.observe(&event(
+        1,
+        None,
+        1,
+        Some(1),
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+    ));
+    // M1 for the session id on a modern answer; no I1.
+    assert_eq!(ids(&m), ["M1"], "{:?}", m.violations());
+}
+
+#[test]
+fn a_standalone_get_accepted_without_an_event_stream_is_r13() {
+    let mut m = issued(None);
+    m.observe(&get(1, None));
+    m.observe(&head(1, 200, Content::Sse));
+    m.observe(&get(2, None));
+    m.observe(&head(2, 405, Content::None));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&get(3, None));
+    m.observe(&head(3, 200, Content::Json));
+    assert_eq!(ids(&m), ["R13"]);
+}
+
+#[test]
+fn a_session_never_issued_or_deleted_must_be_answered_404_b6() {
+    let of = |session: &str, http| Observation::Request {
+        http: HttpId(http),
+        method: Method::Get,
+        session: Some(session.into()),
+        last_event_id: None,
+        messages: Vec::new(),
+        modern: false,
+    };
+    let mut m = issued(None);
+    m.observe(&of("unknown", 1));
+    m.observe(&head(1, 404, Content::None));
+    m.observe(&of("s", 2));
+    m.observe(&head(2, 200, Content::Sse));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&of("unknown", 3));
+    m.observe(&head(3, 200, Content::Sse));
+    assert_eq!(ids(&m), ["B6"]);
+    // Deleted: from then on only 404.
+    m.observe(&Observation::Request {
+        http: HttpId(4),
+        method: Method::Delete,
+        session: Some("s".into()),
+        last_event_id: None,
+        messages: Vec::new(),
+        modern: false,
+    });
+    m.observe(&head(4, 200, Content::None));
+    m.observe(&of("s", 5));
+    m.observe(&head(5, 200, Content::Sse));
+    assert_eq!(ids(&m), ["B6", "B6"]);
+}
+
+#[test]
+fn a_json_body_must_follow_the_head_and_be_the_one_response_of_its_request() {
+    let json = |http, body: &str| {
+        Observation::Transmit(Transmit {
+            http: HttpId(http),
+            kind: TransmitKind::Json(parse_message(body).unwrap()),
+        })
+    };
+    let ok = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 200, Content::Json));
+    m.observe(&json(1, ok));
+    assert_eq!(ids(&m), [] as [&str; 0], "the response, once");
+    m.observe(&json(1, ok));
+    assert_eq!(ids(&m), ["A2"], "a second message in one body");
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 200, Content::Json));
+    m.observe(&json(1, r#"{"jsonrpc":"2.0","id":2,"result":{}}"#));
+    assert_eq!(ids(&m), ["A2"], "another request's response");
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 200, Content::Json));
+    m.observe(&json(
+        1,
+        r#"{"jsonrpc":"2.0","method":"notifications/message"}"#,
+    ));
+    assert_eq!(ids(&m), ["A2"], "not a response");
+    // A refusal's error body is not judged as the response.
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 400, Content::Json));
+    m.observe(&json(
+        1,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}"#,
+    ));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&json(1, ok));
+    assert_eq!(ids(&m), ["A4"], "a body before the head");
+    let mut m = issued(None);
+    m.observe(&posted(
+        1,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    ));
+    m.observe(&head(1, 202, Content::None));
+    m.observe(&json(1, ok));
+    assert_eq!(ids(&m), ["A1"], "a 202 with a body");
+}
+
+/// An SSE event on `http` with event id `id` carrying message `key` of
+/// session `s`, caused by request `cause` (`None`: unrelated).
+fn event(http: u64, id: Option<&str>, key: u64, cause: Option<i64>, body: &str) -> Observation {
+    Observation::Transmit(Transmit {
+        http: HttpId(http),
+        kind: TransmitKind::Event {
+            id: id.map(str::to_owned),
+            retry_ms: None,
+            message: Some(std::sync::Arc::new(mcp_streamable::server::Outgoing {
+                session: "s".parse().unwrap(),
+                key: MsgKey(key),
+                cause: cause.map_or(Cause::Unrelated, |r| {
+                    Cause::Request(mcp_streamable::ids::RequestId::Num(r))
+                }),
+                message: parse_message(body).unwrap(),
+            })),
+        },
+    })
+}
+
+const PROGRESS: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#;
+
+#[test]
+fn a_notification_of_another_request_on_a_requests_stream_is_a3_and_says_what() {
+    let mut m = issued(None);
+    m.observe(&post(1));
+    m.observe(&head(1, 200, Content::Sse));
+    m.observe(&event(1, None, 1, Some(1), PROGRESS));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&event(1, None, 2, Some(2), PROGRESS));
+    assert_eq!(ids(&m), ["A3"]);
+    assert!(m.violations()[0]
+        .detail
+        .starts_with("notifications/progress on the stream"));
+    m.observe(&end(1, EndReason::Complete));
+    m.observe(&Observation::Transmit(Transmit {
+        http: HttpId(1),
+        kind: TransmitKind::Comment,
+    }));
+    assert_eq!(
+        m.violations()[1].detail,
+        "\"comment\" written after the response ended"
+    );
+}
+
+#[test]
+fn a_resumption_that_replays_another_streams_event_is_b3() {
+    let list = |http, id| {
+        posted(
+            http,
+            &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#),
+        )
+    };
+    let mut m = issued(None);
+    m.observe(&list(1, 1));
+    m.observe(&head(1, 200, Content::Sse));
+    m.observe(&event(1, Some("a1"), 1, Some(1), PROGRESS));
+    m.observe(&list(2, 2));
+    m.observe(&head(2, 200, Content::Sse));
+    m.observe(&event(2, Some("b1"), 2, Some(2), PROGRESS));
+    m.observe(&Observation::Closed { http: HttpId(1) });
+    m.observe(&get(3, Some("a1")));
+    m.observe(&head(3, 200, Content::Sse));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    m.observe(&event(3, Some("b1"), 2, Some(2), PROGRESS));
+    // (and A3: request 2's notification is not this stream's)
+    assert_eq!(ids(&m).first(), Some(&"B3"), "{:?}", m.violations());
+}
+
+#[test]
+fn writing_on_a_closed_connection_once_its_stream_was_resumed_elsewhere_is_b4() {
+    // The resumption is open and accepted: B4. Refused, closed or ended: not.
+    for (status, then, b4) in [
+        (200, None, true),
+        (404, None, false),
+        (200, Some(Observation::Closed { http: HttpId(2) }), false),
+        (200, Some(end(2, EndReason::Complete)), false),
+    ] {
+        let mut m = issued(None);
+        m.observe(&post(1));
+        m.observe(&head(1, 200, Content::Sse));
+        m.observe(&event(1, Some("e1"), 1, Some(1), PROGRESS));
+        m.observe(&Observation::Closed { http: HttpId(1) });
+        m.observe(&get(2, Some("e1")));
+        m.observe(&head(2, status, Content::Sse));
+        if let Some(o) = &then {
+            m.observe(o);
+        }
+        m.observe(&event(1, Some("e2"), 2, Some(1), PROGRESS));
+        assert_eq!(
+            ids(&m).contains(&"B4"),
+            b4,
+            "{status} {then:?}: {:?}",
+            m.violations()
+        );
+    }
+}
+
+fn client_event(client: usize, event: mcp_streamable::client::ClientEvent) -> Observation {
+    Observation::ClientEvent { client, event }
+}
+
+#[test]
+fn a_question_the_application_was_asked_is_settled_one_it_never_heard_is_c2() {
+    use mcp_streamable::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Purpose};
+    use mcp_streamable::ids::RequestId;
+    let run = |asked: bool| {
+        let mut m = Monitor::new();
+        m.observe(&Observation::ClientTransmit {
+            client: 0,
+            transmit: ClientTransmit {
+                http: HttpId(1),
+                purpose: Purpose::Request(RequestId::Num(1)),
+                kind: ClientTransmitKind::Send {
+                    head: mcp_streamable::head::RequestHead::post(None, None),
+                    body: Vec::new(),
+                },
+            },
+        });
+        m.observe(&Observation::ClientReceived {
+            client: 0,
+            http: HttpId(1),
+            message: parse_message(
+                r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}"#,
+            )
+            .unwrap(),
+        });
+        m.observe(&Observation::ClientClosed {
+            client: 0,
+            http: HttpId(1),
+        });
+        if asked {
+            let event = ClientEvent::InputRequired {
+                id: RequestId::Num(1),
+                requests: mcp_streamable::jsonrpc::RawJson::empty_object(),
+                round: 1,
+            };
+            m.observe(&client_event(0, event));
+        }
+        m.finish(&[]);
+        ids(&m)
+    };
+    assert_eq!(run(true), [] as [&str; 0]);
+    assert_eq!(run(false), ["C2"]);
+}
+
+#[test]
+fn a_session_its_client_lost_may_be_another_clients_without_i1() {
+    use mcp_streamable::client::ClientEvent;
+    let initialized = || ClientEvent::Initialized {
+        id: mcp_streamable::ids::RequestId::Num(1),
+        session_id: Some("x".parse().unwrap()),
+        version: mcp_streamable::version::ProtocolVersion::V2025_06_18,
+        result: mcp_streamable::jsonrpc::RawJson::empty_object(),
+    };
+    let run = |lost: bool| {
+        let mut m = Monitor::new();
+        m.observe(&client_event(0, initialized()));
+        if lost {
+            m.observe(&client_event(0, ClientEvent::SessionLost));
+        }
+        m.observe(&client_event(1, initialized()));
+        ids(&m)
+    };
+    assert_eq!(run(true), [] as [&str; 0]);
+    assert_eq!(run(false), ["I1"]);
+}
+
+#[test]
+fn a_new_round_of_a_request_whose_caller_has_its_result_is_c3() {
+    use mcp_streamable::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Purpose};
+    use mcp_streamable::ids::RequestId;
+    let send = |http, purpose| Observation::ClientTransmit {
+        client: 0,
+        transmit: ClientTransmit {
+            http: HttpId(http),
+            purpose,
+            kind: ClientTransmitKind::Send {
+                head: mcp_streamable::head::RequestHead::post(None, None),
+                body: Vec::new(),
+            },
+        },
+    };
+    let run = |returned: bool| {
+        let mut m = Monitor::new();
+        m.observe(&send(1, Purpose::Request(RequestId::Num(1))));
+        if returned {
+            let result = Ok(mcp_streamable::jsonrpc::RawJson::empty_object());
+            let event = ClientEvent::Response {
+                id: RequestId::Num(1),
+                result,
+            };
+            m.observe(&client_event(0, event));
+        }
+        let round = Purpose::Round {
+            handle: RequestId::Num(1),
+            request: RequestId::Num(2),
+        };
+        m.observe(&send(2, round));
+        ids(&m)
+    };
+    assert_eq!(run(false), [] as [&str; 0]);
+    assert_eq!(run(true), ["C3"]);
+}
+
+#[test]
+fn a_change_is_told_apart_by_its_method_and_for_a_resource_update_its_uri() {
+    use super::listen::label;
+    let uri = json!({"uri": "file:///a"});
+    assert_eq!(
+        label("notifications/resources/updated", Some(&uri)),
+        "notifications/resources/updated file:///a"
+    );
+    assert_eq!(
+        label("notifications/resources/updated", None),
+        "notifications/resources/updated"
+    );
+    assert_eq!(
+        label("notifications/tools/list_changed", Some(&uri)),
+        "notifications/tools/list_changed"
+    );
+}

@@ -1,0 +1,72 @@
+//! What every checker model does the same way, whatever its server side
+//! (one endpoint, or a fleet): the client's scripted steps, the
+//! application's oldest call, the endpoint's timers turned off.
+
+use super::scenario::ClientStep;
+use crate::sim::{Servers, World};
+use mcp_streamable::ids::{RequestId, SessionId};
+use mcp_streamable::server::SessionConfig;
+
+/// Whether client `c` of `w` can run `step` now.
+pub(crate) fn client_step_enabled<S: Servers>(w: &World<S>, c: usize, step: ClientStep) -> bool {
+    let client = &w.clients[c];
+    match step {
+        ClientStep::Initialize => client.can_initialize(),
+        ClientStep::Call | ClientStep::Notify => client.is_ready(),
+        ClientStep::Cancel => client.pending().next().is_some(),
+        ClientStep::Close => true,
+        ClientStep::Listen => client.is_ready() && client.is_modern(),
+    }
+}
+
+/// Client `c` of `w` runs `step`; `None` if it could not.
+pub(crate) fn run_client_step<S: Servers>(
+    w: &mut World<S>,
+    c: usize,
+    step: ClientStep,
+) -> Option<()> {
+    let now = w.client_now(c);
+    match step {
+        ClientStep::Initialize => {
+            w.initialize_on(c)?;
+        }
+        ClientStep::Call => {
+            w.call_on(c, "echo")?;
+        }
+        ClientStep::Notify => {
+            let _ = w.clients[c].notify("notifications/roots/list_changed", None, now);
+            w.pump();
+        }
+        ClientStep::Cancel => {
+            let id = w.clients[c].pending().next()?;
+            let _ = w.clients[c].cancel(&id, now);
+            w.pump();
+        }
+        ClientStep::Close => {
+            w.clients[c].close(now);
+            w.pump();
+        }
+        ClientStep::Listen => {
+            w.listen_on(c)?;
+        }
+    }
+    Some(())
+}
+
+/// The oldest `tools/call` the application has not answered.
+pub(crate) fn oldest_call<S: Servers>(w: &World<S>) -> Option<(SessionId, RequestId)> {
+    w.server_pending
+        .iter()
+        .find(|(_, _, m)| &**m == "tools/call")
+        .map(|(s, id, _)| (s.clone(), id.clone()))
+}
+
+/// The endpoint's own timers off (keepalive, idle and initialization
+/// timeouts: time moves only when a model ticks, and these would add orders
+/// no race needs), four streams per session.
+pub(crate) fn quiet_session(s: &mut SessionConfig) {
+    s.keepalive_ms = None;
+    s.idle_timeout_ms = None;
+    s.init_timeout_ms = None;
+    s.streams_max = 4;
+}

@@ -1,0 +1,994 @@
+//! The server shell: hyper/tokio around the server core, one owner per
+//! session.
+//!
+//! ```text
+//!  connection tasks                     routing table (handles only)       session owners
+//!  ────────────────                     ───────────────────────────        ──────────────
+//!  head + bounded body ──Mcp-Session-Id known?──running──▶ its owner's inbox ─▶ its endpoint
+//!                                        ├──parked──▶ its owner, woken inline   + its app
+//!                                        └──no──▶ a fresh one-session endpoint, inline:
+//!                                                 it answers (initialize → a session,
+//!                                                 which the owner registers; else 400/404/…)
+//!  write head, then body ◀── whole body, or a bounded stream of SSE frames ──┘
+//!  body dropped (ended or client gone) ──closed──▶ endpoint.handle_http_closed
+//! ```
+//! Each owner (`crates/mcp-streamable-hyper/src/owner.rs`) holds its core and its application
+//! instance in a [`ServerDriver`](mcp_streamable::server::ServerDriver): no shared mutable state beyond the table
+//! of session slots and the admission table. A request whose session has no
+//! running owner is served on the connection task itself; an owner is a
+//! task only while something outlives a request (an open stream, queued
+//! requests, an application timer), and parks again when idle. Every decision (statuses, routing, ids, replay, headers, bytes,
+//! whole body or stream) is the core's; the shell moves the driver's
+//! [`Write`]s to hyper and time to the driver. An owner ends when its
+//! session has ended and its exchanges are closed.
+
+use super::body::ResponseBody;
+use super::exchanges::Reply;
+use super::head_watch::{HeadWatch, Watched};
+use super::io::Listen;
+use super::owner::Owner;
+use crate::sync::{Mailbox, SendError};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use mcp_streamable::app::App;
+use mcp_streamable::error::RequestError;
+use mcp_streamable::head::{Method, RequestHead};
+use mcp_streamable::headers;
+use mcp_streamable::id_source::IdSource;
+use mcp_streamable::ids::SessionId;
+use mcp_streamable::jsonrpc::RawJson;
+use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::server::wire::{WireHead, Write};
+use mcp_streamable::server::{Admission, EndpointConfig, UnreadBody};
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::{broadcast, oneshot, watch, Notify};
+use tokio::task::JoinHandle;
+
+/// Settings of the server shell.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// The core's settings (bounds, allow-list, …).
+    pub endpoint: EndpointConfig,
+    /// The policy (FIXED unless demonstrating a preset).
+    pub policy: ServerPolicy,
+    /// Where session ids and event-id namespaces come from: a CSPRNG keyed
+    /// by the OS unless a simulation passes [`IdSource::reproducible`]. Each
+    /// session's endpoint draws from its own [`IdSource::fork`].
+    pub ids: IdSource,
+    /// The applications' secret ([`mcp_streamable::server::ServerEndpoint::app_secret`]: the key of
+    /// MRTR `requestState`), the same for every session task; `None` draws
+    /// one from `ids` at start. A fleet sets one secret on every instance.
+    pub app_secret: Option<[u8; 32]>,
+    /// Frames queued on one streaming response before its client counts as
+    /// too slow and the connection is closed (the stream stays resumable).
+    pub frames_queued_max: usize,
+    /// Bytes queued on one streaming response before its client counts as
+    /// too slow, likewise: a reader that does not read costs at most this.
+    pub frame_bytes_queued_max: usize,
+    /// Requests queued for one session's task.
+    pub requests_queued_max: usize,
+    /// Broadcasts (list changes, resource updates) queued for a session task
+    /// that has not taken them yet, parked ones included: one that falls
+    /// further behind loses the oldest, and says so in the log.
+    pub broadcasts_queued_max: usize,
+    /// Open connections at once; past it the accept loop waits for one to
+    /// close (the kernel's backlog holds newcomers), so file descriptors are
+    /// never exhausted by idle sockets.
+    pub connections_max: usize,
+    /// Time a connection may take to send a request head, counted from the
+    /// moment the server waits for one: an idle keep-alive connection, or a
+    /// half-sent head, is closed past it.
+    pub header_read_timeout: std::time::Duration,
+    /// Time a request body may take to arrive whole (408 past it).
+    pub body_read_timeout: std::time::Duration,
+    /// Longest pause after a failed `accept` (EMFILE, ENFILE, …): the loop
+    /// backs off from 1 ms, doubling, instead of spinning.
+    pub accept_backoff_max: std::time::Duration,
+    /// The path our accept loop serves MCP at ([`Server::bind`] and the
+    /// fleet's server): a request for any other path is refused with 404
+    /// ([`RequestError::UnknownPath`]) before any session sees it, the way a
+    /// router in front would. `None` serves every path (the service mounted
+    /// behind a router of its own does not read this: the router decides).
+    pub path: Option<Arc<str>>,
+}
+
+/// Where [`Server::bind`] serves MCP unless told otherwise
+/// ([`ServerOptions::path`]), as the SDKs' examples do.
+pub const DEFAULT_PATH: &str = "/mcp";
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        let mut endpoint = EndpointConfig::default();
+        // HTTP/1.1: a head without Host is refused (RFC 9112 §3.2).
+        endpoint.allow.host_required = true;
+        ServerOptions {
+            endpoint,
+            policy: ServerPolicy::FIXED,
+            ids: IdSource::from_os(),
+            app_secret: None,
+            frames_queued_max: 256,
+            frame_bytes_queued_max: 1 << 20,
+            requests_queued_max: 1024,
+            broadcasts_queued_max: 1024,
+            connections_max: 1024,
+            header_read_timeout: std::time::Duration::from_secs(10),
+            body_read_timeout: std::time::Duration::from_secs(30),
+            accept_backoff_max: std::time::Duration::from_secs(1),
+            path: Some(Arc::from(DEFAULT_PATH)),
+        }
+    }
+}
+
+/// Exchange ids of one task start at `task number * HTTP_IDS_PER_TASK`.
+pub(super) const HTTP_IDS_PER_TASK: u64 = 1 << 32;
+
+/// A running server.
+pub struct ServerHandle {
+    /// The address it listens on (TCP).
+    pub addr: Option<SocketAddr>,
+    pub(crate) shutdown: watch::Sender<bool>,
+    pub(crate) accept: JoinHandle<()>,
+    pub(crate) live: Arc<Live>,
+    /// Set once the server stopped serving on its own ([`ServerHandle::halted`]).
+    pub(crate) halted: watch::Receiver<bool>,
+}
+
+/// What every owner holds strongly: how many owners are live, which a
+/// shutdown waits on (an owner that outlives the shared state, a stream
+/// ended by the shutdown, still counts itself out), and the epoch every
+/// session's clock counts from, so that times in the admission table
+/// compare across owners (held here rather than in each owner: a parked
+/// session's 16 bytes).
+pub(crate) struct Live {
+    pub(crate) count: AtomicUsize,
+    pub(crate) notify: Notify,
+    pub(crate) epoch: tokio::time::Instant,
+}
+
+impl Live {
+    /// `count` live owners, the epoch now.
+    pub(crate) fn new(count: usize) -> Arc<Live> {
+        Arc::new(Live {
+            count: AtomicUsize::new(count),
+            notify: Notify::new(),
+            epoch: tokio::time::Instant::now(),
+        })
+    }
+}
+
+impl ServerHandle {
+    /// Resolves once the server has stopped serving on its own, not by
+    /// [`ServerHandle::shutdown`]: a fleet instance whose store was lost
+    /// (`http::fleet`), which then answers every request 503 until its
+    /// process is restarted. A plain server never does. `serve` exits on it,
+    /// so that a supervisor restarts the instance once its store is back.
+    pub async fn halted(&self) {
+        let mut halted = self.halted.clone();
+        loop {
+            if *halted.borrow_and_update() {
+                return;
+            }
+            if halted.changed().await.is_err() {
+                // Nobody can set it any more: it never happens.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Stops accepting, ends every stream, and waits for every task.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.accept.await;
+        let (count, notify) = (&self.live.count, &self.live.notify);
+        while count.load(Ordering::Acquire) > 0 {
+            let wait = notify.notified();
+            if count.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(50), wait).await;
+        }
+    }
+}
+
+/// Starts servers.
+pub struct Server;
+
+/// What a session task is sent: a request (boxed so the mailbox's slots stay
+/// small), or the order to end its session, evicted to make room.
+pub(super) enum ToOwner {
+    Request(Box<RequestForOwner>),
+    Evict(SessionId),
+}
+
+/// A session task's inbox: the mailbox (shared with the loom models, see
+/// [`crate::sync`]) and the task's wake-up.
+pub(super) struct Inbox {
+    pub(super) mail: Mailbox<ToOwner>,
+    wake: Notify,
+}
+
+impl Inbox {
+    pub(super) fn new(queued_max: usize) -> Arc<Inbox> {
+        Arc::new(Inbox {
+            mail: Mailbox::new(queued_max),
+            wake: Notify::new(),
+        })
+    }
+
+    pub(super) fn send(&self, m: ToOwner) -> Result<(), SendError<ToOwner>> {
+        self.mail.send(m)?;
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// The next request; `None` once closed and drained. `notify_one` keeps a
+    /// permit when nobody waits, so a send between the check and the wait
+    /// still wakes us.
+    pub(super) async fn recv(&self) -> Option<ToOwner> {
+        loop {
+            if let Some(m) = self.mail.try_recv() {
+                return Some(m);
+            }
+            if self.mail.is_closed() {
+                return None;
+            }
+            self.wake.notified().await;
+        }
+    }
+}
+
+pub(super) struct RequestForOwner {
+    pub(super) head: RequestHead,
+    pub(super) body: Result<Bytes, UnreadBody>,
+    pub(super) peer: Option<SocketAddr>,
+    pub(super) reply: oneshot::Sender<Reply>,
+}
+
+/// The whole body, within the core's bound (refused at once when
+/// `Content-Length` already says more: nothing read, no `100 Continue`) and
+/// the body read timeout.
+pub(crate) async fn read_body<B: RequestBody>(
+    head: &RequestHead,
+    body: B,
+    options: &ServerOptions,
+) -> Result<Bytes, UnreadBody> {
+    let max = mcp_streamable::server::body_limit(head, options.endpoint.body_max)?;
+    let collect = http_body_util::Limited::new(body, max).collect();
+    match tokio::time::timeout(options.body_read_timeout, collect).await {
+        Err(_) => Err(UnreadBody::TimedOut),
+        Ok(Ok(b)) => Ok(b.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(UnreadBody::TooLarge),
+        Ok(Err(_)) => Err(UnreadBody::Unreadable),
+    }
+}
+
+/// A session in the routing table. Who owns it is decided under the slot's
+/// own lock, taken only with the table's (read or write) lock held, except
+/// by the owner parking itself: the routing table's map changes only when a
+/// session starts or ends.
+pub(super) struct Slot<A: App> {
+    pub(super) state: Mutex<SlotState<A>>,
+}
+
+/// Who owns a session.
+pub(super) enum SlotState<A: App> {
+    /// An owner serves it (a task, or a connection task inline): requests go
+    /// to its inbox.
+    Running(Arc<Inbox>),
+    /// Idle: the owner itself, whole, with its closed inbox (no task, no
+    /// channel touched to wake it: the next request takes the box), and
+    /// when its core next needs time (its idle expiry).
+    Parked(Box<Owner<A>>, Option<tokio::time::Instant>),
+    /// Evicted while parked: no owner any more (the table no longer has it).
+    Gone,
+}
+
+impl<A: App> Slot<A> {
+    pub(super) fn running(inbox: Arc<Inbox>) -> Arc<Self> {
+        Arc::new(Slot {
+            state: Mutex::new(SlotState::Running(inbox)),
+        })
+    }
+
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut SlotState<A>) -> R) -> R {
+        match self.state.lock() {
+            Ok(mut g) => f(&mut g),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+}
+
+/// An application's broadcast, on its way to every session task but the
+/// one it was made in (`from`, the origin of the driver that made it).
+pub(super) struct Broadcast {
+    pub(super) from: u64,
+    pub(super) method: String,
+    pub(super) params: Option<RawJson>,
+}
+
+/// What every connection and session task shares: handles and settings.
+pub(super) struct Shared<A: App> {
+    pub(super) options: ServerOptions,
+    /// `options.endpoint`, one copy for every session's endpoint.
+    pub(super) endpoint: mcp_streamable::shared::Shared<EndpointConfig>,
+    pub(super) make_app: Box<dyn Fn() -> A + Send + Sync>,
+    pub(super) table: RwLock<BTreeMap<SessionId, Arc<Slot<A>>>>,
+    /// Who may open a session, for all session tasks at once (the core's
+    /// table; lock order: `table`, then `admission`).
+    pub(super) admission: Mutex<Admission>,
+    pub(super) ids: Mutex<IdSource>,
+    pub(super) tasks: AtomicUsize,
+    pub(super) tap: Option<Arc<Mutex<super::Tap>>>,
+    pub(super) shutdown: watch::Receiver<bool>,
+    pub(super) live: Arc<Live>,
+    pub(super) broadcasts: broadcast::Sender<Arc<Broadcast>>,
+}
+
+/// A request body the shell can read: hyper's `Incoming`, axum's `Body`,
+/// any [`http_body::Body`](hyper::body::Body) of bytes.
+pub trait RequestBody:
+    hyper::body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+    + Send
+    + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: hyper::body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + 'static
+{
+}
+
+/// The MCP endpoint as a service, for mounting under a path of your own
+/// router: a [`tower_service::Service`] (axum's `Router::route_service`,
+/// any tower stack) and a hyper [`Service`](hyper::service::Service), over
+/// any [`RequestBody`]. Put a [`PeerAddr`] in the request's extensions for
+/// the per-client session quota.
+pub struct McpService<A: App> {
+    pub(super) shared: Arc<Shared<A>>,
+}
+
+impl<A: App> Clone for McpService<A> {
+    fn clone(&self) -> Self {
+        McpService {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// What the service's `call` returns.
+pub type McpFuture = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<hyper::Response<ResponseBody>, Infallible>> + Send>,
+>;
+
+impl<A: App, B: RequestBody> hyper::service::Service<hyper::Request<B>> for McpService<A> {
+    type Response = hyper::Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = McpFuture;
+
+    fn call(&self, req: hyper::Request<B>) -> McpFuture {
+        let peer = peer_of(&req);
+        self.serve(req, peer)
+    }
+}
+
+impl<A: App> McpService<A> {
+    /// `req`, which came from `peer`, answered: what every way of calling
+    /// the service comes to.
+    fn serve<B: RequestBody>(&self, req: hyper::Request<B>, peer: Option<SocketAddr>) -> McpFuture {
+        Box::pin(serve_one(req, peer, self.shared.clone()))
+    }
+}
+
+/// The peer an embedding put in the request's extensions ([`PeerAddr`]).
+pub(crate) fn peer_of<B>(req: &hyper::Request<B>) -> Option<SocketAddr> {
+    req.extensions().get::<PeerAddr>().map(|p| p.0)
+}
+
+/// A service our own accept loop calls with the connection's peer in hand:
+/// no [`PeerAddr`] in the request's extensions (their map is three
+/// allocations per request, and a lookup).
+pub(crate) trait ServeFrom: Clone + Send + Sync + 'static {
+    /// The body of its answers.
+    type Body: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static;
+    /// Answers `req`, which came from `peer`.
+    fn serve_from(
+        &self,
+        req: hyper::Request<Incoming>,
+        peer: Option<SocketAddr>,
+    ) -> Served<Self::Body>;
+    /// The loop's own refusal (a path it does not serve) as one of its answers.
+    fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<Self::Body>;
+}
+
+/// An answer on its way: what [`Routes::answer`] returns.
+pub type Served<B> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<hyper::Response<B>, Infallible>> + Send>,
+>;
+
+/// An error any body may end with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl<A: App> ServeFrom for McpService<A> {
+    type Body = ResponseBody;
+    fn serve_from(&self, req: hyper::Request<Incoming>, peer: Option<SocketAddr>) -> McpFuture {
+        self.serve(req, peer)
+    }
+    fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<ResponseBody> {
+        r
+    }
+}
+
+/// What [`Server::serve_service`] serves: any tower service of hyper
+/// requests that answers every request (`Error = Infallible`), such as an
+/// axum `Router` with an [`McpService`] mounted in it.
+pub trait Routes: Clone + Send + Sync + 'static {
+    /// The body of its answers.
+    type Body: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static;
+    /// Answers `req`, once the service is ready.
+    fn answer(&self, req: hyper::Request<Incoming>) -> Served<Self::Body>;
+}
+
+impl<S, B> Routes for S
+where
+    S: tower_service::Service<
+            hyper::Request<Incoming>,
+            Response = hyper::Response<B>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+    B: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static,
+{
+    type Body = B;
+    fn answer(&self, req: hyper::Request<Incoming>) -> Served<B> {
+        let mut service = self.clone();
+        Box::pin(async move {
+            std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+            service.call(req).await
+        })
+    }
+}
+
+/// A [`Routes`] on our accept loop: the peer goes in each request's
+/// extensions as a [`PeerAddr`], where a mounted `McpService` reads it.
+#[derive(Clone)]
+struct Routed<S>(S);
+
+impl<S: Routes> ServeFrom for Routed<S> {
+    type Body = http_body_util::Either<ResponseBody, S::Body>;
+    fn serve_from(
+        &self,
+        mut req: hyper::Request<Incoming>,
+        peer: Option<SocketAddr>,
+    ) -> Served<Self::Body> {
+        if let Some(peer) = peer {
+            req.extensions_mut().insert(PeerAddr(peer));
+        }
+        let answer = self.0.answer(req);
+        Box::pin(async move { Ok(answer.await?.map(http_body_util::Either::Right)) })
+    }
+    fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<Self::Body> {
+        r.map(http_body_util::Either::Left)
+    }
+}
+
+/// Always ready: back-pressure is per session (its bounded mailbox answers
+/// 503 when full), never the whole service's.
+impl<A: App, B: RequestBody> tower_service::Service<hyper::Request<B>> for McpService<A> {
+    type Response = hyper::Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = McpFuture;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: hyper::Request<B>) -> McpFuture {
+        let peer = peer_of(&req);
+        self.serve(req, peer)
+    }
+}
+
+impl Server {
+    /// Starts the server's shared state and returns the service to mount in
+    /// your own server (any path), with the handle that stops it. `make_app`
+    /// makes one application per session.
+    pub fn start<A: App>(
+        options: ServerOptions,
+        make_app: impl Fn() -> A + Send + Sync + 'static,
+        tap: Option<super::Tap>,
+    ) -> (McpService<A>, ServerHandle) {
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let live = Live::new(0);
+        let (broadcasts, _) = broadcast::channel(options.broadcasts_queued_max.max(1));
+        let mut options = options;
+        let mut ids = options.ids.clone();
+        let secret = options.app_secret.unwrap_or_else(|| ids.secret());
+        options.app_secret = Some(secret);
+        let shared = Arc::new(Shared {
+            broadcasts,
+            endpoint: mcp_streamable::shared::Shared::new(options.endpoint.clone()),
+            ids: Mutex::new(ids),
+            options,
+            make_app: Box::new(make_app),
+            table: RwLock::new(BTreeMap::new()),
+            admission: Mutex::new(Admission::default()),
+            tasks: AtomicUsize::new(0),
+            tap: tap.map(|t| Arc::new(Mutex::new(t))),
+            shutdown: shutdown_rx,
+            live: live.clone(),
+        });
+        let handle = ServerHandle {
+            addr: None,
+            shutdown,
+            accept: tokio::spawn(async {}),
+            live,
+            halted: watch::channel(false).1,
+        };
+        tokio::spawn(sweep(shared.clone(), std::time::Duration::from_secs(1)));
+        (McpService { shared }, handle)
+    }
+
+    /// Binds `addr` (use 127.0.0.1 for a local server, R43) and serves one
+    /// application per session, made by `make_app`.
+    pub async fn bind<A: App>(
+        addr: SocketAddr,
+        options: ServerOptions,
+        make_app: impl Fn() -> A + Send + Sync + 'static,
+        tap: Option<super::Tap>,
+    ) -> std::io::Result<ServerHandle> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let local = listener.local_addr()?;
+        let mut handle = Self::serve(listener, options, make_app, tap);
+        handle.addr = Some(local);
+        Ok(handle)
+    }
+
+    /// Serves `service` on `listener` within `options`' connection bounds
+    /// (`connections_max`, `header_read_timeout`, `accept_backoff_max`): any
+    /// tower service of hyper requests, such as an axum `Router` with the
+    /// [`McpService`] of [`Server::start`] mounted in it. The accept loop is
+    /// [`Server::bind`]'s, so a silent socket is closed and open connections
+    /// are capped as they are for our own server, which a general-purpose
+    /// `serve` (axum's) does not do. Each request carries the peer as a
+    /// [`PeerAddr`] in its extensions. `options.path` is not read: the
+    /// service routes. The handle's `shutdown` stops accepting and tells
+    /// every connection to finish its open requests; stop the MCP side with
+    /// its own handle.
+    pub fn serve_service<L: Listen, S: Routes>(
+        listener: L,
+        options: &ServerOptions,
+        service: S,
+    ) -> ServerHandle {
+        let (shutdown, stop) = watch::channel(false);
+        let options = ServerOptions {
+            path: None,
+            ..options.clone()
+        };
+        ServerHandle {
+            addr: None,
+            shutdown,
+            accept: tokio::spawn(accept_loop(listener, options, Routed(service), stop)),
+            live: Live::new(0),
+            halted: watch::channel(false).1,
+        }
+    }
+
+    /// Serves on any listener (tokio TCP, turmoil, …).
+    pub fn serve<L: Listen, A: App>(
+        listener: L,
+        options: ServerOptions,
+        make_app: impl Fn() -> A + Send + Sync + 'static,
+        tap: Option<super::Tap>,
+    ) -> ServerHandle {
+        let (service, mut handle) = Self::start(options, make_app, tap);
+        let stop = handle.shutdown.subscribe();
+        let options = service.shared.options.clone();
+        handle.accept = tokio::spawn(accept_loop(listener, options, service, stop));
+        handle
+    }
+}
+
+/// The peer's address, put in each request's extensions by the accept loop
+/// (insert it yourself when you mount [`McpService`] in your own server):
+/// the core's per-client session quota counts by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// Accepts connections within `options`' bounds and serves each with
+/// `service`, until `shutdown`. Written once for every shell that serves.
+pub(crate) async fn accept_loop<L, S>(
+    mut listener: L,
+    options: ServerOptions,
+    service: S,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    L: Listen,
+    S: ServeFrom,
+{
+    let options = &options;
+    let slots = Arc::new(tokio::sync::Semaphore::new(options.connections_max.max(1)));
+    let (header_timeout, backoff_max) = (options.header_read_timeout, options.accept_backoff_max);
+    let mut backoff = std::time::Duration::ZERO;
+    loop {
+        // A slot first: at `connections_max` newcomers wait in the backlog.
+        let slot = tokio::select! {
+            s = slots.clone().acquire_owned() => match s {
+                Ok(s) => s,
+                Err(_) => return,
+            },
+            _ = shutdown.changed() => return,
+        };
+        let io = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(io) => {
+                    backoff = std::time::Duration::ZERO;
+                    io
+                }
+                Err(e) => {
+                    // EMFILE and friends repeat at once: back off, don't spin.
+                    backoff = (backoff * 2)
+                        .max(std::time::Duration::from_millis(1))
+                        .min(backoff_max);
+                    tracing::debug!(error = %e, ?backoff, "accept failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => continue,
+                        _ = shutdown.changed() => return,
+                    }
+                }
+            },
+            _ = shutdown.changed() => return,
+        };
+        let peer = L::peer(&io);
+        let service = service.clone();
+        let path = options.path.clone();
+        let mut stop = shutdown.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            // The header-read deadline, kept lazily (crates/mcp-streamable-hyper/src/head_watch.rs):
+            // not hyper's timer, which costs a timer per request.
+            let watch = HeadWatch::new();
+            let requests = watch.clone();
+            let svc = hyper::service::service_fn(move |req| {
+                let request = requests.request();
+                let answer = match elsewhere(&req, path.as_deref()) {
+                    Some(refusal) => Box::pin(std::future::ready(Ok(S::refusal(refusal)))),
+                    None => service.serve_from(req, peer),
+                };
+                async move {
+                    let response = answer.await?;
+                    Ok::<_, Infallible>(response.map(|body| Watched::new(body, request)))
+                }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(io), svc);
+            tokio::pin!(conn);
+            tokio::select! {
+                r = conn.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "connection ended");
+                    }
+                }
+                () = watch.overdue(header_timeout) => {
+                    tracing::debug!("no request head in time: connection closed");
+                }
+                _ = stop.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+    }
+}
+
+/// The 404 for a request whose path is not `endpoint`, if it is not.
+fn elsewhere<B>(
+    req: &hyper::Request<B>,
+    endpoint: Option<&str>,
+) -> Option<hyper::Response<ResponseBody>> {
+    let endpoint = endpoint?;
+    let path = req.uri().path();
+    if path == endpoint {
+        return None;
+    }
+    Some(refusal(&RequestError::UnknownPath {
+        path: path.to_owned(),
+        endpoint: endpoint.to_owned(),
+    }))
+}
+
+async fn serve_one<A: App, B: RequestBody>(
+    req: hyper::Request<B>,
+    peer: Option<SocketAddr>,
+    shared: Arc<Shared<A>>,
+) -> Result<hyper::Response<ResponseBody>, Infallible> {
+    let head = request_head(&req);
+    let body = read_body(&head, req.into_body(), &shared.options).await;
+    let (reply, rx) = oneshot::channel();
+    let sid = head
+        .header(headers::MCP_SESSION_ID)
+        .and_then(|s| s.parse::<SessionId>().ok());
+    let mut request = Box::new(RequestForOwner {
+        head,
+        body,
+        peer,
+        reply,
+    });
+    let mut delivered = false;
+    // An owner that has just parked closes its mailbox: look the session up again.
+    for _ in 0..4 {
+        let inbox = match target(&shared, sid.as_ref()) {
+            // A fresh endpoint answers here, on this task (crates/mcp-streamable-hyper/src/owner.rs).
+            Target::Nobody => {
+                Owner::fresh(&shared).serve_inline(*request);
+                delivered = true;
+                break;
+            }
+            // Woken: served here when its client uses it one request at a
+            // time, else as a task that takes the burst (crates/mcp-streamable-hyper/src/owner.rs).
+            Target::Woken(owner) if owner.serves_inline(request.peer) => {
+                owner.serve_inline(*request);
+                delivered = true;
+                break;
+            }
+            Target::Woken(owner) => owner.spawn(),
+            Target::Running(inbox) => inbox,
+        };
+        match inbox.send(ToOwner::Request(request)) {
+            Ok(()) => {
+                delivered = true;
+                break;
+            }
+            Err(SendError::Closed(ToOwner::Request(r))) => request = r,
+            // Overloaded: `requests_queued_max` requests already wait.
+            Err(_) => break,
+        }
+    }
+    if !delivered {
+        return Ok(unavailable());
+    }
+    let Ok((head, body)) = rx.await else {
+        return Ok(unavailable());
+    };
+    Ok(response(head, body))
+}
+
+/// The core's view of a request's head: its method and the headers the
+/// cores read ([`headers::READ_ON_REQUESTS`], named by their constants; any
+/// other header is no input of theirs and is not copied).
+pub(crate) fn request_head<B>(req: &hyper::Request<B>) -> RequestHead {
+    let mut headers = Vec::with_capacity(req.headers().len().min(headers::READ_ON_REQUESTS.len()));
+    for (n, v) in req.headers() {
+        let Some(name) = headers::read_on_requests(n.as_str()) else {
+            continue;
+        };
+        let value = match v.to_str() {
+            Ok(text) => text.to_owned(),
+            Err(_) => String::from_utf8_lossy(v.as_bytes()).into_owned(),
+        };
+        headers.push((std::borrow::Cow::Borrowed(name), value));
+    }
+    RequestHead {
+        method: Method::parse(req.method().as_str()),
+        headers,
+    }
+}
+
+/// Who serves a request for a session.
+enum Target<A: App> {
+    /// Its owner, running: the request goes to its inbox.
+    Running(Arc<Inbox>),
+    /// It was parked: the caller owns it now (the slot says `Running` with
+    /// its reopened inbox, so concurrent requests queue there).
+    Woken(Box<Owner<A>>),
+    /// No such session lives here (or none was named): a fresh endpoint
+    /// answers (404, or a new session for an `initialize`).
+    Nobody,
+}
+
+/// Who serves a request naming `sid`. Lock order: the table, then the slot.
+fn target<A: App>(shared: &Arc<Shared<A>>, sid: Option<&SessionId>) -> Target<A> {
+    let Some(sid) = sid else {
+        return Target::Nobody;
+    };
+    let Ok(table) = shared.table.read() else {
+        return Target::Nobody;
+    };
+    let Some(slot) = table.get(sid) else {
+        return Target::Nobody;
+    };
+    slot.with(|state| match std::mem::replace(state, SlotState::Gone) {
+        SlotState::Running(inbox) => {
+            *state = SlotState::Running(inbox.clone());
+            Target::Running(inbox)
+        }
+        SlotState::Parked(owner, _) => {
+            let owner = owner.woken();
+            *state = SlotState::Running(owner.inbox.clone());
+            Target::Woken(owner)
+        }
+        SlotState::Gone => Target::Nobody,
+    })
+}
+
+/// Ends session `victim`, evicted by the admission table to make room: a
+/// parked one is dropped on the spot, a running one is told by its owner.
+pub(super) fn evict<A: App>(shared: &Arc<Shared<A>>, victim: SessionId) {
+    let parked = {
+        let Ok(mut t) = shared.table.write() else {
+            return;
+        };
+        let Some(slot) = t.get(&victim).cloned() else {
+            return;
+        };
+        let parked = slot.with(|state| match std::mem::replace(state, SlotState::Gone) {
+            SlotState::Parked(owner, _) => Some(owner),
+            running => {
+                if let SlotState::Running(inbox) = &running {
+                    // Closed: it is ending; either way it is leaving.
+                    let _ = inbox.send(ToOwner::Evict(victim.clone()));
+                }
+                *state = running;
+                None
+            }
+        });
+        if parked.is_some() {
+            t.remove(&victim);
+        }
+        parked
+    };
+    if let Some(mut owner) = parked {
+        // A parked session has no open exchange: nothing to write.
+        owner.evicted(&victim);
+    }
+}
+
+/// Wakes parked sessions whose idle deadline has passed, so their cores can
+/// expire them (every `period`).
+async fn sweep<A: App>(shared: Arc<Shared<A>>, period: std::time::Duration) {
+    let mut shutdown = shared.shutdown.clone();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = shutdown.changed() => return,
+        }
+        let due: Vec<SessionId> = match shared.table.read() {
+            Ok(t) => t
+                .iter()
+                .filter_map(|(sid, slot)| {
+                    slot.with(|state| match state {
+                        SlotState::Parked(_, deadline) => deadline
+                            .filter(|d| *d <= tokio::time::Instant::now())
+                            .map(|_| sid.clone()),
+                        _ => None,
+                    })
+                })
+                .collect(),
+            Err(_) => continue,
+        };
+        // Woken as tasks, which see their deadline passed and expire them.
+        for sid in due {
+            if let Target::Woken(owner) = target(&shared, Some(&sid)) {
+                owner.spawn();
+            }
+        }
+    }
+}
+
+/// The shell's own refusal when a session's queue of requests is full: the
+/// core's answer for [`RequestError::Overloaded`].
+pub(crate) fn unavailable() -> hyper::Response<ResponseBody> {
+    refusal(&RequestError::Overloaded)
+}
+
+/// The whole response the core writes for `error`.
+fn refusal(error: &RequestError) -> hyper::Response<ResponseBody> {
+    let Write::Whole { head, body } = Write::refusal(error) else {
+        unreachable!("a refusal is a whole response")
+    };
+    response(head, ResponseBody::full(Bytes::from(body)))
+}
+
+/// The hyper response for a head the core wrote.
+pub(crate) fn response(head: WireHead, body: ResponseBody) -> hyper::Response<ResponseBody> {
+    let mut r = hyper::Response::new(body);
+    *r.status_mut() = hyper::StatusCode::from_u16(head.status)
+        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let h = r.headers_mut();
+    h.reserve(head.headers.len());
+    for (name, value) in head.headers {
+        // A constant is borrowed; an owned value's bytes move into the
+        // header (validated, not copied).
+        let bytes = match value {
+            std::borrow::Cow::Borrowed(text) => Bytes::from_static(text.as_bytes()),
+            std::borrow::Cow::Owned(text) => Bytes::from(text),
+        };
+        let value = hyper::header::HeaderValue::from_maybe_shared(bytes);
+        if let (Some(n), Ok(v)) = (header_name(name), value) {
+            h.insert(n, v);
+        }
+    }
+    r
+}
+
+/// The names the core writes, made once; any other is parsed.
+fn header_name(name: &'static str) -> Option<hyper::header::HeaderName> {
+    use hyper::header::{self, HeaderName};
+    const MCP_SESSION_ID: HeaderName = HeaderName::from_static(headers::MCP_SESSION_ID);
+    const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static(headers::X_ACCEL_BUFFERING);
+    Some(match name {
+        headers::CONTENT_TYPE => header::CONTENT_TYPE,
+        headers::CACHE_CONTROL => header::CACHE_CONTROL,
+        headers::MCP_SESSION_ID => MCP_SESSION_ID,
+        headers::X_ACCEL_BUFFERING => X_ACCEL_BUFFERING,
+        headers::ALLOW => header::ALLOW,
+        other => return HeaderName::from_bytes(other.as_bytes()).ok(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_embedding_names_the_peer_in_the_extensions() {
+        let addr: SocketAddr = "127.0.0.1:4000".parse().expect("an address");
+        let mut req = hyper::Request::new(());
+        assert_eq!(peer_of(&req), None);
+        req.extensions_mut().insert(PeerAddr(addr));
+        assert_eq!(peer_of(&req), Some(addr));
+    }
+
+    #[test]
+    fn the_head_holds_the_headers_the_cores_read_each_time_they_come() {
+        let req = hyper::Request::post("/mcp")
+            .header("host", "a")
+            .header("user-agent", "x")
+            .header("origin", "http://one")
+            .header("origin", "http://two")
+            .header("mcp-session-id", "s")
+            .header("x-forwarded-for", "1.2.3.4")
+            .body(())
+            .expect("request");
+        let head = request_head(&req);
+        assert_eq!(head.method, Method::Post);
+        let names: Vec<&str> = head.headers.iter().map(|(n, _)| n.as_ref()).collect();
+        // Repeats kept: a second Origin or Host is refused by the core.
+        assert_eq!(names, ["host", "origin", "origin", "mcp-session-id"]);
+        assert_eq!(head.headers[2].1, "http://two");
+        assert!(head
+            .headers
+            .iter()
+            .all(|(n, _)| matches!(n, std::borrow::Cow::Borrowed(_))));
+    }
+
+    #[test]
+    fn a_response_carries_the_cores_headers_constant_or_owned() {
+        let head = WireHead::of(&mcp_streamable::head::ResponseHead {
+            status: 200,
+            content: mcp_streamable::head::Content::Sse,
+            session_id: "abc".parse().ok(),
+            allow: false,
+        });
+        let r = response(head, ResponseBody::full(Bytes::new()));
+        let h = r.headers();
+        assert_eq!(h["content-type"], "text/event-stream");
+        assert_eq!(h["cache-control"], "no-cache");
+        assert_eq!(h["x-accel-buffering"], "no");
+        assert_eq!(h["mcp-session-id"], "abc");
+    }
+}

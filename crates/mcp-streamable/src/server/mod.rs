@@ -1,0 +1,164 @@
+//! The server side: [`ServerEndpoint`] (all sessions, status codes) and
+//! [`ServerSession`] (one session: streams, routing, replay).
+
+pub mod admission;
+mod attach;
+mod drain;
+pub mod driver;
+mod endpoint;
+pub mod event_ids;
+mod listen;
+pub mod modern;
+mod modern_result;
+pub mod request;
+mod routing;
+mod session;
+mod shared_queue;
+pub mod stream;
+pub mod wire;
+
+pub use crate::head::{Content, Method, RequestHead, ResponseHead};
+pub use admission::{Admission, AdmissionLimits, SessionState};
+pub use drain::observe_dropped;
+pub use drain::{BroadcastOrigin, ServerOutput};
+pub use driver::{AppTimer, ServerDriver};
+pub use endpoint::session_version;
+pub use endpoint::{Dispatched, EndpointConfig, ServerEndpoint};
+pub use request::{body_limit, AllowList, UnreadBody};
+pub use session::{
+    key_base, request_id_base, ResponseMode, ServerSession, SessionConfig, SessionTimer,
+    ADOPTIONS_SPAN, STREAM_ID_SPAN,
+};
+pub use shared_queue::SchedulingPoint;
+
+use crate::ids::{HttpId, MsgKey, RequestId, SessionId};
+use crate::jsonrpc::{ErrorObject, Message, RawJson};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Why the application emits a message: the request it serves, or none.
+/// This is the whole input of causal routing.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Emitted while serving client request R: goes on R's stream, before R's response.
+    Request(RequestId),
+    /// Unrelated to any running request: goes on one standalone GET stream.
+    Unrelated,
+}
+
+/// A message the application emitted, with its serial number and cause.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Outgoing {
+    /// The session the message belongs to (what isolation, I1, is judged by).
+    pub session: SessionId,
+    /// Serial number of the message in its session.
+    pub key: MsgKey,
+    /// Why it was emitted.
+    pub cause: Cause,
+    /// The message.
+    pub message: Message,
+}
+
+/// Why the server ends an HTTP response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The exchange is complete: a response written, a 202, an error, a DELETE.
+    Complete,
+    /// Connection closed after an id-bearing event; the stream goes on and the
+    /// client resumes with `Last-Event-ID` (polling, R37).
+    Polling,
+    /// A resumption of the same stream arrived on another connection.
+    TakenOver,
+    /// Another GET replaced this stream, which ends (rmcp v0.16: breaks B1).
+    Replaced,
+    /// The session ended (DELETE, expiry, termination).
+    SessionEnded,
+}
+
+/// One output for one HTTP exchange.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TransmitKind {
+    /// The response head; always first, exactly once.
+    Head(ResponseHead),
+    /// A whole `application/json` body: one message.
+    Json(Message),
+    /// One SSE event. `message: None` is a priming event (id, empty data).
+    Event {
+        /// The SSE `id`.
+        id: Option<String>,
+        /// The SSE `retry`, in ms.
+        retry_ms: Option<u64>,
+        /// The message.
+        message: Option<Arc<Outgoing>>,
+    },
+    /// An SSE comment (keep-alive).
+    Comment,
+    /// The response is complete; close the body.
+    End(EndReason),
+}
+
+/// What to write on which exchange.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Transmit {
+    /// The exchange.
+    pub http: HttpId,
+    /// What to write.
+    pub kind: TransmitKind,
+}
+
+/// Why a message was dropped on purpose (never silently).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// No standalone stream attached for `held_ttl`, or `held_max` exceeded.
+    NoStream,
+    /// Emitted before `notifications/initialized` under `PreInitNotifications::Suppress`.
+    BeforeInitialized,
+    /// The client cancelled the request (R50: no response after cancellation).
+    Cancelled,
+    /// The session ended with the message undelivered.
+    SessionEnded,
+    /// In a fleet: held for a GET on another instance, it was trimmed from
+    /// the session's mailbox in the store (its `entries_per_log_max`)
+    /// before any instance took it.
+    MailboxFull,
+}
+
+/// What the application must handle.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ServerEvent {
+    /// A client request to serve; answer with `respond`.
+    Request {
+        /// Its id.
+        id: RequestId,
+        /// Method.
+        method: String,
+        /// Parameters.
+        params: Option<RawJson>,
+    },
+    /// A client notification (`notifications/initialized`, `notifications/cancelled`, …).
+    Notification {
+        /// Method.
+        method: String,
+        /// Parameters.
+        params: Option<RawJson>,
+    },
+    /// The client's answer to a server request.
+    Response {
+        /// The server request's id.
+        id: RequestId,
+        /// Result or error.
+        result: Result<RawJson, ErrorObject>,
+    },
+    /// A message was dropped by explicit policy.
+    Dropped {
+        /// Its serial number.
+        key: MsgKey,
+        /// Why.
+        reason: DropReason,
+    },
+    /// The session ended; its id answers 404 from now on.
+    SessionEnded,
+}
