@@ -147,6 +147,37 @@ fn a_fleet_model_with_an_unknown_design_names_the_field() {
 /// The ids a model may name are the ids `docs/properties.md` lists, both
 /// ways: a property documented but not judgeable, or judgeable but not
 /// documented, fails here.
+/// L1 fed its breach: a client whose application never answers the
+/// server's question. Once the call is answered and nothing more can happen,
+/// the session still awaits the answer, and the checker says so at
+/// quiescence. With the client answering, the same model holds.
+#[test]
+fn a_question_nobody_answers_is_l1_once_nothing_more_can_happen() {
+    let text = |answer: bool| {
+        format!(
+            r#"{{"name": "question", "description": "a question", "clients": [["initialize", "call"]], "server": ["ask_client"],
+               "bounds": {{"depth": 40, "time_ms": 4000}},
+               "settings": {{"background_get": false, "clients_answer": {answer}}}, "expect": []}}"#
+        )
+    };
+    let run_one = |answer: bool| {
+        let scenario = Scenario::parse(Path::new("question.json"), &text(answer)).unwrap();
+        let model = CheckModel::new(scenario, "FIXED", "FIXED").unwrap();
+        run(&model, 2)
+    };
+    let silent = run_one(false);
+    let c = silent.counterexample.expect("L1 reported");
+    assert_eq!(c.violation.id, "L1", "{}", c.violation.detail);
+    assert!(c.violation.detail.contains("awaits the client's answer"));
+    let answered = run_one(true);
+    assert!(
+        answered.counterexample.is_none(),
+        "{:?}",
+        answered.counterexample.map(|c| c.violation)
+    );
+    assert!(answered.states > 10, "{} states", answered.states);
+}
+
 #[test]
 fn the_property_ids_are_the_documented_ones() {
     let doc = std::fs::read_to_string("docs/properties.md").unwrap();

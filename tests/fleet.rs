@@ -293,3 +293,28 @@ fn a_fleet_world_answers_and_forgets_each_exchange_its_client_closed() {
         w.monitor.violations()
     );
 }
+
+/// The scenario of a call cancelled while its question is out, in a fleet
+/// of one instance behind the balancer, no fault: the instance gives the
+/// question up with the call, so no copy of the session awaits an answer
+/// once nothing more can happen (F6), under the whole monitor, F5 and F7.
+/// A test rather than a file of `models/fleet/`: those files pair FIXED
+/// with a naive fleet design the model catches, and this scenario's defect
+/// was in the session core, not in a fleet design.
+#[test]
+fn a_cancelled_call_leaves_no_question_awaiting_in_a_fleet() {
+    use mcp_streamable_check::fleet::FleetFile;
+    use mcp_streamable_check::Limits;
+    let text = r#"{"name": "world_cancelled_call_asks_client", "description": "One instance behind the balancer; the client initializes, calls a tool and cancels the call; the application reports progress and asks the client (roots/list) for that call; no fault. The client stops reading the call's stream when it cancels, so the question may never reach it: the instance gives the question up with the call (the application hears it failed, the client is told), so no copy of the session awaits an answer once nothing more can happen (F6). Judged by the whole monitor, F5, F6 and F7.", "world": {"instances": 1, "client": ["initialize", "call", "cancel"], "app": ["progress", "ask"], "background_get": true, "drops": 0, "time_ms": 3000, "store": "commands_at_once"}, "depth": 200, "expect": [{"design": "ordered", "verdict": "holds", "min_states": 250000}]}"#;
+    let f = FleetFile::parse(std::path::Path::new("cancelled.json"), text).expect("a fleet model");
+    let e = &f.expect[0];
+    let run = f.run(e, Limits::new(2));
+    assert_eq!(
+        run.as_expected(e),
+        Some(true),
+        "{:?} in {} states",
+        run.violated,
+        run.states
+    );
+    assert!(run.states >= 250_000, "{} states", run.states);
+}

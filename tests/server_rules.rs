@@ -1130,6 +1130,94 @@ fn server_requests_get_ids_one_after_another() {
     }
 }
 
+/// A call the client cancels takes the requests the server sent for it
+/// along: the application hears each one failed (`REQUEST_CANCELLED`), the
+/// client is told (`notifications/cancelled` naming it), and nothing awaits
+/// an answer that cannot come (the client stopped reading the call's
+/// stream). A request sent for another call, or for none, still awaits its
+/// answer. The same when the cancellation comes after the call finished.
+#[test]
+fn a_cancelled_call_takes_the_requests_sent_for_it_along() {
+    use mcp_streamable::jsonrpc::REQUEST_CANCELLED;
+    use mcp_streamable::server::{ServerEvent, TransmitKind};
+    let mut h = ready();
+    let (_, call) = h.call();
+    let (_, other) = h.call();
+    let sid = h.session.clone().unwrap();
+    let now = h.now;
+    let s = h.ep.session_mut(&sid).unwrap();
+    let (asked, _) = s
+        .request(
+            "elicitation/create",
+            None,
+            Cause::Request(call.clone()),
+            now,
+        )
+        .unwrap();
+    let (kept, _) = s
+        .request("roots/list", None, Cause::Request(other.clone()), now)
+        .unwrap();
+    let (unrelated, _) = s
+        .request("roots/list", None, Cause::Unrelated, now)
+        .unwrap();
+    h.drain();
+    let cancel = |id: &RequestId| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{}}}}}"#,
+            serde_json::to_string(id).unwrap()
+        )
+    };
+    let head = RequestHead::post(Some(&sid), Some(h.version));
+    h.ep.handle_request(&head, cancel(&call).as_bytes(), now);
+    let mut failed = Vec::new();
+    while let Some((_, e)) = h.ep.poll_event() {
+        if let ServerEvent::Response { id, result: Err(e) } = e {
+            failed.push((id, e.code));
+        }
+    }
+    assert_eq!(
+        failed,
+        [(asked.clone(), REQUEST_CANCELLED)],
+        "the application hears it failed"
+    );
+    let mut told = Vec::new();
+    while let Some(t) = h.ep.poll_transmit() {
+        if let TransmitKind::Event {
+            message: Some(o), ..
+        } = t.kind
+        {
+            if let Message::Notification { method, params } = &o.message {
+                if method == "notifications/cancelled" {
+                    told.push(params.as_ref().unwrap().to_value()["requestId"].clone());
+                }
+            }
+        }
+    }
+    let s = h.ep.session(&sid).unwrap();
+    let awaited: Vec<RequestId> = s.awaited_answers().cloned().collect();
+    assert_eq!(
+        awaited,
+        [kept.clone(), unrelated],
+        "the others still await their answers"
+    );
+    // Held for want of a standalone GET, or written on it: either way it
+    // goes out as any unrelated message does; here nothing is attached.
+    assert!(told.is_empty() || told == [serde_json::to_value(&asked).unwrap()]);
+    // The other call finishes first, then is cancelled: its request goes too.
+    h.respond(&other);
+    h.ep.handle_request(&head, cancel(&other).as_bytes(), h.now);
+    let mut failed = Vec::new();
+    while let Some((_, e)) = h.ep.poll_event() {
+        if let ServerEvent::Response { id, result: Err(_) } = e {
+            failed.push(id);
+        }
+    }
+    assert_eq!(failed, [kept]);
+    while h.ep.poll_transmit().is_some() {}
+    let s = h.ep.session(&sid).unwrap();
+    assert_eq!(s.awaited_answers().count(), 1, "the unrelated one only");
+}
+
 /// Only `notifications/initialized` completes the handshake: another
 /// notification before it leaves the session uninitialized.
 #[test]

@@ -211,7 +211,7 @@ impl CheckModel {
             server_policy: self.server,
             client_policy: self.client,
             server_auto_respond: false,
-            client_auto_respond: true,
+            client_auto_respond: self.scenario.settings.clients_answer,
             clients: self.scenario.clients.len(),
             record_events: false,
             naming: self.naming,
@@ -704,11 +704,31 @@ impl CheckModel {
         }
         let mut w = s.world.clone();
         w.finish();
-        w.monitor
-            .violations()
-            .iter()
-            .find(|v| self.judged(v.id))
-            .cloned()
+        if let Some(v) = w.monitor.violations().iter().find(|v| self.judged(v.id)) {
+            return Some(v.clone());
+        }
+        self.unanswered_questions(s)
+    }
+
+    /// L1, every question ends: on a run without faults, once nothing more
+    /// can happen, no live session awaits the client's answer to a request
+    /// its application sent (the client answered it, or the server gave it
+    /// up with the call it was sent for). A request or an answer the network
+    /// lost is the fault's, as for A5 and F7: a timeout of the server's own
+    /// is what ends those.
+    fn unanswered_questions(&self, s: &State) -> Option<Violation> {
+        if !self.judged("L1") || s.drops > 0 {
+            return None;
+        }
+        let awaited = crate::sim::Servers::awaited_answers(&*s.world.server);
+        (!awaited.is_empty()).then(|| Violation {
+            id: "L1",
+            step: usize::MAX,
+            http: None,
+            detail: format!(
+                "nothing more can happen, and the server still awaits the client's answer to {awaited:?}"
+            ),
+        })
     }
 }
 

@@ -111,6 +111,11 @@ pub struct Settings {
     /// `per_session` when the server's script has `notify`.
     #[serde(default)]
     pub notify: NotifyReach,
+    /// Whether the clients' applications answer the server's requests
+    /// (`true`, the default). `false` is a client that never does (one
+    /// that ignores an elicitation): what L1 must then report.
+    #[serde(default = "default_true")]
+    pub clients_answer: bool,
 }
 
 /// How a `notify` step reaches the sessions ([`Settings::notify`]).
@@ -151,6 +156,7 @@ impl Default for Settings {
             eras: Vec::new(),
             clocks: crate::sim::Clocks::Global,
             notify: NotifyReach::Atomic,
+            clients_answer: true,
         }
     }
 }

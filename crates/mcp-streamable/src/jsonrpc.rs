@@ -24,6 +24,9 @@ pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// Generic transport-level error (server-defined range), used with an HTTP error status.
 pub const TRANSPORT_ERROR: i64 = -32000;
+/// A request given up because the request it was sent for was cancelled
+/// (in JSON-RPC's reserved range: the code LSP gives a cancelled request).
+pub const REQUEST_CANCELLED: i64 = -32800;
 /// 2026-07-28: a standard header missing or disagreeing with the body.
 pub const HEADER_MISMATCH: i64 = -32020;
 /// 2026-07-28: the request needs a client capability it did not declare.

@@ -123,21 +123,6 @@ impl Fleet {
             .is_some_and(|s| s.in_flight().any(|r| r == id))
     }
 
-    /// The requests live copies of sessions sent their clients and still
-    /// await answers to, in instance and session order.
-    pub fn awaited_answers(&self) -> Vec<RequestId> {
-        let mut out = Vec::new();
-        for i in self.instances.iter().flatten() {
-            let e = i.endpoint();
-            for sid in e.named_session_ids() {
-                if let Some(s) = e.session(sid).filter(|s| !s.is_ended()) {
-                    out.extend(s.awaited_answers().cloned());
-                }
-            }
-        }
-        out
-    }
-
     /// The instance an exchange id (the world's) belongs to, and its own id.
     pub fn split(http: HttpId) -> (usize, HttpId) {
         (
@@ -285,6 +270,21 @@ impl Servers for Fleet {
         self.instance(at)
             .map(|i| i.endpoint().named_session_ids().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// In instance and session order; a copy that ended, or died with its
+    /// instance, has no one left to tell.
+    fn awaited_answers(&self) -> Vec<RequestId> {
+        let mut out = Vec::new();
+        for i in self.instances.iter().flatten() {
+            let e = i.endpoint();
+            for sid in e.named_session_ids() {
+                if let Some(s) = e.session(sid).filter(|s| !s.is_ended()) {
+                    out.extend(s.awaited_answers().cloned());
+                }
+            }
+        }
+        out
     }
 
     fn queued(&self) -> Vec<(String, MsgKey)> {

@@ -103,6 +103,11 @@ pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
     /// monitor's end-of-run check tells held from lost).
     fn queued(&self) -> Vec<(String, MsgKey)>;
 
+    /// The requests the servers' live sessions sent their clients and
+    /// still await answers to (L1 and F6 judge them once nothing more can
+    /// happen).
+    fn awaited_answers(&self) -> Vec<RequestId>;
+
     /// Gives every part it shares by a reference count a copy of its own
     /// ([`World::localize`](super::World::localize)). Nothing it means
     /// changes; a server side with nothing shared does nothing.
@@ -199,6 +204,14 @@ impl Servers for ServerEndpoint {
 
     fn queued(&self) -> Vec<(String, MsgKey)> {
         queued_in(self)
+    }
+
+    fn awaited_answers(&self) -> Vec<RequestId> {
+        self.session_ids()
+            .filter_map(|sid| self.session(sid))
+            .filter(|s| !s.is_ended())
+            .flat_map(|s| s.awaited_answers().cloned())
+            .collect()
     }
 
     fn has_output(&self) -> bool {

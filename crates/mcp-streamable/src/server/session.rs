@@ -19,14 +19,14 @@ use super::stream::{Format, Origin, Stream};
 use super::{Cause, Content, DropReason, EndReason, Outgoing, ServerEvent, Transmit, TransmitKind};
 use crate::error::{RequestError, UsageError};
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
-use crate::jsonrpc::{Body, ErrorObject, Message, RawJson};
+use crate::jsonrpc::{Body, ErrorObject, Message, RawJson, REQUEST_CANCELLED};
 use crate::policy::{DetachedResponse, ServerPolicy, SessionQueue, StandaloneAttach};
 use crate::release::Release;
 use crate::shared::Shared;
 use crate::time::{Instant, Timers};
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// How a POST's answer is framed.
@@ -220,7 +220,9 @@ pub struct ServerSession {
     pub(super) initialize_id: Option<RequestId>,
     pub(super) initialize_stream: Option<StreamId>,
     pub(super) cancelled: VecDeque<RequestId>,
-    pub(super) outbound: BTreeSet<RequestId>,
+    /// The requests this session sent the client and awaits answers to,
+    /// each with the client request it was sent for (`None`: unrelated).
+    pub(super) outbound: BTreeMap<RequestId, Option<RequestId>>,
     pub(super) next_outbound: i64,
     pub(super) held: VecDeque<(Instant, Arc<Outgoing>)>,
     pub(super) held_bytes: usize,
@@ -270,7 +272,7 @@ impl ServerSession {
             initialize_id: None,
             initialize_stream: None,
             cancelled: VecDeque::new(),
-            outbound: BTreeSet::new(),
+            outbound: BTreeMap::new(),
             next_outbound: request_id_base(base) + 1,
             held: VecDeque::new(),
             held_bytes: 0,
@@ -691,7 +693,10 @@ impl ServerSession {
     }
 
     /// Sends a server-to-client request, routed by `cause`; the answer arrives
-    /// as [`ServerEvent::Response`].
+    /// as [`ServerEvent::Response`]. A request sent for a client request
+    /// (`Cause::Request`) is given up if the client cancels that request:
+    /// its `Response` is then an error, [`REQUEST_CANCELLED`], and the client
+    /// is sent `notifications/cancelled` for it.
     pub fn request(
         &mut self,
         method: &str,
@@ -709,9 +714,13 @@ impl ServerSession {
         }
         let id = RequestId::Num(self.next_outbound);
         let message = Message::request(id.clone(), method, params);
+        let call = match &cause {
+            Cause::Request(r) => Some(r.clone()),
+            Cause::Unrelated => None,
+        };
         let key = self.send(message, cause, now)?;
         self.next_outbound += 1;
-        self.outbound.insert(id.clone());
+        self.outbound.insert(id.clone(), call);
         Ok((id, key))
     }
 
@@ -829,7 +838,7 @@ impl ServerSession {
 
     /// The requests this session sent the client whose answers it awaits.
     pub fn awaited_answers(&self) -> impl Iterator<Item = &RequestId> {
-        self.outbound.iter()
+        self.outbound.keys()
     }
 
     /// The client's answer to a request this session sent, posted to
@@ -883,7 +892,7 @@ impl ServerSession {
                     self.flush_held(now);
                 }
                 if method == "notifications/cancelled" {
-                    self.recv_cancel(params.as_ref());
+                    self.recv_cancel(params.as_ref(), now);
                 }
                 self.events
                     .push_back(ServerEvent::Notification { method, params });
@@ -899,14 +908,14 @@ impl ServerSession {
     }
 
     pub(super) fn recv_response(&mut self, id: RequestId, result: Result<RawJson, ErrorObject>) {
-        if self.outbound.remove(&id) {
+        if self.outbound.remove(&id).is_some() {
             self.events.push_back(ServerEvent::Response { id, result });
         } else {
             self.late_responses += 1;
         }
     }
 
-    pub(super) fn recv_cancel(&mut self, params: Option<&RawJson>) {
+    pub(super) fn recv_cancel(&mut self, params: Option<&RawJson>, now: Instant) {
         let Some(params) = params else { return };
         let Some(raw) = params.to_value().get("requestId").cloned() else {
             return;
@@ -917,6 +926,10 @@ impl ServerSession {
         if self.initialize_id.as_ref() == Some(&id) {
             return; // initialize is never cancelled (R50)
         }
+        // Also when the call already finished here: its answer may never
+        // have reached the client, which gave up on it and on everything
+        // asked for it.
+        self.cancel_outbound_of(&id, now);
         let Some(stream) = self.in_flight.remove(&id) else {
             return;
         };
@@ -925,6 +938,34 @@ impl ServerSession {
             self.cancelled.pop_front();
         }
         self.settle_request(stream, &id);
+    }
+
+    /// The client cancelled `call`: the requests this session sent for it
+    /// will not be answered (the client stopped reading the call's stream,
+    /// where they went, and may never have seen them). Each fails to the
+    /// application at once ([`REQUEST_CANCELLED`]) and the client is told
+    /// (`notifications/cancelled`, unrelated: the call's stream is over), so
+    /// neither side waits for an answer that cannot come.
+    fn cancel_outbound_of(&mut self, call: &RequestId, now: Instant) {
+        let asked: Vec<RequestId> = self
+            .outbound
+            .iter()
+            .filter(|(_, c)| c.as_ref() == Some(call))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in asked {
+            self.outbound.remove(&id);
+            let reason = "the request it was sent for was cancelled";
+            self.events.push_back(ServerEvent::Response {
+                id: id.clone(),
+                result: Err(ErrorObject::new(REQUEST_CANCELLED, reason)),
+            });
+            let params = serde_json::json!({ "requestId": id, "reason": reason });
+            let notice =
+                Message::notification("notifications/cancelled", Some(RawJson::from(params)));
+            // Refused only once the session ended, when nobody waits.
+            let _ = self.send(notice, Cause::Unrelated, now);
+        }
     }
 
     pub(super) fn accept_without_stream(&mut self, http: HttpId) {
