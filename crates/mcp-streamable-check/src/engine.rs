@@ -463,7 +463,7 @@ pub fn explore<M: Explorable>(
     let threads = limits.threads.max(1);
     // The calling thread watches while `threads` workers run: progress,
     // memory, the switch to depth first.
-    let mut watch = |done: &AtomicUsize, depth: u32| {
+    let mut watch = |gauge: &mut Gauge, done: &AtomicUsize, depth: u32| {
         let mut nap = Duration::from_millis(2);
         while done.load(Ordering::Relaxed) < threads {
             // Woken early by the last worker to end (`unpark`): a run does
@@ -503,6 +503,18 @@ pub fn explore<M: Explorable>(
     let mut left: Vec<Item<M::State>> = Vec::new();
     let mut depth = 0u32;
     while !level.is_empty() && !shared.stopped() && !shared.dfs.load(Ordering::Relaxed) {
+        // A reading as each level starts, however short it is: a level can
+        // end before the watcher's first nap, and a process already past
+        // the frontier's share of memory turns depth first at once.
+        if gauge.read(memory::rss_bytes(), depth, &shared.dfs) {
+            let _ =
+                shared
+                    .stop
+                    .compare_exchange(RUNNING, MEMORY, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        if shared.stopped() || shared.dfs.load(Ordering::Relaxed) {
+            break;
+        }
         let work = Mutex::new(level);
         let next = Mutex::new(Vec::new());
         let unexpanded = Mutex::new(Vec::new());
@@ -516,7 +528,7 @@ pub fn explore<M: Explorable>(
                     watcher.unpark();
                 });
             }
-            watch(&done, depth);
+            watch(&mut gauge, &done, depth);
         });
         left.extend(unexpanded.into_inner().unwrap_or_else(|p| p.into_inner()));
         level = next.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -536,7 +548,7 @@ pub fn explore<M: Explorable>(
                     watcher.unpark();
                 });
             }
-            watch(&done, depth);
+            watch(&mut gauge, &done, depth);
         });
     }
     let limit = match shared.stop.load(Ordering::Relaxed) {

@@ -66,6 +66,7 @@ const R18_WHAT: &str = "a notification goes to exactly one stream, once";
 const B4_WHAT: &str = "with a GET open, a notification reaches an open GET";
 const B2_WHAT: &str = "replay is strictly after Last-Event-ID";
 const B3_WHAT: &str = "resuming a POST stream replays only that stream (R35)";
+const A5_WHAT: &str = "a resumption the server accepts delivers what followed the cursor";
 
 pub async fn run(p: &mut Probe) {
     let Some(sid) = p.ready_session().await else {
@@ -273,7 +274,22 @@ async fn delivery(p: &mut Probe, sid: &str, mut s: Streams) {
     } else {
         Verdict::Holds
     };
-    p.add("B2", false, B2_WHAT, verdict, evidence);
+    p.add("B2", false, B2_WHAT, verdict, evidence.clone());
+    // The cursor named an event with a later one on the same stream: a
+    // server that accepts the resumption (200) owes what followed. One that
+    // cannot serve it says so (a 4xx), and the client opens a fresh stream;
+    // a 200 with nothing replayed loses the message while the client
+    // believes its stream resumed. What is judged is that a notification
+    // other than the cursor's own arrives (ids a server renumbers count).
+    if r.status == 200 {
+        p.add(
+            "A5",
+            false,
+            A5_WHAT,
+            Verdict::of(replayed.iter().any(|i| i.as_deref() != Some(from.as_str()))),
+            evidence,
+        );
+    }
 
     // A second resume of the same stream while the first is live: refused,
     // taken over, or a second connection; never two copies of what follows.

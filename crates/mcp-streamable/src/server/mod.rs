@@ -10,6 +10,7 @@ pub mod event_ids;
 mod listen;
 pub mod modern;
 mod modern_result;
+mod outbound;
 pub mod request;
 mod routing;
 mod session;

@@ -15,6 +15,7 @@
 
 use super::admission::SessionState;
 use super::event_ids::{EventIdCodec, COMMON};
+use super::outbound::Outbound;
 use super::stream::{Format, Origin, Stream};
 use super::{Cause, Content, DropReason, EndReason, Outgoing, ServerEvent, Transmit, TransmitKind};
 use crate::error::{RequestError, UsageError};
@@ -220,10 +221,8 @@ pub struct ServerSession {
     pub(super) initialize_id: Option<RequestId>,
     pub(super) initialize_stream: Option<StreamId>,
     pub(super) cancelled: VecDeque<RequestId>,
-    /// The requests this session sent the client and awaits answers to,
-    /// each with the client request it was sent for (`None`: unrelated).
-    pub(super) outbound: BTreeMap<RequestId, Option<RequestId>>,
-    pub(super) next_outbound: i64,
+    /// The requests this session sent the client and awaits answers to.
+    pub(super) outbound: Outbound,
     pub(super) held: VecDeque<(Instant, Arc<Outgoing>)>,
     pub(super) held_bytes: usize,
     pub(super) shared: VecDeque<Arc<Outgoing>>,
@@ -272,8 +271,7 @@ impl ServerSession {
             initialize_id: None,
             initialize_stream: None,
             cancelled: VecDeque::new(),
-            outbound: BTreeMap::new(),
-            next_outbound: request_id_base(base) + 1,
+            outbound: Outbound::new(request_id_base(base) + 1),
             held: VecDeque::new(),
             held_bytes: 0,
             shared: VecDeque::new(),
@@ -334,7 +332,7 @@ impl ServerSession {
         // answer them).
         let a = adoption % ADOPTIONS_SPAN;
         s.next_stream = base.wrapping_add(1 + a * (STREAM_ID_SPAN / ADOPTIONS_SPAN));
-        s.next_outbound = request_id_base(base) + 1 + (i64::from(a) << 24);
+        s.outbound = Outbound::new(request_id_base(base) + 1 + (i64::from(a) << 24));
         s.next_key = key_base(base) + 1 + (u64::from(a) << 44);
         s
     }
@@ -712,15 +710,14 @@ impl ServerSession {
         if self.outbound.len() >= self.config.outbound_requests_max {
             return Err(UsageError::TooManyRequests);
         }
-        let id = RequestId::Num(self.next_outbound);
+        let id = self.outbound.next_id();
         let message = Message::request(id.clone(), method, params);
         let call = match &cause {
             Cause::Request(r) => Some(r.clone()),
             Cause::Unrelated => None,
         };
         let key = self.send(message, cause, now)?;
-        self.next_outbound += 1;
-        self.outbound.insert(id.clone(), call);
+        self.outbound.sent(call);
         Ok((id, key))
     }
 
@@ -826,7 +823,7 @@ impl ServerSession {
     /// answer: in a fleet, the answer may be posted to another instance,
     /// which forwards it here.
     pub fn awaits_answers(&self) -> bool {
-        !self.outbound.is_empty()
+        self.outbound.len() > 0
     }
 
     /// A message of this session was dropped elsewhere (a fleet's mailbox
@@ -838,7 +835,7 @@ impl ServerSession {
 
     /// The requests this session sent the client whose answers it awaits.
     pub fn awaited_answers(&self) -> impl Iterator<Item = &RequestId> {
-        self.outbound.keys()
+        self.outbound.ids()
     }
 
     /// The client's answer to a request this session sent, posted to
@@ -908,7 +905,7 @@ impl ServerSession {
     }
 
     pub(super) fn recv_response(&mut self, id: RequestId, result: Result<RawJson, ErrorObject>) {
-        if self.outbound.remove(&id).is_some() {
+        if self.outbound.answered(&id) {
             self.events.push_back(ServerEvent::Response { id, result });
         } else {
             self.late_responses += 1;
@@ -947,14 +944,7 @@ impl ServerSession {
     /// (`notifications/cancelled`, unrelated: the call's stream is over), so
     /// neither side waits for an answer that cannot come.
     fn cancel_outbound_of(&mut self, call: &RequestId, now: Instant) {
-        let asked: Vec<RequestId> = self
-            .outbound
-            .iter()
-            .filter(|(_, c)| c.as_ref() == Some(call))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in asked {
-            self.outbound.remove(&id);
+        for id in self.outbound.give_up_for(call) {
             let reason = "the request it was sent for was cancelled";
             self.events.push_back(ServerEvent::Response {
                 id: id.clone(),
@@ -1048,7 +1038,7 @@ mod adoption_tests {
             config,
             ServerPolicy::FIXED,
         );
-        (s.next_stream, s.next_outbound, s.next_key)
+        (s.next_stream, s.outbound.next_number(), s.next_key)
     }
 
     #[test]

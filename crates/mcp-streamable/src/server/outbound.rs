@@ -1,0 +1,108 @@
+//! What a session asked its client: the requests awaiting an answer, each
+//! with the client request it was sent for, and the ids it hands out.
+//!
+//! A question belongs to the call it was asked for: when the client cancels
+//! that call it stops reading the call's stream, where the question went,
+//! so the question is given up with it ([`Outbound::give_up_for`]); nothing
+//! then waits for an answer that cannot come (L1, F6).
+
+use crate::ids::RequestId;
+use std::collections::BTreeMap;
+
+/// The requests one session sent its client and still awaits answers to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Outbound {
+    /// Each awaited request, with the client request it was sent for
+    /// (`None`: unrelated to any).
+    awaited: BTreeMap<RequestId, Option<RequestId>>,
+    /// The number of the next request.
+    next: i64,
+}
+
+impl Outbound {
+    /// Nothing asked yet; the first request is numbered `first`.
+    pub(super) fn new(first: i64) -> Self {
+        Outbound {
+            awaited: BTreeMap::new(),
+            next: first,
+        }
+    }
+
+    /// How many requests await their answer.
+    pub(super) fn len(&self) -> usize {
+        self.awaited.len()
+    }
+
+    /// The awaited requests, in id order.
+    pub(super) fn ids(&self) -> impl Iterator<Item = &RequestId> {
+        self.awaited.keys()
+    }
+
+    /// The number the next request will carry.
+    #[cfg(test)]
+    pub(super) fn next_number(&self) -> i64 {
+        self.next
+    }
+
+    /// The id the next request will carry ([`Self::sent`] takes it).
+    pub(super) fn next_id(&self) -> RequestId {
+        RequestId::Num(self.next)
+    }
+
+    /// The request [`Self::next_id`] named went out, for `call` (or for
+    /// none): it awaits its answer, and the next one gets the next number.
+    pub(super) fn sent(&mut self, call: Option<RequestId>) {
+        self.awaited.insert(RequestId::Num(self.next), call);
+        self.next += 1;
+    }
+
+    /// The client answered `id`: whether it was awaited (an answer to
+    /// anything else is late, or never asked for).
+    pub(super) fn answered(&mut self, id: &RequestId) -> bool {
+        self.awaited.remove(id).is_some()
+    }
+
+    /// The client cancelled `call`: the requests sent for it, no longer
+    /// awaited, in id order.
+    pub(super) fn give_up_for(&mut self, call: &RequestId) -> Vec<RequestId> {
+        let asked: Vec<RequestId> = self
+            .awaited
+            .iter()
+            .filter(|(_, c)| c.as_ref() == Some(call))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &asked {
+            self.awaited.remove(id);
+        }
+        asked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ids follow one another from the first; an answer ends one awaited
+    /// request, once; a cancelled call takes its own requests along and no
+    /// other's, nor the unrelated ones.
+    #[test]
+    fn requests_are_numbered_answered_once_and_given_up_with_their_call() {
+        let mut o = Outbound::new(10);
+        let (a, b) = (RequestId::Num(1), RequestId::Num(2));
+        assert_eq!(o.next_id(), RequestId::Num(10));
+        o.sent(Some(a.clone()));
+        o.sent(Some(b.clone()));
+        o.sent(None);
+        o.sent(Some(a.clone()));
+        assert_eq!(o.next_number(), 14);
+        assert_eq!(o.len(), 4);
+        assert!(o.answered(&RequestId::Num(11)));
+        assert!(!o.answered(&RequestId::Num(11)), "once");
+        assert!(!o.answered(&RequestId::Num(99)), "never asked");
+        assert_eq!(o.give_up_for(&a), [RequestId::Num(10), RequestId::Num(13)]);
+        assert!(o.give_up_for(&a).is_empty());
+        assert!(o.give_up_for(&b).is_empty(), "answered already");
+        let left: Vec<&RequestId> = o.ids().collect();
+        assert_eq!(left, [&RequestId::Num(12)], "the unrelated one");
+    }
+}
