@@ -9,7 +9,7 @@
 //! what it had not sent the store yet and what the store had not delivered
 //! to it; the store keeps what it has (its heartbeat then runs out).
 
-use super::servers::{queued_in, OutputHandler, Servers, SERVER_HTTP_STRIDE};
+use super::servers::{awaited_in, queued_in, OutputHandler, Servers, SERVER_HTTP_STRIDE};
 use super::store_links::{ConnKey, StoreLinks};
 use super::world::World;
 use crate::monitor::Observation;
@@ -275,16 +275,11 @@ impl Servers for Fleet {
     /// In instance and session order; a copy that ended, or died with its
     /// instance, has no one left to tell.
     fn awaited_answers(&self) -> Vec<RequestId> {
-        let mut out = Vec::new();
-        for i in self.instances.iter().flatten() {
-            let e = i.endpoint();
-            for sid in e.named_session_ids() {
-                if let Some(s) = e.session(sid).filter(|s| !s.is_ended()) {
-                    out.extend(s.awaited_answers().cloned());
-                }
-            }
-        }
-        out
+        self.instances
+            .iter()
+            .flatten()
+            .flat_map(|i| awaited_in(i.endpoint()))
+            .collect()
     }
 
     fn queued(&self) -> Vec<(String, MsgKey)> {

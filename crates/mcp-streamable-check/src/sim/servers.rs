@@ -207,11 +207,7 @@ impl Servers for ServerEndpoint {
     }
 
     fn awaited_answers(&self) -> Vec<RequestId> {
-        self.session_ids()
-            .filter_map(|sid| self.session(sid))
-            .filter(|s| !s.is_ended())
-            .flat_map(|s| s.awaited_answers().cloned())
-            .collect()
+        awaited_in(self).collect()
     }
 
     fn has_output(&self) -> bool {
@@ -229,6 +225,15 @@ impl Servers for ServerEndpoint {
 }
 
 /// What an endpoint's sessions still hold for a stream.
+/// The requests `ep`'s live sessions sent their clients and still await
+/// answers to, in session order (a modern request's own session sends none).
+pub(crate) fn awaited_in(ep: &ServerEndpoint) -> impl Iterator<Item = RequestId> + '_ {
+    ep.session_ids()
+        .filter_map(|sid| ep.session(sid))
+        .filter(|s| !s.is_ended())
+        .flat_map(|s| s.awaited_answers().cloned())
+}
+
 pub(crate) fn queued_in(ep: &ServerEndpoint) -> Vec<(String, MsgKey)> {
     ep.session_ids()
         .filter_map(|sid| ep.session(sid))
