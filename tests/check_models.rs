@@ -147,35 +147,44 @@ fn a_fleet_model_with_an_unknown_design_names_the_field() {
 /// The ids a model may name are the ids `docs/properties.md` lists, both
 /// ways: a property documented but not judgeable, or judgeable but not
 /// documented, fails here.
-/// L1 fed its breach: a client whose application never answers the
-/// server's question. Once the call is answered and nothing more can happen,
-/// the session still awaits the answer, and the checker says so at
-/// quiescence. With the client answering, the same model holds.
+/// L1 fed its breach: a server without a deadline for its questions, and
+/// a client whose application never answers, or a network that loses the
+/// question or its answer. Once the call is answered and nothing more can
+/// happen, the session still awaits the answer, and the checker says so at
+/// quiescence. With the client answering and no fault, or with the
+/// server's deadline, the same model holds, drops included.
 #[test]
 fn a_question_nobody_answers_is_l1_once_nothing_more_can_happen() {
-    let text = |answer: bool| {
-        format!(
+    let run_one = |answer: bool, drops: u8, deadline: &str| {
+        let text = format!(
             r#"{{"name": "question", "description": "a question", "clients": [["initialize", "call"]], "server": ["ask_client"],
-               "bounds": {{"depth": 40, "time_ms": 4000}},
-               "settings": {{"background_get": false, "clients_answer": {answer}}}, "expect": []}}"#
-        )
-    };
-    let run_one = |answer: bool| {
-        let scenario = Scenario::parse(Path::new("question.json"), &text(answer)).unwrap();
+               "bounds": {{"depth": 40, "time_ms": 4000, "drops": {drops}}},
+               "settings": {{"background_get": false, "clients_answer": {answer}, "outbound_timeout_ms": {deadline}}}, "expect": []}}"#
+        );
+        let scenario = Scenario::parse(Path::new("question.json"), &text).unwrap();
         let model = CheckModel::new(scenario, "FIXED", "FIXED").unwrap();
         run(&model, 2)
     };
-    let silent = run_one(false);
-    let c = silent.counterexample.expect("L1 reported");
-    assert_eq!(c.violation.id, "L1", "{}", c.violation.detail);
-    assert!(c.violation.detail.contains("awaits the client's answer"));
-    let answered = run_one(true);
-    assert!(
-        answered.counterexample.is_none(),
-        "{:?}",
-        answered.counterexample.map(|c| c.violation)
-    );
-    assert!(answered.states > 10, "{} states", answered.states);
+    for (answer, drops) in [(false, 0), (true, 1)] {
+        let r = run_one(answer, drops, "null");
+        let c = r.counterexample.expect("L1 reported");
+        assert_eq!(c.violation.id, "L1", "{}", c.violation.detail);
+        assert!(c.violation.detail.contains("awaits the client's answer"));
+    }
+    for (answer, drops, deadline, floor) in [
+        (true, 0, "null", 10),
+        (false, 0, "1000", 10),
+        (true, 1, "1000", 100),
+    ] {
+        let r = run_one(answer, drops, deadline);
+        assert!(
+            r.counterexample.is_none(),
+            "answer {answer}, drops {drops}, deadline {deadline}: {:?}",
+            r.counterexample.map(|c| c.violation)
+        );
+        assert!(r.exhaustive(), "a verdict that holds, not a bounded one");
+        assert!(r.states > floor, "{} states", r.states);
+    }
 }
 
 #[test]

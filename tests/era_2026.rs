@@ -1209,7 +1209,8 @@ mod client_through_the_driver {
 fn listen_presets_offer_their_one_step_until_it_is_taken() {
     use mcp_streamable::id_source::IdSource;
     use mcp_streamable::policy::ServerPolicy;
-    use mcp_streamable::server::{EndpointConfig, SchedulingPoint, ServerEndpoint, TransmitKind};
+    use mcp_streamable::preset::{Scheduled, SchedulingPoint};
+    use mcp_streamable::server::{EndpointConfig, ServerEndpoint, TransmitKind};
     use mcp_streamable::time::Instant;
     let acks = |ep: &mut ServerEndpoint| {
         std::iter::from_fn(|| ep.poll_transmit())
@@ -1268,7 +1269,10 @@ fn listen_presets_offer_their_one_step_until_it_is_taken() {
         assert!(!ep.handle_scheduling_point(http, SchedulingPoint::ListenStep, now));
         let sid = ep.route(http).cloned().expect("the listen's session");
         let s = ep.session_mut(&sid).unwrap();
-        assert!(!s.handle_listen_step(http, now), "{policy:?}: no step left");
+        assert!(
+            !s.handle_scheduling_point(http, SchedulingPoint::ListenStep, now),
+            "{policy:?}: no step left"
+        );
         assert_eq!(
             ep.broadcast("notifications/tools/list_changed", None, now)
                 .len(),

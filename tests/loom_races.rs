@@ -21,7 +21,7 @@ use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 use loom_support::{explore, in_child, is_child, Explored, LoomMailbox};
 use mcp_streamable::client::Purpose;
-use mcp_streamable::server::SchedulingPoint;
+use mcp_streamable::preset::SchedulingPoint;
 use mcp_streamable_check::{Action, CheckModel, Scenario, State};
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -5,7 +5,8 @@
 use mcp_streamable::client::{ClientEvent, Purpose};
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
-use mcp_streamable::server::{Cause, SchedulingPoint};
+use mcp_streamable::preset::SchedulingPoint;
+use mcp_streamable::server::Cause;
 use mcp_streamable_check::monitor::Monitor;
 use mcp_streamable_check::sim::{Pair, PairConfig};
 use std::collections::BTreeSet;

@@ -297,7 +297,8 @@ fn monitor_b5_bounds_gets_without_faults() {
 /// handler returned, exits; then the exchange is gone and nothing is offered.
 #[test]
 fn mcp_go_0_44_offers_each_step_until_it_is_taken_and_a_retired_listener_leaves() {
-    use mcp_streamable::server::SchedulingPoint::{HandlerStep, ListenerWake};
+    use mcp_streamable::preset::Scheduled;
+    use mcp_streamable::preset::SchedulingPoint::{HandlerStep, ListenerWake};
     let mut h = Harness::new(ServerPolicy::MCP_GO_0_44);
     h.initialize();
     let n = h.initialized();
@@ -431,4 +432,101 @@ fn rmcp_3_9_resumption_of_a_request_stream_starts_at_the_named_event() {
         "the named event again, then the next"
     );
     assert!(h.violation_ids().contains("B2"), "{:?}", h.violations());
+}
+
+/// csharp-sdk before PR #1212 (and rust-mcp-sdk before PR #197): a
+/// standalone GET's `200` goes out before its stream is wired to the
+/// session. A notification sent in that window is dropped although the
+/// client reads the GET (B4); once the `RegisterGet` point fires, the next
+/// one reaches the GET. FIXED, in the same order of events, delivers both.
+#[test]
+fn csharp_before_1212_drops_what_comes_between_the_gets_200_and_its_wiring() {
+    use common::{Scheduled, SchedulingPoint};
+    let run = |policy: ServerPolicy| {
+        let mut h = Harness::new(policy);
+        h.initialize();
+        h.initialized();
+        let get = h.get(None);
+        assert_eq!(
+            h.log[&get].status,
+            Some(200),
+            "the client sees its 200 at once"
+        );
+        h.notify("notifications/tools/list_changed", Cause::Unrelated);
+        let points = h.ep.scheduling_points();
+        if policy == ServerPolicy::FIXED {
+            assert!(points.is_empty(), "FIXED wires the GET with its head");
+        } else {
+            assert_eq!(points, [(get, SchedulingPoint::RegisterGet)]);
+            assert!(h.schedule(get, SchedulingPoint::RegisterGet));
+            assert!(h.ep.scheduling_points().is_empty(), "taken once");
+        }
+        h.notify("notifications/prompts/list_changed", Cause::Unrelated);
+        h.finish();
+        let got: Vec<String> = h.log[&get]
+            .messages()
+            .iter()
+            .map(|m| match m {
+                mcp_streamable::jsonrpc::Message::Notification { method, .. } => method.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        (got, ids(&h))
+    };
+    let (got, violations) = run(ServerPolicy::FIXED);
+    assert_eq!(
+        got,
+        [
+            "notifications/tools/list_changed",
+            "notifications/prompts/list_changed"
+        ]
+    );
+    assert!(violations.is_empty(), "{violations:?}");
+    let (got, violations) = run(ServerPolicy::CSHARP_BEFORE_1212);
+    assert_eq!(
+        got,
+        ["notifications/prompts/list_changed"],
+        "the first is lost"
+    );
+    assert_eq!(violations, ["B4"]);
+}
+
+/// rmcp 3.0's betas (#980): with JSON answers, the first message written
+/// for a call became its JSON body, the exchange ended and the handler was
+/// cancelled: the progress went out as the answer and the result was lost
+/// (A2). FIXED turns the answer SSE once anything precedes the response.
+#[test]
+fn rmcp_3_0_beta_answers_a_call_with_its_first_progress() {
+    use mcp_streamable::jsonrpc::Message;
+    use mcp_streamable::server::ResponseMode;
+    let run = |policy: ServerPolicy| {
+        let mut config = common::test_config();
+        config.session.response_mode = ResponseMode::JsonWhenAlone;
+        let mut h = Harness::with(
+            policy,
+            mcp_streamable::version::ProtocolVersion::V2025_11_25,
+            config,
+        );
+        h.initialize();
+        h.initialized();
+        let (post, id) = h.call();
+        h.notify("notifications/progress", Cause::Request(id.clone()));
+        h.respond(&id);
+        h.finish();
+        let log = &h.log[&post];
+        let answered = log
+            .json
+            .iter()
+            .chain(log.messages())
+            .any(|m| matches!(m, Message::Response { id: r, .. } if *r == id));
+        (log.content, answered, ids(&h))
+    };
+    let (content, answered, violations) = run(ServerPolicy::FIXED);
+    assert_eq!(content, Some(Content::Sse));
+    assert!(answered, "the result reaches the client");
+    assert!(violations.is_empty(), "{violations:?}");
+    let (content, answered, violations) = run(ServerPolicy::RMCP_3_0_BETA);
+    assert_eq!(content, Some(Content::Json));
+    assert!(!answered, "the result is lost");
+    assert_eq!(violations, ["A2"]);
 }

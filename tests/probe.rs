@@ -59,7 +59,7 @@ fn fixed_holds_every_rule_it_can_test() {
     for rule in [
         "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B1", "R18", "B4", "B2",
         "B3", // The 2026-07-28 era, on the same endpoint.
-        "D1", "H1", "H2", "H3", "V1", "U1", "G1", "M1", "M2", "M3",
+        "D1", "H1", "H2", "H3", "V1", "U1", "G1", "M1", "M2", "M3", "J1",
     ] {
         assert!(held.contains(rule), "{rule} not shown to hold\n{text}");
     }
@@ -108,6 +108,18 @@ fn rmcp_3_9_starves_the_shadow_streams() {
     for rule in ["B4", "R18", "B2"] {
         assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
     }
+}
+
+#[test]
+fn rmcp_3_0_beta_answers_a_call_with_its_progress() {
+    let s = serve("RMCP_3_0_BETA", &[]);
+    let (code, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert_eq!(code, Some(1), "J1 is a MUST: {text}");
+    assert_eq!(
+        violated,
+        BTreeSet::from(["J1".to_owned()]),
+        "only the framing differs from FIXED\n{text}"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{pick, runner, Harness};
+use common::{pick, runner, Harness, Scheduled};
 use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{Cause, RequestHead};
@@ -242,6 +242,17 @@ fn conformance_sse_retry_is_caught() {
         "CONFORMANCE_SSE_RETRY",
         ServerPolicy::CONFORMANCE_SSE_RETRY,
         &["C1", "A3", "B3"],
+    );
+}
+
+#[test]
+fn csharp_before_1212_is_caught() {
+    // A GET's 200 out before its stream is wired: what comes between is
+    // dropped while the client reads the GET.
+    assert_caught(
+        "CSHARP_BEFORE_1212",
+        ServerPolicy::CSHARP_BEFORE_1212,
+        &["B4"],
     );
 }
 

@@ -1270,3 +1270,86 @@ fn the_last_cancelled_max_cancellations_are_remembered() {
     );
     assert!(answer(s, &ids[0]).is_err(), "past cancelled_max: forgotten");
 }
+
+/// A request to the client waits until its deadline (`outbound_timeout_ms`)
+/// and no longer: the application hears it failed (`REQUEST_TIMEOUT`), the
+/// client is told (`notifications/cancelled` on its standalone GET), and an
+/// answer that comes after is counted late, not delivered. A request with a
+/// later deadline still waits; the session's next deadline is its own.
+#[test]
+fn a_request_to_the_client_ends_at_its_deadline() {
+    use mcp_streamable::jsonrpc::REQUEST_TIMEOUT;
+    use mcp_streamable::server::ServerEvent;
+    use mcp_streamable::time::Instant;
+    let mut config = common::test_config();
+    config.session.outbound_timeout_ms = Some(500);
+    let mut h = ready_with(config);
+    let get = h.get(None);
+    let sid = h.session.clone().unwrap();
+    let t0 = h.now;
+    let s = h.ep.session_mut(&sid).unwrap();
+    let (first, _) = s.request("roots/list", None, Cause::Unrelated, t0).unwrap();
+    let t1 = Instant::from_millis(t0.as_millis() + 200);
+    let (second, _) = s.request("roots/list", None, Cause::Unrelated, t1).unwrap();
+    assert_eq!(
+        s.poll_timeout(),
+        Some((
+            Instant::from_millis(t0.as_millis() + 500),
+            SessionTimer::Outbound
+        ))
+    );
+    h.drain();
+    let failed = |h: &mut Harness, at: u64| {
+        h.now = Instant::from_millis(at);
+        h.ep.handle_timeout(h.now);
+        let mut failed = Vec::new();
+        while let Some((_, e)) = h.ep.poll_event() {
+            if let ServerEvent::Response { id, result: Err(e) } = e {
+                failed.push((id, e.code));
+            }
+        }
+        h.drain();
+        failed
+    };
+    assert!(failed(&mut h, t0.as_millis() + 499).is_empty(), "not yet");
+    assert_eq!(
+        failed(&mut h, t0.as_millis() + 500),
+        [(first.clone(), REQUEST_TIMEOUT)]
+    );
+    let told: Vec<serde_json::Value> = h.log[&get]
+        .messages()
+        .iter()
+        .filter_map(|m| match m {
+            Message::Notification { method, params } if method == "notifications/cancelled" => {
+                Some(params.as_ref().unwrap().to_value()["requestId"].clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        told,
+        [serde_json::to_value(&first).unwrap()],
+        "the client is told"
+    );
+    let s = h.ep.session(&sid).unwrap();
+    let awaited: Vec<&RequestId> = s.awaited_answers().collect();
+    assert_eq!(awaited, [&second]);
+    // The late answer is not delivered; the other one is.
+    let answer = |id: &RequestId| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"roots":[]}}}}"#,
+            serde_json::to_string(id).unwrap()
+        )
+    };
+    h.post(&answer(&first));
+    assert_eq!(h.ep.session(&sid).unwrap().late_responses(), 1);
+    h.post(&answer(&second));
+    let s = h.ep.session(&sid).unwrap();
+    assert_eq!(s.late_responses(), 1);
+    assert_eq!(s.awaited_answers().count(), 0);
+    assert!(
+        !matches!(s.poll_timeout(), Some((_, SessionTimer::Outbound))),
+        "no deadline left once nothing is awaited"
+    );
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}

@@ -16,6 +16,7 @@ use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable_check::monitor::{Monitor, Observation};
 use mcp_streamable::policy::ClientPolicy;
+use mcp_streamable::preset::Scheduled;
 use mcp_streamable::sse::SseDecoder;
 use mcp_streamable::time::Instant;
 use std::collections::BTreeMap;
@@ -171,8 +172,8 @@ impl Driver {
                 self.client.handle_timeout(Instant::from_millis(self.now));
             }
             _ => {
-                if let Some(h) = self.client.scheduling_points().first().copied() {
-                    self.client.handle_foreground_step(h, now);
+                if let Some((h, p)) = self.client.scheduling_points().first().copied() {
+                    self.client.handle_scheduling_point(h, p, now);
                 }
             }
         }

@@ -16,8 +16,9 @@ use mcp_streamable::ids::{HttpId, MsgKey, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{ErrorObject, Message, RawJson};
 use mcp_streamable_check::monitor::{Monitor, Observation};
 use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::preset::{Scheduled, SchedulingPoint};
 use mcp_streamable::server::{
-    Cause, EndpointConfig, Method, RequestHead, ResponseMode, SchedulingPoint, ServerEndpoint,
+    Cause, EndpointConfig, Method, RequestHead, ResponseMode, ServerEndpoint,
     ServerEvent, ServerOutput, SessionConfig, TransmitKind,
 };
 use mcp_streamable::time::Instant;
@@ -95,6 +96,11 @@ impl Driver {
                 held_ttl_ms: u.int_in_range(0..=2000)?,
                 in_flight_max: u.int_in_range(0..=4)?,
                 outbound_requests_max: u.int_in_range(0..=4)?,
+                outbound_timeout_ms: if u.arbitrary()? {
+                    Some(u.int_in_range(0..=5000)?)
+                } else {
+                    None
+                },
                 cancelled_max: u.int_in_range(0..=4)?,
                 idle_timeout_ms: if u.arbitrary()? {
                     Some(u.int_in_range(0..=5000)?)
@@ -607,11 +613,7 @@ impl Driver {
                     http.map(|h| (h, p))
                 };
                 if let (Some((http, p)), Some(s)) = (point, self.ep.session_mut(&sid)) {
-                    match p {
-                        SchedulingPoint::ListenerWake => s.handle_listener_wake(http, now),
-                        SchedulingPoint::HandlerStep => s.handle_handler_step(http, now),
-                        SchedulingPoint::ListenStep => s.handle_listen_step(http, now),
-                    };
+                    s.handle_scheduling_point(http, p, now);
                 }
                 self.drain();
             }

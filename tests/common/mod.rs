@@ -8,9 +8,10 @@ use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
 use mcp_streamable::policy::ServerPolicy;
+pub use mcp_streamable::preset::{Scheduled, SchedulingPoint};
 use mcp_streamable::server::{
-    Cause, Content, EndReason, EndpointConfig, RequestHead, SchedulingPoint, ServerEndpoint,
-    ServerEvent, ServerOutput, SessionConfig, TransmitKind,
+    Cause, Content, EndReason, EndpointConfig, RequestHead, ServerEndpoint, ServerEvent,
+    ServerOutput, SessionConfig, TransmitKind,
 };
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;

@@ -45,6 +45,7 @@
 use super::model::{Action, CheckModel, State};
 use super::scenario::{NotifyReach, ServerStep};
 use crate::sim::{Clocks, World};
+use mcp_streamable::preset::Scheduled;
 use mcp_streamable::server::SessionConfig;
 use std::ops::ControlFlow;
 

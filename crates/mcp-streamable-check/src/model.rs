@@ -12,7 +12,8 @@ use crate::monitor::Violation;
 use crate::sim::{ClientMemo, Clocks, Naming, PairConfig, World, LIST_CHANGED};
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::policy::{BackgroundGet, ClientPolicy, ServerPolicy};
-use mcp_streamable::server::{Cause, SchedulingPoint};
+use mcp_streamable::preset::SchedulingPoint;
+use mcp_streamable::server::Cause;
 use mcp_streamable::unhashed::Unhashed;
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
@@ -221,6 +222,8 @@ impl CheckModel {
         script::quiet_session(&mut c.server.session);
         c.server.session.retry_ms = st.retry_ms;
         c.server.session.events_max = st.events_max;
+        c.server.session.outbound_timeout_ms = st.outbound_timeout_ms;
+        c.server.session.response_mode = st.response_mode;
         c.client.request_timeout_ms = st.request_timeout_ms;
         c.client.reader_reconnects_max = self.bounds().reader_reconnects;
         c.client.resume_attempts_max = self.bounds().resume_attempts;
@@ -710,14 +713,15 @@ impl CheckModel {
         self.unanswered_questions(s)
     }
 
-    /// L1, every question ends: on a run without faults, once nothing more
-    /// can happen, no live session awaits the client's answer to a request
-    /// its application sent (the client answered it, or the server gave it
-    /// up with the call it was sent for). A request or an answer the network
-    /// lost is the fault's, as for A5 and F7: a timeout of the server's own
-    /// is what ends those.
+    /// L1, every question ends: once nothing more can happen, no live
+    /// session awaits the client's answer to a request its application sent
+    /// (the client answered it, the server gave it up with the call it was
+    /// sent for, or its deadline passed). Judged on runs with faults too: a
+    /// request or an answer the network lost is ended by the server's
+    /// deadline (`outbound_timeout_ms`), and a server without one waits for
+    /// ever.
     fn unanswered_questions(&self, s: &State) -> Option<Violation> {
-        if !self.judged("L1") || s.drops > 0 {
+        if !self.judged("L1") {
             return None;
         }
         let awaited = crate::sim::Servers::awaited_answers(&*s.world.server);

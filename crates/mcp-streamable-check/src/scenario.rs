@@ -116,6 +116,20 @@ pub struct Settings {
     /// that ignores an elicitation): what L1 must then report.
     #[serde(default = "default_true")]
     pub clients_answer: bool,
+    /// How long the server waits for the client's answer to a request of
+    /// its application, in ms (`null`: for ever). A deadline is what ends
+    /// a question whose answer the network lost (L1).
+    #[serde(default = "default_outbound_timeout")]
+    pub outbound_timeout_ms: Option<u64>,
+    /// How session-era POSTs are answered: `sse` (the default) or
+    /// `json_when_alone` (JSON when the response is all there is).
+    /// Modern (2026-07-28) answers are always the latter.
+    #[serde(default)]
+    pub response_mode: mcp_streamable::server::ResponseMode,
+}
+
+fn default_outbound_timeout() -> Option<u64> {
+    Some(2_000)
 }
 
 /// How a `notify` step reaches the sessions ([`Settings::notify`]).
@@ -157,6 +171,8 @@ impl Default for Settings {
             clocks: crate::sim::Clocks::Global,
             notify: NotifyReach::Atomic,
             clients_answer: true,
+            outbound_timeout_ms: default_outbound_timeout(),
+            response_mode: mcp_streamable::server::ResponseMode::Sse,
         }
     }
 }

@@ -63,10 +63,14 @@ pub(crate) fn oldest_call<S: Servers>(w: &World<S>) -> Option<(SessionId, Reques
 
 /// The endpoint's own timers off (keepalive, idle and initialization
 /// timeouts: time moves only when a model ticks, and these would add orders
-/// no race needs), four streams per session.
+/// no race needs), four streams per session. The deadline of the server's
+/// requests to the client is off here too; a scenario sets it
+/// (`settings.outbound_timeout_ms`, on by default in the single-server
+/// world).
 pub(crate) fn quiet_session(s: &mut SessionConfig) {
     s.keepalive_ms = None;
     s.idle_timeout_ms = None;
     s.init_timeout_ms = None;
+    s.outbound_timeout_ms = None;
     s.streams_max = 4;
 }

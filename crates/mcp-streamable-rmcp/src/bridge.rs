@@ -512,10 +512,11 @@ impl<X> Bridge<X> {
                 };
                 (message, None)
             }
-            ServerEvent::Dropped { key, .. } => {
+            ServerEvent::Dropped { key, reason } => {
                 self.observe(&Observation::Dropped {
                     session: self.core.id().to_string(),
                     key,
+                    reason,
                 });
                 return;
             }

@@ -27,6 +27,9 @@ pub const TRANSPORT_ERROR: i64 = -32000;
 /// A request given up because the request it was sent for was cancelled
 /// (in JSON-RPC's reserved range: the code LSP gives a cancelled request).
 pub const REQUEST_CANCELLED: i64 = -32800;
+/// A request given up at its deadline, unanswered (the code the TypeScript
+/// and Python SDKs give a request that timed out).
+pub const REQUEST_TIMEOUT: i64 = -32001;
 /// 2026-07-28: a standard header missing or disagreeing with the body.
 pub const HEADER_MISMATCH: i64 = -32020;
 /// 2026-07-28: the request needs a client capability it did not declare.

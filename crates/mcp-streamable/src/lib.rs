@@ -94,6 +94,7 @@ pub mod manual;
 pub mod mrtr;
 pub mod observe;
 pub mod policy;
+pub mod preset;
 pub mod release;
 pub mod rng;
 pub mod server;

@@ -15,7 +15,7 @@ use crate::client::{ClientEvent, ClientTransmit};
 use crate::headers;
 use crate::ids::{HttpId, MsgKey};
 use crate::jsonrpc::{self, Body, Message, RawJson};
-use crate::server::{Cause, Method, RequestHead, Transmit};
+use crate::server::{Cause, DropReason, Method, RequestHead, Transmit};
 use crate::version::ProtocolVersion;
 
 /// One thing a harness saw.
@@ -92,6 +92,8 @@ pub enum Observation {
         session: String,
         /// Its serial number.
         key: MsgKey,
+        /// Why.
+        reason: DropReason,
     },
     /// The application broadcast a change notification (observed where it
     /// originates, once, before the core is handed it): every listen

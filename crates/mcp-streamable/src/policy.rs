@@ -21,7 +21,7 @@ pub enum SessionQueue {
     /// one session channel read by competing consumers: every POST's listener
     /// (notification POSTs included, whose 202 path is not fenced), the request
     /// handler's drain before its response, and the GET reader. Which consumer
-    /// wins is a scheduling point: `handle_listener_wake` / `handle_handler_step`.
+    /// wins is a scheduling point ([`crate::preset::Scheduled`]).
     SharedCompeting,
 }
 
@@ -264,6 +264,47 @@ pub enum SessionRefresh {
     LoadThenStore,
 }
 
+/// When a standalone GET's stream starts taking the session's unrelated
+/// messages, relative to the `200` its client sees.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GetRegistration {
+    /// In the same step as its head: once the client has the `200`, every
+    /// unrelated message reaches the stream (or its resumption).
+    #[default]
+    WithHead,
+    /// The head goes out first and the stream is wired to the session at a
+    /// later scheduling point
+    /// ([`SchedulingPoint::RegisterGet`](crate::preset::SchedulingPoint::RegisterGet));
+    /// an unrelated message emitted in between finds no stream and is
+    /// dropped, although the client already reads the GET.
+    /// csharp-sdk before PR #1212 (fixes #1211, 2026-01-30): the GET's
+    /// headers were flushed before `HandleGetRequestAsync` set
+    /// `_getHttpRequestStarted`, and a `SendNotificationAsync` in between was
+    /// "silently dropped". rust-mcp-sdk before PR #197 (2026-07-15): the
+    /// SSE `200` was returned before the stream's transport was wired
+    /// (`transport_ready` is the fix), and a sampling or elicitation request
+    /// sent in that window was lost.
+    AfterHead,
+}
+
+/// How a POST answered in JSON when alone (`ResponseMode::JsonWhenAlone`,
+/// and every modern 2026-07-28 answer) is framed when something is
+/// written for its request before the response.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsonAnswer {
+    /// SSE from the first write on: the progress, then the response, last.
+    #[default]
+    SseOnceAnythingPrecedes,
+    /// The first message written becomes the JSON body and the exchange
+    /// ends; the handler is cancelled, its response lost. rmcp's stateless
+    /// JSON mode (#980, fixed by PR #990, regressed by #973, fixed again by
+    /// PR #1005 for 3.0.0): a tool reporting progress answered with its
+    /// `notifications/progress` as the HTTP body.
+    FirstMessage,
+}
+
 /// All server knobs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
@@ -286,6 +327,10 @@ pub struct ServerPolicy {
     pub detached_response: DetachedResponse,
     /// See [`ListenAck`].
     pub listen_ack: ListenAck,
+    /// See [`GetRegistration`].
+    pub get_registration: GetRegistration,
+    /// See [`JsonAnswer`].
+    pub json_answer: JsonAnswer,
 }
 
 impl ServerPolicy {
@@ -300,13 +345,16 @@ impl ServerPolicy {
         finished_stream_resume: FinishedStreamResume::ReplayThenEnd,
         detached_response: DetachedResponse::BufferForResume,
         listen_ack: ListenAck::WithRegistration,
+        get_registration: GetRegistration::WithHead,
+        json_answer: JsonAnswer::SseOnceAnythingPrecedes,
     };
 
     /// Whether this policy has scheduling points the driver must choose
-    /// (`handle_listener_wake`, `handle_handler_step`).
+    /// ([`crate::preset::Scheduled`]).
     pub fn has_scheduling_points(&self) -> bool {
         self.session_queue == SessionQueue::SharedCompeting
             || self.listen_ack != ListenAck::WithRegistration
+            || self.get_registration != GetRegistration::WithHead
     }
 }
 
@@ -372,6 +420,29 @@ impl ServerPolicy {
         ..ServerPolicy::FIXED
     };
 
+    /// csharp-sdk before PR #1212 (modelcontextprotocol/csharp-sdk, fixes
+    /// #1211, `StreamableHttpHandler.HandleGetRequestAsync`): the standalone
+    /// GET's headers are flushed before the session records that its GET
+    /// started, so a notification sent in between is dropped while the
+    /// client already reads the stream ([`GetRegistration::AfterHead`];
+    /// rust-mcp-sdk before PR #197 had the same window). Only that window is
+    /// modelled; the rest is FIXED.
+    pub const CSHARP_BEFORE_1212: ServerPolicy = ServerPolicy {
+        get_registration: GetRegistration::AfterHead,
+        ..ServerPolicy::FIXED
+    };
+
+    /// rmcp 3.0.0's betas (modelcontextprotocol/rust-sdk #980; PR #990 fixed
+    /// it, #973 brought it back, PR #1005 fixed it for 3.0.0): in the
+    /// stateless JSON mode the first outbound message became the HTTP body,
+    /// so a tool that reports progress answered with the progress
+    /// notification and its result was lost ([`JsonAnswer::FirstMessage`]).
+    /// Only that framing is modelled; the rest is FIXED.
+    pub const RMCP_3_0_BETA: ServerPolicy = ServerPolicy {
+        json_answer: JsonAnswer::FirstMessage,
+        ..ServerPolicy::FIXED
+    };
+
     /// The conformance suite's `sse-retry` mock (@modelcontextprotocol/conformance
     /// 0.1.13, `src/scenarios/client/sse-retry.ts`, a1b8aaae): a pending tool
     /// response goes on whatever GET arrives, `Last-Event-ID` ignored. Race C's
@@ -423,6 +494,14 @@ impl ServerPolicy {
             NamedServerPolicy {
                 name: "GO_SDK_1_7",
                 policy: ServerPolicy::GO_SDK_1_7,
+            },
+            NamedServerPolicy {
+                name: "CSHARP_BEFORE_1212",
+                policy: ServerPolicy::CSHARP_BEFORE_1212,
+            },
+            NamedServerPolicy {
+                name: "RMCP_3_0_BETA",
+                policy: ServerPolicy::RMCP_3_0_BETA,
             },
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",
@@ -508,7 +587,7 @@ pub enum SessionCommit {
     #[default]
     OnParse,
     /// After the foreground's post-processing, a scheduling point
-    /// (`handle_foreground_step`) that the caller can overtake: its next send
+    /// ([`SchedulingPoint::ForegroundStep`](crate::preset::SchedulingPoint::ForegroundStep)) that the caller can overtake: its next send
     /// goes out without `Mcp-Session-Id` (the PR #1381 hole, seen as 400s).
     AfterForegroundStep,
 }

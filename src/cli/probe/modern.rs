@@ -13,6 +13,9 @@
 //! - U1: a method the era does not have: 404 with -32601.
 //! - G1: GET and DELETE carrying the modern version header: 405 (changelog:
 //!   the era has neither; a dual-era server may still route them to sessions).
+//! - J1: a call whose tool reports progress (`test_tool_with_progress`, the
+//!   conformance suite's) gets its result: in an SSE answer after the
+//!   progress, never a JSON body that is the progress (rmcp #980).
 //! - M2: a listen's first message is its acknowledgement, naming it.
 //! - M3: a change broadcast after the acknowledgement reaches the listen
 //!   once, named (needs `--notify-tool`).
@@ -42,14 +45,15 @@ impl Call<'_> {
     fn params(&self, version: &str) -> Value {
         let mut params = self.params.clone();
         if let Some(o) = params.as_object_mut() {
-            o.insert(
-                "_meta".into(),
-                json!({
-                    META_PROTOCOL_VERSION: version,
-                    CLIENT_INFO: {"name": "mcp-streamable-probe", "version": env!("CARGO_PKG_VERSION")},
-                    META_CLIENT_CAPABILITIES: {},
-                }),
-            );
+            let meta = o.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert(META_PROTOCOL_VERSION.into(), json!(version));
+                meta.insert(
+                    CLIENT_INFO.into(),
+                    json!({"name": "mcp-streamable-probe", "version": env!("CARGO_PKG_VERSION")}),
+                );
+                meta.insert(META_CLIENT_CAPABILITIES.into(), json!({}));
+            }
         }
         params
     }
@@ -159,6 +163,9 @@ const V1_WHAT: &str = "an unsupported version gets 400 -32022 naming the support
 const U1_WHAT: &str = "a method the era does not have gets 404 -32601";
 const G1_WHAT: &str = "GET and DELETE with the 2026-07-28 version header get 405";
 const M2_WHAT: &str = "a listen opens with its acknowledgement, naming it";
+const J1_WHAT: &str =
+    "a call whose tool reports progress gets its result (never the progress as its JSON body)";
+const PROGRESS_TOOL: &str = "test_tool_with_progress";
 const M3_WHAT: &str = "a change after the acknowledgement reaches the listen once, named";
 
 pub async fn run(p: &mut Probe) {
@@ -200,9 +207,18 @@ pub async fn run(p: &mut Probe) {
         name: None,
         params: json!({}),
     };
-    if let Some((_, o)) = p.modern(&tools, |_| {}, QUICK).await {
+    let mut listed = Vec::new();
+    if let Some((id, o)) = p.modern(&tools, |_| {}, QUICK).await {
         stateful_seen = stateful_seen.or_else(|| stateful("tools/list", &o));
+        listed = answer_to(&o, id)
+            .and_then(|m| m.pointer("/result/tools").cloned())
+            .and_then(|t| t.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+            .collect();
     }
+    progress_rule(p, &listed).await;
     headers_rules(p).await;
     versions_and_methods(p).await;
     let listen = listen_rules(p).await;
@@ -214,6 +230,30 @@ pub async fn run(p: &mut Probe) {
         Verdict::of(stateful_seen.is_none()),
         stateful_seen.unwrap_or_else(|| "no session id, no event id".to_owned()),
     );
+}
+
+/// J1: calls the conformance suite's progress tool, asking for progress;
+/// its result must come, after any progress in an SSE answer. A JSON body
+/// that is not the response (rmcp #980: the progress notification became
+/// the body and the result was lost) violates it.
+async fn progress_rule(p: &mut Probe, listed: &[String]) {
+    if !listed.iter().any(|t| t == PROGRESS_TOOL) {
+        let why = format!("no {PROGRESS_TOOL} tool listed");
+        p.add("J1", true, J1_WHAT, Verdict::CouldNotTest, why);
+        return;
+    }
+    let call = Call {
+        method: "tools/call",
+        name: Some(PROGRESS_TOOL),
+        params: json!({"name": PROGRESS_TOOL, "arguments": {}, "_meta": {"progressToken": "j1"}}),
+    };
+    let Some((id, o)) = p.modern(&call, |_| {}, NOTIFY_WAIT).await else {
+        p.add("J1", true, J1_WHAT, Verdict::CouldNotTest, p.t.no_answer());
+        return;
+    };
+    let answered = answer_to(&o, id).is_some_and(|m| m.get("result").is_some());
+    let evidence = format!("tools/call {PROGRESS_TOOL}: {}", o.summary());
+    p.add("J1", true, J1_WHAT, Verdict::of(answered), evidence);
 }
 
 /// F1, for a server that did not answer the probe as a modern server would.

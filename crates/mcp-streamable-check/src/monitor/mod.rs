@@ -21,7 +21,9 @@ use client::ClientSide;
 use mcp_streamable::client::ClientEvent;
 use mcp_streamable::ids::{HttpId, MsgKey, RequestId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
-use mcp_streamable::server::{Cause, Content, EndReason, Method, Transmit, TransmitKind};
+use mcp_streamable::server::{
+    Cause, Content, DropReason, EndReason, Method, Transmit, TransmitKind,
+};
 use mcp_streamable::shared::Shared;
 use mcp_streamable::unhashed::Unhashed;
 use retire::Retired;
@@ -338,8 +340,14 @@ impl Monitor {
                 self.sent
                     .insert((session.as_str().into(), *key), cause.clone());
             }
-            Observation::Dropped { session, key } => {
-                self.rare.dropped.insert((session.as_str().into(), *key));
+            Observation::Dropped {
+                session,
+                key,
+                reason,
+            } => {
+                let sk: (Text, MsgKey) = (session.as_str().into(), *key);
+                self.check_dropped_beside_get(&sk, *reason);
+                self.rare.dropped.insert(sk);
             }
             Observation::ClientTransmit { client, transmit } => {
                 let mut flags = Vec::new();
@@ -370,21 +378,7 @@ impl Monitor {
     /// still queued while a standalone GET is open breaks B4.
     pub fn finish(&mut self, queued: &[(String, MsgKey)]) {
         // Sessions with a standalone GET open (B4 is judged per session).
-        let open_standalone: BTreeSet<Text> = self
-            .exchanges
-            .values()
-            .filter(|e| {
-                matches!(e.kind, Kind::GetPlain | Kind::GetResume(_))
-                    && !e.ended
-                    && !e.closed
-                    && e.status == Some(200)
-                    && self
-                        .lineages
-                        .get(&e.lineage)
-                        .is_some_and(|l| l.requests.is_empty())
-            })
-            .filter_map(|e| e.session.clone())
-            .collect();
+        let open_standalone = self.open_standalone();
         self.finish_client();
         let mut flags = self.retired_flags();
         self.owed.finish(&mut flags);
@@ -437,6 +431,45 @@ impl Monitor {
                     format!("{k} was written on a stream the client resumed, yet never delivered"),
                 );
             }
+        }
+    }
+
+    /// The sessions with a standalone GET open now: its `200` written, not
+    /// ended, not closed by the client.
+    fn open_standalone(&self) -> BTreeSet<Text> {
+        self.exchanges
+            .values()
+            .filter(|e| {
+                matches!(e.kind, Kind::GetPlain | Kind::GetResume(_))
+                    && !e.ended
+                    && !e.closed
+                    && e.status == Some(200)
+                    && self
+                        .lineages
+                        .get(&e.lineage)
+                        .is_some_and(|l| l.requests.is_empty())
+            })
+            .filter_map(|e| e.session.clone())
+            .collect()
+    }
+
+    /// B4: an unrelated message is never dropped for want of a stream
+    /// while a standalone GET of its session is open (its `200` out and the
+    /// client reading it): the stream is there to take it.
+    fn check_dropped_beside_get(&mut self, key: &(Text, MsgKey), reason: DropReason) {
+        let unrelated = self.sent.get(key).is_some_and(|c| *c == Cause::Unrelated);
+        if reason != DropReason::NoStream || !unrelated {
+            return;
+        }
+        if self.open_standalone().contains(&key.0) {
+            self.flag(
+                "B4",
+                None,
+                format!(
+                    "{} dropped for want of a stream while a standalone GET of its session is open",
+                    key.1
+                ),
+            );
         }
     }
 

@@ -274,6 +274,51 @@ fn b4_is_a_message_queued_while_a_live_standalone_get_of_its_session_is_open() {
     assert_eq!(finished(&post_stream, true), [] as [&str; 0]);
 }
 
+/// B4's drop half: an unrelated message dropped for want of a stream
+/// while a standalone GET of its session is open (its `200` out, not ended,
+/// not closed). A drop for another reason (room, the handshake, the session's
+/// end), a request's message, or a GET no longer open is no breach.
+#[test]
+fn b4_is_also_a_message_dropped_for_want_of_a_stream_beside_an_open_get() {
+    use mcp_streamable::server::DropReason;
+    let dropped = |reason| Observation::Dropped {
+        session: "s".into(),
+        key: MsgKey(1),
+        reason,
+    };
+    let open = |tail: Vec<Observation>| {
+        let mut obs = vec![get(1, None), head(1, 200, Content::Sse)];
+        obs.extend(tail);
+        finished(&obs, false)
+    };
+    let unrelated = || sent(Cause::Unrelated);
+    assert_eq!(
+        open(vec![unrelated(), dropped(DropReason::NoStream)]),
+        ["B4"]
+    );
+    for reason in [
+        DropReason::HeldFull,
+        DropReason::BeforeInitialized,
+        DropReason::SessionEnded,
+    ] {
+        assert_eq!(
+            open(vec![unrelated(), dropped(reason)]),
+            [] as [&str; 0],
+            "{reason:?}"
+        );
+    }
+    let related = sent(Cause::Request(mcp_streamable::ids::RequestId::Num(1)));
+    assert!(!open(vec![related, dropped(DropReason::NoStream)]).contains(&"B4"));
+    let closed = Observation::Closed { http: HttpId(1) };
+    assert_eq!(
+        open(vec![closed, unrelated(), dropped(DropReason::NoStream)]),
+        [] as [&str; 0],
+        "the client no longer reads the GET"
+    );
+    let no_get = [unrelated(), dropped(DropReason::NoStream)];
+    assert_eq!(finished(&no_get, false), [] as [&str; 0]);
+}
+
 #[test]
 fn a5_is_a_message_neither_queued_nor_written_nor_dropped_while_its_session_lives() {
     assert_eq!(finished(&[sent(Cause::Unrelated)], false), ["A5"]);
@@ -291,6 +336,7 @@ fn a5_is_a_message_neither_queued_nor_written_nor_dropped_while_its_session_live
         Observation::Dropped {
             session: "s".into(),
             key: MsgKey(1),
+            reason: mcp_streamable::server::DropReason::NoStream,
         },
     ];
     assert_eq!(finished(&dropped, false), [] as [&str; 0]);

@@ -18,6 +18,7 @@ use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
+use mcp_streamable::preset::{Scheduled, SchedulingPoint};
 use mcp_streamable::server::{Cause, EndpointConfig, ServerEndpoint, ServerEvent, ServerOutput};
 use mcp_streamable::shared::Shared;
 use mcp_streamable::time::Instant;
@@ -235,18 +236,12 @@ impl World {
     }
 
     /// Scheduling points the server's presets expose now (server ids).
-    pub fn server_scheduling_points(
-        &self,
-    ) -> Vec<(HttpId, mcp_streamable::server::SchedulingPoint)> {
+    pub fn server_scheduling_points(&self) -> Vec<(HttpId, SchedulingPoint)> {
         self.server.scheduling_points()
     }
 
     /// Fires one server scheduling point.
-    pub fn fire_server(
-        &mut self,
-        server_http: HttpId,
-        point: mcp_streamable::server::SchedulingPoint,
-    ) -> bool {
+    pub fn fire_server(&mut self, server_http: HttpId, point: SchedulingPoint) -> bool {
         let fired = self
             .server
             .handle_scheduling_point(server_http, point, self.now);
@@ -586,13 +581,13 @@ impl<S: Servers> World<S> {
         self.pump();
     }
 
-    /// Fires a client's scheduling point on exchange `ch` (`handle_foreground_step`).
+    /// Fires a client's scheduling point on exchange `ch`
+    /// ([`SchedulingPoint::ForegroundStep`], its only kind).
     pub fn fire_client(&mut self, ch: HttpId) -> bool {
         let now = self.client_now(<World>::owner(ch));
-        let fired = self
-            .clients
-            .get_mut(<World>::owner(ch))
-            .is_some_and(|c| c.handle_foreground_step(<World>::local(ch), now));
+        let fired = self.clients.get_mut(<World>::owner(ch)).is_some_and(|c| {
+            c.handle_scheduling_point(<World>::local(ch), SchedulingPoint::ForegroundStep, now)
+        });
         self.pump();
         fired
     }
@@ -606,7 +601,7 @@ impl<S: Servers> World<S> {
                 client
                     .scheduling_points()
                     .into_iter()
-                    .map(move |h| <World>::world_http(c, h))
+                    .map(move |(h, _)| <World>::world_http(c, h))
             })
             .collect()
     }

@@ -5,21 +5,13 @@
 //! exchange still working for that request is aborted and no retry for it is
 //! scheduled.
 
-mod drain;
-mod listen;
-mod modern;
-mod mrtr;
 mod session;
 #[cfg(test)]
 mod session_tests;
-mod streams;
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use drain::ClientOutput;
-pub use listen::ACKNOWLEDGED;
-pub use modern::{encode_name, ClientEra};
-pub use session::ClientSession;
+pub use session::{encode_name, ClientEra, ClientOutput, ClientSession, ACKNOWLEDGED};
 
 use crate::head::RequestHead;
 use crate::ids::{HttpId, RequestId, SessionId};

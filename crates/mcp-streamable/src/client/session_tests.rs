@@ -7,6 +7,7 @@ use crate::head::ResponseHead;
 use crate::ids::{HttpId, RequestId};
 use crate::jsonrpc::{ErrorObject, RawJson};
 use crate::policy::ClientPolicy;
+use crate::preset::{Scheduled, SchedulingPoint};
 use crate::sse::SseItem;
 use crate::time::Instant;
 use crate::version::ProtocolVersion;
@@ -80,11 +81,18 @@ fn legacy_with(
     c.handle_body(init.http, ok.to_string().as_bytes(), NOW);
     c.handle_http_closed(init.http, NOW);
     // The policies that commit later do so at their scheduling point.
-    while let Some(&http) = c.scheduling_points().first() {
+    while let Some(&(http, point)) = c.scheduling_points().first() {
         let elsewhere = HttpId(http.0 + 100);
-        assert!(!c.handle_foreground_step(elsewhere, NOW), "not its point");
+        assert!(
+            !c.handle_scheduling_point(elsewhere, point, NOW),
+            "not its point"
+        );
+        assert!(
+            !c.handle_scheduling_point(http, SchedulingPoint::ListenerWake, NOW),
+            "not its kind"
+        );
         assert_eq!(c.session_id(), None, "nothing committed");
-        assert!(c.handle_foreground_step(http, NOW));
+        assert!(c.handle_scheduling_point(http, point, NOW));
     }
     assert!(c.is_ready());
     events(&mut c);

@@ -7,7 +7,7 @@
 //! any instance of a fleet can serve any round.
 //!
 //! The client's side of the loop (re-issuing with the input under one
-//! handle) is `client/mrtr.rs`: `ClientEvent::InputRequired` and
+//! handle) is `client/session/mrtr.rs`: `ClientEvent::InputRequired` and
 //! `ClientSession::provide_input`.
 
 pub mod input;

@@ -68,10 +68,11 @@ pub fn observe_dropped(
     event: &ServerEvent,
     observe: &mut dyn FnMut(&Observation),
 ) {
-    if let ServerEvent::Dropped { key, .. } = event {
+    if let ServerEvent::Dropped { key, reason } = event {
         observe(&Observation::Dropped {
             session: session.to_string(),
             key: *key,
+            reason: *reason,
         });
     }
 }

@@ -25,6 +25,7 @@ use crate::app::{App, Cx, Fanout, Tap};
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
 use crate::observe::Observation;
+use crate::preset::Scheduled;
 use crate::release::Release;
 use crate::rng::SeededRng;
 use crate::server::Admission;

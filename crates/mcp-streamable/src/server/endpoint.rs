@@ -9,7 +9,6 @@ use super::admission::{Admission, AdmissionLimits};
 use super::modern;
 use super::request::{self, AllowList, UnreadBody};
 use super::session::{ServerSession, SessionConfig, SessionTimer};
-use super::SchedulingPoint;
 use super::{Cause, Content, EndReason, ResponseHead, ServerEvent, Transmit, TransmitKind};
 use crate::error::RequestError;
 use crate::head::{Method, RequestHead};
@@ -18,6 +17,7 @@ use crate::id_source::IdSource;
 use crate::ids::{HttpId, MsgKey, SessionId};
 use crate::jsonrpc::{self, Body, ErrorObject, Message, RawJson, METHOD_NOT_FOUND};
 use crate::policy::{ServerPolicy, SessionErrorStatus};
+use crate::preset::{Scheduled, SchedulingPoint};
 use crate::release::Release;
 use crate::shared::Shared;
 use crate::time::Instant;
@@ -528,7 +528,7 @@ impl ServerEndpoint {
         let listens: Vec<SessionId> = self
             .sessions
             .iter()
-            .filter(|(_, s)| s.listen.is_some() && !s.is_ended())
+            .filter(|(_, s)| s.is_listen() && !s.is_ended())
             .map(|(id, _)| id.clone())
             .collect();
         for id in listens {
@@ -576,42 +576,6 @@ impl ServerEndpoint {
             std::iter::from_fn(|| Arc::make_mut(&mut self.admission.0).poll_evicted()).collect();
         for id in evicted {
             self.evict(&id, now);
-        }
-    }
-
-    /// Scheduling points the sessions' presets expose now (mcp-go's
-    /// competing goroutines; none under FIXED). The driver picks which fires.
-    pub fn scheduling_points(&self) -> Vec<(HttpId, SchedulingPoint)> {
-        self.sessions
-            .values()
-            .flat_map(|s| s.scheduling_points())
-            .collect()
-    }
-
-    /// Fires scheduling point `point` of exchange `http`; whether anything
-    /// happened.
-    pub fn handle_scheduling_point(
-        &mut self,
-        http: HttpId,
-        point: SchedulingPoint,
-        now: Instant,
-    ) -> bool {
-        // Not by `routes`: a listener can outlive its HTTP exchange.
-        let Some(sid) = self
-            .sessions
-            .iter()
-            .find(|(_, s)| s.scheduling_points().contains(&(http, point)))
-            .map(|(sid, _)| sid.clone())
-        else {
-            return false;
-        };
-        let Some(s) = self.session_mut(&sid) else {
-            return false;
-        };
-        match point {
-            SchedulingPoint::ListenerWake => s.handle_listener_wake(http, now),
-            SchedulingPoint::HandlerStep => s.handle_handler_step(http, now),
-            SchedulingPoint::ListenStep => s.handle_listen_step(http, now),
         }
     }
 
@@ -1020,3 +984,35 @@ enum AdmitTo<'a> {
 
 /// An empty table to stand in while the endpoint's own is lent out.
 static EMPTY_ADMISSION: LazyLock<Arc<Admission>> = LazyLock::new(Arc::default);
+
+/// The sessions' scheduling points (mcp-go's competing goroutines, a
+/// listen's split start; none under FIXED): the driver picks which fires.
+impl Scheduled for ServerEndpoint {
+    fn scheduling_points(&self) -> Vec<(HttpId, SchedulingPoint)> {
+        self.sessions
+            .values()
+            .flat_map(|s| s.scheduling_points())
+            .collect()
+    }
+
+    fn handle_scheduling_point(
+        &mut self,
+        http: HttpId,
+        point: SchedulingPoint,
+        now: Instant,
+    ) -> bool {
+        // Not by `routes`: a listener can outlive its HTTP exchange.
+        let Some(sid) = self
+            .sessions
+            .iter()
+            .find(|(_, s)| s.scheduling_points().contains(&(http, point)))
+            .map(|(sid, _)| sid.clone())
+        else {
+            return false;
+        };
+        let Some(s) = self.session_mut(&sid) else {
+            return false;
+        };
+        s.handle_scheduling_point(http, point, now)
+    }
+}

@@ -2,19 +2,14 @@
 //! [`ServerSession`] (one session: streams, routing, replay).
 
 pub mod admission;
-mod attach;
 mod drain;
 pub mod driver;
 mod endpoint;
 pub mod event_ids;
-mod listen;
 pub mod modern;
-mod modern_result;
-mod outbound;
+pub(crate) mod modern_result;
 pub mod request;
-mod routing;
 mod session;
-mod shared_queue;
 pub mod stream;
 pub mod wire;
 
@@ -30,7 +25,6 @@ pub use session::{
     key_base, request_id_base, ResponseMode, ServerSession, SessionConfig, SessionTimer,
     ADOPTIONS_SPAN, STREAM_ID_SPAN,
 };
-pub use shared_queue::SchedulingPoint;
 
 use crate::ids::{HttpId, MsgKey, RequestId, SessionId};
 use crate::jsonrpc::{ErrorObject, Message, RawJson};
@@ -113,9 +107,16 @@ pub struct Transmit {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {
-    /// No standalone stream attached for `held_ttl`, or `held_max` exceeded.
+    /// No standalone stream attached within `held_ttl` (or, under a preset,
+    /// none wired when it was sent).
     NoStream,
-    /// Emitted before `notifications/initialized` under `PreInitNotifications::Suppress`.
+    /// Held for a standalone stream, it was the oldest when the held
+    /// messages outgrew `held_max`, `held_bytes_max` or the session's
+    /// `session_bytes_max`.
+    HeldFull,
+    /// Emitted before `notifications/initialized` under
+    /// `PreInitNotifications::Suppress`, or held for the handshake past
+    /// `held_ttl` (R49: nothing unrelated goes out before it).
     BeforeInitialized,
     /// The client cancelled the request (R50: no response after cancellation).
     Cancelled,

@@ -4,17 +4,28 @@
 //! A question belongs to the call it was asked for: when the client cancels
 //! that call it stops reading the call's stream, where the question went,
 //! so the question is given up with it ([`Outbound::give_up_for`]); nothing
-//! then waits for an answer that cannot come (L1, F6).
+//! then waits for an answer that cannot come (L1, F6). A question whose
+//! answer the network lost, or that the client never answers, ends at its
+//! deadline ([`Outbound::expire`]).
 
 use crate::ids::RequestId;
+use crate::time::Instant;
 use std::collections::BTreeMap;
+
+/// One awaited request.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Awaited {
+    /// The client request it was sent for (`None`: unrelated to any).
+    call: Option<RequestId>,
+    /// When the session stops waiting (`None`: never).
+    deadline: Option<Instant>,
+}
 
 /// The requests one session sent its client and still awaits answers to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Outbound {
-    /// Each awaited request, with the client request it was sent for
-    /// (`None`: unrelated to any).
-    awaited: BTreeMap<RequestId, Option<RequestId>>,
+    /// Each awaited request.
+    awaited: BTreeMap<RequestId, Awaited>,
     /// The number of the next request.
     next: i64,
 }
@@ -50,10 +61,32 @@ impl Outbound {
     }
 
     /// The request [`Self::next_id`] named went out, for `call` (or for
-    /// none): it awaits its answer, and the next one gets the next number.
-    pub(super) fn sent(&mut self, call: Option<RequestId>) {
-        self.awaited.insert(RequestId::Num(self.next), call);
+    /// none): it awaits its answer until `deadline`, and the next one gets
+    /// the next number.
+    pub(super) fn sent(&mut self, call: Option<RequestId>, deadline: Option<Instant>) {
+        self.awaited
+            .insert(RequestId::Num(self.next), Awaited { call, deadline });
         self.next += 1;
+    }
+
+    /// The earliest deadline of an awaited request.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.awaited.values().filter_map(|a| a.deadline).min()
+    }
+
+    /// The requests whose deadline is at or before `now`, no longer
+    /// awaited, in id order.
+    pub(super) fn expire(&mut self, now: Instant) -> Vec<RequestId> {
+        let due: Vec<RequestId> = self
+            .awaited
+            .iter()
+            .filter(|(_, a)| a.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &due {
+            self.awaited.remove(id);
+        }
+        due
     }
 
     /// The client answered `id`: whether it was awaited (an answer to
@@ -68,7 +101,7 @@ impl Outbound {
         let asked: Vec<RequestId> = self
             .awaited
             .iter()
-            .filter(|(_, c)| c.as_ref() == Some(call))
+            .filter(|(_, a)| a.call.as_ref() == Some(call))
             .map(|(id, _)| id.clone())
             .collect();
         for id in &asked {
@@ -90,10 +123,10 @@ mod tests {
         let mut o = Outbound::new(10);
         let (a, b) = (RequestId::Num(1), RequestId::Num(2));
         assert_eq!(o.next_id(), RequestId::Num(10));
-        o.sent(Some(a.clone()));
-        o.sent(Some(b.clone()));
-        o.sent(None);
-        o.sent(Some(a.clone()));
+        o.sent(Some(a.clone()), None);
+        o.sent(Some(b.clone()), None);
+        o.sent(None, None);
+        o.sent(Some(a.clone()), None);
         assert_eq!(o.next_number(), 14);
         assert_eq!(o.len(), 4);
         assert!(o.answered(&RequestId::Num(11)));
@@ -104,5 +137,27 @@ mod tests {
         assert!(o.give_up_for(&b).is_empty(), "answered already");
         let left: Vec<&RequestId> = o.ids().collect();
         assert_eq!(left, [&RequestId::Num(12)], "the unrelated one");
+    }
+
+    /// Each request waits until its own deadline; an expired one is no
+    /// longer awaited, and a late answer to it is not taken.
+    #[test]
+    fn a_request_past_its_deadline_is_no_longer_awaited() {
+        let mut o = Outbound::new(1);
+        let at = |ms| Some(Instant::from_millis(ms));
+        o.sent(None, at(300));
+        o.sent(Some(RequestId::Num(7)), at(100));
+        o.sent(None, None);
+        assert_eq!(o.next_deadline(), Instant::from_millis(100).into());
+        assert!(o.expire(Instant::from_millis(99)).is_empty());
+        assert_eq!(o.expire(Instant::from_millis(100)), [RequestId::Num(2)]);
+        assert_eq!(o.next_deadline(), at(300));
+        assert_eq!(o.expire(Instant::from_millis(1_000)), [RequestId::Num(1)]);
+        assert_eq!(o.next_deadline(), None, "one without a deadline waits");
+        assert!(
+            !o.answered(&RequestId::Num(1)),
+            "a late answer is not taken"
+        );
+        assert!(o.answered(&RequestId::Num(3)));
     }
 }

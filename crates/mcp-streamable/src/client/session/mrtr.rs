@@ -23,8 +23,8 @@
 //! undeclared kind, or more than `INPUT_REQUESTS_MAX` requests) fails the
 //! request as `Malformed`.
 
-use super::session::{ClientSession, Role};
-use super::{ClientError, ClientEvent, ClientUsageError, ServerRequests};
+use super::{ClientSession, Role};
+use crate::client::{ClientError, ClientEvent, ClientUsageError, ServerRequests};
 use crate::ids::RequestId;
 use crate::jsonrpc::{Message, RawJson};
 use crate::mrtr::input::METHODS;

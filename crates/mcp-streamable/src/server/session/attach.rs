@@ -1,14 +1,12 @@
-//! GET handling: new standalone streams, resumption by `Last-Event-ID`, and
-//! the rmcp shapes (one common stream, replaced or shadowed).
+//! GET handling: new standalone streams and resumption by `Last-Event-ID`.
+//! (The shapes of presets with one common stream are in `preset`.)
 
-use super::event_ids::{EventIdCodec, Priming, COMMON};
-use super::session::{Exchange, Listener, Role, ServerSession};
-use super::stream::{Format, Origin};
-use super::{Content, EndReason, Outgoing, TransmitKind};
+use super::{Role, ServerSession};
 use crate::error::RequestError;
 use crate::ids::{EventId, HttpId, StreamId};
-use crate::policy::{FinishedStreamResume, ReplayStart, StandaloneAttach};
-use std::sync::Arc;
+use crate::policy::{FinishedStreamResume, ReplayStart};
+use crate::server::stream::{Format, Origin};
+use crate::server::{Content, EndReason, TransmitKind};
 
 impl ServerSession {
     pub(super) fn get_coexist(
@@ -19,7 +17,9 @@ impl ServerSession {
     ) -> Result<(), RequestError> {
         let Some(cursor) = cursor else {
             let sid = self.new_stream(Origin::Standalone);
-            self.attach_get(http, sid, None);
+            if !self.open_unwired(http, sid) {
+                self.attach_get(http, sid, None);
+            }
             return Ok(());
         };
         let unknown = || RequestError::UnknownEventId(text.unwrap_or("").to_owned());
@@ -32,7 +32,7 @@ impl ServerSession {
         }
         if let Some(old) = stream.attached {
             self.end(old, EndReason::TakenOver);
-            self.exchanges.remove(&old);
+            self.forget_exchange(old);
             self.detach(cursor.stream, old);
         }
         self.attach_get(http, cursor.stream, Some(cursor));
@@ -66,85 +66,6 @@ impl ServerSession {
                 self.end(http, EndReason::Complete);
                 Ok(())
             }
-        }
-    }
-
-    /// The rmcp shapes: one common stream for every standalone GET.
-    pub(super) fn get_common(
-        &mut self,
-        http: HttpId,
-        cursor: Option<EventId>,
-        text: Option<&str>,
-    ) -> Result<(), RequestError> {
-        let target = cursor.map(|c| c.stream).unwrap_or(COMMON);
-        if target != COMMON {
-            let unknown = || RequestError::UnknownEventId(text.unwrap_or("").to_owned());
-            let cursor = cursor.ok_or_else(unknown)?;
-            let Some(stream) = self.streams.get(&target) else {
-                // rmcp forgets a request-wise stream once its response is routed.
-                return self.resume_finished(http, cursor);
-            };
-            if stream.finished {
-                return self.resume_finished(http, cursor);
-            }
-            if let Some(old) = stream.attached {
-                self.end(old, EndReason::TakenOver);
-                self.exchanges.remove(&old);
-                self.detach(target, old);
-            }
-            self.attach_get(http, target, Some(cursor));
-            return Ok(());
-        }
-        // rmcp: a plain GET is `Resume { last: None, index: 0 }`: sync from index 0.
-        let cursor = cursor.unwrap_or(EventId {
-            stream: COMMON,
-            seq: 1,
-        });
-        let live = self.streams.get(&COMMON).and_then(|s| s.attached);
-        if let Some(old) = live {
-            match self.policy.standalone_attach {
-                StandaloneAttach::ShadowCommon => {
-                    self.open_shadow(http);
-                    return Ok(());
-                }
-                _ => {
-                    self.end(old, EndReason::Replaced);
-                    self.exchanges.remove(&old);
-                    self.detach(COMMON, old);
-                }
-            }
-        }
-        let stream = self
-            .streams
-            .get(&COMMON)
-            .ok_or(RequestError::ChannelClosed)?;
-        if cursor.seq > stream.next_seq {
-            return Err(RequestError::UnknownEventId(text.unwrap_or("").to_owned()));
-        }
-        self.attach_get_from(http, COMMON, Some(cursor), true);
-        Ok(())
-    }
-
-    pub(super) fn open_shadow(&mut self, http: HttpId) {
-        self.exchanges.insert(
-            http,
-            Exchange {
-                role: Role::Shadow,
-                head_sent: false,
-                ended: false,
-                listener: Listener::None,
-            },
-        );
-        self.head(http, 200, Content::Sse);
-        if self.codec.priming(true, self.version.has_priming()) == Priming::LiteralZero {
-            self.tx(
-                http,
-                TransmitKind::Event {
-                    id: Some(EventIdCodec::literal_zero().to_owned()),
-                    retry_ms: Some(self.config.retry_ms),
-                    message: None,
-                },
-            );
         }
     }
 
@@ -192,14 +113,13 @@ impl ServerSession {
         if standalone && !self.codec.single_common_stream() {
             self.flush_held_into(sid);
         }
-        let pending: Vec<Arc<Outgoing>> = self.next_get.drain(..).collect();
-        for out in pending {
+        for out in self.take_for_next_get() {
             self.write_to_stream(sid, out);
         }
         let finished = self.streams.get(&sid).is_some_and(|s| s.finished);
         if finished {
             self.end(http, EndReason::Complete);
-            self.exchanges.remove(&http);
+            self.forget_exchange(http);
             self.detach(sid, http);
         }
     }

@@ -7,7 +7,17 @@
 //!                                                              close (DELETE) ─▶ Closed
 //! ```
 
-use super::{
+mod drain;
+mod listen;
+mod modern;
+mod mrtr;
+mod streams;
+
+pub use drain::ClientOutput;
+pub use listen::ACKNOWLEDGED;
+pub use modern::{encode_name, ClientEra};
+
+use crate::client::{
     ClientConfig, ClientError, ClientEvent, ClientTimer, ClientTransmit, ClientTransmitKind,
     ClientUsageError, Purpose, ServerRequests,
 };
@@ -18,6 +28,7 @@ use crate::policy::{
     BackgroundGet, ClientPolicy, CompletionGate, ForegroundAfterCompletion, ReconnectStreams,
     SessionCommit,
 };
+use crate::preset::{Scheduled, SchedulingPoint};
 use crate::sse::SseItem;
 use crate::time::{Instant, Timers};
 use crate::version::ProtocolVersion;
@@ -53,24 +64,24 @@ const NEVER_USED: &str = "it answered an id the client never used";
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Exchange {
-    pub(super) role: Role,
-    pub(super) carried_session: bool,
-    pub(super) status: Option<u16>,
-    pub(super) content: Content,
-    pub(super) head_session: Option<SessionId>,
-    pub(super) last_id: Option<String>,
-    pub(super) retry_ms: Option<u64>,
+    role: Role,
+    carried_session: bool,
+    status: Option<u16>,
+    content: Content,
+    head_session: Option<SessionId>,
+    last_id: Option<String>,
+    retry_ms: Option<u64>,
     /// Message events (not priming) received on this exchange.
-    pub(super) messages: u32,
-    pub(super) error: Option<ErrorObject>,
+    messages: u32,
+    error: Option<ErrorObject>,
     /// The shell could not take part of the answer whole: a body or an SSE
     /// event over this many bytes ([`ClientSession::handle_too_large`]).
-    pub(super) too_large: Option<usize>,
+    too_large: Option<usize>,
     /// The first thing in the answer the client could not use (a body
     /// that is not JSON-RPC, a response to an id it never asked): if the
     /// exchange then ends without its response, the failure says so
     /// rather than only that the response never came.
-    pub(super) flaw: Option<&'static str>,
+    flaw: Option<&'static str>,
 }
 
 impl Exchange {
@@ -78,7 +89,7 @@ impl Exchange {
     /// refused it (its status and error), or answered it whole without
     /// what it was for (`not_a_stream`). `None`: it was a stream, or never
     /// answered (a broken connection).
-    pub(super) fn refusal(&self, not_a_stream: &'static str) -> Option<ClientError> {
+    fn refusal(&self, not_a_stream: &'static str) -> Option<ClientError> {
         match self.status {
             Some(status) if !(200..300).contains(&status) => Some(ClientError::Status {
                 status,
@@ -93,82 +104,82 @@ impl Exchange {
 /// One request in flight.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Pending {
-    pub(super) method: String,
+    method: String,
     /// The id the application knows the request by: its own, or for a
     /// later round of a multi round-trip request, the first round's.
-    pub(super) handle: i64,
+    handle: i64,
     /// The exchange currently carrying the request's stream.
-    pub(super) http: Option<HttpId>,
+    http: Option<HttpId>,
     /// Last event id seen on the request's stream (across its resumptions).
-    pub(super) last_id: Option<String>,
-    pub(super) retry_ms: Option<u64>,
-    pub(super) attempts: u32,
-    pub(super) resuming_since: Option<Instant>,
+    last_id: Option<String>,
+    retry_ms: Option<u64>,
+    attempts: u32,
+    resuming_since: Option<Instant>,
     /// The response arrived elsewhere while the caller waits on the foreground
     /// (`CompletionGate::AfterForegroundReturns`).
-    pub(super) arrived: Option<Result<RawJson, ErrorObject>>,
+    arrived: Option<Result<RawJson, ErrorObject>>,
     /// The caller already has the result; only the foreground is left (`KeepRunning`).
-    pub(super) returned: bool,
+    returned: bool,
 }
 
 /// A staged `initialize` commit (`SessionCommit::AfterForegroundStep`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Staged {
-    pub(super) http: HttpId,
-    pub(super) session_id: Option<SessionId>,
-    pub(super) version: ProtocolVersion,
+    http: HttpId,
+    session_id: Option<SessionId>,
+    version: ProtocolVersion,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) struct Background {
-    pub(super) http: Option<HttpId>,
-    pub(super) last_id: Option<String>,
-    pub(super) retry_ms: Option<u64>,
-    pub(super) failures: u32,
-    pub(super) disabled: bool,
+    http: Option<HttpId>,
+    last_id: Option<String>,
+    retry_ms: Option<u64>,
+    failures: u32,
+    disabled: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Reader {
-    pub(super) http: Option<HttpId>,
-    pub(super) last_id: Option<String>,
-    pub(super) retry_ms: Option<u64>,
-    pub(super) reconnects: u32,
+    http: Option<HttpId>,
+    last_id: Option<String>,
+    retry_ms: Option<u64>,
+    reconnects: u32,
 }
 
 /// One client. See the module doc for the state diagram.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ClientSession {
-    pub(super) config: ClientConfig,
-    pub(super) policy: ClientPolicy,
-    pub(super) phase: Phase,
-    pub(super) session_id: Option<SessionId>,
-    pub(super) version: Option<ProtocolVersion>,
-    pub(super) staged: Option<Staged>,
-    pub(super) next_http: u64,
-    pub(super) next_id: i64,
-    pub(super) next_reader: u32,
-    pub(super) exchanges: BTreeMap<HttpId, Exchange>,
-    pub(super) pending: BTreeMap<i64, Pending>,
-    pub(super) finished: VecDeque<i64>,
-    pub(super) background: Background,
-    pub(super) readers: BTreeMap<u32, Reader>,
-    pub(super) transmits: VecDeque<ClientTransmit>,
-    pub(super) events: VecDeque<ClientEvent>,
-    pub(super) timers: Timers<ClientTimer>,
-    pub(super) duplicates: u64,
-    pub(super) strangers: u64,
+    config: ClientConfig,
+    policy: ClientPolicy,
+    phase: Phase,
+    session_id: Option<SessionId>,
+    version: Option<ProtocolVersion>,
+    staged: Option<Staged>,
+    next_http: u64,
+    next_id: i64,
+    next_reader: u32,
+    exchanges: BTreeMap<HttpId, Exchange>,
+    pending: BTreeMap<i64, Pending>,
+    finished: VecDeque<i64>,
+    background: Background,
+    readers: BTreeMap<u32, Reader>,
+    transmits: VecDeque<ClientTransmit>,
+    events: VecDeque<ClientEvent>,
+    timers: Timers<ClientTimer>,
+    duplicates: u64,
+    strangers: u64,
     /// What `initialize` was given (capabilities, clientInfo): the modern
     /// era sends them in every request's `_meta`, and `Auto` falls back
     /// with them.
-    pub(super) init_params: Option<RawJson>,
+    init_params: Option<RawJson>,
     /// The probe was sent again after a -32022 naming 2026-07-28 (once).
-    pub(super) probe_repeated: bool,
+    probe_repeated: bool,
     /// The application's listens (modern era), at most `listens_max`.
-    pub(super) listens: BTreeMap<super::ListenId, super::listen::Listen>,
-    pub(super) next_listen: u32,
+    listens: BTreeMap<crate::client::ListenId, listen::Listen>,
+    next_listen: u32,
     /// Modern requests that may take several rounds (MRTR), by handle.
-    pub(super) rounds: BTreeMap<i64, super::mrtr::Rounds>,
+    rounds: BTreeMap<i64, mrtr::Rounds>,
 }
 
 impl ClientSession {
@@ -255,18 +266,12 @@ impl ClientSession {
         self.strangers
     }
 
-    /// Exchanges at a scheduling point the driver may fire
-    /// (`handle_foreground_step`, `SessionCommit::AfterForegroundStep` only).
-    pub fn scheduling_points(&self) -> Vec<HttpId> {
-        self.staged.iter().map(|s| s.http).collect()
-    }
-
     // ---- commands ------------------------------------------------------
 
     /// Starts a session: POSTs `initialize` offering `config.protocol_version`.
     /// `params` are the rest of `InitializeRequestParams` (capabilities, clientInfo).
     /// Under [`ClientEra::Modern`](super::ClientEra) and `Auto` it probes
-    /// with `server/discover` first (see `client/modern.rs`).
+    /// with `server/discover` first (see `modern`).
     pub fn initialize(
         &mut self,
         params: RawJson,
@@ -287,7 +292,7 @@ impl ClientSession {
     }
 
     /// `initialize` of the session era (also `Auto`'s fallback).
-    pub(super) fn initialize_legacy(
+    fn initialize_legacy(
         &mut self,
         params: RawJson,
         now: Instant,
@@ -505,21 +510,6 @@ impl ClientSession {
         }
     }
 
-    /// The scheduling point of `SessionCommit::AfterForegroundStep`: the
-    /// initialize foreground finishes its post-processing and commits.
-    pub fn handle_foreground_step(&mut self, http: HttpId, now: Instant) -> bool {
-        match self.staged.take() {
-            Some(s) if s.http == http => {
-                self.commit_session(s.session_id, s.version, now);
-                true
-            }
-            other => {
-                self.staged = other;
-                false
-            }
-        }
-    }
-
     // ---- outputs -------------------------------------------------------
 
     /// The next exchange to start or abort.
@@ -561,13 +551,13 @@ impl ClientSession {
         }
     }
 
-    pub(super) fn mint_id(&mut self) -> i64 {
+    fn mint_id(&mut self) -> i64 {
         let n = self.next_id;
         self.next_id += 1;
         n
     }
 
-    pub(super) fn track(&mut self, n: i64, method: &str, http: Option<HttpId>, now: Instant) {
+    fn track(&mut self, n: i64, method: &str, http: Option<HttpId>, now: Instant) {
         self.pending.insert(
             n,
             Pending {
@@ -589,7 +579,7 @@ impl ClientSession {
     }
 
     /// Headers every request after initialize carries (R22, R29).
-    pub(super) fn session_headers(&self, mut head: RequestHead) -> RequestHead {
+    fn session_headers(&self, mut head: RequestHead) -> RequestHead {
         if let Some(sid) = &self.session_id {
             head = head.with(crate::headers::MCP_SESSION_ID, sid.as_str());
         }
@@ -599,7 +589,7 @@ impl ClientSession {
         head
     }
 
-    pub(super) fn send_post(&mut self, role: Role, msg: &Message) -> HttpId {
+    fn send_post(&mut self, role: Role, msg: &Message) -> HttpId {
         if self.is_modern() {
             return self.send_modern(role, msg);
         }
@@ -610,7 +600,7 @@ impl ClientSession {
         self.open(role, head, msg.to_json().into_bytes())
     }
 
-    pub(super) fn open(&mut self, role: Role, head: RequestHead, body: Vec<u8>) -> HttpId {
+    fn open(&mut self, role: Role, head: RequestHead, body: Vec<u8>) -> HttpId {
         let http = HttpId(self.next_http);
         self.next_http += 1;
         let carried_session = head.header(crate::headers::MCP_SESSION_ID).is_some();
@@ -638,7 +628,7 @@ impl ClientSession {
         http
     }
 
-    pub(super) fn abort(&mut self, http: HttpId) {
+    fn abort(&mut self, http: HttpId) {
         if let Some(ex) = self.exchanges.remove(&http) {
             self.transmits.push_back(ClientTransmit {
                 http,
@@ -777,7 +767,7 @@ impl ClientSession {
     }
 
     /// Forgets request `n`: aborts its exchanges and stops its timers (C2, C3).
-    pub(super) fn retire(&mut self, n: i64) {
+    fn retire(&mut self, n: i64) {
         self.pending.remove(&n);
         self.timers.stop(ClientTimer::Deadline(n));
         self.timers.stop(ClientTimer::Resume(n));
@@ -890,7 +880,7 @@ impl ClientSession {
     }
 
     /// Fails request `n` without a response; optionally tells the server.
-    pub(super) fn give_up(&mut self, n: i64, error: ClientError, tell_server: bool, now: Instant) {
+    fn give_up(&mut self, n: i64, error: ClientError, tell_server: bool, now: Instant) {
         if !self.pending.contains_key(&n) {
             return;
         }
@@ -929,7 +919,7 @@ impl ClientSession {
     }
 
     /// 404 on a request that carried the session id: the session is gone (R25).
-    pub(super) fn lose_session(&mut self, now: Instant) {
+    fn lose_session(&mut self, now: Instant) {
         if !matches!(self.phase, Phase::Ready | Phase::Initializing) {
             return;
         }
@@ -979,5 +969,39 @@ pub(super) fn purpose_of(role: Role) -> Purpose {
             listen: super::ListenId(l),
             request: RequestId::Num(n),
         },
+    }
+}
+
+/// The client's one scheduling point
+/// ([`SessionCommit::AfterForegroundStep`](crate::policy::SessionCommit::AfterForegroundStep)):
+/// the `initialize` foreground finishes its post-processing and commits.
+/// None under FIXED, which commits the session as it parses the answer.
+impl Scheduled for ClientSession {
+    fn scheduling_points(&self) -> Vec<(HttpId, SchedulingPoint)> {
+        self.staged
+            .iter()
+            .map(|s| (s.http, SchedulingPoint::ForegroundStep))
+            .collect()
+    }
+
+    fn handle_scheduling_point(
+        &mut self,
+        http: HttpId,
+        point: SchedulingPoint,
+        now: Instant,
+    ) -> bool {
+        if point != SchedulingPoint::ForegroundStep {
+            return false;
+        }
+        match self.staged.take() {
+            Some(s) if s.http == http => {
+                self.commit_session(s.session_id, s.version, now);
+                true
+            }
+            other => {
+                self.staged = other;
+                false
+            }
+        }
     }
 }

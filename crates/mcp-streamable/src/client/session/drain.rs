@@ -6,7 +6,8 @@
 //! before `handle` gets it (with the observer, for what it observes
 //! itself), and `handle` may feed the session again.
 
-use super::{ClientEvent, ClientSession, ClientTransmit};
+use super::ClientSession;
+use crate::client::{ClientEvent, ClientTransmit};
 use crate::observe::Observation;
 
 /// One output of the client core.

@@ -3,8 +3,8 @@
 //! bounded), the background GET (reconnect with its own last id; a 405
 //! disables it), EventSource-style readers (preset), and timers.
 
-use super::session::{ClientSession, Phase, Reader, Role};
-use super::{ClientError, ClientTimer};
+use super::{ClientSession, Phase, Reader, Role};
+use crate::client::{ClientError, ClientTimer};
 use crate::head::{Content, Method, RequestHead};
 use crate::headers;
 use crate::ids::HttpId;
@@ -25,7 +25,9 @@ impl ClientSession {
             }
             Role::Background => self.background_ended(http, &ex, now),
             Role::Reader(r) => self.reader_ended(r, http, &ex, now),
-            Role::Listen(l, _) => self.listen_stream_ended(super::ListenId(l), http, &ex, now),
+            Role::Listen(l, _) => {
+                self.listen_stream_ended(crate::client::ListenId(l), http, &ex, now)
+            }
             Role::Notify | Role::Delete => {}
         }
     }
@@ -38,18 +40,12 @@ impl ClientSession {
                 ClientTimer::Resume(n) => self.resume(n, now),
                 ClientTimer::Background => self.open_background(now),
                 ClientTimer::Reader(r) => self.reopen_reader(r),
-                ClientTimer::Relisten(l) => self.relisten(super::ListenId(l), now),
+                ClientTimer::Relisten(l) => self.relisten(crate::client::ListenId(l), now),
             }
         }
     }
 
-    fn request_stream_ended(
-        &mut self,
-        n: i64,
-        http: HttpId,
-        ex: &super::session::Exchange,
-        now: Instant,
-    ) {
+    fn request_stream_ended(&mut self, n: i64, http: HttpId, ex: &super::Exchange, now: Instant) {
         let Some(p) = self.pending.get_mut(&n) else {
             return;
         };
@@ -147,7 +143,7 @@ impl ClientSession {
         self.background.http = Some(http);
     }
 
-    fn background_ended(&mut self, http: HttpId, ex: &super::session::Exchange, now: Instant) {
+    fn background_ended(&mut self, http: HttpId, ex: &super::Exchange, now: Instant) {
         if self.background.http != Some(http) {
             return;
         }
@@ -195,7 +191,7 @@ impl ClientSession {
         );
     }
 
-    fn reader_ended(&mut self, r: u32, http: HttpId, ex: &super::session::Exchange, now: Instant) {
+    fn reader_ended(&mut self, r: u32, http: HttpId, ex: &super::Exchange, now: Instant) {
         let Some(reader) = self.readers.get_mut(&r) else {
             return;
         };

@@ -18,8 +18,8 @@
 //! hears nothing more (`Relisten::Unnoticed`, go-sdk v1.7.0, caught as M4
 //! by the monitor).
 
-use super::session::{ClientSession, Role};
-use super::{ClientError, ClientEvent, ClientTimer, ClientUsageError, ListenId};
+use super::{ClientSession, Role};
+use crate::client::{ClientError, ClientEvent, ClientTimer, ClientUsageError, ListenId};
 use crate::ids::{HttpId, RequestId};
 use crate::jsonrpc::{Message, RawJson};
 use crate::policy::Relisten;
@@ -209,7 +209,7 @@ impl ClientSession {
         &mut self,
         l: ListenId,
         http: HttpId,
-        ex: &super::session::Exchange,
+        ex: &super::Exchange,
         now: Instant,
     ) {
         let Some(x) = self.listens.get_mut(&l) else {

@@ -18,8 +18,8 @@
 //! with another body or none, an error result, a broken probe) means a
 //! session-era server: `initialize`.
 
-use super::session::{ClientSession, Phase, Role};
-use super::{ClientError, ClientEvent};
+use super::{ClientSession, Phase, Role};
+use crate::client::{ClientError, ClientEvent};
 use crate::head::RequestHead;
 use crate::headers;
 use crate::ids::{HttpId, RequestId};

@@ -1,17 +1,17 @@
 //! Sending: causal routing of what the application emits, held messages,
 //! stream writes, and the transmit and timer helpers.
 
-use super::event_ids::{EventIdCodec, Priming, COMMON};
-use super::session::{Listener, Phase, Role, ServerSession, SessionTimer, STREAM_ID_SPAN};
-use super::stream::{Format, Origin, ReplayBound, Stream};
-use super::{
-    Cause, Content, DropReason, EndReason, Outgoing, ResponseHead, ServerEvent, Transmit,
-    TransmitKind,
-};
+use super::{Phase, Role, ServerSession, SessionTimer, STREAM_ID_SPAN};
 use crate::error::UsageError;
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, StreamId};
 use crate::jsonrpc::{Message, RawJson};
-use crate::policy::{DetachedResponse, PreInitNotifications, SessionQueue};
+use crate::policy::PreInitNotifications;
+use crate::server::event_ids::{EventIdCodec, Priming, COMMON};
+use crate::server::stream::{Format, Origin, ReplayBound, Stream};
+use crate::server::{
+    Cause, Content, DropReason, EndReason, Outgoing, ResponseHead, ServerEvent, Transmit,
+    TransmitKind,
+};
 use crate::time::{Instant, Timers};
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,13 +58,9 @@ impl ServerSession {
     }
 
     pub(super) fn deliver_unrelated(&mut self, out: Arc<Outgoing>, now: Instant) {
-        if self.policy.session_queue == SessionQueue::SharedCompeting {
-            // mcp-go: a non-blocking send; a full channel drops silently.
-            if self.shared.len() < self.config.shared_queue_max {
-                self.shared.push_back(out);
-            }
+        let Some(out) = self.route_competing(out) else {
             return;
-        }
+        };
         if self.codec.single_common_stream() {
             // rmcp `cache_and_send`: cached, and sent if a receiver exists.
             self.write_to_stream(COMMON, out);
@@ -72,7 +68,11 @@ impl ServerSession {
         }
         match self.first_attached_standalone() {
             Some(sid) => self.write_to_stream(sid, out),
-            None => self.hold(out, now),
+            None => {
+                if let Some(out) = self.drop_if_unwired(out) {
+                    self.hold(out, now);
+                }
+            }
         }
     }
 
@@ -101,22 +101,23 @@ impl ServerSession {
         self.held.push_back((deadline, out));
         while self.held.len() > self.config.held_max || self.held_bytes > self.config.held_bytes_max
         {
-            if !self.drop_oldest_held() {
+            if !self.drop_oldest_held(DropReason::HeldFull) {
                 break;
             }
         }
         self.enforce_session_budget();
     }
 
-    /// Drops the oldest held message, visibly; whether there was one.
-    fn drop_oldest_held(&mut self) -> bool {
+    /// Drops the oldest held message, visibly, for `reason`; whether there
+    /// was one.
+    fn drop_oldest_held(&mut self, reason: DropReason) -> bool {
         let Some((_, old)) = self.held.pop_front() else {
             return false;
         };
         self.held_bytes -= old.message.approx_len();
         self.events.push_back(ServerEvent::Dropped {
             key: old.key,
-            reason: DropReason::NoStream,
+            reason,
         });
         true
     }
@@ -149,7 +150,13 @@ impl ServerSession {
             if *deadline > now {
                 break;
             }
-            self.drop_oldest_held();
+            // Held for the handshake (R49) or for a stream.
+            let reason = if self.phase == Phase::Ready {
+                DropReason::NoStream
+            } else {
+                DropReason::BeforeInitialized
+            };
+            self.drop_oldest_held(reason);
         }
     }
 
@@ -195,7 +202,7 @@ impl ServerSession {
         }
         while retained > max && !self.held.is_empty() {
             let before = self.held_bytes;
-            self.drop_oldest_held();
+            self.drop_oldest_held(DropReason::HeldFull);
             retained -= before - self.held_bytes;
         }
     }
@@ -207,13 +214,22 @@ impl ServerSession {
             return;
         };
         let attached = s.attached;
-        if s.format == Format::Undecided {
-            if let Some(http) = attached {
+        let out = match (s.format, attached) {
+            (Format::Undecided, Some(http)) => {
+                let Some(out) = self.answer_with_first(sid, http, out) else {
+                    return;
+                };
                 self.commit_sse(sid, http);
-            } else if let Some(s) = self.streams.get_mut(&sid) {
-                s.format = Format::Sse;
+                out
             }
-        }
+            (Format::Undecided, None) => {
+                if let Some(s) = self.streams.get_mut(&sid) {
+                    s.format = Format::Sse;
+                }
+                out
+            }
+            _ => out,
+        };
         let bound = self.replay_bound();
         let Some(s) = self.streams.get_mut(&sid) else {
             return;
@@ -249,15 +265,17 @@ impl ServerSession {
                     s.format = Format::Json;
                 }
                 let status = if self.version.is_modern() {
-                    super::modern_result::status(&out.message)
+                    crate::server::modern_result::status(&out.message)
                 } else {
                     200
                 };
                 self.head(http, status, Content::Json);
                 self.tx(http, TransmitKind::Json(out.message.clone()));
             }
-            (_, None) if self.policy.detached_response == DetachedResponse::NextGet => {
-                self.next_get.push_back(out);
+            (_, None) => {
+                if let Some(out) = self.keep_for_next_get(out) {
+                    self.write_to_stream(sid, out);
+                }
             }
             _ => self.write_to_stream(sid, out),
         }
@@ -279,12 +297,8 @@ impl ServerSession {
         let attached = s.attached.take();
         if let Some(http) = attached {
             self.end(http, EndReason::Complete);
-            let keep = self
-                .exchanges
-                .get(&http)
-                .is_some_and(|e| e.listener == Listener::Live);
-            if !keep {
-                self.exchanges.remove(&http);
+            if !self.has_listener(http) {
+                self.forget_exchange(http);
             }
             // Everything went out on a live connection, the response last:
             // nothing is left to resume, so the stream is forgotten at once.
@@ -431,8 +445,7 @@ impl ServerSession {
         let undelivered: Vec<MsgKey> = self.queued_keys();
         self.held.clear();
         self.held_bytes = 0;
-        self.shared.clear();
-        self.next_get.clear();
+        self.clear_preset();
         for key in undelivered {
             self.events.push_back(ServerEvent::Dropped {
                 key,
@@ -475,6 +488,16 @@ impl ServerSession {
         self.transmits.push_back(Transmit { http, kind });
     }
 
+    /// The deadline of the earliest request to the client still awaited.
+    pub(super) fn sync_outbound_timer(&mut self) {
+        match self.outbound.next_deadline() {
+            Some(deadline) if self.phase != Phase::Ended => {
+                self.timers.set(SessionTimer::Outbound, deadline)
+            }
+            _ => self.timers.stop(SessionTimer::Outbound),
+        }
+    }
+
     pub(super) fn update_timers(&mut self, now: Instant) {
         if self.phase == Phase::Ended {
             self.timers = Timers::default();
@@ -502,8 +525,13 @@ impl ServerSession {
             Some((deadline, _)) => self.timers.set(SessionTimer::HeldExpiry, *deadline),
             None => self.timers.stop(SessionTimer::HeldExpiry),
         }
+        self.sync_outbound_timer();
         let streaming = self.exchanges.values().any(|e| {
-            !e.ended && matches!(e.role, Role::Get { .. } | Role::Shadow | Role::Post { .. })
+            !e.ended
+                && matches!(
+                    e.role,
+                    Role::Get { .. } | Role::Post { .. } | Role::Streamless { sse: true }
+                )
         });
         match (streaming, self.config.keepalive_ms) {
             (true, Some(ms)) => {
@@ -513,14 +541,6 @@ impl ServerSession {
                 }
             }
             _ => self.timers.stop(SessionTimer::KeepAlive),
-        }
-    }
-
-    /// Drains everything queued into `sid` (mcp-go's drain before a response).
-    pub(super) fn drain_shared_into(&mut self, sid: StreamId) {
-        let items: Vec<Arc<Outgoing>> = self.shared.drain(..).collect();
-        for out in items {
-            self.write_to_stream(sid, out);
         }
     }
 }

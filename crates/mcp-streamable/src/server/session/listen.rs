@@ -19,14 +19,14 @@
 //! scheduling point between the steps ([`SchedulingPoint::ListenStep`])
 //! that the checker explores.
 //!
-//! [`SchedulingPoint::ListenStep`]: super::SchedulingPoint::ListenStep
+//! [`SchedulingPoint::ListenStep`]: crate::preset::SchedulingPoint::ListenStep
 
-use super::modern::{ListenFilter, META_SUBSCRIPTION_ID};
-use super::session::ServerSession;
-use super::Cause;
+use super::ServerSession;
 use crate::ids::{HttpId, MsgKey, RequestId};
 use crate::jsonrpc::{Message, RawJson};
 use crate::policy::ListenAck;
+use crate::server::modern::{ListenFilter, META_SUBSCRIPTION_ID};
+use crate::server::Cause;
 use crate::time::Instant;
 
 /// What a session that is a listen remembers.
@@ -75,7 +75,7 @@ impl ServerSession {
 
     /// The listen's pending step (the acknowledgement or the registration,
     /// by [`ListenAck`]) runs; whether there was one.
-    pub fn handle_listen_step(&mut self, http: HttpId, now: Instant) -> bool {
+    pub(super) fn handle_listen_step(&mut self, http: HttpId, now: Instant) -> bool {
         let Some(l) = self.listen.as_deref_mut().filter(|l| l.http == http) else {
             return false;
         };

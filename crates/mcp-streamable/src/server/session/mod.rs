@@ -13,19 +13,26 @@
 //! another stream. Every SSE event carries a stream-scoped id and is buffered
 //! (bounded) so a `Last-Event-ID` resumption replays strictly after it.
 
+mod attach;
+mod listen;
+mod outbound;
+mod preset;
+mod routing;
+
 use super::admission::SessionState;
 use super::event_ids::{EventIdCodec, COMMON};
-use super::outbound::Outbound;
 use super::stream::{Format, Origin, Stream};
 use super::{Cause, Content, DropReason, EndReason, Outgoing, ServerEvent, Transmit, TransmitKind};
 use crate::error::{RequestError, UsageError};
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
-use crate::jsonrpc::{Body, ErrorObject, Message, RawJson, REQUEST_CANCELLED};
-use crate::policy::{DetachedResponse, ServerPolicy, SessionQueue, StandaloneAttach};
+use crate::jsonrpc::{Body, ErrorObject, Message, RawJson, REQUEST_CANCELLED, REQUEST_TIMEOUT};
+use crate::policy::{DetachedResponse, ServerPolicy, StandaloneAttach};
 use crate::release::Release;
 use crate::shared::Shared;
 use crate::time::{Instant, Timers};
 use crate::version::ProtocolVersion;
+use outbound::Outbound;
+use preset::PresetState;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -69,6 +76,12 @@ pub struct SessionConfig {
     pub in_flight_max: usize,
     /// Server-to-client requests awaiting answers.
     pub outbound_requests_max: usize,
+    /// How long a request to the client waits for its answer, in ms (None:
+    /// for ever). Past it the application hears it failed
+    /// ([`REQUEST_TIMEOUT`](crate::jsonrpc::REQUEST_TIMEOUT)) and the client
+    /// is sent `notifications/cancelled`: an answer the network lost, or a
+    /// client that never answers, leaves nobody waiting.
+    pub outbound_timeout_ms: Option<u64>,
     /// Cancelled request ids remembered (to drop late responses).
     pub cancelled_max: usize,
     /// Session ends after this long with no open exchange, in ms (None: never).
@@ -81,7 +94,8 @@ pub struct SessionConfig {
     pub keepalive_ms: Option<u64>,
     /// JSON or SSE answers.
     pub response_mode: ResponseMode,
-    /// mcp-go's session channel capacity (`SessionQueue::SharedCompeting`).
+    /// Messages the one session queue of `SessionQueue::SharedCompeting`
+    /// holds; a send past it is dropped.
     pub shared_queue_max: usize,
     /// Streams are numbered from `stream_id_base + 1` (0 alone: one
     /// process). The instances of a fleet each take their own range, so a
@@ -137,6 +151,7 @@ impl Default for SessionConfig {
             held_ttl_ms: 60_000,
             in_flight_max: 256,
             outbound_requests_max: 64,
+            outbound_timeout_ms: Some(60_000),
             cancelled_max: 64,
             idle_timeout_ms: Some(30 * 60 * 1000),
             init_timeout_ms: Some(10_000),
@@ -159,84 +174,73 @@ pub enum SessionTimer {
     Idle,
     /// End the session that has not completed its handshake.
     Init,
+    /// Give up the requests to the client whose answer is overdue.
+    Outbound,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Phase {
+enum Phase {
     New,
     AwaitingInitialized,
     Ready,
     Ended,
 }
 
-/// A listener task that competes for the session queue (mcp-go only).
+/// What an open HTTP exchange of the session carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Listener {
-    None,
-    Live,
-}
-
-/// Progress of a notification POST's handler (mcp-go only).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum HandlerStep {
-    Running,
-    HeadWritten,
-    Finished,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Role {
+enum Role {
     /// A POST carrying requests, writing `stream`.
     Post { stream: StreamId },
     /// A GET carrying `stream` (standalone or a resumption).
     Get { stream: StreamId },
-    /// rmcp 3.9's idle shadow stream.
-    Shadow,
-    /// A notification/response POST still running (mcp-go only).
-    Accepted { step: HandlerStep },
+    /// An exchange that carries none of the session's streams, only what
+    /// the preset that opened it writes (`sse`: its head committed an event
+    /// stream, kept alive like one). FIXED opens none: a notification POST
+    /// is answered 202 at once, and every GET gets a stream of its own.
+    Streamless { sse: bool },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) struct Exchange {
-    pub(super) role: Role,
-    pub(super) head_sent: bool,
-    pub(super) ended: bool,
-    pub(super) listener: Listener,
+struct Exchange {
+    role: Role,
+    head_sent: bool,
+    ended: bool,
 }
 
 /// One session. See the module doc for the state diagram and routing rules.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ServerSession {
-    pub(super) id: SessionId,
-    pub(super) codec: EventIdCodec,
-    pub(super) version: ProtocolVersion,
+    id: SessionId,
+    codec: EventIdCodec,
+    version: ProtocolVersion,
     /// Shared with the endpoint's other sessions (`EndpointConfig::session`).
-    pub(super) config: Shared<SessionConfig>,
-    pub(super) policy: ServerPolicy,
-    pub(super) phase: Phase,
-    pub(super) streams: BTreeMap<StreamId, Stream>,
-    pub(super) next_stream: u32,
-    pub(super) exchanges: BTreeMap<HttpId, Exchange>,
-    pub(super) in_flight: BTreeMap<RequestId, StreamId>,
-    pub(super) initialize_id: Option<RequestId>,
-    pub(super) initialize_stream: Option<StreamId>,
-    pub(super) cancelled: VecDeque<RequestId>,
+    config: Shared<SessionConfig>,
+    policy: ServerPolicy,
+    phase: Phase,
+    streams: BTreeMap<StreamId, Stream>,
+    next_stream: u32,
+    exchanges: BTreeMap<HttpId, Exchange>,
+    in_flight: BTreeMap<RequestId, StreamId>,
+    initialize_id: Option<RequestId>,
+    initialize_stream: Option<StreamId>,
+    cancelled: VecDeque<RequestId>,
     /// The requests this session sent the client and awaits answers to.
-    pub(super) outbound: Outbound,
-    pub(super) held: VecDeque<(Instant, Arc<Outgoing>)>,
-    pub(super) held_bytes: usize,
-    pub(super) shared: VecDeque<Arc<Outgoing>>,
-    pub(super) next_get: VecDeque<Arc<Outgoing>>,
-    pub(super) next_key: u64,
-    pub(super) transmits: VecDeque<Transmit>,
-    pub(super) events: VecDeque<ServerEvent>,
-    pub(super) timers: Timers<SessionTimer>,
-    pub(super) late_responses: u64,
+    outbound: Outbound,
+    held: VecDeque<(Instant, Arc<Outgoing>)>,
+    held_bytes: usize,
+    /// What only a preset's departures from FIXED keep (`None` under
+    /// FIXED, and under every preset that departs in none of them).
+    preset: Option<Box<PresetState>>,
+    next_key: u64,
+    transmits: VecDeque<Transmit>,
+    events: VecDeque<ServerEvent>,
+    timers: Timers<SessionTimer>,
+    late_responses: u64,
     /// A modern (2026-07-28) request's method: the one request a stateless
     /// session exists for, whose result the core completes.
-    pub(super) modern_method: Option<Box<str>>,
-    /// A modern `subscriptions/listen` (see `server/listen.rs`).
-    pub(super) listen: Option<Box<super::listen::Listen>>,
+    modern_method: Option<Box<str>>,
+    /// A modern `subscriptions/listen` (see `listen`).
+    listen: Option<Box<listen::Listen>>,
 }
 
 impl ServerSession {
@@ -274,8 +278,7 @@ impl ServerSession {
             outbound: Outbound::new(request_id_base(base) + 1),
             held: VecDeque::new(),
             held_bytes: 0,
-            shared: VecDeque::new(),
-            next_get: VecDeque::new(),
+            preset: PresetState::for_policy(&policy),
             next_key: key_base(base) + 1,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
@@ -380,6 +383,11 @@ impl ServerSession {
         self.phase == Phase::Ready
     }
 
+    /// Whether this session is a modern `subscriptions/listen`.
+    pub fn is_listen(&self) -> bool {
+        self.listen.is_some()
+    }
+
     /// Whether the session has ended.
     pub fn is_ended(&self) -> bool {
         self.phase == Phase::Ended
@@ -427,8 +435,9 @@ impl ServerSession {
     /// Messages accepted but not yet written anywhere (held, queued).
     pub fn queued_keys(&self) -> Vec<MsgKey> {
         let mut keys: Vec<MsgKey> = self.held.iter().map(|(_, o)| o.key).collect();
-        keys.extend(self.shared.iter().map(|o| o.key));
-        keys.extend(self.next_get.iter().map(|o| o.key));
+        if let Some(p) = &self.preset {
+            keys.extend(p.queued_keys());
+        }
         keys.sort();
         keys
     }
@@ -568,14 +577,17 @@ impl ServerSession {
     /// The exchange `http` is gone (client closed it, the connection dropped,
     /// or the shell found the body dropped). Not a cancellation (R11).
     pub fn handle_http_closed(&mut self, http: HttpId, now: Instant) {
-        let Some(mut ex) = self.exchanges.remove(&http) else {
+        let Some(ex) = self.exchanges.get_mut(&http) else {
             return;
         };
-        if ex.listener == Listener::Live {
-            // mcp-go: the listener goroutine outlives the HTTP exchange until it
-            // selects its context; whatever it dequeues now is lost.
-            ex.ended = true;
-            self.exchanges.insert(http, ex);
+        let ex = *ex;
+        if self.has_listener(http) {
+            // A preset's listener task outlives its exchange (see `preset`).
+            if let Some(e) = self.exchanges.get_mut(&http) {
+                e.ended = true;
+            }
+        } else {
+            self.forget_exchange(http);
         }
         if let Role::Post { stream } | Role::Get { stream } = ex.role {
             self.detach(stream, http);
@@ -598,12 +610,19 @@ impl ServerSession {
                     }
                 }
                 SessionTimer::HeldExpiry => self.expire_held(now),
+                SessionTimer::Outbound => {
+                    let due = self.outbound.expire(now);
+                    let reason = "the client did not answer in time";
+                    self.give_up_outbound(due, REQUEST_TIMEOUT, reason, now);
+                }
                 SessionTimer::KeepAlive => {
                     let sse: Vec<HttpId> = self
                         .exchanges
                         .iter()
                         .filter(|(_, e)| {
-                            e.head_sent && !e.ended && !matches!(e.role, Role::Accepted { .. })
+                            e.head_sent
+                                && !e.ended
+                                && !matches!(e.role, Role::Streamless { sse: false })
                         })
                         .map(|(h, _)| *h)
                         .collect();
@@ -651,7 +670,7 @@ impl ServerSession {
             },
             Ok(result) if self.version.is_modern() => Message::Response {
                 id: id.clone(),
-                result: super::modern_result::complete(
+                result: crate::server::modern_result::complete(
                     self.modern_method.as_deref().unwrap_or_default(),
                     result,
                 ),
@@ -670,9 +689,7 @@ impl ServerSession {
         }
         let out = self.outgoing(Cause::Request(id.clone()), message);
         let key = out.key;
-        if self.policy.session_queue == SessionQueue::SharedCompeting {
-            self.drain_shared_into(stream);
-        }
+        self.drain_competing_into(stream);
         self.write_response(stream, id, out);
         self.update_timers(now);
         Ok(key)
@@ -717,7 +734,12 @@ impl ServerSession {
             Cause::Unrelated => None,
         };
         let key = self.send(message, cause, now)?;
-        self.outbound.sent(call);
+        let deadline = self
+            .config
+            .outbound_timeout_ms
+            .map(|ms| now + std::time::Duration::from_millis(ms));
+        self.outbound.sent(call, deadline);
+        self.update_timers(now);
         Ok((id, key))
     }
 
@@ -796,7 +818,7 @@ impl ServerSession {
     /// An idle session gives its queue buffers back, so 10,000 idle sessions
     /// cost what their state needs, not what their busiest moment needed.
     /// (An emptied `BTreeMap` keeps its root node; a fresh one allocates nothing.)
-    pub(super) fn release_if_idle(&mut self) {
+    fn release_if_idle(&mut self) {
         if !self.exchanges.is_empty() || !self.events.is_empty() || !self.transmits.is_empty() {
             return;
         }
@@ -844,6 +866,7 @@ impl ServerSession {
     /// counted late and dropped).
     pub fn deliver_answer(&mut self, id: RequestId, result: Result<RawJson, ErrorObject>) {
         self.recv_response(id, result);
+        self.sync_outbound_timer();
     }
 
     /// Whether a standalone GET of this session is attached here: where an
@@ -881,7 +904,7 @@ impl ServerSession {
 
     // ---- internals: receiving -----------------------------------------
 
-    pub(super) fn recv_non_request(&mut self, message: Message, now: Instant) {
+    fn recv_non_request(&mut self, message: Message, now: Instant) {
         match message {
             Message::Notification { method, params } => {
                 if method == "notifications/initialized" && self.phase != Phase::Ended {
@@ -904,7 +927,7 @@ impl ServerSession {
         }
     }
 
-    pub(super) fn recv_response(&mut self, id: RequestId, result: Result<RawJson, ErrorObject>) {
+    fn recv_response(&mut self, id: RequestId, result: Result<RawJson, ErrorObject>) {
         if self.outbound.answered(&id) {
             self.events.push_back(ServerEvent::Response { id, result });
         } else {
@@ -912,7 +935,7 @@ impl ServerSession {
         }
     }
 
-    pub(super) fn recv_cancel(&mut self, params: Option<&RawJson>, now: Instant) {
+    fn recv_cancel(&mut self, params: Option<&RawJson>, now: Instant) {
         let Some(params) = params else { return };
         let Some(raw) = params.to_value().get("requestId").cloned() else {
             return;
@@ -944,11 +967,18 @@ impl ServerSession {
     /// (`notifications/cancelled`, unrelated: the call's stream is over), so
     /// neither side waits for an answer that cannot come.
     fn cancel_outbound_of(&mut self, call: &RequestId, now: Instant) {
-        for id in self.outbound.give_up_for(call) {
-            let reason = "the request it was sent for was cancelled";
+        let asked = self.outbound.give_up_for(call);
+        let reason = "the request it was sent for was cancelled";
+        self.give_up_outbound(asked, REQUEST_CANCELLED, reason, now);
+    }
+
+    /// Requests to the client no longer awaited: each fails to the
+    /// application (`code`, `reason`), and the client is told.
+    fn give_up_outbound(&mut self, ids: Vec<RequestId>, code: i64, reason: &str, now: Instant) {
+        for id in ids {
             self.events.push_back(ServerEvent::Response {
                 id: id.clone(),
-                result: Err(ErrorObject::new(REQUEST_CANCELLED, reason)),
+                result: Err(ErrorObject::new(code, reason)),
             });
             let params = serde_json::json!({ "requestId": id, "reason": reason });
             let notice =
@@ -958,47 +988,36 @@ impl ServerSession {
         }
     }
 
-    pub(super) fn accept_without_stream(&mut self, http: HttpId) {
-        match self.policy.session_queue {
-            SessionQueue::Causal => {
-                self.head(http, 202, Content::None);
-                self.end(http, EndReason::Complete);
-            }
-            SessionQueue::SharedCompeting => {
-                self.exchanges.insert(
-                    http,
-                    Exchange {
-                        role: Role::Accepted {
-                            step: HandlerStep::Running,
-                        },
-                        head_sent: false,
-                        ended: false,
-                        listener: Listener::Live,
-                    },
-                );
-            }
+    fn accept_without_stream(&mut self, http: HttpId) {
+        if self.competing() {
+            self.accept_competing(http);
+            return;
         }
+        self.head(http, 202, Content::None);
+        self.end(http, EndReason::Complete);
     }
 
-    /// Registers an exchange that carries a stream. Under mcp-go's shared
-    /// queue every such exchange also gets a competing listener.
-    pub(super) fn add_exchange(&mut self, http: HttpId, role: Role) {
-        let listener = match self.policy.session_queue {
-            SessionQueue::Causal => Listener::None,
-            SessionQueue::SharedCompeting => Listener::Live,
-        };
+    /// Registers an exchange that carries a stream (and, under a competing
+    /// queue, its listener).
+    fn add_exchange(&mut self, http: HttpId, role: Role) {
         self.exchanges.insert(
             http,
             Exchange {
                 role,
                 head_sent: false,
                 ended: false,
-                listener,
             },
         );
+        self.start_listener(http);
     }
 
-    pub(super) fn open_post_stream(&mut self, http: HttpId, ids: &[RequestId]) {
+    /// Exchange `http` is forgotten, with whatever a preset ran for it.
+    fn forget_exchange(&mut self, http: HttpId) {
+        self.exchanges.remove(&http);
+        self.forget_preset_tasks(http);
+    }
+
+    fn open_post_stream(&mut self, http: HttpId, ids: &[RequestId]) {
         let sid = self.new_stream(Origin::Post {
             pending: ids.to_vec(),
         });
@@ -1009,9 +1028,8 @@ impl ServerSession {
         if let Some(s) = self.streams.get_mut(&sid) {
             s.attached = Some(http);
         }
-        let commit_sse_now = ids.len() > 1
-            || (self.config.response_mode == ResponseMode::Sse
-                && self.policy.session_queue == SessionQueue::Causal);
+        let commit_sse_now =
+            ids.len() > 1 || (self.config.response_mode == ResponseMode::Sse && !self.competing());
         if commit_sse_now {
             self.commit_sse(sid, http);
             self.prime(sid, http, false);
@@ -1142,7 +1160,6 @@ mod getter_tests {
                 },
                 head_sent: true,
                 ended: false,
-                listener: Listener::None,
             };
             s.exchanges.insert(HttpId(h), ex);
         }
@@ -1192,10 +1209,9 @@ mod getter_tests {
         assert_eq!((s.transmits.capacity(), s.events.capacity()), (0, 0));
         // With an exchange open, nothing is given back.
         let ex = Exchange {
-            role: Role::Shadow,
+            role: Role::Streamless { sse: true },
             head_sent: false,
             ended: false,
-            listener: Listener::None,
         };
         s.exchanges.insert(HttpId(2), ex);
         s.tx(HttpId(2), TransmitKind::Comment);

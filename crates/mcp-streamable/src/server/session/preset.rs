@@ -1,0 +1,486 @@
+//! What only a preset's departures from FIXED keep, and the scheduling
+//! points they expose ([`Scheduled`]).
+//!
+//! mcp-go v0.44.1 ([`SessionQueue::SharedCompeting`]) starts a listener
+//! goroutine for every POST that `select`s on the session channel, its own
+//! `done` and its context; Go picks uniformly among ready cases. Its
+//! notification POSTs run a handler that writes the 202 head, then
+//! returns. Which goroutine runs next is an input
+//! ([`SchedulingPoint::ListenerWake`], [`SchedulingPoint::HandlerStep`]).
+//! rmcp ([`StandaloneAttach::ReplaceCommon`],
+//! [`StandaloneAttach::ShadowCommon`]) keeps one common stream for every
+//! standalone GET: a new GET replaces the live one, or becomes a shadow
+//! that is never written.
+//! csharp-sdk before PR #1212 ([`GetRegistration::AfterHead`]) sends a
+//! standalone GET's `200` before the stream takes messages; wiring it is a
+//! scheduling point ([`SchedulingPoint::RegisterGet`]), and what the
+//! application emits meanwhile is dropped.
+//! The conformance suite's `sse-retry` mock ([`DetachedResponse::NextGet`])
+//! keeps a detached response for whatever GET comes next.
+//!
+//! [`SessionQueue::SharedCompeting`]: crate::policy::SessionQueue::SharedCompeting
+//! [`DetachedResponse::NextGet`]: crate::policy::DetachedResponse::NextGet
+//! [`GetRegistration::AfterHead`]: crate::policy::GetRegistration::AfterHead
+//! [`StandaloneAttach::ReplaceCommon`]: crate::policy::StandaloneAttach::ReplaceCommon
+//! [`StandaloneAttach::ShadowCommon`]: crate::policy::StandaloneAttach::ShadowCommon
+
+use super::{Exchange, ResponseMode, Role, ServerSession};
+use crate::error::RequestError;
+use crate::ids::{EventId, HttpId, MsgKey, StreamId};
+use crate::policy::{
+    DetachedResponse, GetRegistration, JsonAnswer, ServerPolicy, SessionQueue, StandaloneAttach,
+};
+use crate::preset::{Scheduled, SchedulingPoint};
+use crate::server::event_ids::{EventIdCodec, Priming, COMMON};
+use crate::server::stream::{Format, Origin};
+use crate::server::{Content, DropReason, EndReason, Outgoing, ServerEvent, TransmitKind};
+use crate::time::Instant;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+/// Progress of a notification POST's handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum HandlerStep {
+    Running,
+    HeadWritten,
+    Finished,
+}
+
+/// The session's state that only presets use.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(super) struct PresetState {
+    /// Whether the session's messages go through one competing queue.
+    competing: bool,
+    /// The session channel (`competing`).
+    queue: VecDeque<Arc<Outgoing>>,
+    /// The exchanges whose listener task still runs (`competing`); a
+    /// listener outlives its HTTP exchange until it sees its context end.
+    listeners: BTreeSet<HttpId>,
+    /// The notification POSTs whose handler still runs (`competing`).
+    handlers: BTreeMap<HttpId, HandlerStep>,
+    /// Responses kept for whatever GET comes next.
+    next_get: VecDeque<Arc<Outgoing>>,
+    /// Standalone GETs whose `200` went out and whose stream is not wired
+    /// to the session yet ([`GetRegistration::AfterHead`]), with the stream.
+    unwired: BTreeMap<HttpId, StreamId>,
+}
+
+impl PresetState {
+    /// The state `policy` needs: `None` when it departs from FIXED in
+    /// nothing kept here.
+    pub(super) fn for_policy(policy: &ServerPolicy) -> Option<Box<PresetState>> {
+        let competing = policy.session_queue == SessionQueue::SharedCompeting;
+        let next_get = policy.detached_response == DetachedResponse::NextGet;
+        let late_wiring = policy.get_registration == GetRegistration::AfterHead;
+        (competing || next_get || late_wiring).then(|| {
+            Box::new(PresetState {
+                competing,
+                ..PresetState::default()
+            })
+        })
+    }
+
+    /// The keys of the messages it keeps, in the order they would go.
+    pub(super) fn queued_keys(&self) -> impl Iterator<Item = MsgKey> + '_ {
+        self.queue.iter().chain(&self.next_get).map(|o| o.key)
+    }
+}
+
+impl ServerSession {
+    /// Whether messages go through mcp-go's one competing queue.
+    pub(super) fn competing(&self) -> bool {
+        self.preset.as_ref().is_some_and(|p| p.competing)
+    }
+
+    /// Whether exchange `http` has a live listener task.
+    pub(super) fn has_listener(&self, http: HttpId) -> bool {
+        self.preset
+            .as_ref()
+            .is_some_and(|p| p.listeners.contains(&http))
+    }
+
+    /// A new exchange carrying a stream: under the competing queue it also
+    /// gets a listener.
+    pub(super) fn start_listener(&mut self, http: HttpId) {
+        if let Some(p) = self.preset.as_mut().filter(|p| p.competing) {
+            p.listeners.insert(http);
+        }
+    }
+
+    /// A notification POST under the competing queue: not answered at
+    /// once; its handler and its listener run.
+    pub(super) fn accept_competing(&mut self, http: HttpId) {
+        self.exchanges.insert(
+            http,
+            Exchange {
+                role: Role::Streamless { sse: false },
+                head_sent: false,
+                ended: false,
+            },
+        );
+        if let Some(p) = self.preset.as_mut() {
+            p.handlers.insert(http, HandlerStep::Running);
+            p.listeners.insert(http);
+        }
+    }
+
+    /// An unrelated message into the competing queue: a non-blocking send,
+    /// so a full channel drops it silently. Given back when there is no
+    /// such queue.
+    pub(super) fn route_competing(&mut self, out: Arc<Outgoing>) -> Option<Arc<Outgoing>> {
+        let max = self.config.shared_queue_max;
+        let Some(p) = self.preset.as_mut().filter(|p| p.competing) else {
+            return Some(out);
+        };
+        if p.queue.len() < max {
+            p.queue.push_back(out);
+        }
+        None
+    }
+
+    /// Before a response on `stream`, mcp-go's request handler drains the
+    /// competing queue into it; nothing without such a queue.
+    pub(super) fn drain_competing_into(&mut self, stream: StreamId) {
+        let queued: Vec<Arc<Outgoing>> = match self.preset.as_mut() {
+            Some(p) => p.queue.drain(..).collect(),
+            None => return,
+        };
+        for out in queued {
+            self.write_to_stream(stream, out);
+        }
+    }
+
+    /// A response whose stream has no connection: kept for whatever GET
+    /// comes next under [`DetachedResponse::NextGet`], else given back.
+    pub(super) fn keep_for_next_get(&mut self, out: Arc<Outgoing>) -> Option<Arc<Outgoing>> {
+        if self.policy.detached_response != DetachedResponse::NextGet {
+            return Some(out);
+        }
+        if let Some(p) = self.preset.as_mut() {
+            p.next_get.push_back(out);
+        }
+        None
+    }
+
+    /// The responses kept for the next GET, taken out.
+    pub(super) fn take_for_next_get(&mut self) -> Vec<Arc<Outgoing>> {
+        match self.preset.as_mut() {
+            Some(p) => p.next_get.drain(..).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Exchange `http` is forgotten, and its tasks with it.
+    pub(super) fn forget_preset_tasks(&mut self, http: HttpId) {
+        if let Some(p) = self.preset.as_mut() {
+            p.listeners.remove(&http);
+            p.handlers.remove(&http);
+            p.unwired.remove(&http);
+        }
+    }
+
+    /// The first message for a POST whose framing is not decided yet:
+    /// under [`JsonAnswer::FirstMessage`] it becomes the JSON body, the
+    /// exchange ends and the requests it carried are cancelled (the
+    /// handler is gone; its response will be dropped). Else given back.
+    pub(super) fn answer_with_first(
+        &mut self,
+        sid: StreamId,
+        http: HttpId,
+        out: Arc<Outgoing>,
+    ) -> Option<Arc<Outgoing>> {
+        if self.policy.json_answer != JsonAnswer::FirstMessage
+            || self.config.response_mode != ResponseMode::JsonWhenAlone
+        {
+            return Some(out);
+        }
+        let Some(s) = self.streams.get_mut(&sid) else {
+            return Some(out);
+        };
+        s.format = Format::Json;
+        let Origin::Post { pending } = &s.origin else {
+            return Some(out);
+        };
+        let carried = pending.clone();
+        self.head(http, 200, Content::Json);
+        self.tx(http, TransmitKind::Json(out.message.clone()));
+        for id in carried {
+            if self.in_flight.remove(&id).is_some() {
+                self.cancelled.push_back(id.clone());
+                self.settle_request(sid, &id);
+            }
+        }
+        None
+    }
+
+    /// A plain standalone GET under [`GetRegistration::AfterHead`]: its
+    /// `200` and priming go out now, its stream `sid` is wired at
+    /// [`SchedulingPoint::RegisterGet`]. Whether the preset took the GET.
+    pub(super) fn open_unwired(&mut self, http: HttpId, sid: StreamId) -> bool {
+        if self.policy.get_registration != GetRegistration::AfterHead {
+            return false;
+        }
+        self.add_exchange(http, Role::Get { stream: sid });
+        if let Some(s) = self.streams.get_mut(&sid) {
+            s.format = Format::Sse;
+        }
+        self.head(http, 200, Content::Sse);
+        self.prime(sid, http, true);
+        if let Some(p) = self.preset.as_mut() {
+            p.unwired.insert(http, sid);
+        }
+        true
+    }
+
+    /// An unrelated message finds no attached stream: while a GET's `200`
+    /// is out but its stream not wired, it is dropped (the SDKs of
+    /// [`GetRegistration::AfterHead`] see no GET and buffer nothing); else
+    /// given back, to be held.
+    pub(super) fn drop_if_unwired(&mut self, out: Arc<Outgoing>) -> Option<Arc<Outgoing>> {
+        if self.preset.as_ref().is_none_or(|p| p.unwired.is_empty()) {
+            return Some(out);
+        }
+        self.events.push_back(ServerEvent::Dropped {
+            key: out.key,
+            reason: DropReason::NoStream,
+        });
+        None
+    }
+
+    /// The GET `http`'s stream is wired to the session: it takes what is
+    /// held, and every unrelated message from now on.
+    fn handle_register_get(&mut self, http: HttpId, now: Instant) -> bool {
+        let Some(sid) = self.preset.as_mut().and_then(|p| p.unwired.remove(&http)) else {
+            return false;
+        };
+        if self.exchanges.get(&http).is_some_and(|e| !e.ended) {
+            if let Some(s) = self.streams.get_mut(&sid) {
+                s.attached = Some(http);
+            }
+            self.flush_held_into(sid);
+        }
+        self.update_timers(now);
+        true
+    }
+
+    /// The session ended: its queues and tasks go.
+    pub(super) fn clear_preset(&mut self) {
+        if let Some(p) = self.preset.as_mut() {
+            **p = PresetState {
+                competing: p.competing,
+                ..PresetState::default()
+            };
+        }
+    }
+
+    /// The listener of exchange `http` wakes and takes the head of the
+    /// session queue, if any. Returns whether anything happened.
+    fn handle_listener_wake(&mut self, http: HttpId, _now: Instant) -> bool {
+        let Some(ex) = self.exchanges.get(&http).copied() else {
+            return false;
+        };
+        if !self.has_listener(http) {
+            return false;
+        }
+        let step = self.preset.as_ref().and_then(|p| p.handlers.get(&http));
+        let done = match (ex.role, step) {
+            (Role::Post { stream }, _) => self.streams.get(&stream).is_none_or(|s| s.finished),
+            (Role::Get { .. }, _) => ex.ended,
+            (Role::Streamless { .. }, Some(step)) => *step == HandlerStep::Finished,
+            (Role::Streamless { .. }, None) => true,
+        };
+        let step = step.copied();
+        let Some(out) = self.preset.as_mut().and_then(|p| p.queue.pop_front()) else {
+            // Nothing to take: a finished exchange's listener now exits.
+            if done {
+                self.retire_listener(http);
+                return true;
+            }
+            return false;
+        };
+        if done {
+            // Dequeued, then dropped: `done` was already closed (A5), or the
+            // write fails after the handler returned (A4). Lost either way.
+            return true;
+        }
+        match (ex.role, step) {
+            (Role::Post { stream } | Role::Get { stream }, _) => self.write_to_stream(stream, out),
+            (Role::Streamless { .. }, Some(step)) => {
+                if step == HandlerStep::Running {
+                    // The listener commits SSE before the handler writes 202 (race A, 8a).
+                    self.head(http, 200, Content::Sse);
+                }
+                // 8b: after the 202 head, the bytes go into the 202's body.
+                self.tx(
+                    http,
+                    TransmitKind::Event {
+                        id: None,
+                        retry_ms: None,
+                        message: Some(out),
+                    },
+                );
+            }
+            (Role::Streamless { .. }, None) => {}
+        }
+        true
+    }
+
+    /// The handler of notification POST `http` takes its next step: write the
+    /// 202 head, then return (net/http ends the response). Returns whether
+    /// anything happened.
+    fn handle_handler_step(&mut self, http: HttpId, _now: Instant) -> bool {
+        if !self.exchanges.contains_key(&http) {
+            return false;
+        }
+        let Some(step) = self
+            .preset
+            .as_ref()
+            .and_then(|p| p.handlers.get(&http).copied())
+        else {
+            return false;
+        };
+        let next = match step {
+            HandlerStep::Running => {
+                self.head(http, 202, Content::None);
+                HandlerStep::HeadWritten
+            }
+            HandlerStep::HeadWritten => {
+                self.end(http, EndReason::Complete);
+                HandlerStep::Finished
+            }
+            HandlerStep::Finished => return false,
+        };
+        if let Some(p) = self.preset.as_mut() {
+            p.handlers.insert(http, next);
+        }
+        true
+    }
+
+    fn retire_listener(&mut self, http: HttpId) {
+        if let Some(p) = self.preset.as_mut() {
+            p.listeners.remove(&http);
+        }
+        if self.exchanges.get(&http).is_some_and(|e| e.ended) {
+            self.forget_exchange(http);
+        }
+    }
+
+    /// The rmcp shapes: one common stream for every standalone GET.
+    pub(super) fn get_common(
+        &mut self,
+        http: HttpId,
+        cursor: Option<EventId>,
+        text: Option<&str>,
+    ) -> Result<(), RequestError> {
+        let target = cursor.map(|c| c.stream).unwrap_or(COMMON);
+        if target != COMMON {
+            let unknown = || RequestError::UnknownEventId(text.unwrap_or("").to_owned());
+            let cursor = cursor.ok_or_else(unknown)?;
+            let Some(stream) = self.streams.get(&target) else {
+                // rmcp forgets a request-wise stream once its response is routed.
+                return self.resume_finished(http, cursor);
+            };
+            if stream.finished {
+                return self.resume_finished(http, cursor);
+            }
+            if let Some(old) = stream.attached {
+                self.end(old, EndReason::TakenOver);
+                self.forget_exchange(old);
+                self.detach(target, old);
+            }
+            self.attach_get(http, target, Some(cursor));
+            return Ok(());
+        }
+        // rmcp: a plain GET is `Resume { last: None, index: 0 }`: sync from index 0.
+        let cursor = cursor.unwrap_or(EventId {
+            stream: COMMON,
+            seq: 1,
+        });
+        let live = self.streams.get(&COMMON).and_then(|s| s.attached);
+        if let Some(old) = live {
+            match self.policy.standalone_attach {
+                StandaloneAttach::ShadowCommon => {
+                    self.open_shadow(http);
+                    return Ok(());
+                }
+                _ => {
+                    self.end(old, EndReason::Replaced);
+                    self.forget_exchange(old);
+                    self.detach(COMMON, old);
+                }
+            }
+        }
+        let stream = self
+            .streams
+            .get(&COMMON)
+            .ok_or(RequestError::ChannelClosed)?;
+        if cursor.seq > stream.next_seq {
+            return Err(RequestError::UnknownEventId(text.unwrap_or("").to_owned()));
+        }
+        self.attach_get_from(http, COMMON, Some(cursor), true);
+        Ok(())
+    }
+
+    pub(super) fn open_shadow(&mut self, http: HttpId) {
+        self.exchanges.insert(
+            http,
+            Exchange {
+                role: Role::Streamless { sse: true },
+                head_sent: false,
+                ended: false,
+            },
+        );
+        self.head(http, 200, Content::Sse);
+        if self.codec.priming(true, self.version.has_priming()) == Priming::LiteralZero {
+            self.tx(
+                http,
+                TransmitKind::Event {
+                    id: Some(EventIdCodec::literal_zero().to_owned()),
+                    retry_ms: Some(self.config.retry_ms),
+                    message: None,
+                },
+            );
+        }
+    }
+}
+
+impl Scheduled for ServerSession {
+    fn scheduling_points(&self) -> Vec<(HttpId, SchedulingPoint)> {
+        let mut points = Vec::new();
+        if let Some(p) = self.preset.as_deref() {
+            for http in self.exchanges.keys() {
+                if p.handlers
+                    .get(http)
+                    .is_some_and(|s| *s != HandlerStep::Finished)
+                {
+                    points.push((*http, SchedulingPoint::HandlerStep));
+                }
+                if p.listeners.contains(http) {
+                    points.push((*http, SchedulingPoint::ListenerWake));
+                }
+            }
+        }
+        if let Some(p) = self.preset.as_deref() {
+            points.extend(p.unwired.keys().map(|h| (*h, SchedulingPoint::RegisterGet)));
+        }
+        if let Some(http) = self.listen_step_pending() {
+            points.push((http, SchedulingPoint::ListenStep));
+        }
+        points
+    }
+
+    fn handle_scheduling_point(
+        &mut self,
+        http: HttpId,
+        point: SchedulingPoint,
+        now: Instant,
+    ) -> bool {
+        match point {
+            SchedulingPoint::ListenerWake => self.handle_listener_wake(http, now),
+            SchedulingPoint::HandlerStep => self.handle_handler_step(http, now),
+            SchedulingPoint::ListenStep => self.handle_listen_step(http, now),
+            SchedulingPoint::RegisterGet => self.handle_register_get(http, now),
+            SchedulingPoint::ForegroundStep => false,
+        }
+    }
+}
