@@ -17,7 +17,7 @@ BIN="$PWD/target/release/mcp-streamable"
 cargo build --release -q --features rmcp --example rmcp_server
 RMCP="$PWD/target/release/examples/rmcp_server"
 cp scripts/peers/ts-server.mjs "$PEERS/ts/"
-OUT="${OUT:-$(mktemp -d)}"; mkdir -p "$OUT"
+OUT="${OUT:-$(mktemp -d)}"; mkdir -p "$OUT"; : > "$OUT/order"
 PORT="${COMPAT_PORT:-19401}"
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true' EXIT
@@ -32,6 +32,7 @@ probe() { # name port command...
     answers "$port" || { echo "$name did not start"; cat "$OUT/$name.server.log"; exit 1; }
     local t0=$(date +%s.%N)
     "$BIN" probe --json "${NOTIFY[@]}" "http://127.0.0.1:$port/mcp" > "$OUT/$name.json" || true
+    echo "$name" >> "$OUT/order"
     printf '%-36s %5.1f s\n' "$name" "$(echo "$(date +%s.%N) - $t0" | bc)"
     kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
 }
@@ -43,7 +44,7 @@ cp scripts/peers/ts2-server.mjs "$PEERS/ts2/"
 probe "TypeScript SDK 2.4.0" $((PORT + 3)) bash -c "cd '$PEERS/ts2' && exec '$NODE' ts2-server.mjs $((PORT + 3))"
 probe "rmcp 3.9.0 on mcp-streamable" $((PORT + 14)) "$RMCP" --addr "127.0.0.1:$((PORT + 14))" --session-manager core
 n=4
-for preset in FIXED MCP_GO_0_44 TOOLHIVE_4075 RMCP_0_16 RMCP_3_9 GO_SDK_1_7 CSHARP_BEFORE_1212 CONFORMANCE_SSE_RETRY; do
+for preset in FIXED MCP_GO_0_44 TOOLHIVE_4075 RMCP_0_16 RMCP_3_9 GO_SDK_1_7 CSHARP_BEFORE_1212 RMCP_3_0_BETA CONFORMANCE_SSE_RETRY; do
     probe "serve $preset" $((PORT + n)) "$BIN" serve --addr "127.0.0.1:$((PORT + n))" --preset "$preset" --registration-notice
     n=$((n + 1))
 done

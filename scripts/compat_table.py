@@ -4,10 +4,10 @@ import pathlib
 import sys
 
 out = pathlib.Path(sys.argv[1])
-order = ["TypeScript SDK 1.32.2", "TypeScript SDK 2.4.0", "Python mcp 2.3.0", "rmcp 3.9.0", "rmcp 3.9.0 on mcp-streamable",
-         "serve FIXED",
-         "serve MCP_GO_0_44", "serve TOOLHIVE_4075", "serve RMCP_0_16", "serve RMCP_3_9", "serve GO_SDK_1_7",
-         "serve CONFORMANCE_SSE_RETRY"]
+# The peers first, then `serve` under each preset: the order scripts/compat.sh ran them in.
+ran = [n for n in (out / "order").read_text().splitlines() if n]
+peers = [n for n in ran if not n.startswith("serve ")]
+order = peers + [n for n in ran if n.startswith("serve ")]
 results = {n: json.loads((out / f"{n}.json").read_text()) for n in order if (out / f"{n}.json").exists()}
 mark = {"holds": "✓", "violates": "**✗**", "not_applicable": "–", "could_not_test": "?"}
 
