@@ -120,6 +120,10 @@ fn rmcp_3_0_beta_answers_a_call_with_its_progress() {
         BTreeSet::from(["J1".to_owned()]),
         "only the framing differs from FIXED\n{text}"
     );
+    assert!(
+        !text.contains("could_not_test"),
+        "a listen is no JSON answer\n{text}"
+    );
 }
 
 #[test]

@@ -16,11 +16,12 @@
 //! ```
 //! use mcp_streamable::preset::Scheduled;
 //! use mcp_streamable::server::{EndpointConfig, ServerEndpoint};
-//! use mcp_streamable::ServerPolicy;
+//! use mcp_streamable::{IdSource, ServerPolicy};
 //!
-//! let fixed = ServerEndpoint::new(EndpointConfig::default(), ServerPolicy::FIXED);
+//! let endpoint = |policy| ServerEndpoint::with_ids(EndpointConfig::default(), policy, IdSource::reproducible(1));
+//! let fixed = endpoint(ServerPolicy::FIXED);
 //! assert!(fixed.scheduling_points().is_empty());
-//! let mcp_go = ServerEndpoint::new(EndpointConfig::default(), ServerPolicy::MCP_GO_0_44);
+//! let mcp_go = endpoint(ServerPolicy::MCP_GO_0_44);
 //! assert!(mcp_go.scheduling_points().is_empty(), "none until an exchange runs");
 //! ```
 

@@ -189,8 +189,11 @@ impl ServerSession {
         http: HttpId,
         out: Arc<Outgoing>,
     ) -> Option<Arc<Outgoing>> {
+        // A listen's stream is never a JSON answer: its acknowledgement
+        // opens it (M2), whatever the framing of calls.
         if self.policy.json_answer != JsonAnswer::FirstMessage
             || self.config.response_mode != ResponseMode::JsonWhenAlone
+            || self.listen.is_some()
         {
             return Some(out);
         }
