@@ -950,14 +950,22 @@ impl ServerSession {
         // have reached the client, which gave up on it and on everything
         // asked for it.
         self.cancel_outbound_of(&id, now);
-        let Some(stream) = self.in_flight.remove(&id) else {
-            return;
+        self.drop_call(&id);
+    }
+
+    /// Client request `id` is no longer served: out of flight, remembered
+    /// (the last `cancelled_max`) so that its late response is dropped, its
+    /// stream settled. Whether it was in flight.
+    fn drop_call(&mut self, id: &RequestId) -> bool {
+        let Some(stream) = self.in_flight.remove(id) else {
+            return false;
         };
         self.cancelled.push_back(id.clone());
         while self.cancelled.len() > self.config.cancelled_max {
             self.cancelled.pop_front();
         }
-        self.settle_request(stream, &id);
+        self.settle_request(stream, id);
+        true
     }
 
     /// The client cancelled `call`: the requests this session sent for it

@@ -200,18 +200,15 @@ impl ServerSession {
         let Some(s) = self.streams.get_mut(&sid) else {
             return Some(out);
         };
-        s.format = Format::Json;
         let Origin::Post { pending } = &s.origin else {
             return Some(out);
         };
         let carried = pending.clone();
+        s.format = Format::Json;
         self.head(http, 200, Content::Json);
         self.tx(http, TransmitKind::Json(out.message.clone()));
         for id in carried {
-            if self.in_flight.remove(&id).is_some() {
-                self.cancelled.push_back(id.clone());
-                self.settle_request(sid, &id);
-            }
+            self.drop_call(&id);
         }
         None
     }
