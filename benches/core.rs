@@ -10,6 +10,7 @@ use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::SessionId;
 use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::principal::Caller;
 use mcp_streamable::server::{
     Cause, EndpointConfig, RequestHead, ServerEndpoint, ServerEvent, ServerOutput, SessionConfig,
 };
@@ -111,7 +112,12 @@ fn driver_tools_call(c: &mut Criterion) {
         }
         bytes
     };
-    driver.handle_request(&RequestHead::post(None, None), Ok(INIT), None, now);
+    driver.handle_request(
+        &RequestHead::post(None, None),
+        Ok(INIT),
+        &Caller::default(),
+        now,
+    );
     drain(&mut driver);
     let sid = driver
         .endpoint()
@@ -120,7 +126,7 @@ fn driver_tools_call(c: &mut Criterion) {
         .cloned()
         .expect("session");
     let head = RequestHead::post(Some(&sid), Some(ProtocolVersion::V2025_11_25));
-    driver.handle_request(&head, Ok(INITIALIZED), None, now);
+    driver.handle_request(&head, Ok(INITIALIZED), &Caller::default(), now);
     drain(&mut driver);
     let mut id = 1u64;
     let mut g = c.benchmark_group("driver");
@@ -131,7 +137,7 @@ fn driver_tools_call(c: &mut Criterion) {
             let body = format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}}}}}}"#
             );
-            driver.handle_request(&head, Ok(body.as_bytes()), None, now);
+            driver.handle_request(&head, Ok(body.as_bytes()), &Caller::default(), now);
             let n = drain(&mut driver);
             assert!(n > 0 && !driver.has_open_exchanges());
             n

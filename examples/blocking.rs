@@ -190,7 +190,8 @@ fn serve_connection(server: &Server, stream: TcpStream) -> io::Result<()> {
             let mut state = server.lock();
             let now = server.now();
             let body = body.as_deref().map_err(|why| *why);
-            let http = state.driver.handle_request(&head, body, peer, now);
+            let caller = mcp_streamable::principal::Caller::from_peer(peer);
+            let http = state.driver.handle_request(&head, body, &caller, now);
             state.outboxes.insert(http, tx);
             state.flush();
             http

@@ -87,6 +87,21 @@ done
 
 echo "== TypeScript SDK client against serve"
 cp scripts/peers/ts-client.mjs "$PEERS/ts/" && (cd "$PEERS/ts" && timeout 60 "$NODE" ts-client.mjs "http://localhost:$PORT/mcp") || status=1
+# A server that requires bearer tokens: the SDK client refused without one (401 and the
+# resource's metadata), served with one and with a refreshed one, and another principal's
+# client holding the session id refused as for an unknown session.
+AUTH_PORT=$((PORT + 7))
+"$BIN" serve --addr "127.0.0.1:$AUTH_PORT" --monitor --auth-token alice-1=alice --auth-token alice-2=alice \
+    --auth-token bob-1=bob > "$LOG/serve-auth.log" 2>&1 &
+AUTH_SERVE=$!
+for _ in $(seq 50); do curl -s -m 2 -o /dev/null "http://127.0.0.1:$AUTH_PORT/mcp" && break; sleep 0.1; done
+echo "== TypeScript SDK client with bearer tokens against serve --auth-token"
+cp scripts/peers/ts-auth-client.mjs "$PEERS/ts/" \
+    && (cd "$PEERS/ts" && timeout 60 "$NODE" ts-auth-client.mjs "http://127.0.0.1:$AUTH_PORT/mcp") || status=1
+kill -INT "$AUTH_SERVE" 2>/dev/null || true
+if ! wait "$AUTH_SERVE"; then
+    echo "serve --auth-token: the monitor found violations"; cat "$LOG/serve-auth.log"; status=1
+fi
 # The TS SDK 2.x client in each versionNegotiation mode and the era it must reach
 # with a dual-era server.
 TS2_MODES="legacy:2025-11-25 auto:2026-07-28 2026-07-28:2026-07-28"

@@ -5,6 +5,7 @@
 use mcp_streamable::head::RequestHead;
 use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::principal::Caller;
 use mcp_streamable::server::wire::Write;
 use mcp_streamable::server::{Admission, Cause, EndpointConfig, UnreadBody};
 use mcp_streamable::version::ProtocolVersion;
@@ -225,7 +226,7 @@ fn refusals_are_whole_json_rpc_errors_and_an_unread_body_is_answered() {
     let big = h.driver.handle_request(
         &RequestHead::post(None, None),
         Err(UnreadBody::TooLarge),
-        None,
+        &Caller::default(),
         now,
     );
     let writes = h.writes();
@@ -245,7 +246,7 @@ impl Harness {
         self.driver.handle_request(
             &RequestHead::get(sid, ProtocolVersion::LATEST, None),
             Ok(b""),
-            None,
+            &Caller::default(),
             now,
         )
     }
@@ -309,7 +310,7 @@ fn a_session_admitted_by_a_shared_table_and_one_evicted_through_the_driver() {
     let http = h.driver.handle_request_admitting(
         &RequestHead::post(None, None),
         INITIALIZE.as_bytes(),
-        None,
+        &Caller::default(),
         &mut admission,
         now,
     );
@@ -428,7 +429,7 @@ fn the_tap_sees_each_request_and_each_close() {
     let init = driver.handle_request(
         &RequestHead::post(None, None),
         Ok(INITIALIZE.as_bytes()),
-        None,
+        &Caller::default(),
         now,
     );
     let sid: SessionId = match driver.poll_write() {
@@ -440,13 +441,13 @@ fn the_tap_sees_each_request_and_each_close() {
     let initialized = driver.handle_request(
         &RequestHead::post(Some(&sid), Some(ProtocolVersion::LATEST)),
         Ok(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
-        None,
+        &Caller::default(),
         now,
     );
     let get = driver.handle_request(
         &RequestHead::get(&sid, ProtocolVersion::LATEST, None),
         Ok(b""),
-        None,
+        &Caller::default(),
         now,
     );
     driver.handle_http_closed(get, now);
@@ -473,7 +474,7 @@ fn an_ended_session_takes_its_app_timers_and_only_its_own() {
     h.writes();
     let now = h.now();
     h.driver
-        .handle_request(&RequestHead::delete(&a), Ok(b""), None, now);
+        .handle_request(&RequestHead::delete(&a), Ok(b""), &Caller::default(), now);
     h.writes();
     let mut result_b = false;
     for _ in 0..20 {

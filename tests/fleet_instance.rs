@@ -9,6 +9,7 @@ use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
 use mcp_streamable::policy::{EventIdScheme, ServerPolicy};
+use mcp_streamable::principal::Caller;
 use mcp_streamable::server::{
     key_base, Cause, EndReason, EndpointConfig, RequestHead, ServerEvent, TransmitKind,
     STREAM_ID_SPAN,
@@ -130,7 +131,8 @@ impl Fleet {
 
     /// A request on instance `i`, the store not run yet.
     fn request_unpumped(&mut self, i: usize, head: RequestHead, body: &str) -> HttpId {
-        let http = self.nodes[i].handle_request(&head, body.as_bytes(), None, self.now);
+        let http =
+            self.nodes[i].handle_request(&head, body.as_bytes(), &Caller::default(), self.now);
         self.collect();
         http
     }

@@ -157,7 +157,12 @@ impl World {
     }
 
     fn request(&mut self, i: usize, head: RequestHead, body: &str) -> HttpId {
-        let http = self.nodes[i].handle_request(&head, body.as_bytes(), None, self.now);
+        let http = self.nodes[i].handle_request(
+            &head,
+            body.as_bytes(),
+            &mcp_streamable::principal::Caller::default(),
+            self.now,
+        );
         self.collect();
         http
     }

@@ -864,3 +864,189 @@ async fn a_router_on_our_accept_loop_has_its_connection_bounds_and_its_peer() {
     accepting.shutdown().await;
     handle.shutdown().await;
 }
+
+/// A raw request without a body, with `extra` header lines.
+fn bodiless(addr: SocketAddr, method: &str, sid: &str, extra: &str) -> Answer {
+    let raw = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n{extra}Connection: close\r\n\r\n"
+    );
+    exchange(addr, raw.as_bytes(), Duration::from_millis(800))
+}
+
+/// With authentication on: a request without a token is refused 401 with a
+/// challenge naming the resource's metadata, which is served where it
+/// says; a second client holding the first one's session id and an event
+/// id gets, for every verb, exactly the answer of an unknown session; the
+/// first client, with a refreshed token of the same subject, keeps its
+/// session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stolen_session_id_is_worth_nothing_to_another_principal() {
+    use mcp_streamable_hyper::auth::{Auth, Principal, ResourceMetadata, StaticTokens};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let mut options = quick();
+    let tokens = StaticTokens::new()
+        .with("alice-1", Principal::new("alice"))
+        .with("alice-2", Principal::new("alice"))
+        .with("bob-1", Principal::new("bob"));
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    options.auth = Auth::with(tokens).metadata(ResourceMetadata::new(
+        resource.clone(),
+        vec!["http://127.0.0.1:1/issuer".into()],
+    ));
+    let server = Server::bind(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        options,
+        EverythingApp::default,
+        None,
+    )
+    .await
+    .expect("bind loopback");
+    let addr = server.addr.unwrap();
+    blocking(move || {
+        let bearer = |t: &str| format!("Authorization: Bearer {t}\r\n");
+        let send = |sid: Option<&str>, extra: &str, body: &str| {
+            let raw = post_raw(sid, &format!("{extra}Connection: close\r\n"), body);
+            exchange(addr, raw.as_bytes(), Duration::from_secs(5))
+        };
+        // No token: 401 and the challenge; a wrong one says why.
+        let refused = send(None, "", INIT);
+        assert_eq!(refused.status, 401);
+        let challenge = refused.header("www-authenticate").expect("a challenge");
+        let metadata_url = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp");
+        assert_eq!(challenge, format!("Bearer resource_metadata=\"{metadata_url}\""));
+        let wrong = send(None, &bearer("nope"), INIT);
+        assert_eq!(wrong.status, 401);
+        assert!(wrong.header("www-authenticate").unwrap().contains("error=\"invalid_token\""));
+        // The metadata, where the challenge says.
+        let raw = "GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+        let doc = exchange(addr, raw.as_bytes(), Duration::from_secs(5));
+        assert_eq!(doc.status, 200);
+        let doc: Value = serde_json::from_str(&doc.body).unwrap();
+        assert_eq!(doc["resource"], resource);
+        assert_eq!(doc["authorization_servers"][0], "http://127.0.0.1:1/issuer");
+
+        // Alice opens a session and a GET that carries an event id.
+        let init = send(None, &bearer("alice-1"), INIT);
+        assert_eq!(init.status, 200, "{init:?}");
+        let sid = init.header("mcp-session-id").unwrap().to_owned();
+        let event = init
+            .body
+            .lines()
+            .find_map(|l| l.strip_prefix("id: "))
+            .expect("an event id on the initialize stream")
+            .to_owned();
+        assert_eq!(send(Some(&sid), &bearer("alice-1"), INITIALIZED).status, 202);
+
+        // Bob, with her session id and event id: every verb, the unknown
+        // session's answer.
+        let unknown = send(
+            Some("0000000000000000000000000000dead"),
+            &bearer("bob-1"),
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
+        );
+        assert_eq!(unknown.status, 404);
+        let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#;
+        let post = send(Some(&sid), &bearer("bob-1"), call);
+        let get = bodiless(addr, "GET", &sid, &bearer("bob-1"));
+        let resume = bodiless(
+            addr,
+            "GET",
+            &sid,
+            &format!("{}Last-Event-ID: {event}\r\n", bearer("bob-1")),
+        );
+        let delete = bodiless(addr, "DELETE", &sid, &bearer("bob-1"));
+        for (verb, a) in [("POST", &post), ("GET", &get), ("resume", &resume), ("DELETE", &delete)] {
+            assert_eq!(a.status, 404, "{verb}: {a:?}");
+            assert_eq!(a.body, unknown.body, "{verb}: the unknown session's very answer");
+            assert_eq!(a.header("mcp-session-id"), None, "{verb}");
+        }
+
+        // Alice, her token refreshed: still her session.
+        let list = send(Some(&sid), &bearer("alice-2"), call);
+        assert_eq!(list.status, 200, "{list:?}");
+        assert!(list.json()["result"]["tools"].is_array(), "{list:?}");
+        assert_eq!(bodiless(addr, "DELETE", &sid, &bearer("alice-2")).status, 200);
+    })
+    .await;
+    server.shutdown().await;
+}
+
+/// Our client with a token provider against an authenticating server: no
+/// token, no session (401, told to the application as a failed
+/// `initialize`); a token, a session; the provider's token refreshed
+/// between calls, the same session, served on (the server's hook saw the
+/// new token).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_sends_its_bearer_token_and_keeps_its_session_across_a_refresh() {
+    use mcp_streamable_hyper::auth::{Auth, Principal, StaticTokens};
+    use mcp_streamable_hyper::client::{split_url, Client, ClientOptions};
+    use mcp_streamable_hyper::TcpConnect;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let tokens = StaticTokens::new()
+        .with("alice-1", Principal::new("alice"))
+        .with("alice-2", Principal::new("alice"));
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    let mut options = quick();
+    options.auth = Auth::with(move |parts: &hyper::http::request::Parts| {
+        let value = parts
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        log.lock().unwrap().extend(value.map(str::to_owned));
+        tokens.authenticate(value).map(Some)
+    });
+    let server = start(options).await;
+    let addr = server.addr.unwrap();
+    let (authority, path) = split_url(&format!("http://{addr}/mcp")).unwrap();
+
+    let anonymous = Client::connect(
+        TcpConnect(addr),
+        &authority,
+        &path,
+        ClientOptions::default(),
+    )
+    .await;
+    assert!(anonymous.is_err(), "no token, no session");
+
+    let refreshed = Arc::new(AtomicUsize::new(1));
+    let generation = refreshed.clone();
+    let options = ClientOptions {
+        bearer: Some(Arc::new(move || {
+            Some(format!("alice-{}", generation.load(Ordering::SeqCst)))
+        })),
+        ..ClientOptions::default()
+    };
+    let (client, _) = Client::connect(TcpConnect(addr), &authority, &path, options)
+        .await
+        .expect("initialize with a token");
+    let echo = |text: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .call_tool("echo", serde_json::json!({"text": text}))
+                .await
+                .expect("the shell")
+                .expect("a result")
+                .to_value()["content"][0]["text"]
+                .clone()
+        }
+    };
+    assert_eq!(echo("one").await, "one");
+    refreshed.store(2, Ordering::SeqCst);
+    assert_eq!(
+        echo("two").await,
+        "two",
+        "the refreshed token, the same session"
+    );
+    assert_eq!(
+        seen.lock().unwrap().last().map(String::as_str),
+        Some("Bearer alice-2")
+    );
+    client.close().await;
+    server.shutdown().await;
+}

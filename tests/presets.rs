@@ -530,3 +530,33 @@ fn rmcp_3_0_beta_answers_a_call_with_its_first_progress() {
     assert!(!answered, "the result is lost");
     assert_eq!(violations, ["A2"]);
 }
+
+/// python-sdk before 1.27.2 (CVE-2026-52869): with authentication on,
+/// `Mcp-Session-Id` alone chose the session, so bob, who learned alice's
+/// session id and an event id, posts into her session, reads her stream
+/// and deletes it (I2). FIXED answers him 404 each time.
+#[test]
+fn python_1_27_1_serves_a_stolen_session_id() {
+    let run = |policy| {
+        let mut h = Harness::new(policy);
+        h.as_principal(Some("alice"));
+        h.initialize();
+        h.initialized();
+        let get = h.get(None);
+        h.notify("notifications/tools/list_changed", Cause::Unrelated);
+        let event = h.log[&get].last_id().expect("an event id").to_owned();
+        h.as_principal(Some("bob"));
+        let (post, _) = h.call();
+        let resume = h.get(Some(&event));
+        let delete = h.delete();
+        let statuses = [post, resume, delete].map(|x| h.log[&x].status.unwrap_or(0));
+        let ids: Vec<&str> = h.violations().iter().map(|v| v.id).collect();
+        (statuses, ids)
+    };
+    let (statuses, ids) = run(ServerPolicy::FIXED);
+    assert_eq!(statuses, [404, 404, 404]);
+    assert!(ids.is_empty(), "{ids:?}");
+    let (statuses, ids) = run(ServerPolicy::PYTHON_1_27_1);
+    assert_eq!(statuses, [200, 200, 200], "bob is served");
+    assert_eq!(ids, ["I2", "I2", "I2"], "each verb is caught");
+}

@@ -8,6 +8,7 @@ use mcp_streamable::headers;
 use mcp_streamable::ids::RequestId;
 use mcp_streamable::jsonrpc::Message;
 use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::principal::Caller;
 use mcp_streamable::server::{Cause, Content, EndReason, Method, RequestHead, SessionTimer};
 use mcp_streamable::version::ProtocolVersion;
 
@@ -577,7 +578,8 @@ fn the_per_peer_quota_counts_by_address() {
     let q: std::net::IpAddr = "192.0.2.2".parse().unwrap();
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
     let head = RequestHead::post(None, None);
-    let first = h.ep.handle_request_from(&head, body, Some(p), h.now);
+    let first =
+        h.ep.handle_request_from(&head, body, &Caller::from_peer(Some(p)), h.now);
     assert!(first.outcome.is_ok());
     let sid = first.session.unwrap();
     h.ep.session_mut(&sid)
@@ -592,13 +594,15 @@ fn the_per_peer_quota_counts_by_address() {
     h.ep.handle_request_from(
         &init,
         br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        Some(p),
+        &Caller::from_peer(Some(p)),
         h.now,
     );
     h.drain();
-    let second = h.ep.handle_request_from(&head, body, Some(p), h.now);
+    let second =
+        h.ep.handle_request_from(&head, body, &Caller::from_peer(Some(p)), h.now);
     assert_eq!(second.outcome.as_ref().map_err(|e| e.status()), Err(429));
-    let other = h.ep.handle_request_from(&head, body, Some(q), h.now);
+    let other =
+        h.ep.handle_request_from(&head, body, &Caller::from_peer(Some(q)), h.now);
     assert!(other.outcome.is_ok(), "another address is not counted");
 }
 
@@ -1352,4 +1356,102 @@ fn a_request_to_the_client_ends_at_its_deadline() {
         "no deadline left once nothing is awaited"
     );
     assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// Every verb on a session, from whoever `h.caller` is now: a call POSTed
+/// into it, a GET, a GET resuming from `event`, a DELETE. Their statuses.
+fn every_verb(h: &mut Harness, event: &str) -> [Option<u16>; 4] {
+    let (post, _) = h.call();
+    let get = h.get(None);
+    let resume = h.get(Some(event));
+    let delete = h.delete();
+    [post, get, resume, delete].map(|x| h.log[&x].status)
+}
+
+/// A session opened by alice (initialized, a GET open with an event id).
+fn alices_session() -> (Harness, String) {
+    let mut h = Harness::new(ServerPolicy::FIXED);
+    h.as_principal(Some("alice"));
+    h.initialize();
+    h.initialized();
+    let get = h.get(None);
+    h.notify("notifications/tools/list_changed", Cause::Unrelated);
+    let event = h.log[&get].last_id().expect("an event id").to_owned();
+    (h, event)
+}
+
+/// A session serves the principal that opened it, and nobody else: bob,
+/// holding alice's session id and an event id of hers, gets 404 for every
+/// verb, exactly as for a session that does not exist (so the id is no
+/// oracle); nothing reaches him and nothing of hers changes (her GET still
+/// open, her session still answering, nothing queued for the application).
+#[test]
+fn another_principal_gets_only_404s_and_changes_nothing() {
+    let (mut h, event) = alices_session();
+    let pending = h.pending.len();
+    h.as_principal(Some("bob"));
+    assert_eq!(every_verb(&mut h, &event), [Some(404); 4]);
+    assert_eq!(h.pending.len(), pending, "no call reached the application");
+    let sid = h.session.clone().unwrap();
+    let s = h.ep.session(&sid).expect("alice's session lives");
+    assert!(!s.is_ended());
+    assert_eq!(
+        s.principal().map(|p| p.as_str()),
+        Some("alice"),
+        "the session records who opened it"
+    );
+    // The refusal is the unknown session's, byte for byte.
+    let bobs = h
+        .log
+        .iter()
+        .rev()
+        .find(|(_, l)| l.status == Some(404))
+        .unwrap()
+        .1
+        .json
+        .clone();
+    h.session = Some("0123456789abcdef0123456789abcdef".parse().unwrap());
+    let unknown = h.delete();
+    assert_eq!(h.log[&unknown].json, bobs);
+    h.session = Some(sid);
+    h.as_principal(Some("alice"));
+    let (post, _) = h.call();
+    assert_eq!(h.log[&post].status, Some(200), "alice is still served");
+    h.finish();
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
+/// An anonymous request is another principal too: it cannot use a session
+/// an authenticated client opened. And a session opened anonymously (a
+/// server without authentication) serves anonymous requests only.
+#[test]
+fn no_principal_is_not_a_wildcard() {
+    let (mut h, event) = alices_session();
+    h.as_principal(None);
+    assert_eq!(every_verb(&mut h, &event), [Some(404); 4]);
+
+    let mut h = Harness::new(ServerPolicy::FIXED);
+    h.initialize();
+    h.initialized();
+    h.as_principal(Some("mallory"));
+    let (post, _) = h.call();
+    assert_eq!(h.log[&post].status, Some(404));
+    h.as_principal(None);
+    let (post, _) = h.call();
+    assert_eq!(h.log[&post].status, Some(200));
+}
+
+/// A principal is the subject, not the token: a client whose token was
+/// refreshed (the shell maps the new token to the same subject) keeps its
+/// session, its GET resumable, its DELETE honoured.
+#[test]
+fn the_same_principal_keeps_its_session_across_credentials() {
+    let (mut h, event) = alices_session();
+    h.caller =
+        Caller::from_peer(Some("192.0.2.9".parse().unwrap())).with_principal(Some("alice".into()));
+    let [post, get, resume, delete] = every_verb(&mut h, &event);
+    assert_eq!(post, Some(200));
+    assert_eq!(get, Some(200));
+    assert_eq!(resume, Some(200));
+    assert_eq!(delete, Some(200));
 }

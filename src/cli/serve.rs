@@ -3,6 +3,7 @@
 
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable_check::monitor::Monitor;
+use mcp_streamable_hyper::auth::{Auth, ResourceMetadata, StaticTokens};
 use mcp_streamable_hyper::{EverythingApp, Server, ServerOptions, Tap};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -69,6 +70,43 @@ pub struct ServeArgs {
     /// instance (MRTR states sealed on one are opened on another).
     #[arg(long)]
     app_secret: Option<String>,
+    /// Require a bearer token: `TOKEN=PRINCIPAL` (repeatable). A request
+    /// without a listed token is refused 401 with
+    /// `WWW-Authenticate: Bearer resource_metadata="…"`; the resource's
+    /// metadata (RFC 9728) is served at its well-known path; each session
+    /// serves only the principal that opened it.
+    #[arg(long = "auth-token", value_name = "TOKEN=PRINCIPAL")]
+    auth_tokens: Vec<String>,
+    /// With `--auth-token`: an authorization server the metadata names
+    /// (repeatable).
+    #[arg(long = "authorization-server", value_name = "URL")]
+    authorization_servers: Vec<String>,
+    /// With `--auth-token`: the resource's canonical URL in its metadata
+    /// (default: `http://ADDR PATH`).
+    #[arg(long)]
+    resource: Option<String>,
+}
+
+/// The static bearer check of `--auth-token`, or none.
+fn auth(args: &ServeArgs) -> Result<Auth, String> {
+    if args.auth_tokens.is_empty() {
+        if args.resource.is_some() || !args.authorization_servers.is_empty() {
+            return Err("--resource and --authorization-server need --auth-token".into());
+        }
+        return Ok(Auth::default());
+    }
+    let mut tokens = StaticTokens::new();
+    for entry in &args.auth_tokens {
+        let (token, principal) =
+            StaticTokens::parse_entry(entry).map_err(|e| format!("--auth-token: {e}"))?;
+        tokens = tokens.with(&token, principal);
+    }
+    let resource = args
+        .resource
+        .clone()
+        .unwrap_or_else(|| format!("http://{}{}", args.addr, args.path));
+    let metadata = ResourceMetadata::new(resource, args.authorization_servers.clone());
+    Ok(Auth::with(tokens).metadata(metadata))
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
@@ -107,6 +145,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     if let Some(hex) = &args.app_secret {
         options.app_secret = Some(parse_secret(hex)?);
     }
+    options.auth = auth(&args)?;
     if let Some(store) = args.store.clone() {
         return super::serve_fleet::run(args.addr, args.instance, &store, options, args.threads);
     }

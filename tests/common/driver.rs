@@ -8,6 +8,7 @@ use mcp_streamable::head::{Content, RequestHead, ResponseHead};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::HttpId;
 use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::principal::Caller;
 use mcp_streamable::server::wire::Write;
 use mcp_streamable::server::{EndpointConfig, ServerDriver, ServerEndpoint};
 use mcp_streamable::sse::{SseDecoder, SseItem};
@@ -54,7 +55,7 @@ impl DriverHarness {
     pub fn send(&mut self, head: RequestHead, body: &str) -> HttpId {
         let now = self.now();
         self.driver
-            .handle_request(&head, Ok(body.as_bytes()), None, now)
+            .handle_request(&head, Ok(body.as_bytes()), &Caller::default(), now)
     }
 
     /// Every write ready now.
@@ -115,7 +116,9 @@ impl DriverHarness {
                 moved = true;
                 match t.kind {
                     ClientTransmitKind::Send { head, body } => {
-                        let sh = self.driver.handle_request(&head, Ok(&body), None, now);
+                        let sh =
+                            self.driver
+                                .handle_request(&head, Ok(&body), &Caller::default(), now);
                         link.to_client.insert(sh, t.http);
                         link.to_server.insert(t.http, sh);
                     }

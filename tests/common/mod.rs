@@ -61,6 +61,8 @@ pub struct Harness {
     pub next_rid: i64,
     pub dropped: Vec<mcp_streamable::ids::MsgKey>,
     pub gets: BTreeSet<HttpId>,
+    /// Who the requests come from (anonymous unless a test says).
+    pub caller: mcp_streamable::principal::Caller,
 }
 
 /// The item `i` picks (modulo the length), for random operations.
@@ -106,6 +108,7 @@ impl Harness {
             next_rid: 1,
             dropped: Vec::new(),
             gets: BTreeSet::new(),
+            caller: Default::default(),
         }
     }
 
@@ -119,8 +122,12 @@ impl Harness {
 
     /// Sends a raw request and drains every output.
     pub fn request(&mut self, head: &RequestHead, body: &[u8]) -> HttpId {
-        let d = self.ep.handle_request(head, body, self.now);
-        self.mon.observe(&Observation::request(d.http, head, body));
+        let d = self
+            .ep
+            .handle_request_from(head, body, &self.caller, self.now);
+        let principal = self.caller.principal.clone();
+        self.mon
+            .observe(&Observation::request(d.http, head, body).by(principal));
         self.log.entry(d.http).or_default();
         if head.method == mcp_streamable::server::Method::Get {
             self.gets.insert(d.http);
@@ -157,6 +164,11 @@ impl Harness {
             }
             self.ep.handle_http_closed(h, self.now);
         }
+    }
+
+    /// The requests that follow come from `principal`.
+    pub fn as_principal(&mut self, principal: Option<&str>) {
+        self.caller.principal = principal.map(mcp_streamable::principal::Principal::new);
     }
 
     fn sid(&self) -> Option<&SessionId> {

@@ -27,7 +27,9 @@
 //!   "the oldest call" or every session in one step;
 //! - the drops are reserved for one client ([`Action::ReserveDrops`]): one
 //!   budget shared by all makes every drop disable the others;
-//! - no `gets_max` bound (B5 excuses GETs after a fault anywhere).
+//! - no `gets_max` bound (B5 excuses GETs after a fault anywhere);
+//! - no client turns attacker (`hijack`): its requests reach another
+//!   client's session.
 //!
 //! A client whose component is done for good is then retired
 //! ([`CheckModel::retire_finished`], [`World::retire_client`]): its part's
@@ -84,6 +86,7 @@ impl CheckModel {
     pub fn reduces(&self) -> bool {
         let b = &self.scenario.bounds;
         self.reduction
+            && !self.has_attacker()
             && self.scenario.settings.clocks == Clocks::PerComponent
             && b.gets_max.is_none()
             && b.time_ms < SessionConfig::default().held_ttl_ms

@@ -4,7 +4,7 @@
 //! as choices. Invariants come from the shared monitor.
 
 use super::ample::Ample;
-use super::scenario::{Bounds, NotifyReach, Scenario, ServerStep};
+use super::scenario::{Bounds, ClientStep, NotifyReach, Scenario, ServerStep};
 use super::script;
 use super::sleep::Covered;
 use super::symmetry::Symmetry;
@@ -206,6 +206,18 @@ impl CheckModel {
         &self.scenario.bounds
     }
 
+    /// Whether a client of the scenario turns attacker
+    /// ([`ClientStep::Hijack`]): its clients then authenticate, and the
+    /// partial-order reduction is off (an attacker's requests reach
+    /// another client's session, which the components it relies on keep
+    /// apart).
+    pub fn has_attacker(&self) -> bool {
+        self.scenario
+            .clients
+            .iter()
+            .any(|script| script.contains(&ClientStep::Hijack))
+    }
+
     /// The world's configuration for this scenario.
     pub fn pair_config(&self) -> PairConfig {
         let mut c = PairConfig {
@@ -230,6 +242,7 @@ impl CheckModel {
         c.client.background_failures_max = 2;
         c.client_eras = st.eras.clone();
         c.clocks = st.clocks;
+        c.principals = self.has_attacker();
         if !st.background_get {
             c.client_policy.background_get = BackgroundGet::Off;
         }
@@ -481,8 +494,9 @@ impl CheckModel {
                     return None;
                 }
                 let c = *client;
-                let step = self.scenario.clients[c][usize::from(n.client_pc[c])];
-                script::run_client_step(&mut n.world, c, step)?;
+                let pc = usize::from(n.client_pc[c]);
+                let step = self.scenario.clients[c][pc];
+                script::run_client_step(&mut n.world, c, step, pc)?;
                 n.client_pc[c] += 1;
             }
             Action::ServerStep => {

@@ -21,6 +21,13 @@ pub enum ClientStep {
     /// Listen for tool list changes (`subscriptions/listen`, 2026-07-28;
     /// enabled once a modern client is ready).
     Listen,
+    /// Turn attacker: with the session id of another client (the first
+    /// other client with a session) and the last event id written on that
+    /// session, try every verb on it under this client's own principal: a
+    /// `tools/call` POST, a GET resuming from that event, a DELETE (I2).
+    /// Enabled once another client has a session. A model with this step
+    /// has its clients authenticate, each as a principal of its own.
+    Hijack,
 }
 
 /// A step of the server application's script, run in order when enabled.

@@ -16,14 +16,17 @@ pub(crate) fn client_step_enabled<S: Servers>(w: &World<S>, c: usize, step: Clie
         ClientStep::Cancel => client.pending().next().is_some(),
         ClientStep::Close => true,
         ClientStep::Listen => client.is_ready() && client.is_modern(),
+        ClientStep::Hijack => w.victim_of(c).is_some(),
     }
 }
 
-/// Client `c` of `w` runs `step`; `None` if it could not.
+/// Client `c` of `w` runs `step`, the `pc`th of its script; `None` if it
+/// could not.
 pub(crate) fn run_client_step<S: Servers>(
     w: &mut World<S>,
     c: usize,
     step: ClientStep,
+    pc: usize,
 ) -> Option<()> {
     let now = w.client_now(c);
     match step {
@@ -48,6 +51,12 @@ pub(crate) fn run_client_step<S: Servers>(
         }
         ClientStep::Listen => {
             w.listen_on(c)?;
+        }
+        ClientStep::Hijack => {
+            if !w.hijack_on(c, pc as u64) {
+                return None;
+            }
+            w.pump();
         }
     }
     Some(())

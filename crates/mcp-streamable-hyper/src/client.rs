@@ -62,7 +62,15 @@ pub struct ClientOptions {
     pub handler: Option<RequestHandler>,
     /// Sees every observation (for the monitor).
     pub tap: Option<super::Tap>,
+    /// The bearer token for each request (`Authorization: Bearer …`), asked
+    /// anew for every request, so a refreshed token is sent as soon as the
+    /// provider has it; the session goes on, since the server binds it to
+    /// the token's subject, not its bytes. `None`: no `Authorization`.
+    pub bearer: Option<TokenProvider>,
 }
+
+/// Gives the current bearer token, if there is one.
+pub type TokenProvider = std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 impl Default for ClientOptions {
     fn default() -> Self {
@@ -75,6 +83,7 @@ impl Default for ClientOptions {
             })),
             handler: None,
             tap: None,
+            bearer: None,
         }
     }
 }
@@ -164,6 +173,7 @@ impl Client {
             initialize: options.initialize,
             handler: options.handler,
             tap: options.tap,
+            bearer: options.bearer,
             inputs_tx,
             events: events.clone(),
         };
@@ -304,6 +314,7 @@ struct Owner<C: Connect> {
     initialize: RawJson,
     handler: Option<RequestHandler>,
     tap: Option<super::Tap>,
+    bearer: Option<TokenProvider>,
     inputs_tx: mpsc::UnboundedSender<Input>,
     events: broadcast::Sender<ClientEvent>,
 }
@@ -452,6 +463,7 @@ impl<C: Connect> Owner<C> {
             init,
             handler,
             tap,
+            bearer,
             inputs_tx,
             events,
             ..
@@ -474,6 +486,10 @@ impl<C: Connect> Owner<C> {
                             head,
                             body,
                             body_max,
+                            authorization: bearer
+                                .as_ref()
+                                .and_then(|token| token())
+                                .map(|t| format!("Bearer {t}")),
                         },
                         inputs_tx.clone(),
                     ));
@@ -552,6 +568,8 @@ struct Outgoing {
     head: RequestHead,
     body: Vec<u8>,
     body_max: usize,
+    /// `Authorization`, from the options' token provider.
+    authorization: Option<String>,
 }
 
 /// Runs one HTTP exchange on its own connection and reports what comes back.
@@ -579,6 +597,7 @@ async fn run_exchange<C: Connect>(
         head,
         body,
         body_max,
+        authorization,
     } = out;
     let io = connector.connect().await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
@@ -589,6 +608,9 @@ async fn run_exchange<C: Connect>(
         .header(hyper::header::HOST, authority);
     for (name, value) in &head.headers {
         builder = builder.header(name.as_ref(), value.as_str());
+    }
+    if let Some(value) = authorization {
+        builder = builder.header(hyper::header::AUTHORIZATION, value);
     }
     let request = builder.body(http_body_util::Full::new(Bytes::from(body)))?;
     let response = sender.send_request(request).await?;

@@ -589,6 +589,7 @@ impl EverythingApp {
         Some(Round {
             method,
             params,
+            principal: cx.principal().cloned(),
             now,
             sealer,
         })

@@ -81,6 +81,8 @@ const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub struct Round<'a> {
     pub method: &'a str,
     pub params: &'a Value,
+    /// Who sent it: a state sealed for one principal opens for no other.
+    pub principal: Option<mcp_streamable::principal::Principal>,
     pub now: Instant,
     pub sealer: &'a mut StateSealer,
 }
@@ -91,7 +93,11 @@ impl Round<'_> {
     }
 
     fn binding(&self) -> Binding {
-        Binding::of(self.method, Some(self.params), None)
+        Binding::of(
+            self.method,
+            Some(self.params),
+            self.principal.as_ref().map(|p| p.as_str()),
+        )
     }
 
     fn responses(&self) -> Map<String, Value> {

@@ -31,6 +31,7 @@ use mcp_streamable::fleet::driver::FleetDriver;
 use mcp_streamable::fleet::instance::{FleetConfigError, Instance, InstanceConfig};
 use mcp_streamable::fleet::store::{MemoryStore, Output};
 use mcp_streamable::fleet::{InstanceId, Push, StoreOp, StoreReply};
+use mcp_streamable::principal::Caller;
 use mcp_streamable::server::{RequestHead, UnreadBody};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -154,7 +155,7 @@ enum Ended {
 struct ToOwner {
     head: RequestHead,
     body: Result<Bytes, UnreadBody>,
-    peer: Option<SocketAddr>,
+    caller: Caller,
     reply: oneshot::Sender<super::exchanges::Reply>,
 }
 
@@ -175,13 +176,18 @@ impl ServeFrom for FleetService {
         let requests = self.requests.clone();
         let options = self.options.clone();
         Box::pin(async move {
-            let head = request_head(&req);
-            let body = read_body(&head, req.into_body(), &options).await;
+            let (parts, body) = req.into_parts();
+            let principal = match options.auth.principal(&parts) {
+                Ok(p) => p,
+                Err(challenge) => return Ok(crate::auth::refused(&challenge)),
+            };
+            let head = request_head(&parts);
+            let body = read_body(&head, body, &options).await;
             let (reply, rx) = oneshot::channel();
             let msg = ToOwner {
                 head,
                 body,
-                peer,
+                caller: Caller::from_peer(peer.map(|p| p.ip())).with_principal(principal),
                 reply,
             };
             if requests.try_send(msg).is_err() {
@@ -248,10 +254,11 @@ impl<A: App> Owner<A> {
 
     fn on_request(&mut self, r: ToOwner) {
         let now = self.now();
-        let peer = r.peer.map(|p| p.ip());
         let http = match &r.body {
-            Ok(b) => self.driver.handle_request(&r.head, Ok(b), peer, now),
-            Err(why) => self.driver.handle_request(&r.head, Err(*why), peer, now),
+            Ok(b) => self.driver.handle_request(&r.head, Ok(b), &r.caller, now),
+            Err(why) => self
+                .driver
+                .handle_request(&r.head, Err(*why), &r.caller, now),
         };
         self.exchanges.awaiting(http, r.reply);
     }

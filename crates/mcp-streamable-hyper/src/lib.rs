@@ -9,6 +9,7 @@
 //! Both shells are generic over their IO ([`Listen`], [`Connect`]), so the
 //! same code runs on tokio TCP and on turmoil's simulated TCP.
 
+pub mod auth;
 mod body;
 pub mod client;
 pub mod clock;

@@ -42,6 +42,7 @@ use mcp_streamable::app::{App, Fanout};
 use mcp_streamable::head::RequestHead;
 use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::jsonrpc::RawJson;
+use mcp_streamable::principal::{Caller, Principal};
 use mcp_streamable::server::wire::Write;
 use mcp_streamable::server::{ServerDriver, ServerEndpoint, SessionState, UnreadBody};
 use mcp_streamable::time::Instant;
@@ -236,9 +237,10 @@ impl<A: App> Owner<A> {
                     head,
                     body,
                     peer,
+                    principal,
                     reply,
                 } = *r;
-                self.on_request(head, body, peer, reply);
+                self.on_request(head, body, peer, principal, reply);
             }
             ToOwner::Evict(sid) => {
                 let now = self.now();
@@ -466,11 +468,12 @@ impl<A: App> Owner<A> {
         head: RequestHead,
         body: Result<Bytes, UnreadBody>,
         peer: Option<SocketAddr>,
+        principal: Option<Principal>,
         reply: oneshot::Sender<Reply>,
     ) {
         let now = self.now();
         self.last_peer = peer;
-        let peer = peer.map(|p| p.ip());
+        let caller = Caller::from_peer(peer.map(|p| p.ip())).with_principal(principal);
         let _span = tracing::debug_span!("request", method = ?head.method).entered();
         let http = match &body {
             // An owner without a session may open one: the shared table admits it.
@@ -482,11 +485,11 @@ impl<A: App> Owner<A> {
                     Some(Ok(mut a)) => {
                         let http = self
                             .driver
-                            .handle_request_admitting(&head, b, peer, &mut a, now);
+                            .handle_request_admitting(&head, b, &caller, &mut a, now);
                         evicted.extend(std::iter::from_fn(|| a.poll_evicted()));
                         http
                     }
-                    _ => self.driver.handle_request(&head, Ok(b), peer, now),
+                    _ => self.driver.handle_request(&head, Ok(b), &caller, now),
                 };
                 // The admission guard is gone by now (lock order: table first).
                 if let Some(shared) = &shared {
@@ -496,8 +499,8 @@ impl<A: App> Owner<A> {
                 }
                 http
             }
-            Ok(b) => self.driver.handle_request(&head, Ok(b), peer, now),
-            Err(why) => self.driver.handle_request(&head, Err(*why), peer, now),
+            Ok(b) => self.driver.handle_request(&head, Ok(b), &caller, now),
+            Err(why) => self.driver.handle_request(&head, Err(*why), &caller, now),
         };
         tracing::debug!(%http, "request handled");
         self.exchanges.awaiting(http, reply);

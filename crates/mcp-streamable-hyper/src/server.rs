@@ -40,6 +40,7 @@ use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::SessionId;
 use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::principal::Principal;
 use mcp_streamable::server::wire::{WireHead, Write};
 use mcp_streamable::server::{Admission, EndpointConfig, UnreadBody};
 use std::collections::BTreeMap;
@@ -96,6 +97,12 @@ pub struct ServerOptions {
     /// router in front would. `None` serves every path (the service mounted
     /// behind a router of its own does not read this: the router decides).
     pub path: Option<Arc<str>>,
+    /// Who is calling ([`crate::auth`]): the application's hook, which
+    /// refuses with `401` and the resource's metadata; without one, a
+    /// [`Principal`](mcp_streamable::principal::Principal) a layer in front
+    /// put in the request's extensions, else nobody. Sessions are bound to
+    /// the principal that opened them.
+    pub auth: crate::auth::Auth,
 }
 
 /// Where [`Server::bind`] serves MCP unless told otherwise
@@ -121,6 +128,7 @@ impl Default for ServerOptions {
             body_read_timeout: std::time::Duration::from_secs(30),
             accept_backoff_max: std::time::Duration::from_secs(1),
             path: Some(Arc::from(DEFAULT_PATH)),
+            auth: crate::auth::Auth::default(),
         }
     }
 }
@@ -247,6 +255,7 @@ pub(super) struct RequestForOwner {
     pub(super) head: RequestHead,
     pub(super) body: Result<Bytes, UnreadBody>,
     pub(super) peer: Option<SocketAddr>,
+    pub(super) principal: Option<Principal>,
     pub(super) reply: oneshot::Sender<Reply>,
 }
 
@@ -655,6 +664,7 @@ pub(crate) async fn accept_loop<L, S>(
         let peer = L::peer(&io);
         let service = service.clone();
         let path = options.path.clone();
+        let auth = options.auth.clone();
         let mut stop = shutdown.clone();
         tokio::spawn(async move {
             let _slot = slot;
@@ -664,7 +674,8 @@ pub(crate) async fn accept_loop<L, S>(
             let requests = watch.clone();
             let svc = hyper::service::service_fn(move |req| {
                 let request = requests.request();
-                let answer = match elsewhere(&req, path.as_deref()) {
+                let metadata = auth.metadata_response(req.method(), req.uri().path());
+                let answer = match metadata.or_else(|| elsewhere(&req, path.as_deref())) {
                     Some(refusal) => Box::pin(std::future::ready(Ok(S::refusal(refusal)))),
                     None => service.serve_from(req, peer),
                 };
@@ -716,8 +727,13 @@ async fn serve_one<A: App, B: RequestBody>(
     peer: Option<SocketAddr>,
     shared: Arc<Shared<A>>,
 ) -> Result<hyper::Response<ResponseBody>, Infallible> {
-    let head = request_head(&req);
-    let body = read_body(&head, req.into_body(), &shared.options).await;
+    let (parts, body) = req.into_parts();
+    let principal = match shared.options.auth.principal(&parts) {
+        Ok(p) => p,
+        Err(challenge) => return Ok(crate::auth::refused(&challenge)),
+    };
+    let head = request_head(&parts);
+    let body = read_body(&head, body, &shared.options).await;
     let (reply, rx) = oneshot::channel();
     let sid = head
         .header(headers::MCP_SESSION_ID)
@@ -726,6 +742,7 @@ async fn serve_one<A: App, B: RequestBody>(
         head,
         body,
         peer,
+        principal,
         reply,
     });
     let mut delivered = false;
@@ -770,9 +787,9 @@ async fn serve_one<A: App, B: RequestBody>(
 /// The core's view of a request's head: its method and the headers the
 /// cores read ([`headers::READ_ON_REQUESTS`], named by their constants; any
 /// other header is no input of theirs and is not copied).
-pub(crate) fn request_head<B>(req: &hyper::Request<B>) -> RequestHead {
-    let mut headers = Vec::with_capacity(req.headers().len().min(headers::READ_ON_REQUESTS.len()));
-    for (n, v) in req.headers() {
+pub(crate) fn request_head(req: &hyper::http::request::Parts) -> RequestHead {
+    let mut headers = Vec::with_capacity(req.headers.len().min(headers::READ_ON_REQUESTS.len()));
+    for (n, v) in &req.headers {
         let Some(name) = headers::read_on_requests(n.as_str()) else {
             continue;
         };
@@ -783,7 +800,7 @@ pub(crate) fn request_head<B>(req: &hyper::Request<B>) -> RequestHead {
         headers.push((std::borrow::Cow::Borrowed(name), value));
     }
     RequestHead {
-        method: Method::parse(req.method().as_str()),
+        method: Method::parse(req.method.as_str()),
         headers,
     }
 }
@@ -963,7 +980,9 @@ mod tests {
             .header("mcp-session-id", "s")
             .header("x-forwarded-for", "1.2.3.4")
             .body(())
-            .expect("request");
+            .expect("request")
+            .into_parts()
+            .0;
         let head = request_head(&req);
         assert_eq!(head.method, Method::Post);
         let names: Vec<&str> = head.headers.iter().map(|(n, _)| n.as_ref()).collect();

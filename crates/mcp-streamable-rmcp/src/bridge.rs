@@ -254,6 +254,7 @@ impl<X> Bridge<X> {
             last_event_id: last_event_id.map(str::to_owned),
             messages: Vec::new(),
             modern: false,
+            principal: None,
         });
         self.drain(now);
         Ok(http)
@@ -282,6 +283,7 @@ impl<X> Bridge<X> {
             last_event_id: None,
             messages: Vec::new(),
             modern: false,
+            principal: None,
         });
         self.core.handle_delete(http, now);
         self.drain(now);
@@ -427,6 +429,7 @@ impl<X> Bridge<X> {
                 last_event_id: None,
                 messages: vec![m],
                 modern: false,
+                principal: None,
             });
         }
         Ok(http)

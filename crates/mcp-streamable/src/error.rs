@@ -154,6 +154,11 @@ pub enum RequestError {
     /// the request was not read by any endpoint (`requests_queued_max`).
     #[error("server busy: too many requests queued")]
     Overloaded,
+    /// The application's authentication refused the request (401, or 403
+    /// for a missing scope), with its `WWW-Authenticate` challenge
+    /// ([`crate::auth`]). No core sees the request.
+    #[error("authentication failed: {}", .0.refusal)]
+    Unauthenticated(Box<crate::auth::Challenge>),
 }
 
 impl RequestError {
@@ -185,6 +190,7 @@ impl RequestError {
             RequestError::PeerSessionLimit { .. } | RequestError::InFlightLimit { .. } => 429,
             RequestError::ChannelClosed => 500,
             RequestError::SessionLimit | RequestError::OverBudget | RequestError::Overloaded => 503,
+            RequestError::Unauthenticated(c) => c.status(),
         }
     }
 

@@ -29,6 +29,12 @@ pub const X_ACCEL_BUFFERING: &str = "x-accel-buffering";
 /// Cache directive sent on SSE streams.
 pub const CACHE_CONTROL: &str = "cache-control";
 
+/// `WWW-Authenticate`, on a refusal by authentication ([`crate::auth`]).
+pub const WWW_AUTHENTICATE: &str = "www-authenticate";
+
+/// `Authorization`: read by the shells' authentication hooks, never by the cores.
+pub const AUTHORIZATION: &str = "authorization";
+
 /// The request headers the cores read (every other one is no input of
 /// theirs): the shells copy only these into a [`RequestHead`](crate::head::RequestHead).
 pub const READ_ON_REQUESTS: [&str; 10] = [

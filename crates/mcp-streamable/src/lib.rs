@@ -83,6 +83,7 @@
 #![forbid(unsafe_code)]
 
 pub mod app;
+pub mod auth;
 pub mod error;
 pub mod fleet;
 pub mod head;
@@ -95,6 +96,7 @@ pub mod mrtr;
 pub mod observe;
 pub mod policy;
 pub mod preset;
+pub mod principal;
 pub mod release;
 pub mod rng;
 pub mod server;

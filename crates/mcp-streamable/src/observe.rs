@@ -15,6 +15,7 @@ use crate::client::{ClientEvent, ClientTransmit};
 use crate::headers;
 use crate::ids::{HttpId, MsgKey};
 use crate::jsonrpc::{self, Body, Message, RawJson};
+use crate::principal::Principal;
 use crate::server::{Cause, DropReason, Method, RequestHead, Transmit};
 use crate::version::ProtocolVersion;
 
@@ -35,6 +36,9 @@ pub enum Observation {
         messages: Vec<Message>,
         /// A modern (2026-07-28) request: no session, nothing to resume.
         modern: bool,
+        /// Who sent it, as the transport authenticated it (`None`:
+        /// anonymous, or a harness that does not say).
+        principal: Option<Principal>,
     },
     /// The server wrote this on an exchange.
     Transmit(Transmit),
@@ -141,7 +145,17 @@ impl Observation {
             last_event_id: head.header(headers::LAST_EVENT_ID).map(str::to_owned),
             messages,
             modern,
+            principal: None,
         }
+    }
+
+    /// The same observation, of a request sent by `who` (a request only;
+    /// anything else is returned as it is).
+    pub fn by(mut self, who: Option<Principal>) -> Self {
+        if let Observation::Request { principal, .. } = &mut self {
+            *principal = who;
+        }
+        self
     }
 }
 

@@ -305,6 +305,42 @@ pub enum JsonAnswer {
     FirstMessage,
 }
 
+/// Whose requests a session serves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionBinding {
+    /// The principal that opened it (its `initialize`'s
+    /// [`Caller::principal`](crate::principal::Caller::principal)), and
+    /// only that one: a request naming the session from another principal,
+    /// or from none when it has one, is answered as one naming no live
+    /// session (404), whatever its verb. A session opened without a
+    /// principal serves only requests without one.
+    #[default]
+    Principal,
+    /// Anyone who names its id. python-sdk before 1.27.2 (CVE-2026-52869,
+    /// GHSA-jpw9-pfvf-9f58; PRs #2690, #2719): with bearer authentication
+    /// on, `Mcp-Session-Id` alone chose the session, so another
+    /// authenticated client that learned the id could post into it, read
+    /// its GET stream (resuming from an event id it learned) and delete it;
+    /// gateways shipped the same (GHSA-f6c5-f2ph-7x7p, mailpouch PR #264),
+    /// and rmcp's `SessionManager` carries no caller at all.
+    IdOnly,
+}
+
+impl SessionBinding {
+    /// Whether a session opened by `owner` serves a request from `caller`.
+    pub fn serves(
+        self,
+        owner: Option<&crate::principal::Principal>,
+        caller: Option<&crate::principal::Principal>,
+    ) -> bool {
+        match self {
+            SessionBinding::Principal => owner == caller,
+            SessionBinding::IdOnly => true,
+        }
+    }
+}
+
 /// All server knobs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
@@ -331,6 +367,8 @@ pub struct ServerPolicy {
     pub get_registration: GetRegistration,
     /// See [`JsonAnswer`].
     pub json_answer: JsonAnswer,
+    /// See [`SessionBinding`].
+    pub session_binding: SessionBinding,
 }
 
 impl ServerPolicy {
@@ -347,6 +385,7 @@ impl ServerPolicy {
         listen_ack: ListenAck::WithRegistration,
         get_registration: GetRegistration::WithHead,
         json_answer: JsonAnswer::SseOnceAnythingPrecedes,
+        session_binding: SessionBinding::Principal,
     };
 
     /// Whether this policy has scheduling points the driver must choose
@@ -443,6 +482,15 @@ impl ServerPolicy {
         ..ServerPolicy::FIXED
     };
 
+    /// python-sdk `mcp` 1.27.1 and earlier (CVE-2026-52869, fixed in
+    /// 1.27.2 by PRs #2690 and #2719): sessions routed by `Mcp-Session-Id`
+    /// alone, whoever authenticated the request ([`SessionBinding::IdOnly`]).
+    /// Only that routing is modelled; the rest is FIXED.
+    pub const PYTHON_1_27_1: ServerPolicy = ServerPolicy {
+        session_binding: SessionBinding::IdOnly,
+        ..ServerPolicy::FIXED
+    };
+
     /// The conformance suite's `sse-retry` mock (@modelcontextprotocol/conformance
     /// 0.1.13, `src/scenarios/client/sse-retry.ts`, a1b8aaae): a pending tool
     /// response goes on whatever GET arrives, `Last-Event-ID` ignored. Race C's
@@ -502,6 +550,10 @@ impl ServerPolicy {
             NamedServerPolicy {
                 name: "RMCP_3_0_BETA",
                 policy: ServerPolicy::RMCP_3_0_BETA,
+            },
+            NamedServerPolicy {
+                name: "PYTHON_1_27_1",
+                policy: ServerPolicy::PYTHON_1_27_1,
             },
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",

@@ -11,6 +11,7 @@ use crate::sim::StoreTiming;
 use mcp_streamable::fleet::{
     Answers, BroadcastDelivery, Handover, Relay, ResumedGet, SessionRefresh, Unrelated,
 };
+use mcp_streamable::policy::ServerPolicy;
 use serde::Deserialize;
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
@@ -62,6 +63,11 @@ pub struct WorldSpec {
     /// Whether the client speaks 2026-07-28 (no session; `listen`).
     #[serde(default)]
     pub modern: bool,
+    /// A second client, authenticated as another principal, that learns
+    /// the client's session id and last event id and tries every verb on
+    /// the session at any moment (I2: each lands on any instance).
+    #[serde(default)]
+    pub attacker: bool,
     /// Connection cuts the network may inject.
     #[serde(default)]
     pub drops: u8,
@@ -273,6 +279,7 @@ impl FleetFile {
             FleetKind::World(w) => {
                 let d = world_design(&e.design).unwrap_or_default();
                 let sc = WorldScenario {
+                    server: d.server,
                     relay: d.relay,
                     handover: d.handover,
                     resumed: d.resumed,
@@ -284,6 +291,7 @@ impl FleetFile {
                     app: w.app.clone(),
                     background_get: w.background_get,
                     modern: w.modern,
+                    attacker: w.attacker,
                     drops: w.drops,
                     kills: w.kills,
                     time_ms: w.time_ms,
@@ -299,6 +307,8 @@ impl FleetFile {
 /// A world model's design: FIXED in every knob but the one it names.
 #[derive(Clone, Copy, Debug, Default)]
 struct WorldDesign {
+    /// The instances' endpoint policy.
+    server: ServerPolicy,
     relay: Relay,
     handover: Handover,
     resumed: ResumedGet,
@@ -308,11 +318,15 @@ struct WorldDesign {
 }
 
 /// A world file's design: a [`Relay`], [`Handover`], [`ResumedGet`],
-/// [`Unrelated`], [`Answers`] or [`BroadcastDelivery`] value, every other
-/// knob as FIXED.
+/// [`Unrelated`], [`Answers`] or [`BroadcastDelivery`] value, or a server
+/// preset's name (the instances' endpoints under it), every other knob as
+/// FIXED.
 fn world_design(design: &str) -> Option<WorldDesign> {
     let quoted = format!("{design:?}");
     let fixed = WorldDesign::default();
+    if let Some(server) = ServerPolicy::preset(design) {
+        return Some(WorldDesign { server, ..fixed });
+    }
     if let Ok(relay) = serde_json::from_str::<Relay>(&quoted) {
         return Some(WorldDesign { relay, ..fixed });
     }

@@ -68,6 +68,8 @@ pub enum AppStep {
 /// One fleet world scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorldScenario {
+    /// The instances' endpoint policy (FIXED but in a preset's design).
+    pub server: ServerPolicy,
     /// How instances follow a stream written elsewhere.
     pub relay: Relay,
     /// Whether a dead instance's streams are completed elsewhere.
@@ -91,6 +93,9 @@ pub struct WorldScenario {
     pub background_get: bool,
     /// Whether the client speaks 2026-07-28 (no session; `listen`).
     pub modern: bool,
+    /// A second client, another principal, that tries every verb on the
+    /// client's session once it has one ([`World::hijack_on`]).
+    pub attacker: bool,
     /// Connection cuts the network may inject.
     pub drops: u8,
     /// Instances that may die.
@@ -148,6 +153,8 @@ pub enum WorldAction {
         /// The connection.
         conn: Conn,
     },
+    /// The attacker tries the client's session ([`WorldScenario::attacker`]).
+    Attack,
     /// Instance `at` dies.
     Kill {
         /// The instance.
@@ -168,6 +175,8 @@ pub struct WorldState {
     kills: u8,
     /// Broadcasts made (each while the client had something to get it).
     broadcasts: u8,
+    /// The attacker has tried the client's session.
+    attacked: bool,
 }
 
 /// What a fleet world breaks: a monitor invariant, or F5.
@@ -220,6 +229,9 @@ pub struct WorldModel {
     pub scenario: WorldScenario,
 }
 
+/// The attacker's index among the world's clients.
+const ATTACKER: usize = 1;
+
 /// The client's deadline: far past any horizon, so a call completes by
 /// the fleet or not at all (F5).
 const CLIENT_DEADLINE_MS: u64 = 3_600_000;
@@ -243,6 +255,10 @@ impl WorldModel {
             c.client.era = ClientEra::Modern;
         }
         c.count_list_changes = self.judges_broadcasts();
+        if self.scenario.attacker {
+            c.clients = 2;
+            c.principals = true;
+        }
         if !self.scenario.background_get {
             c.client_policy = ClientPolicy {
                 background_get: mcp_streamable::policy::BackgroundGet::Off,
@@ -282,7 +298,7 @@ impl WorldModel {
                 let mut instance = Instance::new(
                     config,
                     Self::endpoint_config(),
-                    ServerPolicy::FIXED,
+                    self.scenario.server,
                     IdSource::reproducible(u64::from(i) + 1),
                 )
                 .expect("a fleet setting");
@@ -386,6 +402,7 @@ impl Explorable for WorldModel {
             drops: 0,
             kills: 0,
             broadcasts: 0,
+            attacked: false,
         }
     }
 
@@ -396,6 +413,9 @@ impl Explorable for WorldModel {
         }
         if self.app_step_enabled(s) {
             out.push(WorldAction::App);
+        }
+        if self.scenario.attacker && !s.attacked && w.victim_of(ATTACKER).is_some() {
+            out.push(WorldAction::Attack);
         }
         for (session, id, _) in &w.server_pending {
             out.push(WorldAction::Respond {
@@ -446,8 +466,9 @@ impl Explorable for WorldModel {
                 if !self.client_step_enabled(s) {
                     return None;
                 }
-                let step = self.scenario.client[usize::from(s.client_pc)];
-                script::run_client_step(w, 0, step)?;
+                let pc = usize::from(s.client_pc);
+                let step = self.scenario.client[pc];
+                script::run_client_step(w, 0, step, pc)?;
                 n.client_pc += 1;
             }
             WorldAction::App => {
@@ -513,6 +534,13 @@ impl Explorable for WorldModel {
                 if !w.receive((*instance, *conn)) {
                     return None;
                 }
+            }
+            WorldAction::Attack => {
+                if !self.scenario.attacker || s.attacked || !w.hijack_on(ATTACKER, 0) {
+                    return None;
+                }
+                w.pump();
+                n.attacked = true;
             }
             WorldAction::Kill { at } => {
                 if s.kills >= self.scenario.kills || !w.kill(*at) {

@@ -21,6 +21,7 @@ use client::ClientSide;
 use mcp_streamable::client::ClientEvent;
 use mcp_streamable::ids::{HttpId, MsgKey, RequestId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
+use mcp_streamable::principal::Principal;
 use mcp_streamable::server::{
     Cause, Content, DropReason, EndReason, Method, Transmit, TransmitKind,
 };
@@ -32,9 +33,9 @@ pub use retire::RetiredPart;
 /// Every property id the monitor can report, as `docs/properties.md` lists
 /// them: what a model may name in `invariants`, `judge` and `violates` (a
 /// name not here would judge nothing and make every run "hold").
-pub const PROPERTIES: [&str; 25] = [
+pub const PROPERTIES: [&str; 26] = [
     "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "C1", "C2", "C3", "C4", "C5",
-    "I1", "L1", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
+    "I1", "I2", "L1", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
 ];
 pub use mcp_streamable::observe::{body_messages, Observation};
 use std::collections::{BTreeMap, BTreeSet};
@@ -93,6 +94,10 @@ struct Exchange {
     /// A modern `subscriptions/listen`: its id, and once acknowledged, the
     /// filter the server agreed to.
     listen: Option<Box<(RequestId, Option<mcp_streamable::v2026::ListenFilter>)>>,
+    /// Who sent it.
+    principal: Option<Principal>,
+    /// It names a session another principal opened (I2).
+    foreign: bool,
 }
 
 /// A chain of exchanges carrying one logical stream (a POST and its resumptions,
@@ -167,6 +172,10 @@ struct Rare {
     cancelled: Shared<BTreeSet<(Text, RequestId)>>,
     dropped: Shared<BTreeSet<(Text, MsgKey)>>,
     gets_per_session: Shared<BTreeMap<Text, usize>>,
+    /// Who opened each session (the principal of its `initialize`).
+    owners: Shared<BTreeMap<Text, Option<Principal>>>,
+    /// Sessions another principal than their owner sent a DELETE for.
+    foreign_deletes: Shared<BTreeSet<Text>>,
 }
 
 /// The violations found, compared and hashed without the step each was
@@ -319,7 +328,11 @@ impl Monitor {
                 last_event_id,
                 messages,
                 modern,
-            } => self.on_request(*http, method, session, last_event_id, messages, *modern),
+                principal,
+            } => {
+                let named = (session, last_event_id);
+                self.on_request(*http, method, named, messages, *modern, principal)
+            }
             Observation::Transmit(t) => self.on_transmit(t),
             // Faults excuse B5's bound only: without it nothing reads them,
             // and states that differ only in their count are one.
@@ -370,6 +383,21 @@ impl Monitor {
             }
         }
         self.step.0 += 1;
+    }
+
+    /// The last event id (in the monitor's order) written on session
+    /// `session`: what a client that read the session's streams, or an
+    /// attacker that saw one of its events, could resume from.
+    pub fn last_event_id(&self, session: &str) -> Option<String> {
+        let s: Text = session.into();
+        self.event_ids
+            .keys()
+            .filter(|(sess, _)| *sess == s)
+            .max_by_key(|(_, id)| {
+                let r = &self.event_ids[&(s.clone(), id.clone())];
+                (r.lineage, r.position)
+            })
+            .map(|(_, id)| id.to_string())
     }
 
     /// End-of-run checks, at quiescence. `queued` lists keys the core still
@@ -552,13 +580,20 @@ impl Monitor {
         &mut self,
         http: HttpId,
         method: &Method,
-        session: &Option<String>,
-        last_event_id: &Option<String>,
+        (session, last_event_id): (&Option<String>, &Option<String>),
         messages: &[Message],
         modern: bool,
+        principal: &Option<Principal>,
     ) {
         // A modern request names no session, whatever it sends.
         let session: &Option<Text> = &session.as_deref().filter(|_| !modern).map(Text::from);
+        let foreign = session
+            .as_ref()
+            .and_then(|s| self.rare.owners.get(s))
+            .is_some_and(|owner| owner != principal);
+        if let (true, Method::Delete, Some(s)) = (foreign, method, session) {
+            self.rare.foreign_deletes.insert(s.clone());
+        }
         let kind = match method {
             Method::Post => {
                 let requests: Vec<RequestId> = messages
@@ -650,6 +685,8 @@ impl Monitor {
                 lineage,
                 modern,
                 listen,
+                principal: principal.clone(),
+                foreign,
             }
             .into(),
         );
@@ -774,17 +811,19 @@ impl Monitor {
                     format!("session id {sid:?} is not visible ASCII"),
                 );
             }
-            if matches!(ex.kind, Kind::Initialize(_))
-                && (200..300).contains(&status)
-                && !self.rare.sessions_issued.insert(sid.into())
-            {
-                self.flag(
-                    "I1",
-                    Some(http),
-                    format!("session id {sid:?} issued to a second initialize"),
-                );
+            if matches!(ex.kind, Kind::Initialize(_)) && (200..300).contains(&status) {
+                if !self.rare.sessions_issued.insert(sid.into()) {
+                    self.flag(
+                        "I1",
+                        Some(http),
+                        format!("session id {sid:?} issued to a second initialize"),
+                    );
+                } else {
+                    self.rare.owners.insert(sid.into(), ex.principal.clone());
+                }
             }
         }
+        self.check_foreign_answer(http, ex, status);
         let accepted = (200..300).contains(&status);
         match &ex.kind {
             Kind::PostAccepted if accepted && status != 202 => {
@@ -899,6 +938,46 @@ impl Monitor {
                 .owed
                 .written(http, &listen::label(method, params.as_ref())),
         }
+    }
+
+    /// I2: a request naming a session another principal opened is answered
+    /// as one naming no live session (a 4xx refusal: B6 says which), never
+    /// served, so nothing of the session reaches that principal and nothing
+    /// changes it on its behalf.
+    fn check_foreign_answer(&mut self, http: HttpId, ex: &Exchange, status: u16) {
+        if !ex.foreign {
+            // The owner's own request: its session gone without a DELETE
+            // of its own accepted, after another principal's DELETE, was
+            // changed on that principal's behalf (whatever it was told).
+            if let Some(s) = ex.session.as_ref().filter(|_| status == 404) {
+                if self.rare.foreign_deletes.contains(s) && !self.rare.sessions_deleted.contains(s)
+                {
+                    self.flag(
+                        "I2",
+                        Some(http),
+                        format!(
+                            "session {s} gone (404 to its owner) after another principal's DELETE"
+                        ),
+                    );
+                }
+            }
+            return;
+        }
+        if (400..500).contains(&status) {
+            return;
+        }
+        let verb = match &ex.kind {
+            Kind::GetResume(_) => "resumption (GET with Last-Event-ID)",
+            Kind::GetPlain => "GET",
+            Kind::Delete => "DELETE",
+            _ => "POST",
+        };
+        let who = ex.principal.as_ref().map_or("anonymous", Principal::as_str);
+        self.flag(
+            "I2",
+            Some(http),
+            format!("{verb} by {who} on a session another principal opened answered {status}"),
+        );
     }
 
     /// B6: missing id → 400, unknown or terminated → 404, never 401.

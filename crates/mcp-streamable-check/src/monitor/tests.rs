@@ -28,6 +28,7 @@ fn posted(http: u64, body: &str) -> Observation {
         last_event_id: None,
         messages: vec![parse_message(body).unwrap()],
         modern: false,
+        principal: None,
     }
 }
 
@@ -165,6 +166,7 @@ fn get(http: u64, last_event_id: Option<&str>) -> Observation {
         last_event_id: last_event_id.map(str::to_owned),
         messages: Vec::new(),
         modern: false,
+        principal: None,
     }
 }
 
@@ -211,6 +213,7 @@ fn issued(gets_max: Option<usize>) -> Monitor {
         last_event_id: None,
         messages: vec![init.unwrap()],
         modern: false,
+        principal: None,
     });
     m.observe(&naming(100, Content::Json, "s"));
     m
@@ -453,6 +456,7 @@ fn only_an_initialize_takes_its_session_from_the_answers_head() {
         last_event_id: None,
         messages: vec![list],
         modern: true,
+        principal: None,
     });
     m.observe(&naming(1, Content::Sse, "t"));
     m.observe(&event(
@@ -488,6 +492,7 @@ fn a_session_never_issued_or_deleted_must_be_answered_404_b6() {
         last_event_id: None,
         messages: Vec::new(),
         modern: false,
+        principal: None,
     };
     let mut m = issued(None);
     m.observe(&of("unknown", 1));
@@ -506,6 +511,7 @@ fn a_session_never_issued_or_deleted_must_be_answered_404_b6() {
         last_event_id: None,
         messages: Vec::new(),
         modern: false,
+        principal: None,
     });
     m.observe(&head(4, 200, Content::None));
     m.observe(&of("s", 5));
@@ -786,4 +792,104 @@ fn a_change_is_told_apart_by_its_method_and_for_a_resource_update_its_uri() {
         label("notifications/tools/list_changed", Some(&uri)),
         "notifications/tools/list_changed"
     );
+}
+
+/// A request on session `s` by `who`, as exchange `http`.
+fn by(who: Option<&str>, http: u64, method: Method, body: Option<&str>) -> Observation {
+    Observation::Request {
+        http: HttpId(http),
+        method,
+        session: Some("s".into()),
+        last_event_id: None,
+        messages: body
+            .map(|b| vec![parse_message(b).unwrap()])
+            .unwrap_or_default(),
+        modern: false,
+        principal: who.map(mcp_streamable::principal::Principal::new),
+    }
+}
+
+/// The server's head on `http`, naming `session`.
+fn head_of(http: u64, status: u16, session: Option<&str>) -> Observation {
+    let mut h = ResponseHead::new(status, Content::Json);
+    h.session_id = session.map(|s| s.parse::<SessionId>().unwrap());
+    Observation::Transmit(Transmit {
+        http: HttpId(http),
+        kind: TransmitKind::Head(h),
+    })
+}
+
+/// Session `s` opened by alice on exchange 1.
+fn opened_by_alice() -> Vec<Observation> {
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#;
+    let mut o = by(Some("alice"), 1, Method::Post, Some(init));
+    if let Observation::Request { session, .. } = &mut o {
+        *session = None;
+    }
+    vec![o, head_of(1, 200, Some("s"))]
+}
+
+fn i2(m: &Monitor) -> Vec<String> {
+    m.violations()
+        .iter()
+        .filter(|v| v.id == "I2")
+        .map(|v| v.detail.clone())
+        .collect()
+}
+
+#[test]
+fn i2_flags_a_session_served_to_another_principal() {
+    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}"#;
+    for (method, body, verb) in [
+        (Method::Post, Some(call), "POST"),
+        (Method::Get, None, "GET"),
+        (Method::Delete, None, "DELETE"),
+    ] {
+        for who in [Some("bob"), None] {
+            let mut obs = opened_by_alice();
+            obs.push(by(who, 2, method.clone(), body));
+            obs.push(head_of(2, 200, None));
+            let found = i2(&fed(&obs));
+            assert_eq!(found.len(), 1, "{verb} by {who:?}: {found:?}");
+            assert!(found[0].starts_with(verb), "{found:?}");
+        }
+    }
+}
+
+#[test]
+fn i2_holds_for_refusals_and_for_the_owner() {
+    let mut obs = opened_by_alice();
+    obs.push(by(Some("bob"), 2, Method::Get, None));
+    obs.push(head_of(2, 404, None));
+    obs.push(by(Some("alice"), 3, Method::Get, None));
+    obs.push(head_of(3, 200, None));
+    // A refusal of another kind (an rmcp-style 401) is no service either.
+    obs.push(by(Some("bob"), 4, Method::Delete, None));
+    obs.push(head_of(4, 401, None));
+    assert!(i2(&fed(&obs)).is_empty());
+    // Without an owner on record (the monitor missed the initialize) there
+    // is nothing to judge against.
+    let m = fed(&[by(Some("bob"), 2, Method::Get, None), head_of(2, 200, None)]);
+    assert!(i2(&m).is_empty());
+}
+
+#[test]
+fn i2_flags_a_session_lost_to_another_principals_delete() {
+    let mut obs = opened_by_alice();
+    obs.push(by(Some("bob"), 2, Method::Delete, None));
+    obs.push(head_of(2, 404, None));
+    obs.push(by(Some("alice"), 3, Method::Get, None));
+    obs.push(head_of(3, 404, None));
+    let found = i2(&fed(&obs));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("after another principal's DELETE"));
+    // Her own DELETE first: her session is gone by her hand.
+    let mut obs = opened_by_alice();
+    obs.push(by(Some("bob"), 2, Method::Delete, None));
+    obs.push(head_of(2, 404, None));
+    obs.push(by(Some("alice"), 3, Method::Delete, None));
+    obs.push(head_of(3, 200, None));
+    obs.push(by(Some("alice"), 4, Method::Get, None));
+    obs.push(head_of(4, 404, None));
+    assert!(i2(&fed(&obs)).is_empty());
 }

@@ -18,6 +18,7 @@ use mcp_streamable::fleet::record::decode_message;
 use mcp_streamable::fleet::store::{MemoryStore, Output};
 use mcp_streamable::fleet::{Conn, Record};
 use mcp_streamable::ids::{HttpId, MsgKey, RequestId, SessionId};
+use mcp_streamable::principal::Caller;
 use mcp_streamable::server::{observe_dropped, RequestHead, ServerOutput, ServerSession, Transmit};
 use mcp_streamable::shared::Shared;
 use mcp_streamable::time::Instant;
@@ -208,12 +209,13 @@ impl Servers for Fleet {
         at: usize,
         head: &RequestHead,
         body: &[u8],
+        caller: &Caller,
         now: Instant,
     ) -> HttpId {
         let inst = self.instances[at]
             .as_mut()
             .expect("a request for a live instance");
-        Self::world_http(at, inst.handle_request(head, body, None, now))
+        Self::world_http(at, inst.handle_request(head, body, caller, now))
     }
 
     fn handle_http_closed(&mut self, http: HttpId, now: Instant) {

@@ -11,6 +11,7 @@
 use crate::monitor::Observation;
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, MsgKey, RequestId, SessionId};
+use mcp_streamable::principal::Caller;
 use mcp_streamable::server::{RequestHead, ServerEndpoint, ServerOutput, ServerSession};
 use mcp_streamable::time::Instant;
 use std::fmt::Debug;
@@ -25,13 +26,14 @@ pub type OutputHandler<'a, S> = dyn FnMut(&mut S, ServerOutput, &mut dyn FnMut(&
 
 /// A server side the world can drive (see the module docs).
 pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
-    /// A request reaches server `at` (the balancer's choice); the id of its
-    /// exchange.
+    /// A request from `caller` reaches server `at` (the balancer's choice);
+    /// the id of its exchange.
     fn handle_request(
         &mut self,
         at: usize,
         head: &RequestHead,
         body: &[u8],
+        caller: &Caller,
         now: Instant,
     ) -> HttpId;
 
@@ -41,6 +43,7 @@ pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
     /// names by its own ranges (a fleet) ignores both.
     ///
     /// [`Naming::ByExchange`]: super::Naming::ByExchange
+    #[allow(clippy::too_many_arguments)]
     fn handle_request_named(
         &mut self,
         at: usize,
@@ -48,10 +51,11 @@ pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
         ids: IdSource,
         head: &RequestHead,
         body: &[u8],
+        caller: &Caller,
         now: Instant,
     ) -> HttpId {
         let _ = (ch, ids);
-        self.handle_request(at, head, body, now)
+        self.handle_request(at, head, body, caller, now)
     }
 
     /// Exchange `http` is over for the client.
@@ -140,9 +144,10 @@ impl Servers for ServerEndpoint {
         _at: usize,
         head: &RequestHead,
         body: &[u8],
+        caller: &Caller,
         now: Instant,
     ) -> HttpId {
-        ServerEndpoint::handle_request(self, head, body, now).http
+        ServerEndpoint::handle_request_from(self, head, body, caller, now).http
     }
 
     fn handle_request_named(
@@ -152,12 +157,13 @@ impl Servers for ServerEndpoint {
         ids: IdSource,
         head: &RequestHead,
         body: &[u8],
+        caller: &Caller,
         now: Instant,
     ) -> HttpId {
         // The endpoint's own counter and source are never drawn from, so
         // they stay as they were: nothing in the state says which came first.
         let own = self.replace_ids(ids);
-        let http = self.handle_reserved(ch, head, body, None, now).http;
+        let http = self.handle_reserved(ch, head, body, caller, now).http;
         self.replace_ids(own);
         http
     }

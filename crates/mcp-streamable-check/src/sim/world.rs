@@ -19,12 +19,14 @@ use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::preset::{Scheduled, SchedulingPoint};
+use mcp_streamable::principal::{Caller, Principal};
+use mcp_streamable::server::RequestHead;
 use mcp_streamable::server::{Cause, EndpointConfig, ServerEndpoint, ServerEvent, ServerOutput};
 use mcp_streamable::shared::Shared;
 use mcp_streamable::time::Instant;
 use mcp_streamable::unhashed::Unhashed;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 /// How a [`World`] is set up.
@@ -63,7 +65,32 @@ pub struct PairConfig {
     /// One clock, or one per component ([`Clocks`]: the checker's
     /// partial-order reduction needs the latter).
     pub clocks: Clocks,
+    /// Each client authenticates as a principal of its own
+    /// ([`principal_of`]); off, every request is anonymous. A world whose
+    /// clients never name each other's sessions cannot tell the two apart
+    /// (every session serves the one client that knows its id), so only a
+    /// model with an attacker ([`World::hijack_on`]) turns it on: equal
+    /// clients then stay interchangeable for the symmetry reduction.
+    pub principals: bool,
 }
+
+/// Client `c`'s principal, when the world's clients authenticate
+/// ([`PairConfig::principals`]).
+pub fn principal_of(c: usize) -> Principal {
+    static NAMES: LazyLock<Vec<Principal>> = LazyLock::new(|| {
+        (0..16)
+            .map(|c| Principal::new(format!("client-{c}")))
+            .collect()
+    });
+    NAMES
+        .get(c)
+        .cloned()
+        .unwrap_or_else(|| Principal::new(format!("client-{c}")))
+}
+
+/// A client's core numbers its exchanges from 1; the requests it forges
+/// ([`World::hijack_on`]) are numbered from here, where no core reaches.
+pub const FORGED_BASE: u64 = HTTP_ID_STRIDE / 2;
 
 /// What the applications' list-change notifications and broadcasts say
 /// changed (`World::list_changes_heard` counts it).
@@ -114,6 +141,7 @@ impl Default for PairConfig {
             count_list_changes: false,
             naming: Naming::Arrival,
             clocks: Clocks::Global,
+            principals: false,
         }
     }
 }
@@ -196,6 +224,12 @@ impl World {
     /// Exchange `ch` (a world id) as its client's core names it.
     pub fn local(ch: HttpId) -> HttpId {
         HttpId(ch.0 % HTTP_ID_STRIDE)
+    }
+
+    /// Whether exchange `ch` (a world id) is one a client forged
+    /// ([`World::hijack_on`]) rather than one its core opened.
+    pub fn is_forged(ch: HttpId) -> bool {
+        Self::local(ch).0 >= FORGED_BASE
     }
 
     /// The world id of client `client`'s exchange `local`.
@@ -525,6 +559,71 @@ impl<S: Servers> World<S> {
         self.pump();
     }
 
+    /// Who client `c`'s requests come from, as the server side is told:
+    /// its own principal when the world's clients authenticate, else
+    /// nobody.
+    pub fn caller_of(&self, c: usize) -> Caller {
+        let principal = self.config.principals.then(|| principal_of(c));
+        Caller::default().with_principal(principal)
+    }
+
+    /// Client `c` turns attacker: it has learned another client's session
+    /// id (the first other client with a session, by index) and the last
+    /// event id written on that session, if any, and under its own
+    /// principal tries every verb on it, each a request of its own on the
+    /// network: a `tools/call` POST, a GET (resuming from that event when
+    /// there is one), a DELETE. No core of `c` knows these exchanges
+    /// ([`FORGED_BASE`]); `tag` numbers this attempt among `c`'s. Whether
+    /// there was a session to use.
+    pub fn hijack_on(&mut self, c: usize, tag: u64) -> bool {
+        let Some((sid, version)) = self.victim_of(c) else {
+            return false;
+        };
+        let event = self.monitor.last_event_id(sid.as_str());
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":"forged-{tag}","method":"tools/call","params":{{"name":"echo","arguments":{{}}}}}}"#
+        );
+        let requests: [(RequestHead, Vec<u8>); 3] = [
+            (
+                RequestHead::post(Some(&sid), Some(version)),
+                body.into_bytes(),
+            ),
+            (
+                RequestHead::get(&sid, version, event.as_deref()),
+                Vec::new(),
+            ),
+            (
+                RequestHead::delete(&sid).with(
+                    mcp_streamable::headers::MCP_PROTOCOL_VERSION,
+                    version.as_str(),
+                ),
+                Vec::new(),
+            ),
+        ];
+        for (i, (head, body)) in requests.into_iter().enumerate() {
+            let local = HttpId(FORGED_BASE + tag * 4 + i as u64);
+            let ch = <World>::world_http(c, local);
+            self.links.insert(ch, Shared::new(Link::new(head, body)));
+        }
+        true
+    }
+
+    /// The session client `c` would hijack ([`Self::hijack_on`]), with the
+    /// version it speaks.
+    pub fn victim_of(
+        &self,
+        c: usize,
+    ) -> Option<(SessionId, mcp_streamable::version::ProtocolVersion)> {
+        self.clients
+            .iter()
+            .enumerate()
+            .filter(|(v, _)| *v != c)
+            .find_map(|(_, client)| {
+                let sid = client.session_id()?.clone();
+                Some((sid, client.version()?))
+            })
+    }
+
     /// Client `c`'s application cancels its request `id`.
     pub fn cancel_on(&mut self, c: usize, id: &RequestId) {
         let now = self.client_now(c);
@@ -681,6 +780,16 @@ impl<S: Servers> World<S> {
                     return;
                 };
                 let ended = matches!(t.kind, mcp_streamable::server::TransmitKind::End(_));
+                if let Some(link) = links.get_mut(&ch).filter(|_| <World>::is_forged(ch)) {
+                    // Nobody reads a forged exchange (the monitor judged
+                    // the write): the attacker goes once it ends.
+                    if ended && !link.client_gone {
+                        link.client_gone = true;
+                        link.server_told = true;
+                        server.handle_http_closed(t.http, now);
+                    }
+                    return;
+                }
                 if let Some(link) = links.get_mut(&ch) {
                     if !link.client_gone {
                         link.to_client
@@ -712,12 +821,15 @@ impl<S: Servers> World<S> {
         let Some((head, body)) = &link.request else {
             return false;
         };
+        let caller = self.caller_of(<World>::owner(ch));
         let http = match self.config.naming {
-            Naming::Arrival => self.server.handle_request(at, head, body, self.now),
+            Naming::Arrival => self
+                .server
+                .handle_request(at, head, body, &caller, self.now),
             Naming::ByExchange => {
                 let ids = Naming::source_for(self.config.seed, ch);
                 self.server
-                    .handle_request_named(at, ch, ids, head, body, self.now)
+                    .handle_request_named(at, ch, ids, head, body, &caller, self.now)
             }
         };
         self.links.insert(ch, Shared::new(link.delivered(http)));
@@ -730,12 +842,10 @@ impl<S: Servers> World<S> {
                 self.session_owner.insert(sid, <World>::owner(ch));
             }
         }
-        self.observe(&Observation::request_with(
-            http,
-            head,
-            body,
-            parsed::body_messages,
-        ));
+        self.observe(
+            &Observation::request_with(http, head, body, parsed::body_messages)
+                .by(caller.principal),
+        );
         self.pump();
         true
     }
@@ -751,6 +861,15 @@ impl<S: Servers> World<S> {
         let Some(item) = link.to_client.pop_front() else {
             return false;
         };
+        if <World>::is_forged(ch) {
+            // No core reads a forged exchange: the monitor judged what the
+            // server wrote on it as it was written.
+            if *item == Delivery::End {
+                self.client_abandons(ch, true);
+            }
+            self.pump();
+            return true;
+        }
         let (c, h) = (<World>::owner(ch), <World>::local(ch));
         let now = self.client_now(c);
         match &*item {
@@ -890,7 +1009,11 @@ impl<S: Servers> World<S> {
             http: <World>::local(ch),
         });
         let now = self.client_now(<World>::owner(ch));
-        if let Some(c) = self.clients.get_mut(<World>::owner(ch)) {
+        if let Some(c) = self
+            .clients
+            .get_mut(<World>::owner(ch))
+            .filter(|_| !<World>::is_forged(ch))
+        {
             c.handle_http_closed(<World>::local(ch), now);
         }
         self.client_abandons(ch, notice);

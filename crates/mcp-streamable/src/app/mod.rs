@@ -66,6 +66,13 @@ impl Cx<'_> {
         self.now
     }
 
+    /// Who opened the session (for a modern request, who sent it), as the
+    /// transport authenticated them: what an application binds its own
+    /// state to (an MRTR `requestState`, a task id).
+    pub fn principal(&self) -> Option<&crate::principal::Principal> {
+        self.ep.session(&self.session)?.principal()
+    }
+
     fn sent(&mut self, key: crate::ids::MsgKey, cause: Cause) {
         if let Some(mut tap) = self.tap.as_ref().and_then(|t| t.lock().ok()) {
             tap(&Observation::Sent {

@@ -27,13 +27,13 @@ use super::{Push, StoreOp, StoreReply};
 use crate::app::{App, Cx, Fanout};
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
+use crate::principal::Caller;
 use crate::server::driver::{dispatch, earliest, run_app, take_due, AppTimer, Parts};
 use crate::server::wire::{Wire, Write};
 use crate::server::{RequestHead, UnreadBody};
 use crate::time::Instant;
 use std::collections::VecDeque as Fifo;
 use std::collections::{BTreeSet, VecDeque};
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 /// Broadcasts an application turn made, for the instance.
@@ -130,11 +130,11 @@ impl<A: App> FleetDriver<A> {
         &mut self,
         head: &RequestHead,
         body: Result<&[u8], UnreadBody>,
-        peer: Option<IpAddr>,
+        caller: &Caller,
         now: Instant,
     ) -> HttpId {
         let http = match body {
-            Ok(b) => self.instance.handle_request(head, b, peer, now),
+            Ok(b) => self.instance.handle_request(head, b, caller, now),
             Err(why) => self.instance.handle_unread_body(head, why, now),
         };
         // What it transmits waits in the instance until the pump.

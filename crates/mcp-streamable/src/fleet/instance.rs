@@ -50,6 +50,7 @@ use crate::id_source::IdSource;
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
 use crate::jsonrpc::{parse_body, Message, RawJson};
 use crate::policy::{EventIdScheme, ServerPolicy};
+use crate::principal::Caller;
 use crate::server::event_ids::EventIdCodec;
 use crate::server::{
     modern, request, Cause, Dispatched, DropReason, EndReason, EndpointConfig, Outgoing,
@@ -58,7 +59,6 @@ use crate::server::{
 use crate::time::Instant;
 use crate::version::ProtocolVersion;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Instance ids a fleet may use: `0 .. INSTANCES_MAX`, each with its own
@@ -183,15 +183,15 @@ struct Parked {
 struct HeldRequest {
     head: RequestHead,
     body: Vec<u8>,
-    peer: Option<IpAddr>,
+    caller: Caller,
 }
 
 impl HeldRequest {
-    fn new(head: &RequestHead, body: &[u8], peer: Option<IpAddr>) -> Self {
+    fn new(head: &RequestHead, body: &[u8], caller: &Caller) -> Self {
         HeldRequest {
             head: head.clone(),
             body: body.to_vec(),
-            peer,
+            caller: caller.clone(),
         }
     }
 }
@@ -208,7 +208,7 @@ struct Relayed {
     /// The GET as it came, to go on as the session's GET here if the log
     /// is released ([`Record::Released`]).
     head: RequestHead,
-    peer: Option<IpAddr>,
+    caller: Caller,
     /// Its writer was found dead and its log completed (or left as it is,
     /// under [`Handover::Abandon`] or [`ResumedGet::FollowLog`]): the
     /// writer is not asked about again for it.
@@ -421,16 +421,17 @@ impl Instance {
         &mut self,
         head: &RequestHead,
         body: &[u8],
-        peer: Option<IpAddr>,
+        caller: &Caller,
         now: Instant,
     ) -> HttpId {
         let http = self.endpoint.reserve_http();
         if self.is_ready() {
-            self.take_request(http, head, body, peer, now);
+            self.take_request(http, head, body, caller, now);
         } else if self.parked.len() + self.early.len() >= self.config.parked_max {
             self.endpoint.refuse(http, &RequestError::Overloaded);
         } else {
-            self.early.insert(http, HeldRequest::new(head, body, peer));
+            self.early
+                .insert(http, HeldRequest::new(head, body, caller));
         }
         self.settle(now);
         http
@@ -443,12 +444,12 @@ impl Instance {
         http: HttpId,
         head: &RequestHead,
         body: &[u8],
-        peer: Option<IpAddr>,
+        caller: &Caller,
         now: Instant,
     ) {
         match self.session_named(head, body) {
             None => {
-                let d = self.dispatch(http, head, body, peer, now);
+                let d = self.dispatch(http, head, body, caller, now);
                 let opened = head.method == Method::Post
                     && d.outcome.is_ok()
                     && head.header(headers::MCP_SESSION_ID).is_none();
@@ -466,7 +467,7 @@ impl Instance {
                     .is_some_and(|s| !s.is_ended());
                 self.gate.check(http.0, session.clone(), !held);
                 let parked = Parked {
-                    req: HeldRequest::new(head, body, peer),
+                    req: HeldRequest::new(head, body, caller),
                     session,
                 };
                 self.parked.insert(http, parked);
@@ -481,7 +482,7 @@ impl Instance {
             return;
         }
         for (http, r) in std::mem::take(&mut self.early) {
-            self.take_request(http, &r.head, &r.body, r.peer, now);
+            self.take_request(http, &r.head, &r.body, &r.caller, now);
         }
     }
 
@@ -786,10 +787,10 @@ impl Instance {
         http: HttpId,
         head: &RequestHead,
         body: &[u8],
-        peer: Option<IpAddr>,
+        caller: &Caller,
         now: Instant,
     ) -> Dispatched {
-        let d = self.endpoint.handle_reserved(http, head, body, peer, now);
+        let d = self.endpoint.handle_reserved(http, head, body, caller, now);
         self.touched.extend(d.session.clone());
         d
     }
@@ -806,6 +807,7 @@ impl Instance {
         let record = SessionRecord {
             version: s.version(),
             namespace: s.namespace(),
+            principal: s.principal().cloned(),
         };
         let creating = Creating {
             session: sid.clone(),
@@ -842,7 +844,7 @@ impl Instance {
                 Some((record, adoption)) => self.admitted(http, p, record, adoption, now),
                 None => {
                     self.end_local(&p.session, now);
-                    self.dispatch(http, &p.req.head, &p.req.body, p.req.peer, now);
+                    self.dispatch(http, &p.req.head, &p.req.body, &p.req.caller, now);
                 }
             }
         }
@@ -854,7 +856,7 @@ impl Instance {
             if !existed {
                 self.end_local(&p.session, now);
             }
-            self.dispatch(http, &p.req.head, &p.req.body, p.req.peer, now);
+            self.dispatch(http, &p.req.head, &p.req.body, &p.req.caller, now);
             self.end_relayed(&p.session);
         }
     }
@@ -902,11 +904,22 @@ impl Instance {
         now: Instant,
     ) {
         let sid = p.session.clone();
+        let binding = self.endpoint.policy().session_binding;
+        if !binding.serves(record.principal.as_ref(), p.req.caller.principal.as_ref()) {
+            // Another principal's session: this caller is answered as for
+            // one the store does not know, before anything is done for it
+            // (no adoption, no answers forwarded, no relay, no delete): the
+            // endpoint, which holds no copy or one bound to its owner,
+            // answers 404.
+            self.dispatch(http, &p.req.head, &p.req.body, &p.req.caller, now);
+            return;
+        }
         if let Err(e) = self.endpoint.adopt_session(
             sid.clone(),
             record.version,
             record.namespace,
             adoption,
+            record.principal.clone(),
             now,
         ) {
             self.endpoint.refuse(http, &e);
@@ -940,7 +953,7 @@ impl Instance {
             self.relay(http, &p, cursor, record);
             return;
         }
-        self.dispatch(http, &p.req.head, &p.req.body, p.req.peer, now);
+        self.dispatch(http, &p.req.head, &p.req.body, &p.req.caller, now);
     }
 
     /// A GET's `Last-Event-ID` naming a stream to be served from its log:
@@ -1002,7 +1015,7 @@ impl Instance {
             follower,
             head_sent: false,
             head: p.req.head.clone(),
-            peer: p.req.peer,
+            caller: p.req.caller.clone(),
             writer_dead: false,
         };
         self.relayed.insert(http, r);
@@ -1636,7 +1649,7 @@ impl Instance {
         if r.head_sent {
             self.continued.insert(http, Continued::AwaitingHead);
         }
-        self.dispatch(http, &head, &[], r.peer, now);
+        self.dispatch(http, &head, &[], &r.caller, now);
     }
 
     /// An endpoint transmit for a relayed GET gone on here

@@ -9,32 +9,48 @@
 
 use crate::ids::MsgKey;
 use crate::jsonrpc::Message;
+use crate::principal::Principal;
 use crate::shared::Shared;
 use crate::version::ProtocolVersion;
 
 /// What an instance needs to serve a session another instance opened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SessionRecord {
     /// The version negotiated by `initialize`.
     pub version: ProtocolVersion,
     /// The namespace of its event ids, so every instance spells and reads
     /// them alike.
     pub namespace: u32,
+    /// Who opened it: every instance serves it to that principal only.
+    pub principal: Option<Principal>,
 }
 
 impl SessionRecord {
-    /// `<version> <namespace in hex>`, e.g. `2025-11-25 0000002a`.
+    /// `<version> <namespace in hex>`, then ` <principal as a JSON string>`
+    /// when it has one: `2025-11-25 0000002a`, `2025-11-25 0000002a "alice"`.
     pub fn encode(&self) -> Shared<String> {
-        Shared::new(format!("{} {:08x}", self.version, self.namespace))
+        let mut text = format!("{} {:08x}", self.version, self.namespace);
+        if let Some(p) = &self.principal {
+            text.push(' ');
+            text.push_str(&serde_json::to_string(p).unwrap_or_default());
+        }
+        Shared::new(text)
     }
 
     /// The record back from its text; `None` if it is not one (a store
     /// written by something else: the session is treated as unknown).
     pub fn decode(text: &str) -> Option<SessionRecord> {
-        let (version, namespace) = text.split_once(' ')?;
+        let mut parts = text.splitn(3, ' ');
+        let version = parts.next()?.parse().ok()?;
+        let namespace = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let principal = match parts.next() {
+            None => None,
+            Some(json) => Some(serde_json::from_str(json).ok()?),
+        };
         Some(SessionRecord {
-            version: version.parse().ok()?,
-            namespace: u32::from_str_radix(namespace, 16).ok()?,
+            version,
+            namespace,
+            principal,
         })
     }
 }
@@ -63,9 +79,21 @@ mod tests {
         let r = SessionRecord {
             version: ProtocolVersion::LATEST,
             namespace: 0xdead_beef,
+            principal: None,
         };
-        assert_eq!(SessionRecord::decode(&r.encode()), Some(r));
-        for bad in ["", "2025-11-25", "1999-01-01 00000001", "2025-11-25 xyz"] {
+        assert_eq!(SessionRecord::decode(&r.encode()), Some(r.clone()));
+        let owned = SessionRecord {
+            principal: Some(Principal::new("alice smith \"a\"\n")),
+            ..r
+        };
+        assert_eq!(SessionRecord::decode(&owned.encode()), Some(owned));
+        for bad in [
+            "",
+            "2025-11-25",
+            "1999-01-01 00000001",
+            "2025-11-25 xyz",
+            "2025-11-25 00000001 alice",
+        ] {
             assert_eq!(SessionRecord::decode(bad), None, "{bad:?}");
         }
     }

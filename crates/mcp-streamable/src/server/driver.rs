@@ -26,12 +26,12 @@ use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
 use crate::observe::Observation;
 use crate::preset::Scheduled;
+use crate::principal::Caller;
 use crate::release::Release;
 use crate::rng::SeededRng;
 use crate::server::Admission;
 use crate::time::Instant;
 use std::collections::{BTreeSet, VecDeque};
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 /// An application timer: when, for which session, and the token to hand back.
@@ -118,14 +118,14 @@ impl<A: App> ServerDriver<A> {
         &mut self,
         head: &RequestHead,
         body: Result<&[u8], UnreadBody>,
-        peer: Option<IpAddr>,
+        caller: &Caller,
         now: Instant,
     ) -> HttpId {
         let d = match body {
-            Ok(b) => self.ep.handle_request_from(head, b, peer, now),
+            Ok(b) => self.ep.handle_request_from(head, b, caller, now),
             Err(why) => self.ep.handle_unread_body(head, why, now),
         };
-        self.opened(d.http, head, body.unwrap_or_default(), now)
+        self.opened(d.http, head, body.unwrap_or_default(), caller, now)
     }
 
     /// A request that may open a session, admitted by a table shared with
@@ -135,20 +135,28 @@ impl<A: App> ServerDriver<A> {
         &mut self,
         head: &RequestHead,
         body: &[u8],
-        peer: Option<IpAddr>,
+        caller: &Caller,
         admission: &mut Admission,
         now: Instant,
     ) -> HttpId {
         let d = self
             .ep
-            .handle_request_admitting(head, body, peer, admission, now);
-        self.opened(d.http, head, body, now)
+            .handle_request_admitting(head, body, caller, admission, now);
+        self.opened(d.http, head, body, caller, now)
     }
 
-    fn opened(&mut self, http: HttpId, head: &RequestHead, body: &[u8], now: Instant) -> HttpId {
+    fn opened(
+        &mut self,
+        http: HttpId,
+        head: &RequestHead,
+        body: &[u8],
+        caller: &Caller,
+        now: Instant,
+    ) -> HttpId {
         // Built only for a tap: it copies the request's head and body.
         if self.tap.is_some() {
-            self.observe(&Observation::request(http, head, body));
+            let o = Observation::request(http, head, body).by(caller.principal.clone());
+            self.observe(&o);
         }
         self.open.insert(http);
         self.pump(now);

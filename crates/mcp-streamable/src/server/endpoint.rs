@@ -18,6 +18,7 @@ use crate::ids::{HttpId, MsgKey, SessionId};
 use crate::jsonrpc::{self, Body, ErrorObject, Message, RawJson, METHOD_NOT_FOUND};
 use crate::policy::{ServerPolicy, SessionErrorStatus};
 use crate::preset::{Scheduled, SchedulingPoint};
+use crate::principal::{Caller, Principal};
 use crate::release::Release;
 use crate::shared::Shared;
 use crate::time::Instant;
@@ -25,7 +26,6 @@ use crate::unhashed::Unhashed;
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::net::IpAddr;
 use std::ops::Bound::{Excluded, Unbounded};
 use std::sync::{Arc, LazyLock};
 
@@ -271,19 +271,21 @@ impl ServerEndpoint {
 
     /// One HTTP request, head and whole body (empty for GET and DELETE).
     pub fn handle_request(&mut self, head: &RequestHead, body: &[u8], now: Instant) -> Dispatched {
-        self.handle_request_from(head, body, None, now)
+        self.handle_request_from(head, body, &Caller::default(), now)
     }
 
-    /// One HTTP request from `peer` (its address, for the per-peer quota).
+    /// One HTTP request from `caller`: its address (the per-peer quota) and
+    /// the principal the transport authenticated (the only one a session it
+    /// opens serves, [`SessionBinding`](crate::policy::SessionBinding)).
     pub fn handle_request_from(
         &mut self,
         head: &RequestHead,
         body: &[u8],
-        peer: Option<IpAddr>,
+        caller: &Caller,
         now: Instant,
     ) -> Dispatched {
         let http = self.reserve_http();
-        self.handle_reserved(http, head, body, peer, now)
+        self.handle_reserved(http, head, body, caller, now)
     }
 
     /// Swaps the source this endpoint draws session ids, namespaces and
@@ -312,11 +314,11 @@ impl ServerEndpoint {
         http: HttpId,
         head: &RequestHead,
         body: &[u8],
-        peer: Option<IpAddr>,
+        caller: &Caller,
         now: Instant,
     ) -> Dispatched {
         let mut own = std::mem::replace(&mut self.admission.0, EMPTY_ADMISSION.clone());
-        let d = self.handle_request_in(http, head, body, peer, AdmitTo::Own(&mut own), now);
+        let d = self.handle_request_in(http, head, body, caller, AdmitTo::Own(&mut own), now);
         self.admission.0 = own;
         self.end_evicted(now);
         d
@@ -332,13 +334,16 @@ impl ServerEndpoint {
     /// `namespace`. Admission counts it as any other (and may refuse it, or
     /// evict another for it). A session held already is left as it is,
     /// unless this copy ended (its idle timer, say, while the client worked
-    /// with other instances): a new copy takes its place.
+    /// with other instances): a new copy takes its place. `principal` is
+    /// who opened it (the record keeps it): the only caller it serves here
+    /// too.
     pub fn adopt_session(
         &mut self,
         id: SessionId,
         version: ProtocolVersion,
         namespace: u32,
         adoption: u32,
+        principal: Option<Principal>,
         now: Instant,
     ) -> Result<(), RequestError> {
         if self.sessions.get(&id).is_some_and(|s| !s.is_ended()) {
@@ -354,7 +359,8 @@ impl ServerEndpoint {
             adoption,
             self.config.session.clone(),
             self.policy,
-        );
+        )
+        .with_principal(principal);
         self.sessions.insert(id.clone(), Shared::new(s));
         self.dirty.insert(id);
         self.end_evicted(now);
@@ -369,12 +375,12 @@ impl ServerEndpoint {
         &mut self,
         head: &RequestHead,
         body: &[u8],
-        peer: Option<IpAddr>,
+        caller: &Caller,
         admission: &mut Admission,
         now: Instant,
     ) -> Dispatched {
         let http = self.reserve_http();
-        self.handle_request_in(http, head, body, peer, AdmitTo::Shared(admission), now)
+        self.handle_request_in(http, head, body, caller, AdmitTo::Shared(admission), now)
     }
 
     fn handle_request_in(
@@ -382,12 +388,12 @@ impl ServerEndpoint {
         http: HttpId,
         head: &RequestHead,
         body: &[u8],
-        peer: Option<IpAddr>,
+        caller: &Caller,
         to: AdmitTo<'_>,
         now: Instant,
     ) -> Dispatched {
         let mut session = None;
-        let admit = Admit { peer, to };
+        let admit = Admit { caller, to };
         let outcome = self.dispatch(http, head, body, now, admit, &mut session);
         if let Err(e) = &outcome {
             self.reject(http, e);
@@ -730,7 +736,16 @@ impl ServerEndpoint {
                 return Err(RequestError::MethodNotAllowed)
             }
             Method::Post if modern_era && modern::is_modern(header_version, body) => {
-                return self.dispatch_modern(http, head, body, header_version, now, session);
+                let caller = admit.caller;
+                return self.dispatch_modern(
+                    http,
+                    head,
+                    body,
+                    header_version,
+                    caller,
+                    now,
+                    session,
+                );
             }
             _ => {}
         }
@@ -740,7 +755,7 @@ impl ServerEndpoint {
             Some(text) => Some(
                 text.parse::<SessionId>()
                     .ok()
-                    .filter(|id| self.sessions.get(id).is_some_and(|s| !s.is_ended()))
+                    .filter(|id| self.serves(id, admit.caller))
                     .ok_or(RequestError::UnknownSession { unauthorized })?,
             ),
         };
@@ -829,6 +844,19 @@ impl ServerEndpoint {
         }
     }
 
+    /// Whether session `id` is live and serves `caller`: an ended session,
+    /// and one opened by another principal, are alike unknown to it (the
+    /// same 404, so an id learned by someone else tells them nothing).
+    fn serves(&self, id: &SessionId, caller: &Caller) -> bool {
+        self.sessions.get(id).is_some_and(|s| {
+            !s.is_ended()
+                && self
+                    .policy
+                    .session_binding
+                    .serves(s.principal(), caller.principal.as_ref())
+        })
+    }
+
     /// A POST's body type and size, in either era.
     fn check_post_body(&self, head: &RequestHead, body: &[u8]) -> Result<(), RequestError> {
         request::check_content_type(head)?;
@@ -848,12 +876,14 @@ impl ServerEndpoint {
 
     /// A modern (2026-07-28) POST: checked, then run in a session of its
     /// own that no one can name and that ends with its exchange.
+    #[allow(clippy::too_many_arguments)]
     fn dispatch_modern(
         &mut self,
         http: HttpId,
         head: &RequestHead,
         body: &[u8],
         header_version: Option<ProtocolVersion>,
+        caller: &Caller,
         now: Instant,
         session: &mut Option<SessionId>,
     ) -> Result<(), RequestError> {
@@ -872,7 +902,8 @@ impl ServerEndpoint {
             return Err(RequestError::Overloaded);
         }
         let id = self.fresh_session_id();
-        let mut s = ServerSession::stateless(id.clone(), &self.config.session, self.policy);
+        let mut s = ServerSession::stateless(id.clone(), &self.config.session, self.policy)
+            .with_principal(caller.principal.clone());
         let outcome = match message {
             Message::Request {
                 id: rid,
@@ -910,7 +941,7 @@ impl ServerEndpoint {
             AdmitTo::Shared(a) => a,
             AdmitTo::Own(a) => Arc::make_mut(a),
         };
-        admission.admit(&id, admit.peer, limits, now)?;
+        admission.admit(&id, admit.caller.peer, limits, now)?;
         let namespace = self.ids.namespace();
         let session = ServerSession::new(
             id.clone(),
@@ -918,7 +949,8 @@ impl ServerEndpoint {
             version,
             self.config.session.clone(),
             self.policy,
-        );
+        )
+        .with_principal(admit.caller.principal.clone());
         self.sessions.insert(id.clone(), Shared::new(session));
         Ok(id)
     }
@@ -971,7 +1003,7 @@ pub fn session_version(initialize: &Message) -> ProtocolVersion {
 
 /// Where a new session asks to be let in.
 struct Admit<'a> {
-    peer: Option<IpAddr>,
+    caller: &'a Caller,
     to: AdmitTo<'a>,
 }
 

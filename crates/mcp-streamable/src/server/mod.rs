@@ -14,6 +14,7 @@ pub mod stream;
 pub mod wire;
 
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};
+pub use crate::principal::{Caller, Principal};
 pub use admission::{Admission, AdmissionLimits, SessionState};
 pub use drain::observe_dropped;
 pub use drain::{BroadcastOrigin, ServerOutput};

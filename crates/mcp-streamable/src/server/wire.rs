@@ -128,8 +128,13 @@ impl Write {
     /// sees it (`RequestError::Overloaded`: its queue of requests is full):
     /// the same status and JSON-RPC error body as the endpoint's own refusals.
     pub fn refusal(error: &RequestError) -> Write {
+        let mut head = WireHead::of(&error.response_head());
+        if let RequestError::Unauthenticated(challenge) = error {
+            head.headers
+                .push((headers::WWW_AUTHENTICATE, challenge.header_value().into()));
+        }
         Write::Whole {
-            head: WireHead::of(&error.response_head()),
+            head,
             body: error.message().to_json().into_bytes(),
         }
     }

@@ -27,6 +27,7 @@ use crate::error::{RequestError, UsageError};
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
 use crate::jsonrpc::{Body, ErrorObject, Message, RawJson, REQUEST_CANCELLED, REQUEST_TIMEOUT};
 use crate::policy::{DetachedResponse, ServerPolicy, StandaloneAttach};
+use crate::principal::Principal;
 use crate::release::Release;
 use crate::shared::Shared;
 use crate::time::{Instant, Timers};
@@ -241,6 +242,11 @@ pub struct ServerSession {
     modern_method: Option<Box<str>>,
     /// A modern `subscriptions/listen` (see `listen`).
     listen: Option<Box<listen::Listen>>,
+    /// Who opened it (see [`crate::principal`]): the only caller the
+    /// endpoint routes to it under [`SessionBinding::Principal`].
+    ///
+    /// [`SessionBinding::Principal`]: crate::policy::SessionBinding::Principal
+    principal: Option<Principal>,
 }
 
 impl ServerSession {
@@ -286,7 +292,15 @@ impl ServerSession {
             late_responses: 0,
             modern_method: None,
             listen: None,
+            principal: None,
         }
+    }
+
+    /// The same session, opened by `principal` (the caller of its
+    /// `initialize`, or of a modern request; a fleet's record of it).
+    pub fn with_principal(mut self, principal: Option<Principal>) -> Self {
+        self.principal = principal;
+        self
     }
 
     /// A session for one modern (2026-07-28) request: ready at once, no
@@ -350,6 +364,11 @@ impl ServerSession {
     /// The negotiated protocol version.
     pub fn version(&self) -> ProtocolVersion {
         self.version
+    }
+
+    /// Who opened it, if the transport authenticated its caller.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_ref()
     }
 
     /// The policy in force.
