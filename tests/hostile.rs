@@ -1050,3 +1050,63 @@ async fn our_client_sends_its_bearer_token_and_keeps_its_session_across_a_refres
     client.close().await;
     server.shutdown().await;
 }
+
+/// `examples/auth_jwt.rs` run as a user runs it: its JWT hook refuses a
+/// request without a token, an expired one and one for another audience
+/// (401, `invalid_token`), serves alice's token, binds her session to her
+/// subject (another token of hers is served, bob's gets 404 for every verb).
+#[test]
+fn the_jwt_example_binds_each_session_to_its_tokens_subject() {
+    use jsonwebtoken::{encode, EncodingKey, Header};
+    let mut command = spawned::example("auth_jwt");
+    command.args(["--addr", "127.0.0.1:0", "--secret", "test-secret"]);
+    let server = Spawned::start(command);
+    let addr = server.addr();
+    let resource = server.url.clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let token = |sub: &str, aud: &str, exp: u64| {
+        let claims = serde_json::json!({
+            "sub": sub, "aud": aud, "iss": "https://auth.example.com", "exp": exp
+        });
+        let key = EncodingKey::from_secret(b"test-secret");
+        format!(
+            "Authorization: Bearer {}\r\n",
+            encode(&Header::default(), &claims, &key).unwrap()
+        )
+    };
+    let send = |sid: Option<&str>, auth: &str, body: &str| {
+        let raw = post_raw(sid, &format!("{auth}Connection: close\r\n"), body);
+        exchange(addr, raw.as_bytes(), Duration::from_secs(5))
+    };
+    let refused = send(None, "", INIT);
+    assert_eq!(refused.status, 401);
+    assert!(refused
+        .header("www-authenticate")
+        .unwrap()
+        .contains("/.well-known/oauth-protected-resource/mcp\""));
+    for bad in [
+        token("alice", &resource, now - 600),
+        token("alice", "http://elsewhere/mcp", now + 600),
+    ] {
+        let a = send(None, &bad, INIT);
+        assert_eq!(a.status, 401, "{bad}");
+        assert!(a
+            .header("www-authenticate")
+            .unwrap()
+            .contains("invalid_token"));
+    }
+    let init = send(None, &token("alice", &resource, now + 600), INIT);
+    assert_eq!(init.status, 200, "{init:?}");
+    let sid = init.header("mcp-session-id").unwrap().to_owned();
+    let alice_again = token("alice", &resource, now + 1200);
+    assert_eq!(send(Some(&sid), &alice_again, INITIALIZED).status, 202);
+    let bob = token("bob", &resource, now + 600);
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    assert_eq!(send(Some(&sid), &bob, list).status, 404);
+    assert_eq!(bodiless(addr, "GET", &sid, &bob).status, 404);
+    assert_eq!(bodiless(addr, "DELETE", &sid, &bob).status, 404);
+    assert_eq!(send(Some(&sid), &alice_again, list).status, 200);
+}

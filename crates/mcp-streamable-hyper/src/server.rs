@@ -99,7 +99,7 @@ pub struct ServerOptions {
     pub path: Option<Arc<str>>,
     /// Who is calling ([`crate::auth`]): the application's hook, which
     /// refuses with `401` and the resource's metadata; without one, a
-    /// [`Principal`](mcp_streamable::principal::Principal) a layer in front
+    /// [`Principal`] a layer in front
     /// put in the request's extensions, else nobody. Sessions are bound to
     /// the principal that opened them.
     pub auth: crate::auth::Auth,

@@ -78,7 +78,8 @@
 //!
 //! The repository's `examples/` holds an embedding of each kind:
 //! `blocking.rs` (the server core on `std::net`, a thread per connection),
-//! `blocking_client.rs`, `axum.rs`, `rmcp_server.rs`.
+//! `blocking_client.rs`, `axum.rs`, `auth_jwt.rs` (sessions bound to a JWT's
+//! subject), `rmcp_server.rs`.
 
 #![forbid(unsafe_code)]
 

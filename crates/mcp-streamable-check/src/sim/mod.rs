@@ -26,4 +26,4 @@ pub use naming::Naming;
 pub use net::{deliveries, Delivery, Link};
 pub use servers::{OutputHandler, Servers, SERVER_HTTP_STRIDE};
 pub use store_links::{ConnKey, StoreLinks};
-pub use world::{Pair, PairConfig, World, HTTP_ID_STRIDE, LIST_CHANGED};
+pub use world::{principal_of, Pair, PairConfig, World, FORGED_BASE, HTTP_ID_STRIDE, LIST_CHANGED};
