@@ -1455,3 +1455,49 @@ fn the_same_principal_keeps_its_session_across_credentials() {
     assert_eq!(resume, Some(200));
     assert_eq!(delete, Some(200));
 }
+
+/// The requests in flight on one session are bounded in bytes too
+/// (`in_flight_bytes_max`): past it a request is refused 429 with a JSON-RPC
+/// error and nothing of it is kept, while one request alone is always
+/// taken whatever its size (up to `body_max`); answering one makes room.
+#[test]
+fn requests_in_flight_are_bounded_in_bytes() {
+    let mut config = common::test_config();
+    config.session.in_flight_bytes_max = 1_000;
+    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
+    h.initialize();
+    h.initialized();
+    let big = |id: i64, size: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t","arguments":{{"x":"{}"}}}}}}"#,
+            "x".repeat(size)
+        )
+    };
+    let alone = h.post(&big(10, 5_000));
+    assert_eq!(h.log[&alone].status, Some(200), "alone, any size");
+    let refused = h.post(&big(11, 10));
+    assert_eq!(h.log[&refused].status, Some(429));
+    assert!(h.log[&refused].json[0]
+        .to_json()
+        .contains("more than 1000 bytes"));
+    h.respond(&RequestId::Num(10));
+    let pending = h.pending.len();
+    let small = h.post(&big(12, 300));
+    let second = h.post(&big(13, 300));
+    assert_eq!(h.log[&small].status, Some(200));
+    assert_eq!(
+        h.log[&second].status,
+        Some(200),
+        "two of about 400 bytes fit"
+    );
+    let third = h.post(&big(14, 400));
+    assert_eq!(h.log[&third].status, Some(429));
+    assert_eq!(
+        h.pending.len(),
+        pending + 2,
+        "only what was taken reached the application"
+    );
+    let sid = h.session.clone().unwrap();
+    let held = h.ep.session(&sid).unwrap().in_flight_bytes();
+    assert!(held <= 1_000 && held > 600, "{held} bytes in flight");
+}

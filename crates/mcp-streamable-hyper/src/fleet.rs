@@ -18,7 +18,7 @@
 //! for).
 
 use super::body::ResponseBody;
-use super::exchanges::{Exchanges, Written};
+use super::exchanges::{ConnCut, Exchanges, QueueBounds};
 use super::io::Listen;
 use super::server::{
     accept_loop, read_body, request_head, response, unavailable, McpFuture, ServeFrom,
@@ -114,7 +114,12 @@ impl FleetServer {
         let owner = Owner {
             driver,
             start: tokio::time::Instant::now(),
-            exchanges: Exchanges::new(server.frames_queued_max, server.frame_bytes_queued_max),
+            exchanges: Exchanges::new(QueueBounds {
+                // One owner serves all of the instance's sessions: the budget
+                // of one session's queued bytes is the session shell's.
+                bytes_queued_max: usize::MAX,
+                ..server.queue_bounds()
+            }),
             store,
         };
         let done = live.clone();
@@ -156,6 +161,7 @@ struct ToOwner {
     head: RequestHead,
     body: Result<Bytes, UnreadBody>,
     caller: Caller,
+    cut: ConnCut,
     reply: oneshot::Sender<super::exchanges::Reply>,
 }
 
@@ -172,7 +178,12 @@ impl ServeFrom for FleetService {
     fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<ResponseBody> {
         r
     }
-    fn serve_from(&self, req: hyper::Request<Incoming>, peer: Option<SocketAddr>) -> McpFuture {
+    fn serve_from(
+        &self,
+        req: hyper::Request<Incoming>,
+        peer: Option<SocketAddr>,
+        cut: ConnCut,
+    ) -> McpFuture {
         let requests = self.requests.clone();
         let options = self.options.clone();
         Box::pin(async move {
@@ -188,6 +199,7 @@ impl ServeFrom for FleetService {
                 head,
                 body,
                 caller: Caller::from_peer(peer.map(|p| p.ip())).with_principal(principal),
+                cut,
                 reply,
             };
             if requests.try_send(msg).is_err() {
@@ -260,7 +272,7 @@ impl<A: App> Owner<A> {
                 .driver
                 .handle_request(&r.head, Err(*why), &r.caller, now),
         };
-        self.exchanges.awaiting(http, r.reply);
+        self.exchanges.awaiting(http, r.reply, Some(r.cut));
     }
 
     /// Writes to their exchanges, ops to the store, until neither is left.
@@ -268,8 +280,10 @@ impl<A: App> Owner<A> {
         loop {
             let mut moved = false;
             while let Some((http, write)) = self.driver.poll_write() {
-                if self.exchanges.write(http, write) == Written::TooSlow {
-                    let now = self.now();
+                let mut cut_off = Vec::new();
+                self.exchanges.write(http, write, &mut cut_off);
+                let now = self.now();
+                for http in cut_off {
                     self.driver.handle_http_closed(http, now);
                 }
                 moved = true;

@@ -61,7 +61,7 @@ impl HeadWatch {
 
     /// Since when the connection has waited for a head; `None` while a
     /// request is in flight.
-    fn waiting_since(&self) -> Option<Instant> {
+    pub(crate) fn waiting_since(&self) -> Option<Instant> {
         if self.busy.load(Ordering::Acquire) > 0 {
             return None;
         }

@@ -32,7 +32,7 @@
 //! inbox is empty, closed in the same step (`tests/loom_handoff.rs`
 //! explores the task, the inline owner, and the reopened inbox).
 
-use super::exchanges::{Exchanges, Reply, Written};
+use super::exchanges::{ConnCut, Exchanges, Reply};
 use super::server::{
     evict, Broadcast, Inbox, Live, RequestForOwner, Shared, Slot, SlotState, ToOwner,
     HTTP_IDS_PER_TASK,
@@ -134,10 +134,7 @@ impl<A: App> Owner<A> {
             driver,
             broadcasts,
             origin,
-            exchanges: Exchanges::new(
-                shared.options.frames_queued_max,
-                shared.options.frame_bytes_queued_max,
-            ),
+            exchanges: Exchanges::new(shared.options.queue_bounds()),
             reported: None,
             registered,
             last_peer: None,
@@ -238,9 +235,10 @@ impl<A: App> Owner<A> {
                     body,
                     peer,
                     principal,
+                    cut,
                     reply,
                 } = *r;
-                self.on_request(head, body, peer, principal, reply);
+                self.on_request(head, body, (peer, principal), cut, reply);
             }
             ToOwner::Evict(sid) => {
                 let now = self.now();
@@ -467,8 +465,8 @@ impl<A: App> Owner<A> {
         &mut self,
         head: RequestHead,
         body: Result<Bytes, UnreadBody>,
-        peer: Option<SocketAddr>,
-        principal: Option<Principal>,
+        (peer, principal): (Option<SocketAddr>, Option<Principal>),
+        cut: Option<ConnCut>,
         reply: oneshot::Sender<Reply>,
     ) {
         let now = self.now();
@@ -503,7 +501,7 @@ impl<A: App> Owner<A> {
             Err(why) => self.driver.handle_request(&head, Err(*why), &caller, now),
         };
         tracing::debug!(%http, "request handled");
-        self.exchanges.awaiting(http, reply);
+        self.exchanges.awaiting(http, reply, cut);
     }
 
     fn on_closed(&mut self, http: HttpId) {
@@ -541,9 +539,12 @@ impl<A: App> Owner<A> {
     }
 
     fn write(&mut self, http: HttpId, write: Write) {
-        if self.exchanges.write(http, write) == Written::TooSlow {
-            // Too slow (or gone): closed; the stream stays resumable.
-            let now = self.now();
+        let mut cut_off = Vec::new();
+        self.exchanges.write(http, write, &mut cut_off);
+        // Too slow, gone, or the furthest behind past the session's budget:
+        // closed; each stream stays resumable.
+        let now = self.now();
+        for http in cut_off {
             self.driver.handle_http_closed(http, now);
         }
     }

@@ -23,7 +23,7 @@
 //! session has ended and its exchanges are closed.
 
 use super::body::ResponseBody;
-use super::exchanges::Reply;
+use super::exchanges::{ConnCut, QueueBounds, Reply};
 use super::head_watch::{HeadWatch, Watched};
 use super::io::Listen;
 use super::owner::Owner;
@@ -72,15 +72,24 @@ pub struct ServerOptions {
     /// Bytes queued on one streaming response before its client counts as
     /// too slow, likewise: a reader that does not read costs at most this.
     pub frame_bytes_queued_max: usize,
+    /// Bytes queued on all of one session's streaming responses, ended
+    /// ones its client has not read yet included: past it, the connections
+    /// furthest behind are closed (their streams stay resumable), so a
+    /// client that opens many streams and reads none pins at most this
+    /// much of the server's memory for its session, however many
+    /// connections it holds.
+    pub session_bytes_queued_max: usize,
     /// Requests queued for one session's task.
     pub requests_queued_max: usize,
     /// Broadcasts (list changes, resource updates) queued for a session task
     /// that has not taken them yet, parked ones included: one that falls
     /// further behind loses the oldest, and says so in the log.
     pub broadcasts_queued_max: usize,
-    /// Open connections at once; past it the accept loop waits for one to
-    /// close (the kernel's backlog holds newcomers), so file descriptors are
-    /// never exhausted by idle sockets.
+    /// Open connections at once (capped by what the process's descriptor
+    /// limit allows, less a few it keeps for itself); at the cap a newcomer
+    /// closes the connection that has waited longest for a request head,
+    /// and waits for one to end only when none is idle, so idle sockets
+    /// neither exhaust the descriptors nor lock newcomers out.
     pub connections_max: usize,
     /// Time a connection may take to send a request head, counted from the
     /// moment the server waits for one: an idle keep-alive connection, or a
@@ -105,6 +114,17 @@ pub struct ServerOptions {
     pub auth: crate::auth::Auth,
 }
 
+impl ServerOptions {
+    /// The bounds of one owner's queued frames.
+    pub(crate) fn queue_bounds(&self) -> QueueBounds {
+        QueueBounds {
+            frames_queued_max: self.frames_queued_max,
+            frame_bytes_queued_max: self.frame_bytes_queued_max,
+            bytes_queued_max: self.session_bytes_queued_max,
+        }
+    }
+}
+
 /// Where [`Server::bind`] serves MCP unless told otherwise
 /// ([`ServerOptions::path`]), as the SDKs' examples do.
 pub const DEFAULT_PATH: &str = "/mcp";
@@ -121,6 +141,7 @@ impl Default for ServerOptions {
             app_secret: None,
             frames_queued_max: 256,
             frame_bytes_queued_max: 1 << 20,
+            session_bytes_queued_max: 4 << 20,
             requests_queued_max: 1024,
             broadcasts_queued_max: 1024,
             connections_max: 1024,
@@ -256,6 +277,8 @@ pub(super) struct RequestForOwner {
     pub(super) body: Result<Bytes, UnreadBody>,
     pub(super) peer: Option<SocketAddr>,
     pub(super) principal: Option<Principal>,
+    /// Closes the request's connection, when our accept loop serves it.
+    pub(super) cut: Option<ConnCut>,
     pub(super) reply: oneshot::Sender<Reply>,
 }
 
@@ -383,22 +406,29 @@ impl<A: App, B: RequestBody> hyper::service::Service<hyper::Request<B>> for McpS
     type Future = McpFuture;
 
     fn call(&self, req: hyper::Request<B>) -> McpFuture {
-        let peer = peer_of(&req);
-        self.serve(req, peer)
+        let (peer, cut) = peer_of(&req);
+        self.serve(req, peer, cut)
     }
 }
 
 impl<A: App> McpService<A> {
-    /// `req`, which came from `peer`, answered: what every way of calling
-    /// the service comes to.
-    fn serve<B: RequestBody>(&self, req: hyper::Request<B>, peer: Option<SocketAddr>) -> McpFuture {
-        Box::pin(serve_one(req, peer, self.shared.clone()))
+    /// `req`, which came from `peer` on a connection `cut` closes, answered:
+    /// what every way of calling the service comes to.
+    fn serve<B: RequestBody>(
+        &self,
+        req: hyper::Request<B>,
+        peer: Option<SocketAddr>,
+        cut: Option<ConnCut>,
+    ) -> McpFuture {
+        Box::pin(serve_one(req, peer, cut, self.shared.clone()))
     }
 }
 
-/// The peer an embedding put in the request's extensions ([`PeerAddr`]).
-pub(crate) fn peer_of<B>(req: &hyper::Request<B>) -> Option<SocketAddr> {
-    req.extensions().get::<PeerAddr>().map(|p| p.0)
+/// The peer an embedding put in the request's extensions ([`PeerAddr`]),
+/// and the handle our accept loop put there to close its connection.
+pub(crate) fn peer_of<B>(req: &hyper::Request<B>) -> (Option<SocketAddr>, Option<ConnCut>) {
+    let peer = req.extensions().get::<PeerAddr>().map(|p| p.0);
+    (peer, req.extensions().get::<ConnCut>().cloned())
 }
 
 /// A service our own accept loop calls with the connection's peer in hand:
@@ -407,11 +437,12 @@ pub(crate) fn peer_of<B>(req: &hyper::Request<B>) -> Option<SocketAddr> {
 pub(crate) trait ServeFrom: Clone + Send + Sync + 'static {
     /// The body of its answers.
     type Body: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static;
-    /// Answers `req`, which came from `peer`.
+    /// Answers `req`, which came from `peer` on a connection `cut` closes.
     fn serve_from(
         &self,
         req: hyper::Request<Incoming>,
         peer: Option<SocketAddr>,
+        cut: ConnCut,
     ) -> Served<Self::Body>;
     /// The loop's own refusal (a path it does not serve) as one of its answers.
     fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<Self::Body>;
@@ -427,8 +458,13 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl<A: App> ServeFrom for McpService<A> {
     type Body = ResponseBody;
-    fn serve_from(&self, req: hyper::Request<Incoming>, peer: Option<SocketAddr>) -> McpFuture {
-        self.serve(req, peer)
+    fn serve_from(
+        &self,
+        req: hyper::Request<Incoming>,
+        peer: Option<SocketAddr>,
+        cut: ConnCut,
+    ) -> McpFuture {
+        self.serve(req, peer, Some(cut))
     }
     fn refusal(r: hyper::Response<ResponseBody>) -> hyper::Response<ResponseBody> {
         r
@@ -479,10 +515,12 @@ impl<S: Routes> ServeFrom for Routed<S> {
         &self,
         mut req: hyper::Request<Incoming>,
         peer: Option<SocketAddr>,
+        cut: ConnCut,
     ) -> Served<Self::Body> {
         if let Some(peer) = peer {
             req.extensions_mut().insert(PeerAddr(peer));
         }
+        req.extensions_mut().insert(cut);
         let answer = self.0.answer(req);
         Box::pin(async move { Ok(answer.await?.map(http_body_util::Either::Right)) })
     }
@@ -506,8 +544,8 @@ impl<A: App, B: RequestBody> tower_service::Service<hyper::Request<B>> for McpSe
     }
 
     fn call(&mut self, req: hyper::Request<B>) -> McpFuture {
-        let peer = peer_of(&req);
-        self.serve(req, peer)
+        let (peer, cut) = peer_of(&req);
+        self.serve(req, peer, cut)
     }
 }
 
@@ -629,18 +667,13 @@ pub(crate) async fn accept_loop<L, S>(
     S: ServeFrom,
 {
     let options = &options;
-    let slots = Arc::new(tokio::sync::Semaphore::new(options.connections_max.max(1)));
+    let cap = connection_cap(options.connections_max);
+    let slots = Arc::new(tokio::sync::Semaphore::new(cap));
+    let idle = Arc::new(Idle::default());
     let (header_timeout, backoff_max) = (options.header_read_timeout, options.accept_backoff_max);
     let mut backoff = std::time::Duration::ZERO;
+    let mut next_conn = 0u64;
     loop {
-        // A slot first: at `connections_max` newcomers wait in the backlog.
-        let slot = tokio::select! {
-            s = slots.clone().acquire_owned() => match s {
-                Ok(s) => s,
-                Err(_) => return,
-            },
-            _ = shutdown.changed() => return,
-        };
         let io = tokio::select! {
             r = listener.accept() => match r {
                 Ok(io) => {
@@ -661,23 +694,50 @@ pub(crate) async fn accept_loop<L, S>(
             },
             _ = shutdown.changed() => return,
         };
+        // A slot for it: at the cap, the connection idle the longest (waiting
+        // for a request head) is closed to make room; with none idle the
+        // newcomer waits for one to end.
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if let Some(cut) = idle.longest() {
+                    tracing::debug!(
+                        "at connections_max: the longest-idle connection closed for a newcomer"
+                    );
+                    cut.cut();
+                }
+                tokio::select! {
+                    s = slots.clone().acquire_owned() => match s {
+                        Ok(s) => s,
+                        Err(_) => return,
+                    },
+                    _ = shutdown.changed() => return,
+                }
+            }
+        };
         let peer = L::peer(&io);
         let service = service.clone();
         let path = options.path.clone();
         let auth = options.auth.clone();
         let mut stop = shutdown.clone();
+        let cut = ConnCut::new();
+        next_conn += 1;
+        let conn_id = next_conn;
+        let registry = idle.clone();
         tokio::spawn(async move {
             let _slot = slot;
             // The header-read deadline, kept lazily (crates/mcp-streamable-hyper/src/head_watch.rs):
             // not hyper's timer, which costs a timer per request.
             let watch = HeadWatch::new();
+            let _registered = registry.register(conn_id, watch.clone(), cut.clone());
             let requests = watch.clone();
+            let cuts = cut.clone();
             let svc = hyper::service::service_fn(move |req| {
                 let request = requests.request();
                 let metadata = auth.metadata_response(req.method(), req.uri().path());
                 let answer = match metadata.or_else(|| elsewhere(&req, path.as_deref())) {
                     Some(refusal) => Box::pin(std::future::ready(Ok(S::refusal(refusal)))),
-                    None => service.serve_from(req, peer),
+                    None => service.serve_from(req, peer, cuts.clone()),
                 };
                 async move {
                     let response = answer.await?;
@@ -686,6 +746,7 @@ pub(crate) async fn accept_loop<L, S>(
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .keep_alive(true)
+                .max_buf_size(READ_BUF_MAX)
                 .serve_connection(TokioIo::new(io), svc);
             tokio::pin!(conn);
             tokio::select! {
@@ -697,6 +758,9 @@ pub(crate) async fn accept_loop<L, S>(
                 () = watch.overdue(header_timeout) => {
                     tracing::debug!("no request head in time: connection closed");
                 }
+                () = cut.cut_off() => {
+                    tracing::debug!("a reader too slow, or past its session's budget: connection closed");
+                }
                 _ = stop.changed() => {
                     conn.as_mut().graceful_shutdown();
                     let _ = conn.await;
@@ -705,6 +769,66 @@ pub(crate) async fn accept_loop<L, S>(
         });
     }
 }
+
+/// Descriptors kept for what is not a client connection: listeners, the
+/// store's links, files, the standard streams.
+const DESCRIPTORS_RESERVED: u64 = 32;
+
+/// The connection cap: `connections_max`, within what the process may open
+/// (its descriptor limit less [`DESCRIPTORS_RESERVED`]): a cap the process
+/// cannot reach would let idle sockets exhaust its descriptors, where
+/// newcomers then wait for an accept that fails instead of displacing them.
+fn connection_cap(connections_max: usize) -> usize {
+    #[cfg(unix)]
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .map(|n| n.saturating_sub(DESCRIPTORS_RESERVED).max(1));
+    #[cfg(not(unix))]
+    let limit: Option<u64> = None;
+    let limit = limit.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    connections_max.min(limit).max(1)
+}
+
+/// The connections waiting for a request head, which a newcomer may
+/// displace at the cap: each registers while it lives.
+#[derive(Default)]
+struct Idle(Mutex<BTreeMap<u64, (Arc<HeadWatch>, ConnCut)>>);
+
+impl Idle {
+    /// Connection `id`, registered until the returned guard is dropped.
+    fn register(self: &Arc<Self>, id: u64, watch: Arc<HeadWatch>, cut: ConnCut) -> Registered {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(id, (watch, cut));
+        }
+        Registered(self.clone(), id)
+    }
+
+    /// The connection that has waited longest for a head, if any waits.
+    fn longest(&self) -> Option<ConnCut> {
+        let m = self.0.lock().ok()?;
+        m.values()
+            .filter_map(|(w, cut)| Some((w.waiting_since()?, cut)))
+            .min_by_key(|(since, _)| *since)
+            .map(|(_, cut)| cut.clone())
+    }
+}
+
+/// A connection's registration in [`Idle`].
+struct Registered(Arc<Idle>, u64);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.0 .0.lock() {
+            m.remove(&self.1);
+        }
+    }
+}
+
+/// hyper's read buffer per connection at most: it is kept as long as the
+/// connection lives, so the default (about 400 KiB, reached by any large
+/// body) held by hundreds of idle keep-alive connections is hundreds of MB.
+/// Bodies stream through it; a larger one only takes more reads.
+const READ_BUF_MAX: usize = 64 << 10;
 
 /// The 404 for a request whose path is not `endpoint`, if it is not.
 fn elsewhere<B>(
@@ -725,6 +849,7 @@ fn elsewhere<B>(
 async fn serve_one<A: App, B: RequestBody>(
     req: hyper::Request<B>,
     peer: Option<SocketAddr>,
+    cut: Option<ConnCut>,
     shared: Arc<Shared<A>>,
 ) -> Result<hyper::Response<ResponseBody>, Infallible> {
     let (parts, body) = req.into_parts();
@@ -743,6 +868,7 @@ async fn serve_one<A: App, B: RequestBody>(
         body,
         peer,
         principal,
+        cut,
         reply,
     });
     let mut delivered = false;
@@ -965,9 +1091,9 @@ mod tests {
     fn an_embedding_names_the_peer_in_the_extensions() {
         let addr: SocketAddr = "127.0.0.1:4000".parse().expect("an address");
         let mut req = hyper::Request::new(());
-        assert_eq!(peer_of(&req), None);
+        assert_eq!(peer_of(&req).0, None);
         req.extensions_mut().insert(PeerAddr(addr));
-        assert_eq!(peer_of(&req), Some(addr));
+        assert_eq!(peer_of(&req).0, Some(addr));
     }
 
     #[test]

@@ -129,6 +129,13 @@ pub enum RequestError {
         /// The quota.
         max: usize,
     },
+    /// The client requests in flight on this session would hold more than
+    /// `in_flight_bytes_max` bytes (429); nothing of this request was kept.
+    #[error("requests in flight on this session would hold more than {max} bytes")]
+    InFlightBytesLimit {
+        /// The bound.
+        max: usize,
+    },
     /// Too many client requests in flight on this session (429), `in_flight_max`.
     #[error("too many requests in flight on this session (at most {max})")]
     InFlightLimit {
@@ -187,7 +194,9 @@ impl RequestError {
             | RequestError::BadHead(_)
             | RequestError::UnreadableBody => 400,
             RequestError::BodyTimeout => 408,
-            RequestError::PeerSessionLimit { .. } | RequestError::InFlightLimit { .. } => 429,
+            RequestError::PeerSessionLimit { .. }
+            | RequestError::InFlightLimit { .. }
+            | RequestError::InFlightBytesLimit { .. } => 429,
             RequestError::ChannelClosed => 500,
             RequestError::SessionLimit | RequestError::OverBudget | RequestError::Overloaded => 503,
             RequestError::Unauthenticated(c) => c.status(),

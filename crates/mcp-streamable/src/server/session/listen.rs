@@ -57,7 +57,7 @@ impl ServerSession {
         filter: ListenFilter,
         now: Instant,
     ) {
-        self.open_post_stream(http, std::slice::from_ref(&id));
+        self.open_post_stream(http, &[(id.clone(), 0)]);
         self.modern_method = Some("subscriptions/listen".into());
         let order = self.policy.listen_ack;
         self.listen = Some(Box::new(Listen {

@@ -75,6 +75,12 @@ pub struct SessionConfig {
     pub held_ttl_ms: u64,
     /// Client requests in flight at once.
     pub in_flight_max: usize,
+    /// Bytes of the client requests in flight at once (their JSON, which
+    /// the application holds while it serves them): a request that would
+    /// pass it is refused (429) unless nothing else is in flight, so one
+    /// request up to `body_max` is always served, and a client cannot pin
+    /// more than this by requests it never lets finish.
+    pub in_flight_bytes_max: usize,
     /// Server-to-client requests awaiting answers.
     pub outbound_requests_max: usize,
     /// How long a request to the client waits for its answer, in ms (None:
@@ -151,6 +157,7 @@ impl Default for SessionConfig {
             session_bytes_max: 4 << 20,
             held_ttl_ms: 60_000,
             in_flight_max: 256,
+            in_flight_bytes_max: 8 << 20,
             outbound_requests_max: 64,
             outbound_timeout_ms: Some(60_000),
             cancelled_max: 64,
@@ -201,6 +208,15 @@ enum Role {
     Streamless { sse: bool },
 }
 
+/// A client request in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Flight {
+    /// The stream its answer goes on.
+    stream: StreamId,
+    /// Its size as received (`Message::approx_len`).
+    bytes: usize,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Exchange {
     role: Role,
@@ -221,7 +237,9 @@ pub struct ServerSession {
     streams: BTreeMap<StreamId, Stream>,
     next_stream: u32,
     exchanges: BTreeMap<HttpId, Exchange>,
-    in_flight: BTreeMap<RequestId, StreamId>,
+    /// Client requests being served: the stream each answers on, and its
+    /// size (`in_flight_bytes_max` bounds their sum).
+    in_flight: BTreeMap<RequestId, Flight>,
     initialize_id: Option<RequestId>,
     initialize_stream: Option<StreamId>,
     cancelled: VecDeque<RequestId>,
@@ -472,6 +490,12 @@ impl ServerSession {
         self.held_bytes
     }
 
+    /// Bytes of the client requests in flight, the figure
+    /// `in_flight_bytes_max` bounds.
+    pub fn in_flight_bytes(&self) -> usize {
+        self.in_flight.values().map(|f| f.bytes).sum()
+    }
+
     /// Bytes of messages this session keeps (replay buffers and held
     /// messages), the figure `session_bytes_max` bounds.
     pub fn retained_bytes(&self) -> usize {
@@ -507,21 +531,29 @@ impl ServerSession {
             });
         }
         let messages = body.into_messages();
-        let mut new_ids: Vec<RequestId> = Vec::new();
+        let mut new_ids: Vec<(RequestId, usize)> = Vec::new();
         for m in &messages {
             if let Message::Request { id, method, .. } = m {
                 if method == "initialize" && self.phase != Phase::New {
                     return Err(RequestError::BadInitialize);
                 }
-                if self.in_flight.contains_key(id) || new_ids.contains(id) {
+                if self.in_flight.contains_key(id) || new_ids.iter().any(|(n, _)| n == id) {
                     return Err(RequestError::DuplicateRequestId(id.clone()));
                 }
-                new_ids.push(id.clone());
+                new_ids.push((id.clone(), m.approx_len()));
             }
         }
         if self.in_flight.len() + new_ids.len() > self.config.in_flight_max {
             return Err(RequestError::InFlightLimit {
                 max: self.config.in_flight_max,
+            });
+        }
+        let adding: usize = new_ids.iter().map(|(_, b)| b).sum();
+        if !self.in_flight.is_empty()
+            && self.in_flight_bytes() + adding > self.config.in_flight_bytes_max
+        {
+            return Err(RequestError::InFlightBytesLimit {
+                max: self.config.in_flight_bytes_max,
             });
         }
         for m in &messages {
@@ -537,7 +569,7 @@ impl ServerSession {
                 if let Message::Request { id, method, params } = m {
                     if method == "initialize" {
                         self.initialize_id = Some(id.clone());
-                        self.initialize_stream = self.in_flight.get(&id).copied();
+                        self.initialize_stream = self.in_flight.get(&id).map(|f| f.stream);
                     }
                     if self.version.is_modern() {
                         self.modern_method = Some(method.as_str().into());
@@ -667,7 +699,7 @@ impl ServerSession {
         if self.phase == Phase::Ended {
             return Err(UsageError::SessionEnded);
         }
-        let Some(stream) = self.in_flight.remove(id) else {
+        let Some(Flight { stream, .. }) = self.in_flight.remove(id) else {
             if self.cancelled.contains(id) {
                 let key = self.mint_key();
                 self.events.push_back(ServerEvent::Dropped {
@@ -771,10 +803,11 @@ impl ServerSession {
                 "no resumption: closing the stream would cancel the request",
             ));
         }
-        let stream = *self
+        let stream = self
             .in_flight
             .get(id)
-            .ok_or_else(|| UsageError::RequestNotActive(id.clone()))?;
+            .ok_or_else(|| UsageError::RequestNotActive(id.clone()))?
+            .stream;
         let Some(s) = self.streams.get(&stream) else {
             return Err(UsageError::RequestNotActive(id.clone()));
         };
@@ -976,7 +1009,7 @@ impl ServerSession {
     /// (the last `cancelled_max`) so that its late response is dropped, its
     /// stream settled. Whether it was in flight.
     fn drop_call(&mut self, id: &RequestId) -> bool {
-        let Some(stream) = self.in_flight.remove(id) else {
+        let Some(Flight { stream, .. }) = self.in_flight.remove(id) else {
             return false;
         };
         self.cancelled.push_back(id.clone());
@@ -1044,19 +1077,23 @@ impl ServerSession {
         self.forget_preset_tasks(http);
     }
 
-    fn open_post_stream(&mut self, http: HttpId, ids: &[RequestId]) {
+    fn open_post_stream(&mut self, http: HttpId, requests: &[(RequestId, usize)]) {
         let sid = self.new_stream(Origin::Post {
-            pending: ids.to_vec(),
+            pending: requests.iter().map(|(id, _)| id.clone()).collect(),
         });
-        for id in ids {
-            self.in_flight.insert(id.clone(), sid);
+        for (id, bytes) in requests {
+            let flight = Flight {
+                stream: sid,
+                bytes: *bytes,
+            };
+            self.in_flight.insert(id.clone(), flight);
         }
         self.add_exchange(http, Role::Post { stream: sid });
         if let Some(s) = self.streams.get_mut(&sid) {
             s.attached = Some(http);
         }
-        let commit_sse_now =
-            ids.len() > 1 || (self.config.response_mode == ResponseMode::Sse && !self.competing());
+        let commit_sse_now = requests.len() > 1
+            || (self.config.response_mode == ResponseMode::Sse && !self.competing());
         if commit_sse_now {
             self.commit_sse(sid, http);
             self.prime(sid, http, false);
@@ -1195,8 +1232,12 @@ mod getter_tests {
             2 * (size_of::<Exchange>() + 16)
         );
         let with_exchanges = s.approx_bytes();
-        s.in_flight.insert(RequestId::Num(1), StreamId(1));
-        s.in_flight.insert(RequestId::Num(2), StreamId(1));
+        let flight = Flight {
+            stream: StreamId(1),
+            bytes: 10,
+        };
+        s.in_flight.insert(RequestId::Num(1), flight);
+        s.in_flight.insert(RequestId::Num(2), flight);
         assert_eq!(s.approx_bytes() - with_exchanges, 2 * 48);
     }
 

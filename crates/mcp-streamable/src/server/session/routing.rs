@@ -28,10 +28,11 @@ impl ServerSession {
         }
         let out = match &cause {
             Cause::Request(r) => {
-                let stream = *self
+                let stream = self
                     .in_flight
                     .get(r)
-                    .ok_or_else(|| UsageError::RequestNotActive(r.clone()))?;
+                    .ok_or_else(|| UsageError::RequestNotActive(r.clone()))?
+                    .stream;
                 let out = self.outgoing(cause, message);
                 let key = out.key;
                 self.write_to_stream(stream, out);
