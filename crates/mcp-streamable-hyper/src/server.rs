@@ -722,14 +722,15 @@ pub(crate) async fn accept_loop<L, S>(
         let mut stop = shutdown.clone();
         let cut = ConnCut::new();
         next_conn += 1;
-        let conn_id = next_conn;
-        let registry = idle.clone();
+        // The header-read deadline, kept lazily (crates/mcp-streamable-hyper/src/head_watch.rs):
+        // not hyper's timer, which costs a timer per request. Registered here,
+        // before the task first runs: a newcomer accepted right after must
+        // find it to displace.
+        let watch = HeadWatch::new();
+        let registered = idle.register(next_conn, watch.clone(), cut.clone());
         tokio::spawn(async move {
             let _slot = slot;
-            // The header-read deadline, kept lazily (crates/mcp-streamable-hyper/src/head_watch.rs):
-            // not hyper's timer, which costs a timer per request.
-            let watch = HeadWatch::new();
-            let _registered = registry.register(conn_id, watch.clone(), cut.clone());
+            let _registered = registered;
             let requests = watch.clone();
             let cuts = cut.clone();
             let svc = hyper::service::service_fn(move |req| {
