@@ -95,6 +95,7 @@ impl Driver {
                 held_max: u.int_in_range(0..=4)?,
                 held_ttl_ms: u.int_in_range(0..=2000)?,
                 in_flight_max: u.int_in_range(0..=4)?,
+                in_flight_bytes_max: u.int_in_range(0..=4096)?,
                 outbound_requests_max: u.int_in_range(0..=4)?,
                 outbound_timeout_ms: if u.arbitrary()? {
                     Some(u.int_in_range(0..=5000)?)
