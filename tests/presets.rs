@@ -538,13 +538,7 @@ fn rmcp_3_0_beta_answers_a_call_with_its_first_progress() {
 #[test]
 fn python_1_27_1_serves_a_stolen_session_id() {
     let run = |policy| {
-        let mut h = Harness::new(policy);
-        h.as_principal(Some("alice"));
-        h.initialize();
-        h.initialized();
-        let get = h.get(None);
-        h.notify("notifications/tools/list_changed", Cause::Unrelated);
-        let event = h.log[&get].last_id().expect("an event id").to_owned();
+        let (mut h, event) = Harness::opened_by(policy, "alice");
         h.as_principal(Some("bob"));
         let (post, _) = h.call();
         let resume = h.get(Some(&event));

@@ -1370,14 +1370,7 @@ fn every_verb(h: &mut Harness, event: &str) -> [Option<u16>; 4] {
 
 /// A session opened by alice (initialized, a GET open with an event id).
 fn alices_session() -> (Harness, String) {
-    let mut h = Harness::new(ServerPolicy::FIXED);
-    h.as_principal(Some("alice"));
-    h.initialize();
-    h.initialized();
-    let get = h.get(None);
-    h.notify("notifications/tools/list_changed", Cause::Unrelated);
-    let event = h.log[&get].last_id().expect("an event id").to_owned();
-    (h, event)
+    Harness::opened_by(ServerPolicy::FIXED, "alice")
 }
 
 /// A session serves the principal that opened it, and nobody else: bob,

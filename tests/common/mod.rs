@@ -166,6 +166,20 @@ impl Harness {
         }
     }
 
+    /// A session `principal` opened under `policy`, initialized, with a GET
+    /// open that carries an event id (a list change went out on it); that
+    /// event id.
+    pub fn opened_by(policy: ServerPolicy, principal: &str) -> (Harness, String) {
+        let mut h = Harness::new(policy);
+        h.as_principal(Some(principal));
+        h.initialize();
+        h.initialized();
+        let get = h.get(None);
+        h.notify("notifications/tools/list_changed", Cause::Unrelated);
+        let event = h.log[&get].last_id().expect("an event id").to_owned();
+        (h, event)
+    }
+
     /// The requests that follow come from `principal`.
     pub fn as_principal(&mut self, principal: Option<&str>) {
         self.caller.principal = principal.map(mcp_streamable::principal::Principal::new);

@@ -21,8 +21,8 @@ use super::body::ResponseBody;
 use super::exchanges::{ConnCut, Exchanges, QueueBounds};
 use super::io::Listen;
 use super::server::{
-    accept_loop, read_body, request_head, response, unavailable, McpFuture, ServeFrom,
-    ServerHandle, ServerOptions,
+    accept_loop, response, take_request, unavailable, McpFuture, ServeFrom, ServerHandle,
+    ServerOptions,
 };
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -187,13 +187,10 @@ impl ServeFrom for FleetService {
         let requests = self.requests.clone();
         let options = self.options.clone();
         Box::pin(async move {
-            let (parts, body) = req.into_parts();
-            let principal = match options.auth.principal(&parts) {
-                Ok(p) => p,
-                Err(challenge) => return Ok(crate::auth::refused(&challenge)),
+            let (head, body, principal) = match take_request(req, &options).await {
+                Ok(taken) => taken,
+                Err(refused) => return Ok(refused),
             };
-            let head = request_head(&parts);
-            let body = read_body(&head, body, &options).await;
             let (reply, rx) = oneshot::channel();
             let msg = ToOwner {
                 head,

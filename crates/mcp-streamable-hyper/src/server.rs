@@ -853,13 +853,10 @@ async fn serve_one<A: App, B: RequestBody>(
     cut: Option<ConnCut>,
     shared: Arc<Shared<A>>,
 ) -> Result<hyper::Response<ResponseBody>, Infallible> {
-    let (parts, body) = req.into_parts();
-    let principal = match shared.options.auth.principal(&parts) {
-        Ok(p) => p,
-        Err(challenge) => return Ok(crate::auth::refused(&challenge)),
+    let (head, body, principal) = match take_request(req, &shared.options).await {
+        Ok(taken) => taken,
+        Err(refused) => return Ok(refused),
     };
-    let head = request_head(&parts);
-    let body = read_body(&head, body, &shared.options).await;
     let (reply, rx) = oneshot::channel();
     let sid = head
         .header(headers::MCP_SESSION_ID)
@@ -909,6 +906,26 @@ async fn serve_one<A: App, B: RequestBody>(
         return Ok(unavailable());
     };
     Ok(response(head, body))
+}
+
+/// A request as the core takes it: its head, its body (or why it could not
+/// be read) and who sent it; or the refusal of the authentication hook,
+/// before any of the body is read. Every shell that serves takes it so.
+pub(crate) async fn take_request<B: RequestBody>(
+    req: hyper::Request<B>,
+    options: &ServerOptions,
+) -> Result<
+    (RequestHead, Result<Bytes, UnreadBody>, Option<Principal>),
+    hyper::Response<ResponseBody>,
+> {
+    let (parts, body) = req.into_parts();
+    let principal = options
+        .auth
+        .principal(&parts)
+        .map_err(|challenge| crate::auth::refused(&challenge))?;
+    let head = request_head(&parts);
+    let body = read_body(&head, body, options).await;
+    Ok((head, body, principal))
 }
 
 /// The core's view of a request's head: its method and the headers the
