@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! cargo run --release --features rmcp --example rmcp_server -- \
-//!     --addr 127.0.0.1:3003 [--session-manager core|local] [--monitor]
+//!     --addr 127.0.0.1:3003 [--session-manager core|local] [--monitor] \
+//!     [--auth-token TOKEN=PRINCIPAL]...
 //! ```
 //!
 //! The endpoint is `/mcp`. The handler serves the reference fixtures the
@@ -16,8 +17,16 @@
 //! on rmcp's own manager, for side-by-side comparisons (`scripts/compat.sh`,
 //! `benches/http`). With `--monitor` (core only) the monitor watches every
 //! observation and prints each violation as it finds it.
+//!
+//! With `--auth-token` (repeatable, core only) a request needs
+//! `Authorization: Bearer TOKEN` (401 without), and each session is kept to
+//! the principal that opened it: a bearer check puts the caller's
+//! `Principal` in the request's extensions, and the manager's
+//! [`layer`](CoreSessionManager::layer) answers any other principal's
+//! request naming the session as rmcp answers an unknown session.
 
 use mcp_streamable::app::tool_call::Arguments;
+use mcp_streamable::auth::{ResourceMetadata, StaticTokens};
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson};
 use mcp_streamable_check::monitor;
 use mcp_streamable_hyper::everything;
@@ -317,7 +326,7 @@ impl ServerHandler for Reference {
 
 #[tokio::main]
 async fn main() {
-    let args = Args::parse();
+    let mut args = Args::parse();
     let config = StreamableHttpServerConfig::default();
     let router = if args.local {
         let manager = Arc::new(LocalSessionManager::default());
@@ -329,12 +338,36 @@ async fn main() {
         });
         let manager = Arc::new(CoreSessionManager::default().with_tap(tap));
         let core = Some(manager.clone());
+        let bind = manager.layer();
         let svc = StreamableHttpService::new(
             move || Ok(Reference { core: core.clone() }),
             manager,
             config,
         );
-        axum::Router::new().nest_service("/mcp", svc)
+        let router = axum::Router::new().nest_service("/mcp", svc);
+        if args.tokens.is_empty() {
+            router
+        } else {
+            let tokens = Arc::new(std::mem::take(&mut args.tokens));
+            let metadata = Arc::new(ResourceMetadata::new(
+                format!("http://{}/mcp", args.addr),
+                vec![format!("http://{}/", args.addr)],
+            ));
+            let challenge = metadata.clone();
+            let document = metadata.document();
+            router
+                .layer(bind)
+                .layer(axum::middleware::from_fn(move |request, next| {
+                    bearer(tokens.clone(), challenge.clone(), request, next)
+                }))
+                // RFC 9728's document, where the challenge names it.
+                .route(
+                    &metadata.path(),
+                    axum::routing::get(move || async move {
+                        ([("content-type", "application/json")], document)
+                    }),
+                )
+        }
     };
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
@@ -352,20 +385,50 @@ async fn main() {
     }
 }
 
+/// The bearer check: the token's principal into the request's extensions,
+/// or the core's challenge (401, naming the resource's metadata).
+async fn bearer(
+    tokens: Arc<StaticTokens>,
+    metadata: Arc<ResourceMetadata>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let authorization = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    match tokens.authenticate(authorization) {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(refusal) => {
+            let challenge = metadata.challenge(refusal);
+            axum::response::Response::builder()
+                .status(challenge.status())
+                .header("www-authenticate", challenge.header_value())
+                .body(axum::body::Body::empty())
+                .expect("a valid response")
+        }
+    }
+}
+
 struct Args {
     addr: SocketAddr,
     local: bool,
     monitor: bool,
+    tokens: StaticTokens,
 }
 
 impl Args {
     fn parse() -> Args {
         let usage =
-            "usage: rmcp_server [--addr HOST:PORT] [--session-manager core|local] [--monitor]";
+            "usage: rmcp_server [--addr HOST:PORT] [--session-manager core|local] [--monitor] [--auth-token TOKEN=PRINCIPAL]...";
         let mut parsed = Args {
             addr: "127.0.0.1:3003".parse().expect("an address"),
             local: false,
             monitor: false,
+            tokens: StaticTokens::new(),
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -380,8 +443,17 @@ impl Args {
                     _ => exit(usage),
                 },
                 "--monitor" => parsed.monitor = true,
+                "--auth-token" => match args.next().map(|e| StaticTokens::parse_entry(&e)) {
+                    Some(Ok((token, principal))) => {
+                        parsed.tokens = std::mem::take(&mut parsed.tokens).with(&token, principal)
+                    }
+                    _ => exit(usage),
+                },
                 _ => exit(usage),
             }
+        }
+        if parsed.local && !parsed.tokens.is_empty() {
+            exit("--auth-token binds sessions on the core manager only");
         }
         parsed
     }

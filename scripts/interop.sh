@@ -249,6 +249,16 @@ echo "violations: $got"
 [ "$got" = "B2,B4,R18,R42" ] || { echo "expected B2,B4,R18,R42; rmcp server log:"; tail -20 "$LOG/rmcp-server.log"; status=1; }
 kill $RMCP_SERVER 2>/dev/null || true
 
+# rmcp 3.9 on our core with bearer tokens (the manager's layer behind a bearer check):
+# the TS SDK client's run as against `serve --auth-token` above.
+echo "== TypeScript SDK client with bearer tokens against rmcp on our core (--auth-token)"
+"$RMCP_BIN" --addr "127.0.0.1:$((PORT + 9))" --auth-token alice-1=alice --auth-token alice-2=alice \
+    --auth-token bob-1=bob > "$LOG/rmcp-auth.log" 2>&1 &
+RMCP_SERVER=$!
+for _ in $(seq 100); do answers $((PORT + 9)) && break; sleep 0.1; done
+(cd "$PEERS/ts" && timeout 60 "$NODE" ts-auth-client.mjs "http://127.0.0.1:$((PORT + 9))/mcp") || status=1
+kill $RMCP_SERVER 2>/dev/null || true
+
 # The same core in the two example transports (examples/blocking.rs on std::net
 # alone, examples/axum.rs mounted in an axum Router): the same results as
 # `serve`, the monitor printing any violation the moment it is found.

@@ -164,3 +164,173 @@ fn rmcp_on_our_core_has_none_of_them_and_the_monitor_agrees() {
         "{observations:?}"
     );
 }
+
+/// rmcp on our core behind [`CoreSessionManager::layer`], with a bearer
+/// check in front that puts the caller's `Principal` in the request's
+/// extensions (as any authentication layer would).
+fn serve_bound() -> (u16, tokio::runtime::Runtime) {
+    use mcp_streamable::auth::StaticTokens;
+    use mcp_streamable::principal::Principal;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let manager = Arc::new(CoreSessionManager::default());
+    let bind = manager.layer();
+    let svc = StreamableHttpService::new(
+        || Ok(Notifier),
+        manager,
+        StreamableHttpServerConfig::default(),
+    );
+    let tokens = Arc::new(
+        StaticTokens::new()
+            .with("alice-1", Principal::new("alice"))
+            .with("alice-2", Principal::new("alice"))
+            .with("bob-1", Principal::new("bob")),
+    );
+    let authenticate = move |mut request: axum::extract::Request, next: axum::middleware::Next| {
+        let tokens = tokens.clone();
+        async move {
+            let authorization = request
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok());
+            if let Ok(principal) = tokens.authenticate(authorization) {
+                request.extensions_mut().insert(principal);
+            }
+            next.run(request).await
+        }
+    };
+    let router = axum::Router::new()
+        .nest_service("/mcp", svc)
+        .layer(bind)
+        .layer(axum::middleware::from_fn(authenticate));
+    rt.spawn(async move { axum::serve(listener, router).await });
+    (port, rt)
+}
+
+/// One raw HTTP/1.1 exchange (`Connection: close`): status, headers (lower
+/// case) and body, as far as they came within `wait`.
+fn raw(
+    port: u16,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    wait: Duration,
+) -> (u16, BTreeMap<String, String>, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(wait)).unwrap();
+    let mut head = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !body.is_empty() {
+        head.push_str("Content-Type: application/json\r\n");
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+    let mut bytes = Vec::new();
+    let _ = s.read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+/// rmcp on our core behind the manager's layer: a second authenticated
+/// client holding the first one's session id and event id gets, for every
+/// verb (POST, GET, resumption, DELETE), exactly the answer of an unknown
+/// session, and the session is untouched; so does a request with no
+/// credentials; the first client, with a refreshed token of the same
+/// subject, is served on.
+#[test]
+fn rmcp_on_our_core_keeps_a_session_to_who_opened_it() {
+    let (port, rt) = serve_bound();
+    let wait = Duration::from_secs(3);
+    let version = ("MCP-Protocol-Version", "2025-11-25");
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"mine"}}}"#;
+    let alice = ("Authorization", "Bearer alice-1");
+    let bob = ("Authorization", "Bearer bob-1");
+
+    let (status, headers, body) = raw(port, "POST", &[alice], init, wait);
+    assert_eq!(status, 200, "{body}");
+    let sid = headers["mcp-session-id"].clone();
+    let event = body
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("id: "))
+        .expect("an event id on the initialize stream")
+        .to_owned();
+    fn with<'a>(
+        who: (&'a str, &'a str),
+        sid: &'a str,
+        extra: Option<(&'a str, &'a str)>,
+    ) -> Vec<(&'a str, &'a str)> {
+        let mut v = vec![
+            who,
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Mcp-Session-Id", sid),
+        ];
+        v.extend(extra);
+        v
+    }
+    let h = |who, extra| with(who, &sid, extra);
+    assert_eq!(raw(port, "POST", &h(alice, None), initialized, wait).0, 202);
+
+    // What an unknown session gets, verb by verb.
+    let nobody = "0000000000000000000000000000dead";
+    let unknown = |who: (&'static str, &'static str), method: &str, body: &str, resume: bool| {
+        let mut v = vec![who, version, ("Mcp-Session-Id", nobody)];
+        if resume {
+            v.push(("Last-Event-ID", event.as_str()));
+        }
+        raw(port, method, &v, body, wait)
+    };
+    for who in [bob, ("X-Nobody", "none")] {
+        let cases = [
+            ("POST", call, false),
+            ("GET", "", false),
+            ("GET", "", true),
+            ("DELETE", "", false),
+        ];
+        for (method, body, resume) in cases {
+            let expected = unknown(who, method, body, resume);
+            let resume_header = resume.then_some(("Last-Event-ID", event.as_str()));
+            let got = raw(port, method, &h(who, resume_header), body, wait);
+            let what = format!("{who:?} {method} resume={resume}");
+            assert_eq!(got.0, expected.0, "{what}: {got:?}");
+            assert_eq!(got.2, expected.2, "{what}: the unknown session's very body");
+            assert_eq!(got.1.get("mcp-session-id"), None, "{what}");
+            assert_ne!(got.0, 200, "{what}: served: {got:?}");
+        }
+    }
+
+    // Alice, her token refreshed: her session, alive and hers.
+    let refreshed = ("Authorization", "Bearer alice-2");
+    let (status, _, body) = raw(port, "POST", &h(refreshed, None), call, wait);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("mine"), "{body}");
+    rt.shutdown_background();
+}

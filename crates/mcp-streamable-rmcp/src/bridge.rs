@@ -38,6 +38,7 @@ use mcp_streamable::head::Method;
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::jsonrpc::{Body, ErrorObject, Message, ParseError, RawJson};
 use mcp_streamable::observe::Observation;
+use mcp_streamable::principal::Principal;
 use mcp_streamable::server::{Cause, EndReason, ServerEvent, ServerSession, TransmitKind};
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;
@@ -153,6 +154,17 @@ impl<X> Bridge<X> {
         self.core.is_ended()
     }
 
+    /// Whether the session serves a request from `caller`: the core's
+    /// [`SessionBinding`](mcp_streamable::policy::SessionBinding) applied to
+    /// the principal that opened it. A request it does not serve is
+    /// answered as one naming an unknown session.
+    pub fn serves(&self, caller: Option<&Principal>) -> bool {
+        self.core
+            .policy()
+            .session_binding
+            .serves(self.core.principal(), caller)
+    }
+
     /// Events waiting in [`poll_output`](Self::poll_output) for the
     /// exchange `http` (right after a GET opened it: its replay).
     pub fn queued_events(&self, http: HttpId) -> usize {
@@ -163,6 +175,12 @@ impl<X> Bridge<X> {
     }
 
     // ----- handle_* -----
+
+    /// Who opens the session: the principal the transport authenticated for
+    /// its `initialize`, told before it ([`ServerSession::handle_opener`]).
+    pub fn handle_opener(&mut self, principal: Option<Principal>) -> Result<(), UsageError> {
+        self.core.handle_opener(principal)
+    }
 
     /// rmcp's `initialize_session`: the `initialize` request. Its answer
     /// comes as an [`Output::Event`] on the returned exchange.

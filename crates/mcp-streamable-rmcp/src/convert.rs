@@ -4,6 +4,7 @@
 use super::CoreError;
 use mcp_streamable::ids::RequestId;
 use mcp_streamable::jsonrpc::Message;
+use mcp_streamable::principal::Principal;
 use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
 use rmcp::service::OriginatingRequestId;
 use rmcp::transport::streamable_http_server::session::ServerSseMessage;
@@ -13,6 +14,22 @@ use std::time::Duration;
 pub(super) fn from_client(message: &ClientJsonRpcMessage) -> Result<Message, CoreError> {
     let text = serde_json::to_string(message).map_err(|e| CoreError::Convert(e.to_string()))?;
     mcp_streamable::jsonrpc::parse_message(&text).map_err(|e| CoreError::Convert(e.to_string()))
+}
+
+/// Who sent `message`: the [`Principal`] an authentication layer in front
+/// of rmcp's service put in the request's extensions, which rmcp hands on
+/// inside the `http::request::Parts` it attaches to every POSTed message.
+pub(super) fn principal(message: &ClientJsonRpcMessage) -> Option<Principal> {
+    let extensions = match message {
+        ClientJsonRpcMessage::Request(r) => r.request.extensions(),
+        ClientJsonRpcMessage::Notification(n) => n.notification.extensions(),
+        _ => return None,
+    };
+    extensions
+        .get::<http::request::Parts>()?
+        .extensions
+        .get::<Principal>()
+        .cloned()
 }
 
 /// A message for rmcp's handler, rebuilt from the core's (when the

@@ -6,7 +6,8 @@
 //! ids, replay after `Last-Event-ID`, takeover of a resumed stream, and the
 //! bounds. That ends the holes our prober finds in rmcp's own manager (B2,
 //! B4, R18; `docs/compatibility.md`). What rmcp still decides outside the
-//! trait is listed in `docs/rmcp.md`.
+//! trait is listed in `docs/rmcp.md`. [`CoreSessionManager::layer`] keeps
+//! each session to the principal that opened it (see [`BindLayer`]).
 //!
 //! ```text
 //!   rmcp StreamableHttpService ──SessionManager──► CoreSessionManager
@@ -15,6 +16,7 @@
 //!   rmcp service ◄──CoreTransport──► Bridge (sans-IO) ──► ServerSession
 //! ```
 
+mod bind;
 pub mod bridge;
 mod convert;
 mod live;
@@ -24,6 +26,7 @@ mod manager;
 mod stream;
 mod transport;
 
+pub use bind::{BindLayer, Bound};
 pub use bridge::{Bridge, Output, SendError};
 pub use manager::CoreSessionManager;
 pub use stream::CoreStream;

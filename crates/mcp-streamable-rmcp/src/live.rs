@@ -140,6 +140,12 @@ impl<P: Platform> LiveSession<P> {
         self.state.with(|s| s.ended)
     }
 
+    /// Whether the session serves a request from `caller` (see
+    /// [`Bridge::serves`]).
+    pub(crate) fn serves(&self, caller: Option<&mcp_streamable::principal::Principal>) -> bool {
+        self.state.with(|s| s.bridge.serves(caller))
+    }
+
     /// The next client message for the handler, in the order the core
     /// delivered them; `None` once the session ended and all are read.
     pub(crate) async fn recv(&self) -> Option<ClientJsonRpcMessage> {

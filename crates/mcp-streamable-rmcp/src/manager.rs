@@ -1,5 +1,6 @@
 //! [`CoreSessionManager`]: rmcp's `SessionManager` on our server core.
 
+use super::bind::BindLayer;
 use super::bridge::Bridge;
 use super::live::{run_timers, LiveSession, Platform, Tokio};
 use super::stream::CoreStream;
@@ -110,6 +111,18 @@ impl<P: Platform> Table<P> {
         }
     }
 
+    /// Whether a session `id` is open that does not serve `caller`: one
+    /// another principal opened (the core's `SessionBinding` decides).
+    pub(crate) fn foreign(
+        table: &P::TableLock,
+        id: &str,
+        caller: Option<&mcp_streamable::principal::Principal>,
+    ) -> bool {
+        // The session's lock comes first: the table's is released before it.
+        let session = table.with(|t| t.get(id));
+        session.is_some_and(|s| !s.serves(caller))
+    }
+
     /// `id` ended: it leaves the table (idempotent).
     pub(super) fn forget(&mut self, id: &SessionId) {
         self.sessions.remove(id.as_str());
@@ -173,6 +186,13 @@ impl CoreSessionManager {
             .map_err(|e| CoreError::Send(e.into()))
     }
 
+    /// The tower layer that keeps each session to the principal that
+    /// opened it: put it in front of rmcp's `StreamableHttpService` (see
+    /// [`BindLayer`]).
+    pub fn layer(&self) -> BindLayer {
+        BindLayer::new(self.table.clone())
+    }
+
     fn get(&self, id: &RmcpSessionId) -> Result<Arc<LiveSession>, CoreError> {
         self.table
             .with(|t| t.get(id))
@@ -222,7 +242,10 @@ impl SessionManager for CoreSessionManager {
     ) -> Result<ServerJsonRpcMessage, CoreError> {
         let session = self.get(id)?;
         let core = convert::from_client(&message)?;
+        let opener = convert::principal(&message);
         let mut stream = session.open(true, |b, now| {
+            b.handle_opener(opener)
+                .map_err(|e| CoreError::Send(e.into()))?;
             b.handle_initialize(core, message, now)
                 .map_err(CoreError::Refused)
         })?;
@@ -258,7 +281,11 @@ impl SessionManager for CoreSessionManager {
         let session = self.get(id)?;
         let core = convert::from_client(&message)?;
         let request_id = core.id().cloned();
+        let caller = convert::principal(&message);
         match session.open(true, |b, now| {
+            if !b.serves(caller.as_ref()) {
+                return Err(CoreError::UnknownSession);
+            }
             b.handle_request(core, message, now)
                 .map_err(CoreError::Refused)
         }) {
@@ -286,7 +313,11 @@ impl SessionManager for CoreSessionManager {
     ) -> Result<(), CoreError> {
         let session = self.get(id)?;
         let core = convert::from_client(&message)?;
+        let caller = convert::principal(&message);
         session.accept(|b, now| {
+            if !b.serves(caller.as_ref()) {
+                return Err(CoreError::UnknownSession);
+            }
             b.handle_message(core, message, now)
                 .map_err(CoreError::Refused)
         })

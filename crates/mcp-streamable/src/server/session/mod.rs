@@ -518,6 +518,21 @@ impl ServerSession {
 
     // ---- inputs --------------------------------------------------------
 
+    /// Records who opens it, for a transport that makes the session before
+    /// it reads the `initialize` that opens it (rmcp's `SessionManager`
+    /// creates it first): the caller of that `initialize`. Only before the
+    /// `initialize` is handled; after it, the owner is settled.
+    pub fn handle_opener(&mut self, principal: Option<Principal>) -> Result<(), UsageError> {
+        match self.phase {
+            Phase::New => {
+                self.principal = principal;
+                Ok(())
+            }
+            Phase::Ended => Err(UsageError::SessionEnded),
+            _ => Err(UsageError::AlreadyInitialized),
+        }
+    }
+
     /// A POST for this session, already validated by the endpoint.
     pub fn handle_post(
         &mut self,
