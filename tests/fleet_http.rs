@@ -324,6 +324,99 @@ async fn a_session_spans_two_instances_on_the_memory_hub() {
     on_two_hub_instances(one_session_over_two_instances).await;
 }
 
+/// One instance serving two sessions bounds each session's queued bytes on
+/// its own (`session_bytes_queued_max`): session A's calls, each echoing a
+/// 1 MB progress token (three progress notifications) on a stream its
+/// client never reads, pass A's budget, and A's connections furthest behind
+/// are closed; session B's one unread call, far within its own budget, is
+/// not touched, though the instance holds more than a budget in all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_bounds_each_sessions_queued_bytes_on_its_own() {
+    let hub = MemoryHub::start(1024);
+    let mut server = ServerOptions {
+        app_secret: Some([7; 32]),
+        // Past one stream's bound: only the session's budget can cut.
+        frame_bytes_queued_max: 64 << 20,
+        session_bytes_queued_max: 2 << 20,
+        ..ServerOptions::default()
+    };
+    server.endpoint.body_max = 8 << 20;
+    let options = FleetOptions {
+        server,
+        instance: InstanceConfig {
+            id: InstanceId(0),
+            ..InstanceConfig::default()
+        },
+    };
+    let handle = FleetServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        options,
+        EverythingApp::default(),
+        hub.connect(InstanceId(0)),
+    )
+    .await
+    .unwrap();
+    let at = handle.addr.unwrap();
+    let (a, _, _get_a) = session_with_get(at, at, at).await;
+    let (b, _, _get_b) = session_with_get(at, at, at).await;
+    let (a_closed, b_closed) = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        // A call echoing a token of `size` bytes, from a client that reads
+        // nothing.
+        let unread = |sid: &str, id: u32, size: usize| {
+            let stream = std::net::TcpStream::connect(at).unwrap();
+            let token = "t".repeat(size);
+            let call = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_tool_with_progress","arguments":{{}},"_meta":{{"progressToken":"{token}"}}}}}}"#
+            );
+            let raw = format!(
+                "POST /mcp HTTP/1.1\r\nHost: localhost:{}\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nMcp-Session-Id: {sid}\r\n\
+                 MCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{call}",
+                at.port(),
+                call.len()
+            );
+            let mut stream = stream;
+            stream.write_all(raw.as_bytes()).unwrap();
+            stream
+        };
+        let b_stream = unread(&b, 10, 100_000);
+        let a_streams: Vec<_> = (0..4).map(|i| unread(&a, 20 + i, 1 << 20)).collect();
+        std::thread::sleep(Duration::from_millis(1_500));
+        // Closed: the server's end came (EOF or reset) once what it had
+        // written is read.
+        let closed = |mut s: std::net::TcpStream| {
+            s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) => return true,
+                    Ok(_) => continue,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) =>
+                    {
+                        return false
+                    }
+                    Err(_) => return true,
+                }
+            }
+        };
+        let a_closed = a_streams.into_iter().filter(|s| closed(s.try_clone().unwrap())).count();
+        (a_closed, closed(b_stream))
+    })
+    .await
+    .unwrap();
+    assert!(
+        a_closed >= 1,
+        "A past its budget: none of its connections closed"
+    );
+    assert!(!b_closed, "B, within its own budget, was cut for A");
+    handle.shutdown().await;
+}
+
 #[cfg(feature = "redis")]
 mod on_redis {
     use super::*;

@@ -10,16 +10,20 @@
 //! frees what was queued for it, and the caller tells its core the exchange
 //! is over.
 //!
-//! The bytes queued on all the owner's streams count against one budget
-//! (`bytes_queued_max`, the session's under the session shell), streams the
-//! core has ended but whose client has not read them yet included: past it,
-//! the streams with the most bytes queued are cut first, so a client that
-//! opens many streams and reads none holds at most the budget of the
-//! server's memory, not `frame_bytes_queued_max` per connection.
+//! The bytes queued on all of one session's streams count against one
+//! budget (`bytes_queued_max`), streams the core has ended but whose client
+//! has not read them yet included: past it, that session's streams with the
+//! most bytes queued are cut first, so a client that opens many streams and
+//! reads none holds at most the budget of the server's memory, not
+//! `frame_bytes_queued_max` per connection. An exchange's session is the id
+//! its request named (the session shell's owner serves one session, so all
+//! of its exchanges are one; a fleet instance's owner serves many). A
+//! request naming a session it is not served gets a whole answer, never a
+//! stream, so it cannot spend another's budget.
 
 use super::body::{ClosedTx, ResponseBody};
 use bytes::Bytes;
-use mcp_streamable::ids::HttpId;
+use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::release::Release;
 use mcp_streamable::server::wire::{WireHead, Write};
 use std::collections::BTreeMap;
@@ -78,6 +82,9 @@ pub(crate) struct Exchanges {
     closed: Option<(ClosedTx, mpsc::UnboundedReceiver<HttpId>)>,
     /// Ended streams whose clients have not read them whole yet.
     draining: BTreeMap<HttpId, Draining>,
+    /// The session each exchange's request named, while it is open or
+    /// draining (none: it named none, as an `initialize` does).
+    sessions: BTreeMap<HttpId, SessionId>,
     frames_queued_max: usize,
     frame_bytes_queued_max: usize,
     bytes_queued_max: usize,
@@ -90,8 +97,8 @@ pub(crate) struct QueueBounds {
     pub(crate) frames_queued_max: usize,
     /// Bytes queued on one stream.
     pub(crate) frame_bytes_queued_max: usize,
-    /// Bytes queued on all the owner's streams, ended ones not yet read
-    /// included.
+    /// Bytes queued on all of one session's streams, ended ones not yet
+    /// read included.
     pub(crate) bytes_queued_max: usize,
 }
 
@@ -102,6 +109,7 @@ impl Exchanges {
             open: BTreeMap::new(),
             closed: None,
             draining: BTreeMap::new(),
+            sessions: BTreeMap::new(),
             frames_queued_max: bounds.frames_queued_max,
             frame_bytes_queued_max: bounds.frame_bytes_queued_max,
             bytes_queued_max: bounds.bytes_queued_max,
@@ -137,6 +145,7 @@ impl Exchanges {
         if self.open.is_empty() {
             self.closed = None;
             self.draining = BTreeMap::new();
+            self.sessions = BTreeMap::new();
         }
         self.open.release_if_empty();
     }
@@ -148,21 +157,33 @@ impl Exchanges {
             .clone()
     }
 
-    /// Exchange `http` waits for its head, to be sent on `reply`; `cut`
-    /// closes its connection.
+    /// Exchange `http`, whose request named `session`, waits for its head,
+    /// to be sent on `reply`; `cut` closes its connection.
     pub(crate) fn awaiting(
         &mut self,
         http: HttpId,
+        session: Option<SessionId>,
         reply: oneshot::Sender<Reply>,
         cut: Option<ConnCut>,
     ) {
         self.open.insert(http, Exchange::AwaitingHead(reply, cut));
+        if let Some(session) = session {
+            self.sessions.insert(http, session);
+        }
     }
 
     /// Exchange `http` is over (its body was dropped).
     pub(crate) fn remove(&mut self, http: HttpId) {
         self.open.remove(&http);
         self.draining.remove(&http);
+        self.sessions.remove(&http);
+    }
+
+    /// Forgets `http`'s session once it is neither open nor draining.
+    fn settle(&mut self, http: HttpId) {
+        if !self.open.contains_key(&http) && !self.draining.contains_key(&http) {
+            self.sessions.remove(&http);
+        }
     }
 
     /// Moves `write` to exchange `http`. The exchanges whose clients were
@@ -199,6 +220,7 @@ impl Exchanges {
                         cut.cut();
                     }
                     cut_off.push(http);
+                    self.settle(http);
                     return;
                 }
                 if !ends {
@@ -213,10 +235,13 @@ impl Exchanges {
             }
             (None, _) => {}
         }
-        self.keep_within_budget(cut_off);
+        let session = self.sessions.get(&http).cloned();
+        self.settle(http);
+        self.keep_within_budget(session.as_ref(), cut_off);
     }
 
     /// Bytes queued on every stream, ended ones still draining included.
+    #[cfg(test)]
     pub(crate) fn bytes_queued(&self) -> usize {
         let open = self.open.values().map(|e| match e {
             Exchange::Streaming(_, queued, _) => queued.load(Ordering::Acquire),
@@ -229,18 +254,43 @@ impl Exchanges {
         open.chain(draining).sum()
     }
 
-    /// Cuts the clients furthest behind until what is queued is within
-    /// `bytes_queued_max`; the open ones cut go to `cut_off`.
-    fn keep_within_budget(&mut self, cut_off: &mut Vec<HttpId>) {
-        let mut total = self.bytes_queued();
+    /// Bytes queued on the streams of `session` (of the requests that named
+    /// none, for `None`), ended ones still draining included.
+    pub(crate) fn bytes_queued_in(&self, session: Option<&SessionId>) -> usize {
+        let open = self.open.iter().filter_map(|(h, e)| match e {
+            Exchange::Streaming(_, queued, _) if self.is_in(*h, session) => {
+                Some(queued.load(Ordering::Acquire))
+            }
+            _ => None,
+        });
+        let draining = self
+            .draining
+            .iter()
+            .filter(|(h, _)| self.is_in(**h, session))
+            .map(|(_, d)| d.queued.load(Ordering::Acquire));
+        open.chain(draining).sum()
+    }
+
+    fn is_in(&self, http: HttpId, session: Option<&SessionId>) -> bool {
+        self.sessions.get(&http) == session
+    }
+
+    /// Cuts `session`'s clients furthest behind until what is queued on its
+    /// streams is within `bytes_queued_max`; the open ones cut go to
+    /// `cut_off`.
+    fn keep_within_budget(&mut self, session: Option<&SessionId>, cut_off: &mut Vec<HttpId>) {
+        let mut total = self.bytes_queued_in(session);
         while total > self.bytes_queued_max {
             let open = self.open.iter().filter_map(|(h, e)| match e {
-                Exchange::Streaming(_, q, _) => Some((q.load(Ordering::Acquire), *h, true)),
-                Exchange::AwaitingHead(..) => None,
+                Exchange::Streaming(_, q, _) if self.is_in(*h, session) => {
+                    Some((q.load(Ordering::Acquire), *h, true))
+                }
+                _ => None,
             });
             let draining = self
                 .draining
                 .iter()
+                .filter(|(h, _)| self.is_in(**h, session))
                 .map(|(h, d)| (d.queued.load(Ordering::Acquire), *h, false));
             let Some((queued, http, is_open)) = open.chain(draining).max() else {
                 return;
@@ -260,6 +310,7 @@ impl Exchanges {
             if let Some(cut) = cut {
                 cut.cut();
             }
+            self.settle(http);
             total -= queued;
         }
     }
@@ -287,9 +338,25 @@ mod tests {
     /// Opens stream `h` with `first` bytes queued; its body is kept (never
     /// read) in `bodies`.
     fn open(x: &mut Exchanges, h: u64, first: usize, bodies: &mut Vec<Reply>) -> ConnCut {
+        open_in(x, None, h, first, bodies)
+    }
+
+    /// [`open`] for a request that named `session`.
+    fn open_in(
+        x: &mut Exchanges,
+        session: Option<u128>,
+        h: u64,
+        first: usize,
+        bodies: &mut Vec<Reply>,
+    ) -> ConnCut {
         let cut = ConnCut::new();
         let (tx, mut rx) = oneshot::channel();
-        x.awaiting(HttpId(h), tx, Some(cut.clone()));
+        x.awaiting(
+            HttpId(h),
+            session.map(SessionId::from_bits),
+            tx,
+            Some(cut.clone()),
+        );
         let mut cut_off = Vec::new();
         let open = Write::Open {
             head: head(),
@@ -312,6 +379,31 @@ mod tests {
         let mut cx = std::task::Context::from_waker(waker);
         let mut fut = std::pin::pin!(fut);
         fut.as_mut().poll(&mut cx).is_ready()
+    }
+
+    #[test]
+    fn each_session_has_its_own_budget() {
+        let mut x = Exchanges::new(bounds(2_000));
+        let mut bodies = Vec::new();
+        // Session 2's 900 bytes are the most queued, but not session 1's.
+        let a = open_in(&mut x, Some(1), 1, 800, &mut bodies);
+        let other = open_in(&mut x, Some(2), 2, 900, &mut bodies);
+        let b = open_in(&mut x, Some(1), 3, 700, &mut bodies);
+        assert_eq!(x.bytes_queued(), 2_400, "three streams, two budgets");
+        let c = open_in(&mut x, Some(1), 4, 0, &mut bodies);
+        let mut cut_off = Vec::new();
+        x.write(HttpId(4), Write::More(vec![b'y'; 600]), &mut cut_off);
+        assert_eq!(cut_off, [HttpId(1)], "session 1's furthest behind");
+        assert!(is_cut(&a) && !is_cut(&b) && !is_cut(&c) && !is_cut(&other));
+        let one = SessionId::from_bits(1);
+        assert_eq!(x.bytes_queued_in(Some(&one)), 1_300);
+        assert_eq!(x.bytes_queued_in(Some(&SessionId::from_bits(2))), 900);
+        // What named no session is a group of its own.
+        let init = open(&mut x, 5, 990, &mut bodies);
+        assert!(!is_cut(&init) && !is_cut(&other));
+        assert_eq!(x.bytes_queued_in(None), 990);
+        x.remove(HttpId(2));
+        assert_eq!(x.bytes_queued_in(Some(&SessionId::from_bits(2))), 0);
     }
 
     #[test]

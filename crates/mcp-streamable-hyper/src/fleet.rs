@@ -18,11 +18,11 @@
 //! for).
 
 use super::body::ResponseBody;
-use super::exchanges::{ConnCut, Exchanges, QueueBounds};
+use super::exchanges::{ConnCut, Exchanges};
 use super::io::Listen;
 use super::server::{
-    accept_loop, response, take_request, unavailable, McpFuture, ServeFrom, ServerHandle,
-    ServerOptions,
+    accept_loop, response, take_request, unavailable, McpFuture, Reading, ServeFrom, ServerHandle,
+    ServerOptions, Taken,
 };
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -31,6 +31,7 @@ use mcp_streamable::fleet::driver::FleetDriver;
 use mcp_streamable::fleet::instance::{FleetConfigError, Instance, InstanceConfig};
 use mcp_streamable::fleet::store::{MemoryStore, Output};
 use mcp_streamable::fleet::{InstanceId, Push, StoreOp, StoreReply};
+use mcp_streamable::headers;
 use mcp_streamable::principal::Caller;
 use mcp_streamable::server::{RequestHead, UnreadBody};
 use std::net::SocketAddr;
@@ -114,12 +115,9 @@ impl FleetServer {
         let owner = Owner {
             driver,
             start: tokio::time::Instant::now(),
-            exchanges: Exchanges::new(QueueBounds {
-                // One owner serves all of the instance's sessions: the budget
-                // of one session's queued bytes is the session shell's.
-                bytes_queued_max: usize::MAX,
-                ..server.queue_bounds()
-            }),
+            // Each session's streams within its own budget (the session
+            // its request named).
+            exchanges: Exchanges::new(server.queue_bounds()),
             store,
         };
         let done = live.clone();
@@ -135,6 +133,7 @@ impl FleetServer {
         let service = FleetService {
             requests: requests_tx,
             options: Arc::new(server.clone()),
+            reading: Reading::default(),
         };
         let accept = tokio::spawn(accept_loop(listener, server, service, shutdown_rx));
         Ok(ServerHandle {
@@ -171,6 +170,8 @@ struct ToOwner {
 struct FleetService {
     requests: mpsc::Sender<ToOwner>,
     options: Arc<ServerOptions>,
+    /// Request bodies being read, counted by session.
+    reading: Reading,
 }
 
 impl ServeFrom for FleetService {
@@ -186,8 +187,14 @@ impl ServeFrom for FleetService {
     ) -> McpFuture {
         let requests = self.requests.clone();
         let options = self.options.clone();
+        let reading = self.reading.clone();
         Box::pin(async move {
-            let (head, body, principal) = match take_request(req, &options).await {
+            let Taken {
+                head,
+                body,
+                principal,
+                upload: _reading,
+            } = match take_request(req, &options, &reading).await {
                 Ok(taken) => taken,
                 Err(refused) => return Ok(refused),
             };
@@ -269,7 +276,12 @@ impl<A: App> Owner<A> {
                 .driver
                 .handle_request(&r.head, Err(*why), &r.caller, now),
         };
-        self.exchanges.awaiting(http, r.reply, Some(r.cut));
+        // The session the request named: its streams share its budget.
+        let session = r
+            .head
+            .header(headers::MCP_SESSION_ID)
+            .and_then(|s| s.parse().ok());
+        self.exchanges.awaiting(http, session, r.reply, Some(r.cut));
     }
 
     /// Writes to their exchanges, ops to the store, until neither is left.

@@ -501,7 +501,8 @@ impl<A: App> Owner<A> {
             Err(why) => self.driver.handle_request(&head, Err(*why), &caller, now),
         };
         tracing::debug!(%http, "request handled");
-        self.exchanges.awaiting(http, reply, cut);
+        // One session's owner: all its exchanges are one session's.
+        self.exchanges.awaiting(http, None, reply, cut);
     }
 
     fn on_closed(&mut self, http: HttpId) {

@@ -42,6 +42,7 @@ use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::principal::Principal;
 use mcp_streamable::server::wire::{WireHead, Write};
+use mcp_streamable::server::{upload_len, Upload, Uploads};
 use mcp_streamable::server::{Admission, EndpointConfig, UnreadBody};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -360,6 +361,8 @@ pub(super) struct Shared<A: App> {
     pub(super) shutdown: watch::Receiver<bool>,
     pub(super) live: Arc<Live>,
     pub(super) broadcasts: broadcast::Sender<Arc<Broadcast>>,
+    /// Request bodies being read, counted by session.
+    pub(super) reading: Reading,
 }
 
 /// A request body the shell can read: hyper's `Incoming`, axum's `Body`,
@@ -577,6 +580,7 @@ impl Server {
             tap: tap.map(|t| Arc::new(Mutex::new(t))),
             shutdown: shutdown_rx,
             live: live.clone(),
+            reading: Reading::default(),
         });
         let handle = ServerHandle {
             addr: None,
@@ -853,7 +857,12 @@ async fn serve_one<A: App, B: RequestBody>(
     cut: Option<ConnCut>,
     shared: Arc<Shared<A>>,
 ) -> Result<hyper::Response<ResponseBody>, Infallible> {
-    let (head, body, principal) = match take_request(req, &shared.options).await {
+    let Taken {
+        head,
+        body,
+        principal,
+        upload: _reading,
+    } = match take_request(req, &shared.options, &shared.reading).await {
         Ok(taken) => taken,
         Err(refused) => return Ok(refused),
     };
@@ -914,18 +923,87 @@ async fn serve_one<A: App, B: RequestBody>(
 pub(crate) async fn take_request<B: RequestBody>(
     req: hyper::Request<B>,
     options: &ServerOptions,
-) -> Result<
-    (RequestHead, Result<Bytes, UnreadBody>, Option<Principal>),
-    hyper::Response<ResponseBody>,
-> {
+    reading: &Reading,
+) -> Result<Taken, hyper::Response<ResponseBody>> {
     let (parts, body) = req.into_parts();
     let principal = options
         .auth
         .principal(&parts)
         .map_err(|challenge| crate::auth::refused(&challenge))?;
     let head = request_head(&parts);
+    // A POST naming a session: its body counts against that session's
+    // budget while it is read (the core's `Uploads`), refused unread past it.
+    let upload = match head
+        .header(headers::MCP_SESSION_ID)
+        .and_then(|s| s.parse::<SessionId>().ok())
+    {
+        Some(sid) if head.method == Method::Post => Some(
+            reading
+                .begin(&sid, principal.as_ref(), &head, options)
+                .map_err(|e| refusal(&e))?,
+        ),
+        _ => None,
+    };
     let body = read_body(&head, body, options).await;
-    Ok((head, body, principal))
+    Ok(Taken {
+        head,
+        body,
+        principal,
+        upload,
+    })
+}
+
+/// A request as [`take_request`] took it.
+pub(crate) struct Taken {
+    pub(crate) head: RequestHead,
+    pub(crate) body: Result<Bytes, UnreadBody>,
+    pub(crate) principal: Option<Principal>,
+    /// Its body's bytes, counted against its session's budget until the
+    /// session has taken or refused it (dropped then).
+    pub(crate) upload: Option<BodyCount>,
+}
+
+/// The bodies being read, by the session they name and who sends them (the
+/// core's [`Uploads`]), shared by a server's connection tasks.
+#[derive(Clone, Default)]
+pub(crate) struct Reading(Arc<Mutex<Uploads>>);
+
+/// One body's bytes, counted against its session until dropped.
+pub(crate) struct BodyCount {
+    uploads: Arc<Mutex<Uploads>>,
+    upload: Option<Upload>,
+}
+
+impl Drop for BodyCount {
+    fn drop(&mut self) {
+        if let (Some(upload), Ok(mut uploads)) = (self.upload.take(), self.uploads.lock()) {
+            uploads.end(upload);
+        }
+    }
+}
+
+impl Reading {
+    /// Begins reading `head`'s body for `sid` from `principal`: its count,
+    /// or the core's refusal (429).
+    fn begin(
+        &self,
+        sid: &SessionId,
+        principal: Option<&Principal>,
+        head: &RequestHead,
+        options: &ServerOptions,
+    ) -> Result<BodyCount, RequestError> {
+        let bytes = upload_len(head, options.endpoint.body_max);
+        let max = options.endpoint.session.in_flight_bytes_max;
+        let upload = self
+            .0
+            .lock()
+            .map_err(|_| RequestError::Overloaded)?
+            .begin(sid, principal, bytes, max)?;
+        Ok(BodyCount {
+            uploads: self.0.clone(),
+            upload: Some(upload),
+        })
+    }
 }
 
 /// The core's view of a request's head: its method and the headers the

@@ -11,6 +11,7 @@ pub(crate) mod modern_result;
 pub mod request;
 mod session;
 pub mod stream;
+pub mod uploads;
 pub mod wire;
 
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};
@@ -26,6 +27,7 @@ pub use session::{
     key_base, request_id_base, ResponseMode, ServerSession, SessionConfig, SessionTimer,
     ADOPTIONS_SPAN, STREAM_ID_SPAN,
 };
+pub use uploads::{upload_len, Upload, Uploads};
 
 use crate::ids::{HttpId, MsgKey, RequestId, SessionId};
 use crate::jsonrpc::{ErrorObject, Message, RawJson};
