@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The compatibility table: `mcp-streamable probe` against the official TS SDK
-# 1.32.2 and 2.4.0 and Python mcp 2.3.0 servers, rmcp 3.9.0 on its own session
+# 1.32.2 (with its own example event store too) and 2.4.0 and Python mcp 2.3.0 servers, rmcp 3.9.0 on its own session
 # manager and on ours (examples/rmcp_server.rs, the same handler), and `serve`
 # under FIXED and every buggy preset, all on loopback. Writes the raw JSON to $OUT (default a
 # temporary directory) and, with --write, regenerates docs/compatibility.md.
@@ -38,13 +38,14 @@ probe() { # name port command...
 }
 
 probe "TypeScript SDK 1.32.2" $PORT bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs $PORT"
+probe "TypeScript SDK 1.32.2, example store" $((PORT + 15)) bash -c "cd '$PEERS/ts' && exec '$NODE' ts-server.mjs $((PORT + 15)) --example-store"
 probe "Python mcp 2.3.0" $((PORT + 1)) "$PEERS/py/bin/python" scripts/peers/py-server.py $((PORT + 1))
 probe "rmcp 3.9.0" $((PORT + 2)) "$RMCP" --addr "127.0.0.1:$((PORT + 2))" --session-manager local
 cp scripts/peers/ts2-server.mjs "$PEERS/ts2/"
 probe "TypeScript SDK 2.4.0" $((PORT + 3)) bash -c "cd '$PEERS/ts2' && exec '$NODE' ts2-server.mjs $((PORT + 3))"
 probe "rmcp 3.9.0 on mcp-streamable" $((PORT + 14)) "$RMCP" --addr "127.0.0.1:$((PORT + 14))" --session-manager core
 n=4
-for preset in FIXED MCP_GO_0_44 TOOLHIVE_4075 RMCP_0_16 RMCP_3_9 GO_SDK_1_7 CSHARP_BEFORE_1212 RMCP_3_0_BETA CONFORMANCE_SSE_RETRY; do
+for preset in FIXED MCP_GO_0_44 TOOLHIVE_4075 RMCP_0_16 RMCP_3_9 GO_SDK_1_7 CSHARP_BEFORE_1212 RMCP_3_0_BETA TS_EXAMPLE_EVENT_STORE CONFORMANCE_SSE_RETRY; do
     probe "serve $preset" $((PORT + n)) "$BIN" serve --addr "127.0.0.1:$((PORT + n))" --preset "$preset" --registration-notice
     n=$((n + 1))
 done

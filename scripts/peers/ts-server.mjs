@@ -1,12 +1,17 @@
 // An official TypeScript SDK server (stateful, with an event store) for our
 // client and for probe: tools echo, notify, test_tool_with_progress,
-// test_reconnection. Loopback only.
+// test_reconnection. Loopback only. `ts-server.mjs PORT --example-store` uses
+// the SDK's own example `InMemoryEventStore` (the one many servers copy)
+// instead of the store below.
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
+
+const exampleStore = process.argv.includes('--example-store');
 
 // Event ids name their stream ("<stream>::<n>"), so resumption finds it.
 class Store {
@@ -31,7 +36,7 @@ app.post('/mcp', async (req, res) => {
     if (sid || !isInitializeRequest(req.body)) {
       return res.status(sid ? 404 : 400).json({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Bad session' } });
     }
-    t = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), eventStore: new Store(), retryInterval: 300,
+    t = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), eventStore: exampleStore ? new InMemoryEventStore() : new Store(), retryInterval: 300,
       onsessioninitialized: (id) => { transports[id] = t; } });
     t.onclose = () => { delete transports[t.sessionId]; };
     const s = new McpServer({ name: 'ts-interop-server', version: '0.0.1' });

@@ -481,7 +481,7 @@ mod tests {
         for (field, edit) in [
             (
                 "invariants",
-                (|v| v["invariants"][0] = "B7".into()) as fn(&mut serde_json::Value),
+                (|v| v["invariants"][0] = "B99".into()) as fn(&mut serde_json::Value),
             ),
             ("expect[0].judge", |v| {
                 v["expect"][0]["judge"][0] = "c2".into()

@@ -305,6 +305,26 @@ pub enum JsonAnswer {
     FirstMessage,
 }
 
+/// How a GET resuming the standalone stream (its `Last-Event-ID` names one
+/// of that stream's events) is served.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StandaloneResume {
+    /// What followed the named event is replayed, and the GET carries the
+    /// standalone stream from then on: every later unrelated message.
+    #[default]
+    Replay,
+    /// The TypeScript SDK v1's example `InMemoryEventStore` (issues #943,
+    /// #2560; PRs #1984, #2044; copied by servers such as mcp-proxy, fixed
+    /// there in PR #80): event ids are `${streamId}_…` and the stream is
+    /// read back as `split('_')[0]`, which for the standalone stream
+    /// `_GET_stream` is `''`. Nothing is replayed, and the GET is
+    /// registered under that key, which the session never writes: a `200`
+    /// and an open, kept-alive stream that carries none of the session's
+    /// messages, while they wait for a standalone stream that never comes.
+    LostKey,
+}
+
 /// Whose requests a session serves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -369,6 +389,8 @@ pub struct ServerPolicy {
     pub json_answer: JsonAnswer,
     /// See [`SessionBinding`].
     pub session_binding: SessionBinding,
+    /// See [`StandaloneResume`].
+    pub standalone_resume: StandaloneResume,
 }
 
 impl ServerPolicy {
@@ -386,6 +408,7 @@ impl ServerPolicy {
         get_registration: GetRegistration::WithHead,
         json_answer: JsonAnswer::SseOnceAnythingPrecedes,
         session_binding: SessionBinding::Principal,
+        standalone_resume: StandaloneResume::Replay,
     };
 
     /// Whether this policy has scheduling points the driver must choose
@@ -491,6 +514,17 @@ impl ServerPolicy {
         ..ServerPolicy::FIXED
     };
 
+    /// A TypeScript SDK v1 server (`@modelcontextprotocol/sdk` 1.x,
+    /// `StreamableHTTPServerTransport`) with the SDK's example
+    /// `InMemoryEventStore`, as many servers copied it: a resumption of the
+    /// standalone stream replays nothing and its GET never carries the
+    /// session's messages again ([`StandaloneResume::LostKey`]). Only the
+    /// store is modelled; the rest is FIXED.
+    pub const TS_EXAMPLE_EVENT_STORE: ServerPolicy = ServerPolicy {
+        standalone_resume: StandaloneResume::LostKey,
+        ..ServerPolicy::FIXED
+    };
+
     /// The conformance suite's `sse-retry` mock (@modelcontextprotocol/conformance
     /// 0.1.13, `src/scenarios/client/sse-retry.ts`, a1b8aaae): a pending tool
     /// response goes on whatever GET arrives, `Last-Event-ID` ignored. Race C's
@@ -554,6 +588,10 @@ impl ServerPolicy {
             NamedServerPolicy {
                 name: "PYTHON_1_27_1",
                 policy: ServerPolicy::PYTHON_1_27_1,
+            },
+            NamedServerPolicy {
+                name: "TS_EXAMPLE_EVENT_STORE",
+                policy: ServerPolicy::TS_EXAMPLE_EVENT_STORE,
             },
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",

@@ -67,6 +67,7 @@ const B4_WHAT: &str = "with a GET open, a notification reaches an open GET";
 const B2_WHAT: &str = "replay is strictly after Last-Event-ID";
 const B3_WHAT: &str = "resuming a POST stream replays only that stream (R35)";
 const A5_WHAT: &str = "a resumption the server accepts delivers what followed the cursor";
+const B4_RESUMED_WHAT: &str = "a resumed GET carries the notifications sent after it";
 
 pub async fn run(p: &mut Probe) {
     let Some(sid) = p.ready_session().await else {
@@ -290,6 +291,29 @@ async fn delivery(p: &mut Probe, sid: &str, mut s: Streams) {
             evidence,
         );
     }
+
+    // The resumed GET is the session's standalone stream now: what the
+    // server sends next reaches it (a server that registered it under
+    // another key leaves it open, kept alive and empty, for good).
+    let r = if r.status == 200 && !r.ended {
+        let mut s = Streams(vec![("resumed".into(), r)]);
+        let before = s.total();
+        let _ = p.trigger(sid).await;
+        let got = s.wait_beyond(before, NOTIFY_WAIT).await;
+        p.add(
+            "B4",
+            false,
+            B4_RESUMED_WHAT,
+            Verdict::of(got >= 1),
+            format!(
+                "a notification after the resumption: {got} on {}",
+                s.summary()
+            ),
+        );
+        s.0.pop().expect("pushed above").1
+    } else {
+        r
+    };
 
     // A second resume of the same stream while the first is live: refused,
     // taken over, or a second connection; never two copies of what follows.

@@ -7,7 +7,7 @@
 //! judges our cores, the presets of real SDKs, and (later) black-box peers.
 //!
 //! Properties (see `docs/properties.md`): A1–A5 (stale notifications),
-//! B1–B6 (competing GET streams), C1 (responses on foreign streams), C2–C5
+//! B1–B7 (competing GET streams, resumption), C1 (responses on foreign streams), C2–C5
 //! (per client, `monitor::client`), I1 (isolation between sessions), and the spec
 //! rules R13, R21 and R32 that a server's output shows.
 
@@ -33,9 +33,9 @@ pub use retire::RetiredPart;
 /// Every property id the monitor can report, as `docs/properties.md` lists
 /// them: what a model may name in `invariants`, `judge` and `violates` (a
 /// name not here would judge nothing and make every run "hold").
-pub const PROPERTIES: [&str; 26] = [
-    "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "C1", "C2", "C3", "C4", "C5",
-    "I1", "I2", "L1", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
+pub const PROPERTIES: [&str; 27] = [
+    "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "C1", "C2", "C3", "C4",
+    "C5", "I1", "I2", "L1", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
 ];
 pub use mcp_streamable::observe::{body_messages, Observation};
 use std::collections::{BTreeMap, BTreeSet};
@@ -98,6 +98,9 @@ struct Exchange {
     principal: Option<Principal>,
     /// It names a session another principal opened (I2).
     foreign: bool,
+    /// An event id new to its stream was written on it (B7: nothing
+    /// replayed may follow one).
+    wrote_new_id: bool,
 }
 
 /// A chain of exchanges carrying one logical stream (a POST and its resumptions,
@@ -687,6 +690,7 @@ impl Monitor {
                 listen,
                 principal: principal.clone(),
                 foreign,
+                wrote_new_id: false,
             }
             .into(),
         );
@@ -1116,6 +1120,9 @@ impl Monitor {
             };
             lineage.ids.push(id.into());
             let position = lineage.ids.len() - 1;
+            if let Some(e) = self.exchanges.get_mut(&http) {
+                e.wrote_new_id = true;
+            }
             self.event_ids.insert(
                 map_key,
                 EventRecord {
@@ -1162,6 +1169,14 @@ impl Monitor {
                     format!("resuming from {last:?} re-sent {id:?}, not strictly after it"),
                 );
                 false
+            }
+            Some(_) if ex.wrote_new_id => {
+                self.flag(
+                    "B7",
+                    Some(http),
+                    format!("replayed {id:?} after an id new to its stream on the same connection"),
+                );
+                true
             }
             Some(_) => true,
             None => {

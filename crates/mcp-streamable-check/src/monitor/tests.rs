@@ -669,6 +669,55 @@ fn writing_on_a_closed_connection_once_its_stream_was_resumed_elsewhere_is_b4() 
     }
 }
 
+/// A priming event (an id, no message) on `http`.
+fn priming(http: u64, id: &str) -> Observation {
+    Observation::Transmit(Transmit {
+        http: HttpId(http),
+        kind: TransmitKind::Event {
+            id: Some(id.to_owned()),
+            retry_ms: Some(500),
+            message: None,
+        },
+    })
+}
+
+#[test]
+fn a_new_id_before_the_replay_on_a_resumed_connection_is_b7() {
+    // e2 went out on a connection already dead; the client resumes from e1.
+    // Priming (e3, new) then the replay of e2: a client that reads e3 and
+    // loses the connection again resumes past e2 (B7). Replay then priming,
+    // or a replay alone: not.
+    for (priming_first, replays, b7) in [
+        (true, true, true),
+        (false, true, false),
+        (true, false, false),
+    ] {
+        let mut m = issued(None);
+        m.observe(&post(1));
+        m.observe(&head(1, 200, Content::Sse));
+        m.observe(&event(1, Some("e1"), 1, Some(1), PROGRESS));
+        m.observe(&Observation::Closed { http: HttpId(1) });
+        m.observe(&event(1, Some("e2"), 2, Some(1), PROGRESS));
+        m.observe(&get(2, Some("e1")));
+        m.observe(&head(2, 200, Content::Sse));
+        if priming_first {
+            m.observe(&priming(2, "e3"));
+        }
+        if replays {
+            m.observe(&event(2, Some("e2"), 2, Some(1), PROGRESS));
+        }
+        if !priming_first {
+            m.observe(&priming(2, "e3"));
+        }
+        assert_eq!(
+            ids(&m).contains(&"B7"),
+            b7,
+            "priming first {priming_first}, replays {replays}: {:?}",
+            m.violations()
+        );
+    }
+}
+
 fn client_event(client: usize, event: mcp_streamable::client::ClientEvent) -> Observation {
     Observation::ClientEvent { client, event }
 }

@@ -30,7 +30,12 @@ impl ServerSession {
         if stream.finished {
             return self.resume_finished(http, cursor);
         }
-        if let Some(old) = stream.attached {
+        let standalone = stream.is_standalone();
+        let attached = stream.attached;
+        if standalone && self.resume_under_lost_key(http) {
+            return Ok(());
+        }
+        if let Some(old) = attached {
             self.end(old, EndReason::TakenOver);
             self.forget_exchange(old);
             self.detach(cursor.stream, old);
@@ -73,8 +78,15 @@ impl ServerSession {
         self.attach_get_from(http, sid, cursor, false)
     }
 
-    /// Attaches a GET to stream `sid`, primes it, replays after `cursor`,
+    /// Attaches a GET to stream `sid`, replays after `cursor`, primes it,
     /// then flushes what waits for a standalone stream.
+    ///
+    /// The priming event takes the stream's next sequence number, so it
+    /// goes after the replay: events leave in the order of their ids, and a
+    /// client that reads part of a resumption and loses the connection
+    /// again resumes from the last id it read without skipping what was
+    /// replayed after it (a priming id ahead of the replay would name a
+    /// point past events the client has not read).
     pub(super) fn attach_get_from(
         &mut self,
         http: HttpId,
@@ -89,7 +101,6 @@ impl ServerSession {
         s.attached = Some(http);
         s.format = Format::Sse;
         self.head(http, 200, Content::Sse);
-        self.prime(sid, http, true);
         if let Some(cursor) = cursor {
             let inclusive = sync || self.policy.replay_start == ReplayStart::AtNamed;
             let replay = self
@@ -109,6 +120,7 @@ impl ServerSession {
                 );
             }
         }
+        self.prime(sid, http, true);
         let standalone = self.streams.get(&sid).is_some_and(|s| s.is_standalone());
         if standalone && !self.codec.single_common_stream() {
             self.flush_held_into(sid);

@@ -17,18 +17,23 @@
 //! application emits meanwhile is dropped.
 //! The conformance suite's `sse-retry` mock ([`DetachedResponse::NextGet`])
 //! keeps a detached response for whatever GET comes next.
+//! The TypeScript SDK v1's example event store
+//! ([`StandaloneResume::LostKey`]) answers a resumption of the standalone
+//! stream with a stream that carries nothing.
 //!
 //! [`SessionQueue::SharedCompeting`]: crate::policy::SessionQueue::SharedCompeting
 //! [`DetachedResponse::NextGet`]: crate::policy::DetachedResponse::NextGet
 //! [`GetRegistration::AfterHead`]: crate::policy::GetRegistration::AfterHead
 //! [`StandaloneAttach::ReplaceCommon`]: crate::policy::StandaloneAttach::ReplaceCommon
 //! [`StandaloneAttach::ShadowCommon`]: crate::policy::StandaloneAttach::ShadowCommon
+//! [`StandaloneResume::LostKey`]: crate::policy::StandaloneResume::LostKey
 
 use super::{Exchange, ResponseMode, Role, ServerSession};
 use crate::error::RequestError;
 use crate::ids::{EventId, HttpId, MsgKey, StreamId};
 use crate::policy::{
     DetachedResponse, GetRegistration, JsonAnswer, ServerPolicy, SessionQueue, StandaloneAttach,
+    StandaloneResume,
 };
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::server::event_ids::{EventIdCodec, Priming, COMMON};
@@ -229,6 +234,19 @@ impl ServerSession {
         if let Some(p) = self.preset.as_mut() {
             p.unwired.insert(http, sid);
         }
+        true
+    }
+
+    /// A GET resuming the standalone stream under
+    /// [`StandaloneResume::LostKey`]: a `200` and an open event stream that
+    /// carries none of the session's streams (nothing replayed, nothing
+    /// written later). Whether the preset took the GET.
+    pub(super) fn resume_under_lost_key(&mut self, http: HttpId) -> bool {
+        if self.policy.standalone_resume != StandaloneResume::LostKey {
+            return false;
+        }
+        self.add_exchange(http, Role::Streamless { sse: true });
+        self.head(http, 200, Content::Sse);
         true
     }
 
