@@ -58,7 +58,7 @@ fn fixed_holds_every_rule_it_can_test() {
     assert!(violated.is_empty(), "{violated:?}\n{text}");
     for rule in [
         "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B1", "R18", "B4", "B2",
-        "B3", // The 2026-07-28 era, on the same endpoint.
+        "B3", "B8", // The 2026-07-28 era, on the same endpoint.
         "D1", "H1", "H2", "H3", "V1", "U1", "G1", "M1", "M2", "M3", "J1",
     ] {
         assert!(held.contains(rule), "{rule} not shown to hold\n{text}");
@@ -124,6 +124,29 @@ fn rmcp_3_0_beta_answers_a_call_with_its_progress() {
         !text.contains("could_not_test"),
         "a listen is no JSON answer\n{text}"
     );
+}
+
+#[test]
+fn the_ts_example_event_store_resumes_into_nothing() {
+    let s = serve("TS_EXAMPLE_EVENT_STORE", &[]);
+    let (_, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert_eq!(
+        violated,
+        BTreeSet::from(["A5".to_owned(), "B4".to_owned()]),
+        "nothing replayed, nothing after: only the store differs from FIXED\n{text}"
+    );
+}
+
+#[test]
+fn mcp_go_before_933_asks_on_the_standalone_get() {
+    let s = serve("MCP_GO_BEFORE_933", &[]);
+    let (_, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert_eq!(
+        violated,
+        BTreeSet::from(["B8".to_owned()]),
+        "only the question's stream differs from FIXED\n{text}"
+    );
+    assert!(text.contains("the request on the standalone GET"), "{text}");
 }
 
 #[test]

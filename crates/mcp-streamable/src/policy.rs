@@ -305,6 +305,25 @@ pub enum JsonAnswer {
     FirstMessage,
 }
 
+/// Where a request the application sends the client while serving one of
+/// the client's requests (an `elicitation/create`, a `sampling/createMessage`
+/// for a `tools/call`) goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelatedRequests {
+    /// On the stream of the request it is for (its POST's, or a resumption
+    /// of it): a client reads that stream while it waits for the answer.
+    #[default]
+    OnItsRequestStream,
+    /// On the standalone GET, like an unrelated message. mark3labs/mcp-go
+    /// before PR #933 (issue #932): `RequestElicitation` always queued
+    /// `elicitation/create` on the session's GET, also inside a
+    /// `tools/call`; a client that dispatches what its GET brings only once
+    /// its POST is answered (Codex Desktop) waits for the call while the
+    /// call waits for it.
+    OnStandaloneGet,
+}
+
 /// How a GET resuming the standalone stream (its `Last-Event-ID` names one
 /// of that stream's events) is served.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -391,6 +410,8 @@ pub struct ServerPolicy {
     pub session_binding: SessionBinding,
     /// See [`StandaloneResume`].
     pub standalone_resume: StandaloneResume,
+    /// See [`RelatedRequests`].
+    pub related_requests: RelatedRequests,
 }
 
 impl ServerPolicy {
@@ -409,6 +430,7 @@ impl ServerPolicy {
         json_answer: JsonAnswer::SseOnceAnythingPrecedes,
         session_binding: SessionBinding::Principal,
         standalone_resume: StandaloneResume::Replay,
+        related_requests: RelatedRequests::OnItsRequestStream,
     };
 
     /// Whether this policy has scheduling points the driver must choose
@@ -525,6 +547,15 @@ impl ServerPolicy {
         ..ServerPolicy::FIXED
     };
 
+    /// mark3labs/mcp-go before PR #933 (issue #932, July 2026): a request to
+    /// the client made while serving a `tools/call` goes on the standalone
+    /// GET ([`RelatedRequests::OnStandaloneGet`]). Only that routing is
+    /// modelled; the rest is FIXED.
+    pub const MCP_GO_BEFORE_933: ServerPolicy = ServerPolicy {
+        related_requests: RelatedRequests::OnStandaloneGet,
+        ..ServerPolicy::FIXED
+    };
+
     /// The conformance suite's `sse-retry` mock (@modelcontextprotocol/conformance
     /// 0.1.13, `src/scenarios/client/sse-retry.ts`, a1b8aaae): a pending tool
     /// response goes on whatever GET arrives, `Last-Event-ID` ignored. Race C's
@@ -592,6 +623,10 @@ impl ServerPolicy {
             NamedServerPolicy {
                 name: "TS_EXAMPLE_EVENT_STORE",
                 policy: ServerPolicy::TS_EXAMPLE_EVENT_STORE,
+            },
+            NamedServerPolicy {
+                name: "MCP_GO_BEFORE_933",
+                policy: ServerPolicy::MCP_GO_BEFORE_933,
             },
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",

@@ -12,6 +12,7 @@
 //! and `M*` the 2026-07-28 era's (`modern.rs`; `M*` as in docs/properties.md).
 
 mod modern;
+mod questions;
 mod race_a;
 mod race_b;
 mod race_c;
@@ -45,6 +46,10 @@ pub struct ProbeArgs {
     /// 2025-11-25). Default: `test_reconnection` if the server lists it.
     #[arg(long)]
     poll_tool: Option<String>,
+    /// A tool that sends the client a request while serving the call (an
+    /// elicitation). Default: `test_elicitation` if the server lists it.
+    #[arg(long)]
+    ask_tool: Option<String>,
 }
 
 /// A rule's verdict.
@@ -90,6 +95,7 @@ pub struct Probe {
     t: Target,
     notify: Option<(String, Value)>,
     poll_tool: Option<String>,
+    ask_tool: Option<String>,
     next_id: Cell<u64>,
     findings: Vec<Finding>,
 }
@@ -264,6 +270,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
             },
             notify: args.notify_tool.map(|n| (n, notify_args)),
             poll_tool: args.poll_tool,
+            ask_tool: args.ask_tool,
             next_id: Cell::new(1),
             findings: Vec::new(),
         };
@@ -271,6 +278,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         race_a::run(&mut p).await;
         race_c::run(&mut p).await;
         race_b::run(&mut p).await;
+        questions::run(&mut p).await;
         modern::run(&mut p).await;
         Ok::<_, String>(p.findings)
     })?;

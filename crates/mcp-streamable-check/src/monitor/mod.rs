@@ -7,7 +7,7 @@
 //! judges our cores, the presets of real SDKs, and (later) black-box peers.
 //!
 //! Properties (see `docs/properties.md`): A1–A5 (stale notifications),
-//! B1–B7 (competing GET streams, resumption), C1 (responses on foreign streams), C2–C5
+//! B1–B8 (competing GET streams, resumption, what a GET carries), C1 (responses on foreign streams), C2–C5
 //! (per client, `monitor::client`), I1 (isolation between sessions), and the spec
 //! rules R13, R21 and R32 that a server's output shows.
 
@@ -33,9 +33,9 @@ pub use retire::RetiredPart;
 /// Every property id the monitor can report, as `docs/properties.md` lists
 /// them: what a model may name in `invariants`, `judge` and `violates` (a
 /// name not here would judge nothing and make every run "hold").
-pub const PROPERTIES: [&str; 27] = [
-    "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "C1", "C2", "C3", "C4",
-    "C5", "I1", "I2", "L1", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
+pub const PROPERTIES: [&str; 28] = [
+    "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "C1", "C2", "C3",
+    "C4", "C5", "I1", "I2", "L1", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
 ];
 pub use mcp_streamable::observe::{body_messages, Observation};
 use std::collections::{BTreeMap, BTreeSet};
@@ -1099,10 +1099,31 @@ impl Monitor {
         if replayed {
             return; // judged when first written
         }
+        self.check_related_on_get(http, ex, cause);
         self.check_causality(http, ex, message, cause);
     }
 
     /// B2, B3, R32 from event ids. Returns whether this write is a legal replay.
+    /// B8: what is for a client request goes on that request's stream, never
+    /// on a standalone GET (whose lineage carries no request).
+    fn check_related_on_get(&mut self, http: HttpId, ex: &Exchange, cause: Option<&Cause>) {
+        let Some(Cause::Request(r)) = cause else {
+            return;
+        };
+        let get = matches!(ex.kind, Kind::GetPlain | Kind::GetResume(_));
+        let standalone = self
+            .lineages
+            .get(&ex.lineage)
+            .is_some_and(|l| l.requests.is_empty());
+        if get && standalone {
+            self.flag(
+                "B8",
+                Some(http),
+                format!("a message for request {r} written on a standalone GET"),
+            );
+        }
+    }
+
     fn check_event_id(
         &mut self,
         http: HttpId,

@@ -718,6 +718,35 @@ fn a_new_id_before_the_replay_on_a_resumed_connection_is_b7() {
     }
 }
 
+const ELICIT: &str = r#"{"jsonrpc":"2.0","id":5,"method":"elicitation/create","params":{}}"#;
+
+#[test]
+fn a_question_for_a_call_on_the_standalone_get_is_b8_on_the_calls_stream_not() {
+    // Request 1 is a call on POST 1; GET 2 is the standalone stream. The
+    // question for request 1 on the GET: B8; on the call's stream, or an
+    // unrelated message on the GET: not.
+    for (on_get, caused, b8) in [
+        (true, true, true),
+        (false, true, false),
+        (true, false, false),
+    ] {
+        let mut m = issued(None);
+        m.observe(&post(1));
+        m.observe(&head(1, 200, Content::Sse));
+        m.observe(&get(2, None));
+        m.observe(&head(2, 200, Content::Sse));
+        let http = if on_get { 2 } else { 1 };
+        let cause = caused.then_some(1);
+        m.observe(&event(http, Some("x1"), 1, cause, ELICIT));
+        assert_eq!(
+            ids(&m).contains(&"B8"),
+            b8,
+            "on the GET {on_get}, caused {caused}: {:?}",
+            m.violations()
+        );
+    }
+}
+
 fn client_event(client: usize, event: mcp_streamable::client::ClientEvent) -> Observation {
     Observation::ClientEvent { client, event }
 }

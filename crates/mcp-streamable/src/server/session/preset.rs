@@ -19,7 +19,9 @@
 //! keeps a detached response for whatever GET comes next.
 //! The TypeScript SDK v1's example event store
 //! ([`StandaloneResume::LostKey`]) answers a resumption of the standalone
-//! stream with a stream that carries nothing.
+//! stream with a stream that carries nothing. mcp-go before PR #933
+//! ([`RelatedRequests::OnStandaloneGet`]) sends a call's requests to the
+//! client on the standalone GET.
 //!
 //! [`SessionQueue::SharedCompeting`]: crate::policy::SessionQueue::SharedCompeting
 //! [`DetachedResponse::NextGet`]: crate::policy::DetachedResponse::NextGet
@@ -27,13 +29,14 @@
 //! [`StandaloneAttach::ReplaceCommon`]: crate::policy::StandaloneAttach::ReplaceCommon
 //! [`StandaloneAttach::ShadowCommon`]: crate::policy::StandaloneAttach::ShadowCommon
 //! [`StandaloneResume::LostKey`]: crate::policy::StandaloneResume::LostKey
+//! [`RelatedRequests::OnStandaloneGet`]: crate::policy::RelatedRequests::OnStandaloneGet
 
 use super::{Exchange, ResponseMode, Role, ServerSession};
 use crate::error::RequestError;
 use crate::ids::{EventId, HttpId, MsgKey, StreamId};
 use crate::policy::{
-    DetachedResponse, GetRegistration, JsonAnswer, ServerPolicy, SessionQueue, StandaloneAttach,
-    StandaloneResume,
+    DetachedResponse, GetRegistration, JsonAnswer, RelatedRequests, ServerPolicy, SessionQueue,
+    StandaloneAttach, StandaloneResume,
 };
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::server::event_ids::{EventIdCodec, Priming, COMMON};
@@ -235,6 +238,13 @@ impl ServerSession {
             p.unwired.insert(http, sid);
         }
         true
+    }
+
+    /// Whether a request to the client made for one of the client's
+    /// requests goes on the standalone GET instead of that request's stream
+    /// ([`RelatedRequests::OnStandaloneGet`]).
+    pub(super) fn related_requests_on_get(&self) -> bool {
+        self.policy.related_requests == RelatedRequests::OnStandaloneGet
     }
 
     /// A GET resuming the standalone stream under

@@ -33,9 +33,14 @@ impl ServerSession {
                     .get(r)
                     .ok_or_else(|| UsageError::RequestNotActive(r.clone()))?
                     .stream;
+                let request = message.is_request();
                 let out = self.outgoing(cause, message);
                 let key = out.key;
-                self.write_to_stream(stream, out);
+                if request && self.related_requests_on_get() {
+                    self.deliver_unrelated(out, now);
+                } else {
+                    self.write_to_stream(stream, out);
+                }
                 self.update_timers(now);
                 return Ok(key);
             }
