@@ -254,3 +254,34 @@ fn the_large_models_buggy_pairs_are_caught_depth_first_as_listed() {
     }
     assert!(caught >= 8, "{caught} depth-first runs of buggy pairs");
 }
+
+/// The cancelled call that asks the client, in the fleet world as in the
+/// single-server one: a client initializes, calls a tool and cancels the
+/// call, while the application reports progress and asks the client
+/// something for that call; no fault. Behind the balancer on one instance,
+/// FIXED holds exhaustively: the question is given up with the call, so
+/// the session does not await an answer (F6), and the whole monitor (L1
+/// included) finds nothing. (On two instances a cancellation that lands on
+/// the instance not running the call is not forwarded yet:
+/// `models/pending/fleet/world_cancelled_call_asks_client.json`.)
+#[test]
+fn a_cancelled_calls_question_ends_in_the_fleet_world_too() {
+    use mcp_streamable_check::fleet::FleetFile;
+    use mcp_streamable_check::Limits;
+    let text = r#"{"name": "cancelled_call_asks_client", "description": "the issue's scenario",
+        "world": {"instances": 1, "client": ["initialize", "call", "cancel"],
+                  "app": ["progress", "ask"], "background_get": true, "drops": 0,
+                  "time_ms": 3000, "store": "commands_at_once"},
+        "depth": 200,
+        "expect": [{"design": "ordered", "verdict": "holds", "min_states": 250000}]}"#;
+    let f = FleetFile::parse(Path::new("cancelled.json"), text).expect("the model parses");
+    let e = &f.expect[0];
+    let run = f.run(e, Limits::new(2));
+    println!(
+        "{} states, depth {}, {:?}",
+        run.states, run.depth, run.violated
+    );
+    assert!(run.exhaustive, "bounded, not verified");
+    assert_eq!(run.violated, None, "{:?}", run.steps);
+    assert!(run.states >= 250_000, "{} states", run.states);
+}
