@@ -109,7 +109,7 @@ fn a_message_of_another_session_on_this_sessions_stream_is_i1() {
     let mut own = (**message.as_ref().unwrap()).clone();
     own.session = its_session.parse().unwrap();
     // A key of its own: key 1 of this session is the answer to its call,
-    // which on a standalone GET would be B8 (and C1).
+    // which on a standalone GET would be B8.
     own.key = MsgKey(1 << 40);
     let fine = Transmit {
         http: get,

@@ -1099,17 +1099,27 @@ impl Monitor {
         if replayed {
             return; // judged when first written
         }
-        self.check_related_on_get(http, ex, cause);
+        self.check_related_on_get(http, ex, message, cause);
         self.check_causality(http, ex, message, cause);
     }
 
     /// B2, B3, R32 from event ids. Returns whether this write is a legal replay.
-    /// B8: what is for a client request goes on that request's stream, never
-    /// on a standalone GET (whose lineage carries no request).
-    fn check_related_on_get(&mut self, http: HttpId, ex: &Exchange, cause: Option<&Cause>) {
+    /// B8: a request or notification for a client request goes on that
+    /// request's stream, never on a standalone GET (whose lineage carries
+    /// no request). A response there is C1's.
+    fn check_related_on_get(
+        &mut self,
+        http: HttpId,
+        ex: &Exchange,
+        message: &Message,
+        cause: Option<&Cause>,
+    ) {
         let Some(Cause::Request(r)) = cause else {
             return;
         };
+        if message.is_response() {
+            return;
+        }
         let get = matches!(ex.kind, Kind::GetPlain | Kind::GetResume(_));
         let standalone = self
             .lineages
