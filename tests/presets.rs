@@ -328,17 +328,19 @@ fn mcp_go_0_44_offers_each_step_until_it_is_taken_and_a_retired_listener_leaves(
     assert!(h.violations().is_empty(), "{:?}", h.violations());
 }
 
-/// mcp-go's session channel holds exactly `shared_queue_max`; a send past it
-/// is dropped silently (a non-blocking send on a full Go channel): no
+/// mcp-go's session channel holds exactly its capacity; a send past it is
+/// dropped silently (a non-blocking send on a full Go channel): no
 /// `Dropped` event tells the application.
 #[test]
-fn mcp_go_0_44_shared_queue_holds_exactly_its_max_and_drops_the_next_silently() {
-    let mut config = common::test_config();
-    config.session.shared_queue_max = 3;
+fn mcp_go_0_44_shared_queue_holds_exactly_its_capacity_and_drops_the_next_silently() {
+    let policy = ServerPolicy {
+        session_queue: mcp_streamable::policy::SessionQueue::SharedCompeting { capacity: 3 },
+        ..ServerPolicy::MCP_GO_0_44
+    };
     let mut h = Harness::with(
-        ServerPolicy::MCP_GO_0_44,
+        policy,
         mcp_streamable::version::ProtocolVersion::V2025_11_25,
-        config,
+        common::test_config(),
     );
     h.initialize();
     let queued = |h: &Harness| {

@@ -123,7 +123,6 @@ impl Driver {
                 } else {
                     ResponseMode::JsonWhenAlone
                 },
-                shared_queue_max: u.int_in_range(0..=4)?,
             };
             EndpointConfig {
                 session: session.into(),

@@ -22,7 +22,12 @@ pub enum SessionQueue {
     /// (notification POSTs included, whose 202 path is not fenced), the request
     /// handler's drain before its response, and the GET reader. Which consumer
     /// wins is a scheduling point ([`crate::preset::Scheduled`]).
-    SharedCompeting,
+    SharedCompeting {
+        /// The channel's capacity: a send past it is dropped silently (a
+        /// non-blocking send on a full Go channel; mcp-go makes the
+        /// session's channel with room for 100).
+        capacity: u16,
+    },
 }
 
 /// What happens to unrelated messages emitted before `notifications/initialized`
@@ -436,7 +441,7 @@ impl ServerPolicy {
     /// Whether this policy has scheduling points the driver must choose
     /// ([`crate::preset::Scheduled`]).
     pub fn has_scheduling_points(&self) -> bool {
-        self.session_queue == SessionQueue::SharedCompeting
+        matches!(self.session_queue, SessionQueue::SharedCompeting { .. })
             || self.listen_ack != ListenAck::WithRegistration
             || self.get_registration != GetRegistration::WithHead
     }
@@ -448,7 +453,7 @@ impl ServerPolicy {
     /// queue with competing per-POST listeners, registration-hook notifications
     /// through it, the 202 path not fenced. Race A.
     pub const MCP_GO_0_44: ServerPolicy = ServerPolicy {
-        session_queue: SessionQueue::SharedCompeting,
+        session_queue: SessionQueue::SharedCompeting { capacity: 100 },
         pre_init_notifications: PreInitNotifications::Send,
         ..ServerPolicy::FIXED
     };

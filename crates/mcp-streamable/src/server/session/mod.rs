@@ -101,9 +101,6 @@ pub struct SessionConfig {
     pub keepalive_ms: Option<u64>,
     /// JSON or SSE answers.
     pub response_mode: ResponseMode,
-    /// Messages the one session queue of `SessionQueue::SharedCompeting`
-    /// holds; a send past it is dropped.
-    pub shared_queue_max: usize,
     /// Streams are numbered from `stream_id_base + 1` (0 alone: one
     /// process). The instances of a fleet each take their own range, so a
     /// `Last-Event-ID` names its stream's log on any instance; a session
@@ -165,7 +162,6 @@ impl Default for SessionConfig {
             init_timeout_ms: Some(10_000),
             keepalive_ms: Some(15_000),
             response_mode: ResponseMode::Sse,
-            shared_queue_max: 100,
             stream_id_base: 0,
         }
     }

@@ -59,6 +59,8 @@ enum HandlerStep {
 pub(super) struct PresetState {
     /// Whether the session's messages go through one competing queue.
     competing: bool,
+    /// The competing queue's capacity.
+    capacity: usize,
     /// The session channel (`competing`).
     queue: VecDeque<Arc<Outgoing>>,
     /// The exchanges whose listener task still runs (`competing`); a
@@ -77,12 +79,17 @@ impl PresetState {
     /// The state `policy` needs: `None` when it departs from FIXED in
     /// nothing kept here.
     pub(super) fn for_policy(policy: &ServerPolicy) -> Option<Box<PresetState>> {
-        let competing = policy.session_queue == SessionQueue::SharedCompeting;
+        let capacity = match policy.session_queue {
+            SessionQueue::SharedCompeting { capacity } => Some(usize::from(capacity)),
+            SessionQueue::Causal => None,
+        };
+        let competing = capacity.is_some();
         let next_get = policy.detached_response == DetachedResponse::NextGet;
         let late_wiring = policy.get_registration == GetRegistration::AfterHead;
         (competing || next_get || late_wiring).then(|| {
             Box::new(PresetState {
                 competing,
+                capacity: capacity.unwrap_or(0),
                 ..PresetState::default()
             })
         })
@@ -136,11 +143,10 @@ impl ServerSession {
     /// so a full channel drops it silently. Given back when there is no
     /// such queue.
     pub(super) fn route_competing(&mut self, out: Arc<Outgoing>) -> Option<Arc<Outgoing>> {
-        let max = self.config.shared_queue_max;
         let Some(p) = self.preset.as_mut().filter(|p| p.competing) else {
             return Some(out);
         };
-        if p.queue.len() < max {
+        if p.queue.len() < p.capacity {
             p.queue.push_back(out);
         }
         None
@@ -296,6 +302,7 @@ impl ServerSession {
         if let Some(p) = self.preset.as_mut() {
             **p = PresetState {
                 competing: p.competing,
+                capacity: p.capacity,
                 ..PresetState::default()
             };
         }
