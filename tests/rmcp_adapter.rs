@@ -75,8 +75,18 @@ impl ServerHandler for Notifier {
     }
 }
 
-/// Serves `manager` on a loopback port until the returned guard drops.
+/// Serves `manager` on a loopback port until the returned runtime drops.
 fn serve<M: SessionManager>(manager: M) -> (u16, tokio::runtime::Runtime) {
+    let svc = StreamableHttpService::new(
+        || Ok(Notifier),
+        Arc::new(manager),
+        StreamableHttpServerConfig::default(),
+    );
+    serve_router(axum::Router::new().nest_service("/mcp", svc))
+}
+
+/// Serves `router` on a loopback port until the returned runtime drops.
+fn serve_router(router: axum::Router) -> (u16, tokio::runtime::Runtime) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -86,12 +96,6 @@ fn serve<M: SessionManager>(manager: M) -> (u16, tokio::runtime::Runtime) {
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
     let port = listener.local_addr().unwrap().port();
-    let svc = StreamableHttpService::new(
-        || Ok(Notifier),
-        Arc::new(manager),
-        StreamableHttpServerConfig::default(),
-    );
-    let router = axum::Router::new().nest_service("/mcp", svc);
     rt.spawn(async move { axum::serve(listener, router).await });
     (port, rt)
 }
@@ -171,15 +175,6 @@ fn rmcp_on_our_core_has_none_of_them_and_the_monitor_agrees() {
 fn serve_bound() -> (u16, tokio::runtime::Runtime) {
     use mcp_streamable::auth::StaticTokens;
     use mcp_streamable::principal::Principal;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let port = listener.local_addr().unwrap().port();
     let manager = Arc::new(CoreSessionManager::default());
     let bind = manager.layer();
     let svc = StreamableHttpService::new(
@@ -210,8 +205,7 @@ fn serve_bound() -> (u16, tokio::runtime::Runtime) {
         .nest_service("/mcp", svc)
         .layer(bind)
         .layer(axum::middleware::from_fn(authenticate));
-    rt.spawn(async move { axum::serve(listener, router).await });
-    (port, rt)
+    serve_router(router)
 }
 
 /// One raw HTTP/1.1 exchange (`Connection: close`): status, headers (lower

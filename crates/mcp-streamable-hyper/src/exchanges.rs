@@ -15,9 +15,10 @@
 //! has not read them yet included: past it, that session's streams with the
 //! most bytes queued are cut first, so a client that opens many streams and
 //! reads none holds at most the budget of the server's memory, not
-//! `frame_bytes_queued_max` per connection. An exchange's session is the id
-//! its request named (the session shell's owner serves one session, so all
-//! of its exchanges are one; a fleet instance's owner serves many). A
+//! `frame_bytes_queued_max` per connection. An exchange's session is the one
+//! the core routed it to, else the id its request named (the session
+//! shell's owner serves one session, so all of its exchanges are one; a
+//! fleet instance's owner serves many, modern requests each their own). A
 //! request naming a session it is not served gets a whole answer, never a
 //! stream, so it cannot spend another's budget.
 
@@ -168,6 +169,14 @@ impl Exchanges {
     ) {
         self.open.insert(http, Exchange::AwaitingHead(reply, cut));
         if let Some(session) = session {
+            self.sessions.insert(http, session);
+        }
+    }
+
+    /// Exchange `http`, still awaiting its head, belongs to `session` (the
+    /// core's routing, which a request's header only anticipates).
+    pub(crate) fn assign(&mut self, http: HttpId, session: SessionId) {
+        if self.open.contains_key(&http) {
             self.sessions.insert(http, session);
         }
     }
@@ -385,7 +394,8 @@ mod tests {
     fn each_session_has_its_own_budget() {
         let mut x = Exchanges::new(bounds(2_000));
         let mut bodies = Vec::new();
-        // Session 2's 900 bytes are the most queued, but not session 1's.
+        // The stream of the session named 2 holds the most (900 bytes), but
+        // it is not in the budget of the one named 1.
         let a = open_in(&mut x, Some(1), 1, 800, &mut bodies);
         let other = open_in(&mut x, Some(2), 2, 900, &mut bodies);
         let b = open_in(&mut x, Some(1), 3, 700, &mut bodies);
@@ -393,7 +403,11 @@ mod tests {
         let c = open_in(&mut x, Some(1), 4, 0, &mut bodies);
         let mut cut_off = Vec::new();
         x.write(HttpId(4), Write::More(vec![b'y'; 600]), &mut cut_off);
-        assert_eq!(cut_off, [HttpId(1)], "session 1's furthest behind");
+        assert_eq!(
+            cut_off,
+            [HttpId(1)],
+            "the furthest behind of the one named 1"
+        );
         assert!(is_cut(&a) && !is_cut(&b) && !is_cut(&c) && !is_cut(&other));
         let one = SessionId::from_bits(1);
         assert_eq!(x.bytes_queued_in(Some(&one)), 1_300);
@@ -404,6 +418,22 @@ mod tests {
         assert_eq!(x.bytes_queued_in(None), 990);
         x.remove(HttpId(2));
         assert_eq!(x.bytes_queued_in(Some(&SessionId::from_bits(2))), 0);
+        // The core's routing, once known, decides: a request that named no
+        // session joins the one it was routed to (awaiting its head only).
+        let (tx, _rx) = oneshot::channel();
+        x.awaiting(HttpId(6), None, tx, None);
+        x.assign(HttpId(6), SessionId::from_bits(3));
+        x.assign(HttpId(1), SessionId::from_bits(3));
+        x.write(
+            HttpId(6),
+            Write::Open {
+                head: head(),
+                body: vec![b'z'; 10],
+            },
+            &mut cut_off,
+        );
+        assert_eq!(x.bytes_queued_in(Some(&SessionId::from_bits(3))), 10);
+        assert_eq!(x.bytes_queued_in(None), 990);
     }
 
     #[test]

@@ -33,6 +33,7 @@ use mcp_streamable::fleet::store::{MemoryStore, Output};
 use mcp_streamable::fleet::{InstanceId, Push, StoreOp, StoreReply};
 use mcp_streamable::headers;
 use mcp_streamable::principal::Caller;
+use mcp_streamable::server::wire::Write;
 use mcp_streamable::server::{RequestHead, UnreadBody};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -276,7 +277,8 @@ impl<A: App> Owner<A> {
                 .driver
                 .handle_request(&r.head, Err(*why), &r.caller, now),
         };
-        // The session the request named: its streams share its budget.
+        // The session the request named, until the core routes it (a
+        // request parked for the store is routed later).
         let session = r
             .head
             .header(headers::MCP_SESSION_ID)
@@ -289,6 +291,13 @@ impl<A: App> Owner<A> {
         loop {
             let mut moved = false;
             while let Some((http, write)) = self.driver.poll_write() {
+                if matches!(write, Write::Open { .. }) {
+                    // The session the core routed it to, once it did (a
+                    // modern request's own, an `initialize`'s new one).
+                    if let Some(sid) = self.driver.instance().endpoint().route(http) {
+                        self.exchanges.assign(http, sid.clone());
+                    }
+                }
                 let mut cut_off = Vec::new();
                 self.exchanges.write(http, write, &mut cut_off);
                 let now = self.now();

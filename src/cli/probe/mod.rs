@@ -189,7 +189,12 @@ impl Probe {
 
     /// `initialize`; the session id, the request id and the answer.
     async fn initialize(&mut self) -> Option<(String, u64, Open)> {
-        let params = json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "mcp-streamable-probe", "version": env!("CARGO_PKG_VERSION")}});
+        self.initialize_with(json!({})).await
+    }
+
+    /// `initialize` declaring `capabilities`.
+    async fn initialize_with(&mut self, capabilities: Value) -> Option<(String, u64, Open)> {
+        let params = json!({"protocolVersion": VERSION, "capabilities": capabilities, "clientInfo": {"name": "mcp-streamable-probe", "version": env!("CARGO_PKG_VERSION")}});
         let (id, o) = self.request(None, "initialize", params, QUICK).await?;
         Some((o.session.clone()?, id, o))
     }

@@ -11,7 +11,7 @@
 //! so that the call ends.
 
 use super::wire::Open;
-use super::{Probe, Verdict, QUICK, VERSION};
+use super::{Probe, Verdict, QUICK};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -28,17 +28,8 @@ fn server_request(o: &Open) -> Option<Value> {
 }
 
 pub async fn run(p: &mut Probe) {
-    let params = json!({
-        "protocolVersion": VERSION,
-        "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "mcp-streamable-probe", "version": env!("CARGO_PKG_VERSION")}
-    });
-    let Some((_, init)) = p.request(None, "initialize", params, QUICK).await else {
+    let Some((sid, _, _)) = p.initialize_with(json!({"elicitation": {}})).await else {
         p.add("B8", false, B8_WHAT, Verdict::CouldNotTest, p.t.no_answer());
-        return;
-    };
-    let Some(sid) = init.session.clone() else {
-        p.add("B8", false, B8_WHAT, Verdict::CouldNotTest, "no session id");
         return;
     };
     let _ = p
