@@ -194,10 +194,11 @@ fn ctrl_c_ends_a_long_check_as_bounded_with_the_figures_printed() {
         "{stdout}"
     );
     assert!(!stdout.contains("holds"), "never holds: {stdout}");
-    // Every other check of models/large (each model's expected pairs) was
-    // never started.
-    let others = std::fs::read_dir("models/large")
-        .unwrap()
+    // Every other check of models/large (each model's expected pairs, and
+    // each fleet file's designs) was never started.
+    let others = ["models/large", "models/large/fleet"]
+        .into_iter()
+        .flat_map(|dir| std::fs::read_dir(dir).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .map(|p| {

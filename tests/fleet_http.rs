@@ -131,7 +131,8 @@ async fn instance(id: u16, link: StoreLink) -> ServerHandle {
 /// One session over instances `a` and `b`: the handshake split between
 /// them, a message emitted on `b` reaching the GET held on `a`, a call on
 /// `a` whose stream is cut resumed on `b`, an elicitation asked on `a`
-/// answered through `b`, a DELETE on `b` ending it on `a`.
+/// answered through `b`, another's call cancelled through `b`, a DELETE on
+/// `b` ending it on `a`.
 /// Calls the `notify` tool (request `id`) on `at`, which emits a
 /// `list_changed` with no request to answer: it reaches the GET `get`, once.
 /// What `get` showed.
@@ -229,6 +230,38 @@ async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
         "answered once: {done}"
     );
     assert!(done.contains("accept"), "{done}");
+
+    // A call on `a` that asks the client, cancelled through `b`: `b`
+    // serves no such call and forwards the cancellation to the session's
+    // cancellations log, which `a` follows; the call's stream ends there
+    // unanswered, and the client is told its question is withdrawn (on its
+    // GET, held on `b`).
+    let mut cancelled = send(
+        a,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"test_elicitation","arguments":{"message":"m"}}}"#,
+    )
+    .await;
+    assert_eq!(cancelled.status, 200);
+    let text = cancelled.wait_for("elicitation/create").await;
+    let asked = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("the request")["id"]
+        .clone();
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6,"reason":"user"}}"#;
+    assert_eq!(send(b, "POST", &h, cancel).await.status, 202);
+    let done = cancelled.ended().await;
+    assert!(
+        !done.contains(r#""id":6"#),
+        "no answer to a cancelled call: {done}"
+    );
+    let withdrawn = format!(r#""requestId":{asked}"#);
+    let seen = moved.wait_for(&withdrawn).await;
+    assert!(seen.contains("notifications/cancelled"), "{seen}");
 
     // DELETE on `b`; the session is gone on `a` too.
     let r = send(b, "DELETE", &h, "").await;

@@ -4,7 +4,7 @@
 
 use mcp_streamable::fleet::instance::{FleetConfigError, Instance, InstanceConfig, INSTANCES_MAX};
 use mcp_streamable::fleet::store::{MemoryStore, Output};
-use mcp_streamable::fleet::{Conn, InstanceId, StoreOp, StoreReply, CONTROL};
+use mcp_streamable::fleet::{Cancellations, Conn, InstanceId, StoreOp, StoreReply, CONTROL};
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
@@ -1122,6 +1122,60 @@ fn an_answer_posted_before_the_asking_instance_listens_is_not_lost() {
         [(id, true)],
         "claimed once it listens"
     );
+}
+
+/// A cancellation posted to an instance that serves no such call is
+/// published on the fleet's cancellations channel; the instance serving the
+/// call takes it there: the call's stream ends unanswered, the question
+/// asked for it fails to the application, the client is told. Kept where it
+/// landed (`Cancellations::WhereLanded`), the call runs on and its question
+/// waits.
+#[test]
+fn a_cancellation_posted_to_another_instance_reaches_the_call() {
+    for design in [Cancellations::ToTheCall, Cancellations::WhereLanded] {
+        let mut f = Fleet::new(3, 64, |c| c.cancellations = design);
+        for node in &mut f.nodes {
+            assert!(node.join_cancellations());
+            assert!(!node.is_ready(), "until the subscription is in effect");
+        }
+        f.pump();
+        assert!(f.nodes.iter().all(Instance::is_ready));
+        f.handshake(0, 0);
+        let (id, call) = f.call(1);
+        let sid = f.sid();
+        let now = f.now;
+        let s = f.nodes[1].session_mut(&sid).expect("held here");
+        let (asked, _) = s
+            .request("roots/list", None, Cause::Request(RequestId::Num(id)), now)
+            .expect("askable");
+        f.nodes[1].flush(now);
+        f.pump();
+        let cancel = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+        );
+        let h = f.post(2, &cancel);
+        assert_eq!(f.seen[&(2, h)].status, Some(202));
+        let s = f.nodes[1].endpoint().session(&sid).expect("held here");
+        let forwarded = design == Cancellations::ToTheCall;
+        assert_eq!(!s.is_serving(&RequestId::Num(id)), forwarded, "{design:?}");
+        assert_eq!(!s.awaits_answers(), forwarded, "{design:?}");
+        assert_eq!(f.seen[&(1, call)].end.is_some(), forwarded, "{design:?}");
+        assert!(
+            !f.seen[&(1, call)]
+                .messages()
+                .iter()
+                .any(|m| matches!(m, Message::Response { .. })),
+            "never answered"
+        );
+        let failed: Vec<_> = answers_of(&mut f, 1);
+        let want = if forwarded {
+            vec![(asked, false)]
+        } else {
+            vec![]
+        };
+        assert_eq!(failed, want, "{design:?}: the question fails with its call");
+        assert!(answers_of(&mut f, 0).is_empty() && answers_of(&mut f, 2).is_empty());
+    }
 }
 
 /// Time moves to `ms` for every instance in `alive` (the others are dead:

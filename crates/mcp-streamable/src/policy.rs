@@ -211,6 +211,25 @@ pub enum Answers {
     LocalOnly,
 }
 
+/// What an instance of a fleet does with the client's
+/// `notifications/cancelled` for a request it is not serving
+/// (`fleet::instance`, `docs/fleets.md`): the client posts it wherever the
+/// balancer sends it, and the call it names, with the requests its handler
+/// sent the client, may be on another instance.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cancellations {
+    /// Appended to the session's cancellations log, which every instance
+    /// serving requests of the session (or awaiting answers to its own)
+    /// follows: the call stops where it runs, and its questions fail there.
+    #[default]
+    ToTheCall,
+    /// Given to the local copy only, as one process would (and as the SDKs'
+    /// shared event stores leave it): the call runs on elsewhere, and a
+    /// question it asked waits for an answer the client will never send.
+    WhereLanded,
+}
+
 /// How a fleet delivers the application's broadcast (a list changed) to
 /// its sessions (`fleet::broadcast`, `docs/fleets.md`): a session may have
 /// copies on several instances, and its GET or listen may be on any of them.

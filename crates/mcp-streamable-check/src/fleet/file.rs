@@ -9,7 +9,8 @@ use crate::engine::{explore, Explorable, Limits};
 use crate::scenario::{check_script, unknown_property, ClientStep, ScenarioError, Verdict};
 use crate::sim::StoreTiming;
 use mcp_streamable::fleet::{
-    Answers, BroadcastDelivery, Handover, Relay, ResumedGet, SessionRefresh, Unrelated,
+    Answers, BroadcastDelivery, Cancellations, Handover, Relay, ResumedGet, SessionRefresh,
+    Unrelated,
 };
 use mcp_streamable::policy::ServerPolicy;
 use serde::Deserialize;
@@ -125,8 +126,9 @@ pub struct FleetExpectation {
     /// The design: a `Relay` value for relay files (`ordered`,
     /// `replay_then_subscribe`, …), a `SessionRefresh` value for sessions
     /// files (`atomic`, `load_then_store`), a `Relay`, `Handover`, `ResumedGet`,
-    /// `Unrelated` or `Answers` value for world files (`abandon`,
-    /// `follow_log`, `keep_local`, `local_only`, …).
+    /// `Unrelated`, `Answers` or `Cancellations` value for world files
+    /// (`abandon`, `follow_log`, `keep_local`, `local_only`, `where_landed`,
+    /// …).
     pub design: String,
     /// `"holds"` or `{"violates": ["F1", …]}`.
     pub verdict: Verdict,
@@ -285,6 +287,7 @@ impl FleetFile {
                     resumed: d.resumed,
                     unrelated: d.unrelated,
                     answers: d.answers,
+                    cancellations: d.cancellations,
                     broadcast: d.broadcast,
                     instances: w.instances,
                     client: w.client.clone(),
@@ -314,11 +317,13 @@ struct WorldDesign {
     resumed: ResumedGet,
     unrelated: Unrelated,
     answers: Answers,
+    cancellations: Cancellations,
     broadcast: BroadcastDelivery,
 }
 
 /// A world file's design: a [`Relay`], [`Handover`], [`ResumedGet`],
-/// [`Unrelated`], [`Answers`] or [`BroadcastDelivery`] value, or a server
+/// [`Unrelated`], [`Answers`], [`Cancellations`] or [`BroadcastDelivery`]
+/// value, or a server
 /// preset's name (the instances' endpoints under it), every other knob as
 /// FIXED.
 fn world_design(design: &str) -> Option<WorldDesign> {
@@ -341,6 +346,12 @@ fn world_design(design: &str) -> Option<WorldDesign> {
     }
     if let Ok(answers) = serde_json::from_str::<Answers>(&quoted) {
         return Some(WorldDesign { answers, ..fixed });
+    }
+    if let Ok(cancellations) = serde_json::from_str::<Cancellations>(&quoted) {
+        return Some(WorldDesign {
+            cancellations,
+            ..fixed
+        });
     }
     let broadcast = serde_json::from_str::<BroadcastDelivery>(&quoted).ok()?;
     Some(WorldDesign { broadcast, ..fixed })

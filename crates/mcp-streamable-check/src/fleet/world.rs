@@ -34,7 +34,8 @@ use mcp_streamable::client::ClientEra;
 use mcp_streamable::fleet::instance::{Instance, InstanceConfig};
 use mcp_streamable::fleet::store::MemoryStore;
 use mcp_streamable::fleet::{
-    Answers, BroadcastDelivery, Conn, Handover, InstanceId, Relay, ResumedGet, Unrelated,
+    Answers, BroadcastDelivery, Cancellations, Conn, Handover, InstanceId, Relay, ResumedGet,
+    Unrelated,
 };
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::{HttpId, RequestId, SessionId};
@@ -81,6 +82,9 @@ pub struct WorldScenario {
     pub unrelated: Unrelated,
     /// What becomes of an answer posted to an instance that did not ask.
     pub answers: Answers,
+    /// What becomes of a cancellation posted to an instance not serving
+    /// the request it names.
+    pub cancellations: Cancellations,
     /// How a broadcast reaches the fleet's sessions.
     pub broadcast: BroadcastDelivery,
     /// How many instances.
@@ -284,6 +288,7 @@ impl WorldModel {
                     resumed: self.scenario.resumed,
                     unrelated: self.scenario.unrelated,
                     answers: self.scenario.answers,
+                    cancellations: self.scenario.cancellations,
                     broadcast: self.scenario.broadcast,
                     session_ttl_ms: CLIENT_DEADLINE_MS,
                     ..InstanceConfig::default()
@@ -305,6 +310,9 @@ impl WorldModel {
                 if self.broadcasts() {
                     instance.join_broadcasts();
                 }
+                if self.cancels() {
+                    instance.join_cancellations();
+                }
                 instance
             })
             .collect();
@@ -317,6 +325,13 @@ impl WorldModel {
             .app
             .iter()
             .any(|a| matches!(a, AppStep::Broadcast(_)))
+    }
+
+    /// Whether the client's script cancels: the instances listen to the
+    /// fleet's cancellations channel only then (with nothing to cancel,
+    /// its subscription would only multiply the orders explored).
+    fn cancels(&self) -> bool {
+        self.scenario.client.contains(&ClientStep::Cancel)
     }
 
     /// Whether F7 is judged: broadcasts to a session-era client, which

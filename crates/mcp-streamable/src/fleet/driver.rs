@@ -78,6 +78,7 @@ impl<A: App> FleetDriver<A> {
     /// Drives `instance` for `app`.
     pub fn new(mut instance: Instance, app: A) -> Self {
         let _joined = instance.join_broadcasts();
+        let _joined = instance.join_cancellations();
         let broadcasted = Arc::new(Mutex::new(Queued::default()));
         let queue = broadcasted.clone();
         let fanout: Fanout = Arc::new(move |method, params| {

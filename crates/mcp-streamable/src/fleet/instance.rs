@@ -31,6 +31,7 @@
 //! through [`Instance::session_mut`].
 
 use super::broadcast::Broadcasts;
+use super::cancellations;
 use super::follow::{Follower, Phase};
 use super::gate::{SessionGate, Verdict};
 use super::liveness::{completion, Liveness};
@@ -40,8 +41,8 @@ use super::record::{decode_message, encode_message, SessionRecord};
 use super::subscriptions::Subscriptions;
 use super::writer::StreamLogs;
 use super::{
-    Answers, BroadcastDelivery, Entry, Handover, InstanceId, LogKey, Push, Record, Relay,
-    ResumedGet, SessionRefresh, StoreOp, StoreReply, Unrelated,
+    Answers, BroadcastDelivery, Cancellations, Entry, Handover, InstanceId, LogKey, Push, Record,
+    Relay, ResumedGet, SessionRefresh, StoreOp, StoreReply, Unrelated,
 };
 use crate::error::RequestError;
 use crate::head::{Content, Method, RequestHead, ResponseHead};
@@ -107,6 +108,9 @@ pub struct InstanceConfig {
     /// What becomes of an answer posted here to a request another instance
     /// sent ([`Answers::Forward`]: FIXED).
     pub answers: Answers,
+    /// What becomes of the client's cancellation posted here for a request
+    /// this instance is not serving ([`Cancellations::ToTheCall`]: FIXED).
+    pub cancellations: Cancellations,
     /// Broadcasts waiting for the store's word on their deliveries at
     /// once ([`Broadcasts`]); past it the oldest is given up (counted in
     /// [`Instance::broadcasts_dropped`]).
@@ -136,6 +140,7 @@ impl Default for InstanceConfig {
             resumed: ResumedGet::ContinueWhereResumed,
             unrelated: Unrelated::Mailbox,
             answers: Answers::Forward,
+            cancellations: Cancellations::ToTheCall,
             broadcasts_pending_max: 64,
             delivery_claim_ttl_ms: 5 * 60 * 1000,
             broadcast: BroadcastDelivery::Claimed,
@@ -271,6 +276,8 @@ enum Subscriber {
     Control(SessionId),
     /// The fleet's broadcast channel, once the instance has joined.
     Broadcasts,
+    /// The fleet's cancellations channel, once the instance has joined.
+    Cancellations,
 }
 
 /// An `initialize` answered here, withheld until its session's record is
@@ -319,6 +326,9 @@ pub struct Instance {
     liveness: Liveness,
     /// Logs of dead writers being completed here.
     completing: BTreeSet<LogKey>,
+    /// Whether this instance listens to the fleet's cancellations channel
+    /// (and so publishes there the cancellations it does not serve).
+    cancellations_joined: bool,
     /// Relayed GETs gone on as the session's GET here (see [`Continued`]).
     continued: BTreeMap<HttpId, Continued>,
     /// The fleet's broadcasts, made here and elsewhere.
@@ -363,6 +373,7 @@ impl Instance {
             liveness: Liveness::new(config.id, config.beat_ms, config.beat_ttl_ms),
             completing: BTreeSet::new(),
             continued: BTreeMap::new(),
+            cancellations_joined: false,
             broadcasts: Broadcasts::new(
                 config.id,
                 config.broadcasts_pending_max,
@@ -545,6 +556,7 @@ impl Instance {
                     c.handle_reply(reply);
                 }
             }
+
             Some(Waiter::Alive) => {
                 if let StoreReply::Alive { instance, alive } = reply {
                     self.liveness.handle_alive(instance, alive);
@@ -601,6 +613,11 @@ impl Instance {
                     c.handle_push(&push);
                 }
             }
+            Subscriber::Cancellations => {
+                if let Push::Published { entry, .. } = push {
+                    self.take_cancelled(&entry, now);
+                }
+            }
             Subscriber::Broadcasts => {
                 if let Push::Published { entry, .. } = push {
                     if let Some((id, method, params)) = self.broadcasts.handle_published(&entry) {
@@ -652,16 +669,19 @@ impl Instance {
         &mut self.endpoint
     }
 
-    /// Whether the instance takes requests up: it has not joined the
-    /// fleet's broadcasts, or the store has confirmed its subscription to
-    /// them. Until then a request waits (counted against `parked_max`):
-    /// a session whose copy here got a request before the subscription
-    /// took effect would miss a broadcast published meanwhile by another
-    /// instance, which the store never sends to a subscriber that was not
-    /// there yet. (Found by the fleet world with a broadcast step.) A
-    /// shell's readiness probe reports this.
+    /// Whether the instance takes requests up: the store has confirmed its
+    /// subscription to each of the fleet's channels it joined (broadcasts,
+    /// cancellations). Until then a request waits (counted against
+    /// `parked_max`): a session whose copy here got a request before the
+    /// subscription took effect would miss a broadcast, or a cancellation
+    /// of that request, published meanwhile by another instance, which the
+    /// store never sends to a subscriber that was not there yet. (Found by
+    /// the fleet world with a broadcast step.) A shell's readiness probe
+    /// reports this.
     pub fn is_ready(&self) -> bool {
-        !self.broadcasts.is_joined() || self.subscriptions.is_confirmed(&LogKey::broadcasts())
+        let joined = |yes: bool, log: LogKey| !yes || self.subscriptions.is_confirmed(&log);
+        joined(self.broadcasts.is_joined(), LogKey::broadcasts())
+            && joined(self.cancellations_joined, LogKey::cancellations())
     }
 
     /// Takes part in the fleet's broadcasts from now on: subscribes to the
@@ -676,6 +696,26 @@ impl Instance {
         self.broadcasts.join(self.endpoint.fork_entropy());
         self.subscriptions
             .subscribe(Subscriber::Broadcasts, LogKey::broadcasts());
+        while let Some(op) = self.subscriptions.poll_op() {
+            self.ops.push_back(op);
+        }
+        true
+    }
+
+    /// Listens to the fleet's cancellations channel from now on
+    /// ([`super::cancellations`]): a cancellation posted here for a request
+    /// another instance serves is published there, and one published by
+    /// another instance for a request served here is taken here. Requests
+    /// wait until the subscription is in effect ([`Self::is_ready`]), so
+    /// none is served here before a cancellation of it can arrive. Without
+    /// it, a cancellation reaches the copy it is posted to only. Returns
+    /// whether it joined now.
+    pub fn join_cancellations(&mut self) -> bool {
+        if std::mem::replace(&mut self.cancellations_joined, true) {
+            return false;
+        }
+        self.subscriptions
+            .subscribe(Subscriber::Cancellations, LogKey::cancellations());
         while let Some(op) = self.subscriptions.poll_op() {
             self.ops.push_back(op);
         }
@@ -943,6 +983,7 @@ impl Instance {
         }
         if p.req.head.method == Method::Post {
             self.forward_answers(&sid, record.version, &p.req.body);
+            self.forward_cancellations(&sid, record.version, &p.req.body);
         }
         if p.req.head.method == Method::Delete {
             self.gate.delete(http.0, sid);
@@ -1437,6 +1478,45 @@ impl Instance {
             };
             let record = Record::Message(encode_message(MsgKey(0), &message));
             self.append_to(LogKey::answers(sid.clone(), asker), [record]);
+        }
+    }
+
+    /// The cancellations in a POST to `sid` for requests the copy here is
+    /// not serving: published on the fleet's cancellations channel, which
+    /// the instance serving the request listens to. The POST goes on to
+    /// the endpoint as it came (a cancellation of nothing here is ignored
+    /// there).
+    fn forward_cancellations(&mut self, sid: &SessionId, version: ProtocolVersion, body: &[u8]) {
+        if !self.cancellations_joined || self.config.cancellations == Cancellations::WhereLanded {
+            return;
+        }
+        let Ok(parsed) = parse_body(body, version) else {
+            return;
+        };
+        let me = self.config.id;
+        for message in parsed.into_messages() {
+            let Message::Notification { params, .. } = &message else {
+                continue;
+            };
+            let served = crate::server::cancelled_id(params.as_ref())
+                .zip(self.endpoint.session(sid))
+                .is_some_and(|(id, s)| s.is_serving(&id));
+            if let Some(op) = cancellations::publication(me, sid, &message).filter(|_| !served) {
+                self.ops.push_back(op);
+            }
+        }
+    }
+
+    /// A cancellation another instance published: to its session's copy
+    /// here as if posted here, if it concerns that copy.
+    fn take_cancelled(&mut self, entry: &Entry, now: Instant) {
+        let Some((sid, params)) = cancellations::taken(self.config.id, entry) else {
+            return;
+        };
+        if let Some(s) = self.endpoint.session_mut(&sid) {
+            if s.deliver_cancelled(params, now) {
+                self.touched.insert(sid);
+            }
         }
     }
 

@@ -23,6 +23,7 @@
 //! for one process, and the store of the fleet checker.
 
 pub mod broadcast;
+pub mod cancellations;
 pub mod driver;
 pub mod follow;
 pub mod gate;
@@ -37,7 +38,8 @@ pub mod writer;
 
 use crate::ids::{SessionId, StreamId};
 pub use crate::policy::{
-    Answers, BroadcastDelivery, Handover, Relay, ResumedGet, SessionRefresh, Unrelated,
+    Answers, BroadcastDelivery, Cancellations, Handover, Relay, ResumedGet, SessionRefresh,
+    Unrelated,
 };
 use crate::shared::Shared;
 
@@ -78,6 +80,22 @@ impl LogKey {
         LogKey {
             session,
             stream: CONTROL,
+        }
+    }
+}
+
+impl LogKey {
+    /// The fleet's cancellations channel: publications only, never
+    /// appended, each a client's `notifications/cancelled` posted to an
+    /// instance not serving the request it names, for whichever instance
+    /// does ([`cancellations`], [`Cancellations::ToTheCall`]). It names the
+    /// reserved session [`BROADCASTS_SESSION`], which no instance mints.
+    pub fn cancellations() -> Self {
+        LogKey {
+            session: BROADCASTS_SESSION
+                .parse()
+                .expect("a well-formed session id"),
+            stream: CANCELLATIONS,
         }
     }
 }
@@ -138,9 +156,9 @@ impl LogKey {
     }
 }
 
-/// The session id of the fleet's broadcast channel ([`LogKey::broadcasts`]):
-/// not hexadecimal, so never minted, and never stored, so a client naming it
-/// gets the 404 of any unknown session.
+/// The session id of the fleet's channels ([`LogKey::broadcasts`],
+/// [`LogKey::cancellations`]): not hexadecimal, so never minted, and never
+/// stored, so a client naming it gets the 404 of any unknown session.
 pub const BROADCASTS_SESSION: &str = "-";
 
 /// The stream id of a session's mailbox log ([`LogKey::mailbox`]).
@@ -149,6 +167,11 @@ pub const MAILBOX: StreamId = StreamId(0);
 /// The stream id of a session's control channel ([`LogKey::control`]):
 /// instance 1's base, which no instance numbers.
 pub const CONTROL: StreamId = StreamId(crate::server::STREAM_ID_SPAN);
+
+/// The stream id of the fleet's cancellations channel
+/// ([`LogKey::cancellations`]): instance 2's base, which no instance
+/// numbers.
+pub const CANCELLATIONS: StreamId = StreamId(2 * crate::server::STREAM_ID_SPAN);
 
 /// An entry's number in its log: 1 for the first, contiguous, assigned by
 /// the store in append order.

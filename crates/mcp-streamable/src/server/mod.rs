@@ -23,6 +23,7 @@ pub use driver::{AppTimer, ServerDriver};
 pub use endpoint::session_version;
 pub use endpoint::{Dispatched, EndpointConfig, ServerEndpoint};
 pub use request::{body_limit, AllowList, UnreadBody};
+pub(crate) use session::cancelled_id;
 pub use session::{
     key_base, request_id_base, ResponseMode, ServerSession, SessionConfig, SessionTimer,
     ADOPTIONS_SPAN, STREAM_ID_SPAN,

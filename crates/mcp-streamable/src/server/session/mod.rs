@@ -932,6 +932,30 @@ impl ServerSession {
         self.sync_outbound_timer();
     }
 
+    /// The client's `notifications/cancelled`, posted to another instance
+    /// of a fleet and forwarded here (`params` as posted): if the request
+    /// it names is served here, or requests sent for it await answers here,
+    /// as if posted here. The call stops being served, the requests sent
+    /// for it fail, and the application hears the notification
+    /// ([`ServerEvent::Notification`]). Whether it concerned this copy.
+    pub fn deliver_cancelled(&mut self, params: Option<RawJson>, now: Instant) -> bool {
+        let concerns = cancelled_id(params.as_ref())
+            .is_some_and(|id| self.is_serving(&id) || self.outbound.asked_for(&id));
+        if self.phase == Phase::Ended || !concerns {
+            return false;
+        }
+        let notice = Message::notification("notifications/cancelled", params);
+        self.recv_non_request(notice, now);
+        self.sync_outbound_timer();
+        self.update_timers(now);
+        true
+    }
+
+    /// Whether the client's request `id` is being served here.
+    pub fn is_serving(&self, id: &RequestId) -> bool {
+        self.in_flight.contains_key(id)
+    }
+
     /// Whether a standalone GET of this session is attached here: where an
     /// unrelated message goes at once.
     pub fn has_attached_get(&self) -> bool {
@@ -999,11 +1023,7 @@ impl ServerSession {
     }
 
     fn recv_cancel(&mut self, params: Option<&RawJson>, now: Instant) {
-        let Some(params) = params else { return };
-        let Some(raw) = params.to_value().get("requestId").cloned() else {
-            return;
-        };
-        let Ok(id) = serde_json::from_value::<RequestId>(raw) else {
+        let Some(id) = cancelled_id(params) else {
             return;
         };
         if self.initialize_id.as_ref() == Some(&id) {
@@ -1110,6 +1130,12 @@ impl ServerSession {
             self.prime(sid, http, false);
         }
     }
+}
+
+/// The request a `notifications/cancelled` names (its `requestId`).
+pub(crate) fn cancelled_id(params: Option<&RawJson>) -> Option<RequestId> {
+    let raw = params?.to_value().get("requestId").cloned()?;
+    serde_json::from_value(raw).ok()
 }
 
 #[cfg(test)]

@@ -97,6 +97,11 @@ impl Outbound {
 
     /// The client cancelled `call`: the requests sent for it, no longer
     /// awaited, in id order.
+    /// Whether a request sent for client request `call` is awaited.
+    pub(super) fn asked_for(&self, call: &RequestId) -> bool {
+        self.awaited.values().any(|a| a.call.as_ref() == Some(call))
+    }
+
     pub(super) fn give_up_for(&mut self, call: &RequestId) -> Vec<RequestId> {
         let asked: Vec<RequestId> = self
             .awaited
