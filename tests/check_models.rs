@@ -313,3 +313,45 @@ fn a_cancelled_calls_question_ends_in_the_fleet_world_too() {
         );
     }
 }
+
+/// L2, every request ends, fed its breach: a server that writes a call's
+/// response on the standalone GET (`CONFORMANCE_SSE_RETRY`, with a client
+/// that reads it there only after its polling close) and rmcp 0.16's GET
+/// that takes over the common stream leave a call with nothing but its
+/// client's deadline to end it: judged on L2 alone, both are caught; FIXED,
+/// judged on L2 alone, holds on the same models, exhaustively.
+#[test]
+fn every_request_ends_is_judged_and_its_breaches_caught() {
+    let models = Scenario::load_dir(Path::new("models")).expect("models load");
+    let find = |name: &str| {
+        models
+            .iter()
+            .map(|(_, s)| s)
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("model {name}"))
+            .clone()
+    };
+    for (name, server, floor) in [
+        ("response_on_background_get", "CONFORMANCE_SSE_RETRY", 1_000),
+        ("two_eras", "RMCP_0_16", 20_000),
+    ] {
+        let scenario = find(name);
+        let mut e = scenario.expect[0].clone();
+        e.judge = vec!["L2".into()];
+        e.client = "FIXED".into();
+        for server in [server, "FIXED"] {
+            e.server = server.into();
+            let model = CheckModel::for_expectation(&scenario, &e).expect("presets exist");
+            let out = run(&model, 2);
+            let got = out.counterexample.as_ref().map(|c| c.violation.id);
+            println!("{name} {server}: {} states, {got:?}", out.states);
+            if server == "FIXED" {
+                assert_eq!(got, None, "{name}: FIXED breaks L2");
+                assert!(out.exhaustive(), "{name}: bounded, not verified");
+                assert!(out.states >= floor, "{name}: {} states", out.states);
+            } else {
+                assert_eq!(got, Some("L2"), "{name}: {server} is not caught by L2");
+            }
+        }
+    }
+}

@@ -711,7 +711,10 @@ impl CheckModel {
             return Some(v.clone());
         }
         if self.any_enabled(s) {
-            return None;
+            return self.stuck_requests(s);
+        }
+        if let Some(v) = self.stuck_requests(s) {
+            return Some(v);
         }
         if s.world.next_timeout().is_some() || s.world.monitor.retired_deadline() {
             // Cut by the time bound, not quiet: a timer would still fire
@@ -725,6 +728,59 @@ impl CheckModel {
             return Some(v.clone());
         }
         self.unanswered_questions(s)
+    }
+
+    /// L2, every request ends: once nothing can happen but a client's own
+    /// request deadline (no other action is enabled, no timer but those
+    /// deadlines is set, on either side), no client request is without an
+    /// outcome. A deadline ends a request nothing else would: a caller
+    /// without one, or with a long one, waits for ever or for nothing.
+    /// Judged on every run, faults included: a cut stream is resumed or its
+    /// request failed, never left to the deadline.
+    fn stuck_requests(&self, s: &State) -> Option<Violation> {
+        let waiting = || s.world.outcomes.values().any(|done| !done);
+        if !self.judged("L2") || !waiting() || !self.waits_only_on_deadlines(s) {
+            return None;
+        }
+        let stuck: Vec<String> = s
+            .world
+            .outcomes
+            .iter()
+            .filter(|(_, done)| !**done)
+            .map(|((c, id), _)| format!("client {c}'s {id}"))
+            .collect();
+        Some(Violation {
+            id: "L2",
+            step: usize::MAX,
+            http: None,
+            detail: format!(
+                "nothing can happen but the clients' own deadlines, and {} still wait for an outcome",
+                stuck.join(", ")
+            ),
+        })
+    }
+
+    /// Whether only the clients' request deadlines can still move `s`:
+    /// every enabled action is a step of time, the server has no timer,
+    /// and each client's next timer, if any, is a request deadline.
+    fn waits_only_on_deadlines(&self, s: &State) -> bool {
+        let w = &s.world;
+        let timers_quiet = w.server.poll_timeout().is_none()
+            && !w.monitor.retired_deadline()
+            && w.clients.iter().all(|c| {
+                c.poll_timeout().is_none_or(|(_, t)| {
+                    matches!(t, mcp_streamable::client::ClientTimer::Deadline(_))
+                })
+            });
+        timers_quiet
+            && self
+                .each_enabled(s, &mut |a| match a {
+                    Action::Tick | Action::TickClient { .. } | Action::Idle { .. } => {
+                        ControlFlow::Continue(())
+                    }
+                    _ => ControlFlow::Break(()),
+                })
+                .is_continue()
     }
 
     /// L1, every question ends: once nothing more can happen, no live

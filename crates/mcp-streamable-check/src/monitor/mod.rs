@@ -33,9 +33,9 @@ pub use retire::RetiredPart;
 /// Every property id the monitor can report, as `docs/properties.md` lists
 /// them: what a model may name in `invariants`, `judge` and `violates` (a
 /// name not here would judge nothing and make every run "hold").
-pub const PROPERTIES: [&str; 28] = [
+pub const PROPERTIES: [&str; 29] = [
     "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "C1", "C2", "C3",
-    "C4", "C5", "I1", "I2", "L1", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
+    "C4", "C5", "I1", "I2", "L1", "L2", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
 ];
 pub use mcp_streamable::observe::{body_messages, Observation};
 use std::collections::{BTreeMap, BTreeSet};
