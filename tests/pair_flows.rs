@@ -249,6 +249,47 @@ fn not_found_means_session_lost_then_initialize_again() {
     clean(&mut p);
 }
 
+/// A call in flight when the server ends the session: the client learns it
+/// from a `404` and, under FIXED, fails the call with `SessionLost`. Under
+/// rmcp 1.7's `SessionLoss::OrphanInFlight` it aborts the call's stream and
+/// leaves the call pending with no timer left to end it (rmcp #912).
+#[test]
+fn a_call_in_flight_when_the_session_is_lost_fails_unless_orphaned() {
+    for (client, orphaned) in [(ClientPolicy::FIXED, false), (ClientPolicy::RMCP_1_7, true)] {
+        let mut p = manual(|c| c.client_policy = client);
+        let id = p.call("in flight");
+        p.drive();
+        assert!(p.result_of(&id).is_none(), "not answered yet");
+        let sid = p.server_session().unwrap();
+        p.server.session_mut(&sid).unwrap().close(p.now);
+        p.pump();
+        p.drive();
+        // The streams ended: the client resumes or reconnects after the
+        // announced `retry`, and the server answers 404.
+        p.advance(1_000);
+        p.drive();
+        assert!(p
+            .client_events
+            .iter()
+            .any(|e| matches!(e, ClientEvent::SessionLost)));
+        let failed = matches!(
+            p.result_of(&id),
+            Some(ClientEvent::Failed {
+                error: ClientError::SessionLost,
+                ..
+            })
+        );
+        assert_eq!(failed, !orphaned, "{client:?}");
+        assert_eq!(p.result_of(&id).is_none(), orphaned, "{client:?}");
+        if orphaned {
+            assert!(
+                p.client().poll_timeout().is_none(),
+                "no deadline left to end it"
+            );
+        }
+    }
+}
+
 #[test]
 fn delete_on_close() {
     let mut p = ready();

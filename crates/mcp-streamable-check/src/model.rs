@@ -293,9 +293,10 @@ impl CheckModel {
                 !s.notices.is_empty() || w.server_session().is_some()
             }
             ServerStep::HookNotify => !Self::registered_sessions(w).is_empty(),
-            ServerStep::Progress | ServerStep::AskClient | ServerStep::CloseConnection => {
-                script::oldest_call(w).is_some()
-            }
+            ServerStep::Progress
+            | ServerStep::AskClient
+            | ServerStep::CloseConnection
+            | ServerStep::EndSession => script::oldest_call(w).is_some(),
             ServerStep::Broadcast => true,
         }
     }
@@ -543,6 +544,10 @@ impl CheckModel {
                     ServerStep::CloseConnection => {
                         let (sid, id) = call?;
                         w.server_close_connection_in(&sid, &id);
+                    }
+                    ServerStep::EndSession => {
+                        let (sid, id) = call?;
+                        w.server_end_session_in(&sid, &id);
                     }
                     ServerStep::Broadcast => {
                         w.server_broadcast(LIST_CHANGED);

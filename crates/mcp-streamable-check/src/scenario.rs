@@ -47,6 +47,10 @@ pub enum ServerStep {
     AskClient,
     /// Close the connection of the oldest pending `tools/call` for polling.
     CloseConnection,
+    /// End the session of the oldest pending `tools/call` on the server's
+    /// side (expired, restarted, deleted elsewhere): its streams end and
+    /// the session is answered `404` from then on.
+    EndSession,
     /// The tool list changed, for everyone: `ServerEndpoint::broadcast` of
     /// `notifications/tools/list_changed` (session-era sessions and listens
     /// alike). Enabled at any time.

@@ -808,6 +808,25 @@ pub enum Relisten {
     Unnoticed,
 }
 
+/// What the client does with its requests in flight when it learns its
+/// session is gone (a `404` to a request naming it, R25).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionLoss {
+    /// Each fails to its caller at once (`ClientError::SessionLost`), and
+    /// the application hears the session is gone.
+    #[default]
+    FailPending,
+    /// Every stream is aborted, the one that would carry an in-flight
+    /// request's response included, and the requests are left pending,
+    /// their deadlines with them: each caller waits for ever (L2). rmcp
+    /// 1.2.0 to 2.1.x, whose transparent re-initialization after a `404`
+    /// ran `streams.abort_all()` and never completed the responders (rmcp
+    /// #912, fixed by PR #914 in 2.2.0). The re-initialization itself is not
+    /// modelled: the orphaned requests hang either way.
+    OrphanInFlight,
+}
+
 /// All client knobs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
@@ -826,6 +845,8 @@ pub struct ClientPolicy {
     pub background_get: BackgroundGet,
     /// See [`Relisten`].
     pub relisten: Relisten,
+    /// See [`SessionLoss`].
+    pub session_loss: SessionLoss,
 }
 
 impl ClientPolicy {
@@ -839,6 +860,7 @@ impl ClientPolicy {
         reconnect_streams: ReconnectStreams::Unfinished,
         background_get: BackgroundGet::On,
         relisten: Relisten::AndRelist,
+        session_loss: SessionLoss::FailPending,
     };
 
     /// Whether this policy has scheduling points the driver must choose.
@@ -883,6 +905,15 @@ impl ClientPolicy {
         relisten: Relisten::Unnoticed,
         ..ClientPolicy::FIXED
     };
+
+    /// rmcp 1.7.0's client (rust-sdk issue #912; re-initialization after a
+    /// `404` since PR #743, 1.2.0, fixed by PR #914 in 2.2.0): the session
+    /// lost, every stream is aborted and the requests in flight are never
+    /// completed ([`SessionLoss::OrphanInFlight`]).
+    pub const RMCP_1_7: ClientPolicy = ClientPolicy {
+        session_loss: SessionLoss::OrphanInFlight,
+        ..ClientPolicy::FIXED
+    };
 }
 
 /// A named client preset.
@@ -922,6 +953,10 @@ impl ClientPolicy {
             NamedClientPolicy {
                 name: "GO_SDK_1_7",
                 policy: ClientPolicy::GO_SDK_1_7,
+            },
+            NamedClientPolicy {
+                name: "RMCP_1_7",
+                policy: ClientPolicy::RMCP_1_7,
             },
         ]
     }

@@ -680,6 +680,20 @@ impl<S: Servers> World<S> {
         self.pump();
     }
 
+    /// The server ends session `sid` (where request `id` of it is held) on
+    /// its own (expired, restarted, deleted by another instance): its
+    /// streams end, and a request naming it is answered `404` from then on.
+    /// What its application still had to answer is moot.
+    pub fn server_end_session_in(&mut self, sid: &SessionId, id: &RequestId) {
+        let now = self.now;
+        let at = self.server.holder(sid, id);
+        if let Some(s) = self.server.session_mut(at, sid) {
+            s.close(now);
+        }
+        self.server_pending.retain(|(s, _, _)| s != sid);
+        self.pump();
+    }
+
     /// Fires a client's scheduling point on exchange `ch`
     /// ([`SchedulingPoint::ForegroundStep`], its only kind).
     pub fn fire_client(&mut self, ch: HttpId) -> bool {

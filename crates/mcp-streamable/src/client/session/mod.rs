@@ -26,7 +26,7 @@ use crate::ids::{HttpId, RequestId, SessionId};
 use crate::jsonrpc::{self, ErrorObject, Message, RawJson};
 use crate::policy::{
     BackgroundGet, ClientPolicy, CompletionGate, ForegroundAfterCompletion, ReconnectStreams,
-    SessionCommit,
+    SessionCommit, SessionLoss,
 };
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::sse::SseItem;
@@ -923,11 +923,30 @@ impl ClientSession {
         if !matches!(self.phase, Phase::Ready | Phase::Initializing) {
             return;
         }
-        self.abort_everything(ClientError::SessionLost, now);
+        match self.policy.session_loss {
+            SessionLoss::FailPending => self.abort_everything(ClientError::SessionLost, now),
+            SessionLoss::OrphanInFlight => self.drop_streams(),
+        }
         self.session_id = None;
         self.version = None;
         self.phase = Phase::Lost;
         self.events.push_back(ClientEvent::SessionLost);
+    }
+
+    /// Every exchange aborted and every timer stopped: under
+    /// [`SessionLoss::OrphanInFlight`] the whole of losing the session, the
+    /// requests in flight left pending with nothing that could ever
+    /// complete them.
+    fn drop_streams(&mut self) {
+        let all: Vec<HttpId> = self.exchanges.keys().copied().collect();
+        for http in all {
+            self.abort(http);
+        }
+        self.readers.clear();
+        self.listens.clear();
+        self.background = Background::default();
+        self.staged = None;
+        self.timers = Timers::default();
     }
 
     fn abort_everything(&mut self, error: ClientError, now: Instant) {
@@ -941,15 +960,7 @@ impl ClientSession {
             }
         }
         self.fail_awaiting(&error);
-        let all: Vec<HttpId> = self.exchanges.keys().copied().collect();
-        for http in all {
-            self.abort(http);
-        }
-        self.readers.clear();
-        self.listens.clear();
-        self.background = Background::default();
-        self.staged = None;
-        self.timers = Timers::default();
+        self.drop_streams();
     }
 }
 
