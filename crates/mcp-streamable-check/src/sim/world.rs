@@ -1253,8 +1253,12 @@ impl<S: Servers> ClientSinks<'_, S> {
             }
             ClientOutput::Event(e) => {
                 match &e {
+                    // A probe that fell back has its outcome: the core
+                    // decided the era on its answer and sent the request
+                    // that follows, whose own outcome is the caller's.
                     ClientEvent::Response { id, .. }
                     | ClientEvent::Failed { id, .. }
+                    | ClientEvent::FellBack { id, .. }
                     | ClientEvent::Initialized { id, .. } => {
                         self.outcomes.insert((c, id.clone()), true);
                     }
