@@ -765,7 +765,16 @@ impl<S: Servers> World<S> {
                 let config = sinks.config;
                 any |= client.drain_observed(c, observe, |client, out, observe| {
                     auto_respond(client, &out, config, client_now);
+                    let fell_back =
+                        matches!(&out, ClientOutput::Event(ClientEvent::FellBack { .. }));
                     sinks.take(c, out, observe);
+                    if fell_back {
+                        // The request that follows the probe, sent by the
+                        // core itself: its outcome is owed too (L2).
+                        for id in client.pending() {
+                            sinks.outcomes.entry((c, id)).or_insert(false);
+                        }
+                    }
                 });
             }
             any
@@ -1255,7 +1264,7 @@ impl<S: Servers> ClientSinks<'_, S> {
                 match &e {
                     // A probe that fell back has its outcome: the core
                     // decided the era on its answer and sent the request
-                    // that follows, whose own outcome is the caller's.
+                    // that follows, whose own outcome is owed in its turn.
                     ClientEvent::Response { id, .. }
                     | ClientEvent::Failed { id, .. }
                     | ClientEvent::FellBack { id, .. }
