@@ -204,22 +204,7 @@ async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
 
     // A call on `a` that asks the client (elicitation); the client posts
     // its answer to `b`, which forwards it to `a`, where the call goes on.
-    let mut asking = send(
-        a,
-        "POST",
-        &h,
-        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test_elicitation","arguments":{"message":"m"}}}"#,
-    )
-    .await;
-    assert_eq!(asking.status, 200);
-    let text = asking.wait_for("elicitation/create").await;
-    let asked = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
-        .find(|m| m["method"] == "elicitation/create")
-        .expect("the request")["id"]
-        .clone();
+    let (mut asking, asked) = call_that_asks(a, &h, 4).await;
     let answer = serde_json::json!({"jsonrpc": "2.0", "id": asked, "result": {"action": "accept", "content": {"name": "n"}}});
     let r = send(b, "POST", &h, &answer.to_string()).await;
     assert_eq!(r.status, 202);
@@ -232,26 +217,11 @@ async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
     assert!(done.contains("accept"), "{done}");
 
     // A call on `a` that asks the client, cancelled through `b`: `b`
-    // serves no such call and forwards the cancellation to the session's
-    // cancellations log, which `a` follows; the call's stream ends there
-    // unanswered, and the client is told its question is withdrawn (on its
-    // GET, held on `b`).
-    let mut cancelled = send(
-        a,
-        "POST",
-        &h,
-        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"test_elicitation","arguments":{"message":"m"}}}"#,
-    )
-    .await;
-    assert_eq!(cancelled.status, 200);
-    let text = cancelled.wait_for("elicitation/create").await;
-    let asked = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
-        .find(|m| m["method"] == "elicitation/create")
-        .expect("the request")["id"]
-        .clone();
+    // serves no such call and publishes the cancellation on the fleet's
+    // cancellations channel, which `a` listens to; the call's stream ends
+    // there unanswered, and the client is told its question is withdrawn
+    // (on its GET, held on `b`).
+    let (mut cancelled, asked) = call_that_asks(a, &h, 6).await;
     let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6,"reason":"user"}}"#;
     assert_eq!(send(b, "POST", &h, cancel).await.status, 202);
     let done = cancelled.ended().await;
@@ -268,6 +238,30 @@ async fn one_session_over_two_instances(a: SocketAddr, b: SocketAddr) {
     assert_eq!(r.status, 200);
     let r = send(a, "POST", &h, r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#).await;
     assert_eq!(r.status, 404, "{}", r.text());
+}
+
+/// A `tools/call` (request `id`) of the `test_elicitation` tool posted to
+/// `at`: its stream, once it carries the `elicitation/create`, and that
+/// request's id.
+async fn call_that_asks(
+    at: SocketAddr,
+    headers: &[(&str, &str)],
+    id: u32,
+) -> (Open, serde_json::Value) {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_elicitation","arguments":{{"message":"m"}}}}}}"#
+    );
+    let call = send(at, "POST", headers, &body).await;
+    assert_eq!(call.status, 200);
+    let text = call.wait_for("elicitation/create").await;
+    let asked = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("the request")["id"]
+        .clone();
+    (call, asked)
 }
 
 /// A session-era session: `initialize` on `init_at`,

@@ -743,16 +743,14 @@ impl CheckModel {
     /// Judged on every run, faults included: a cut stream is resumed or its
     /// request failed, never left to the deadline.
     fn stuck_requests(&self, s: &State) -> Option<Violation> {
-        let waiting = || s.world.outcomes.values().any(|done| !done);
-        if !self.judged("L2") || !waiting() || !self.waits_only_on_deadlines(s) {
+        let waiting = s.world.waiting_requests().next().is_some();
+        if !self.judged("L2") || !waiting || !self.waits_only_on_deadlines(s) {
             return None;
         }
         let stuck: Vec<String> = s
             .world
-            .outcomes
-            .iter()
-            .filter(|(_, done)| !**done)
-            .map(|((c, id), _)| format!("client {c}'s {id}"))
+            .waiting_requests()
+            .map(|(c, id)| format!("client {c}'s {id}"))
             .collect();
         Some(Violation {
             id: "L2",

@@ -219,9 +219,9 @@ pub enum Answers {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cancellations {
-    /// Appended to the session's cancellations log, which every instance
-    /// serving requests of the session (or awaiting answers to its own)
-    /// follows: the call stops where it runs, and its questions fail there.
+    /// Published on the fleet's cancellations channel, which every instance
+    /// listens to from before it serves: the instance running the call
+    /// takes it, the call stops there, and its questions fail.
     #[default]
     ToTheCall,
     /// Given to the local copy only, as one process would (and as the SDKs'

@@ -607,10 +607,8 @@ impl Explorable for WorldModel {
         }
         let stuck: Vec<RequestId> = s
             .world
-            .outcomes
-            .iter()
-            .filter(|(_, done)| !**done)
-            .map(|((_, id), _)| id.clone())
+            .waiting_requests()
+            .map(|(_, id)| id.clone())
             .collect();
         if !stuck.is_empty() {
             return Some(WorldViolation::Stuck { requests: stuck });

@@ -354,6 +354,16 @@ impl<S: Servers> World<S> {
         Some(id)
     }
 
+    /// The requests sent by the clients that have no outcome yet, by
+    /// client, in order: what L2 and the fleet's F5 judge once nothing
+    /// more can happen.
+    pub fn waiting_requests(&self) -> impl Iterator<Item = &(usize, RequestId)> {
+        self.outcomes
+            .iter()
+            .filter(|(_, done)| !**done)
+            .map(|(key, _)| key)
+    }
+
     /// Client 0 sends a `tools/call` with a progress token.
     pub fn call(&mut self, tool: &str) -> RequestId {
         self.call_on(0, tool).expect("ready")
