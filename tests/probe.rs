@@ -57,8 +57,8 @@ fn fixed_holds_every_rule_it_can_test() {
     assert_eq!(code, Some(0), "{text}");
     assert!(violated.is_empty(), "{violated:?}\n{text}");
     for rule in [
-        "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B1", "R18", "B4", "B2",
-        "B3", "B8", // The 2026-07-28 era, on the same endpoint.
+        "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B9", "B1", "R18", "B4",
+        "B2", "B3", "B8", // The 2026-07-28 era, on the same endpoint.
         "D1", "H1", "H2", "H3", "V1", "U1", "G1", "M1", "M2", "M3", "J1",
     ] {
         assert!(held.contains(rule), "{rule} not shown to hold\n{text}");
@@ -147,6 +147,16 @@ fn mcp_go_before_933_asks_on_the_standalone_get() {
         "only the question's stream differs from FIXED\n{text}"
     );
     assert!(text.contains("the request on the standalone GET"), "{text}");
+}
+
+#[test]
+fn python_pr2934_closes_a_stream_before_any_event_id() {
+    // `test_reconnection` closes its stream in the handler, before the
+    // lazily started writer has put the priming event on the wire.
+    let s = serve("PYTHON_PR2934", &[]);
+    let (_, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert!(violated.contains("B9"), "{violated:?}\n{text}");
+    assert!(text.contains("last event id None"), "{text}");
 }
 
 #[test]

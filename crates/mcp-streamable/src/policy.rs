@@ -368,6 +368,31 @@ pub enum StandaloneResume {
     LostKey,
 }
 
+/// When a POST's event stream starts going out: its priming event (the id
+/// a client resumes from) and what is written for its requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestWriter {
+    /// With its head: the priming event goes out at once, and every message
+    /// as it is written. A stream closed for polling has always given the
+    /// client an id to resume from.
+    #[default]
+    WithHead,
+    /// A writer task of its own that starts later (a scheduling point,
+    /// [`SchedulingPoint::StartWriter`](crate::preset::SchedulingPoint::StartWriter)):
+    /// until it runs, the priming event and the messages are stored (they
+    /// have ids) but none is on the wire, and a close for polling in that
+    /// window discards the writer: the client gets a stream with no event,
+    /// has nothing to resume from, and its request never completes.
+    /// python-sdk PR #2934 (2.0 line, June 2026; its review finding stayed
+    /// open): the per-request stream was buffered (16 messages) and the
+    /// priming event put on the wire only by the lazily started
+    /// `_run_sse_writer`, so a tool that called `ctx.close_sse_stream()`
+    /// before the writer ran left an SSE response with zero events, and
+    /// `call_tool()` hung.
+    Lazy,
+}
+
 /// Whose requests a session serves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -436,6 +461,8 @@ pub struct ServerPolicy {
     pub standalone_resume: StandaloneResume,
     /// See [`RelatedRequests`].
     pub related_requests: RelatedRequests,
+    /// See [`RequestWriter`].
+    pub request_writer: RequestWriter,
 }
 
 impl ServerPolicy {
@@ -455,6 +482,7 @@ impl ServerPolicy {
         session_binding: SessionBinding::Principal,
         standalone_resume: StandaloneResume::Replay,
         related_requests: RelatedRequests::OnItsRequestStream,
+        request_writer: RequestWriter::WithHead,
     };
 
     /// Whether this policy has scheduling points the driver must choose
@@ -463,6 +491,7 @@ impl ServerPolicy {
         matches!(self.session_queue, SessionQueue::SharedCompeting { .. })
             || self.listen_ack != ListenAck::WithRegistration
             || self.get_registration != GetRegistration::WithHead
+            || self.request_writer != RequestWriter::WithHead
     }
 }
 
@@ -580,6 +609,16 @@ impl ServerPolicy {
         ..ServerPolicy::FIXED
     };
 
+    /// python-sdk with PR #2934 (the `mcp` 2.0 line, June 2026): a POST's
+    /// event stream, priming event included, goes out only once its lazily
+    /// started writer runs, and a close for polling before then leaves the
+    /// client a stream with no event id ([`RequestWriter::Lazy`]). Only
+    /// that writer is modelled; the rest is FIXED.
+    pub const PYTHON_PR2934: ServerPolicy = ServerPolicy {
+        request_writer: RequestWriter::Lazy,
+        ..ServerPolicy::FIXED
+    };
+
     /// The conformance suite's `sse-retry` mock (@modelcontextprotocol/conformance
     /// 0.1.13, `src/scenarios/client/sse-retry.ts`, a1b8aaae): a pending tool
     /// response goes on whatever GET arrives, `Last-Event-ID` ignored. Race C's
@@ -651,6 +690,10 @@ impl ServerPolicy {
             NamedServerPolicy {
                 name: "MCP_GO_BEFORE_933",
                 policy: ServerPolicy::MCP_GO_BEFORE_933,
+            },
+            NamedServerPolicy {
+                name: "PYTHON_PR2934",
+                policy: ServerPolicy::PYTHON_PR2934,
             },
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",

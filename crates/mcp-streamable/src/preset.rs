@@ -51,6 +51,10 @@ pub enum SchedulingPoint {
     /// starts taking unrelated messages
     /// ([`GetRegistration::AfterHead`](crate::policy::GetRegistration::AfterHead)).
     RegisterGet,
+    /// The writer task of POST `http`'s event stream starts: the priming
+    /// event and what was written for its requests go out
+    /// ([`RequestWriter::Lazy`](crate::policy::RequestWriter::Lazy)).
+    StartWriter,
     /// A client's `initialize` foreground finishes its post-processing and
     /// commits the session
     /// ([`SessionCommit::AfterForegroundStep`](crate::policy::SessionCommit::AfterForegroundStep)).

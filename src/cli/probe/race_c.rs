@@ -7,7 +7,10 @@
 //! - R36 (SHOULD): a POST SSE stream starts with a priming event;
 //! - R38 (SHOULD): a stream closed before its response announces `retry`;
 //! - R37 (SHOULD): after such a close, a GET with `Last-Event-ID` gets the
-//!   response.
+//!   response;
+//! - B9: such a close comes after an event id reached the client (its
+//!   priming event, or a message with an id): without one the client has
+//!   nothing to resume from, and its call waits for ever.
 //!
 //! The polling rules need a tool that closes its stream: `--poll-tool`, or
 //! `test_reconnection` if listed (the conformance suite's).
@@ -35,6 +38,7 @@ const R13_WHAT: &str = "a GET gets an SSE stream or 405";
 const R36_WHAT: &str = "a POST SSE stream starts with a priming event";
 const R37_WHAT: &str = "after a polling close, GET + Last-Event-ID gets the response";
 const R38_WHAT: &str = "a stream closed before its response announces retry";
+const B9_WHAT: &str = "a stream closed before its response gave an event id first";
 
 /// What the polling call showed about race C.
 #[derive(Default)]
@@ -85,6 +89,7 @@ pub async fn run(p: &mut Probe) {
         None => {
             let why = "no tool closes its stream (--poll-tool)";
             p.add("R38", false, R38_WHAT, Verdict::CouldNotTest, why);
+            p.add("B9", false, B9_WHAT, Verdict::CouldNotTest, why);
             p.add("R37", false, R37_WHAT, Verdict::CouldNotTest, why);
             (LateGets::default(), notify_answer)
         }
@@ -135,13 +140,9 @@ async fn polling(p: &mut Probe, sid: &str, tool: &str) -> Option<(LateGets, Open
         .request(Some(sid), "tools/call", call, Duration::from_secs(3))
         .await
     else {
-        p.add(
-            "R37",
-            false,
-            R37_WHAT,
-            Verdict::CouldNotTest,
-            p.t.no_answer(),
-        );
+        let why = p.t.no_answer();
+        p.add("B9", false, B9_WHAT, Verdict::CouldNotTest, why.clone());
+        p.add("R37", false, R37_WHAT, Verdict::CouldNotTest, why);
         return None;
     };
     if !o.ended || o.messages().iter().any(|m| is_response_to(m, id)) {
@@ -150,6 +151,7 @@ async fn polling(p: &mut Probe, sid: &str, tool: &str) -> Option<(LateGets, Open
             o.summary()
         );
         p.add("R38", false, R38_WHAT, Verdict::NotApplicable, why.clone());
+        p.add("B9", false, B9_WHAT, Verdict::NotApplicable, why.clone());
         p.add("R37", false, R37_WHAT, Verdict::NotApplicable, why);
         return Some((LateGets::default(), o));
     }
@@ -160,6 +162,14 @@ async fn polling(p: &mut Probe, sid: &str, tool: &str) -> Option<(LateGets, Open
         R38_WHAT,
         Verdict::of(!o.retries.is_empty()),
         retry,
+    );
+    let cursor = format!("{tool}: {}, last event id {:?}", o.summary(), o.last_id());
+    p.add(
+        "B9",
+        false,
+        B9_WHAT,
+        Verdict::of(o.last_id().is_some()),
+        cursor,
     );
 
     // The late background GET of race C: plain, while the answer is pending;

@@ -7,7 +7,7 @@
 //! judges our cores, the presets of real SDKs, and (later) black-box peers.
 //!
 //! Properties (see `docs/properties.md`): A1–A5 (stale notifications),
-//! B1–B8 (competing GET streams, resumption, what a GET carries), C1 (responses on foreign streams), C2–C5
+//! B1–B9 (competing GET streams, resumption, what a GET carries), C1 (responses on foreign streams), C2–C5
 //! (per client, `monitor::client`), I1 (isolation between sessions), and the spec
 //! rules R13, R21 and R32 that a server's output shows.
 
@@ -33,9 +33,9 @@ pub use retire::RetiredPart;
 /// Every property id the monitor can report, as `docs/properties.md` lists
 /// them: what a model may name in `invariants`, `judge` and `violates` (a
 /// name not here would judge nothing and make every run "hold").
-pub const PROPERTIES: [&str; 29] = [
-    "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "C1", "C2", "C3",
-    "C4", "C5", "I1", "I2", "L1", "L2", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
+pub const PROPERTIES: [&str; 30] = [
+    "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "C1", "C2",
+    "C3", "C4", "C5", "I1", "I2", "L1", "L2", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
 ];
 pub use mcp_streamable::observe::{body_messages, Observation};
 use std::collections::{BTreeMap, BTreeSet};
@@ -1313,6 +1313,30 @@ impl Monitor {
         }
         if ex.status.is_none() {
             self.flag("A4", Some(http), "response ended without a head".into());
+        }
+        if reason == EndReason::Polling {
+            self.check_polling_close(http, ex);
+        }
+    }
+
+    /// B9: a request's stream closed for polling (the server ends the
+    /// connection, the stream goes on) has given the client an event id,
+    /// on this connection or an earlier one of the stream: a client
+    /// resumes only from an id, so a stream closed before any leaves its
+    /// request waiting for a response that can no longer reach it.
+    fn check_polling_close(&mut self, http: HttpId, ex: &Exchange) {
+        let Some(l) = self.lineages.get(&ex.lineage) else {
+            return;
+        };
+        let open = l.requests.iter().any(|r| !l.answered.contains(r));
+        if open && l.ids.is_empty() && !ex.closed {
+            self.flag(
+                "B9",
+                Some(http),
+                "a request's stream closed for polling before any event id reached the client: \
+                 nothing to resume from"
+                    .into(),
+            );
         }
     }
 }

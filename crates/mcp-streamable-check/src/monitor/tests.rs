@@ -971,3 +971,37 @@ fn i2_flags_a_session_lost_to_another_principals_delete() {
     obs.push(head_of(4, 404, None));
     assert!(i2(&fed(&obs)).is_empty());
 }
+
+#[test]
+fn a_request_stream_closed_for_polling_before_any_event_id_is_b9() {
+    // POST 1 carries request 1 on an SSE stream the server closes for
+    // polling. Without an id on the wire first the client cannot resume:
+    // B9. After a priming event, after a message with an id, or once the
+    // request is answered: not.
+    const ANSWER: &str = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+    for (before, b9) in [
+        (None, true),
+        (Some("priming"), false),
+        (Some("progress"), false),
+        (Some("unnumbered progress"), true),
+        (Some("answer"), false),
+    ] {
+        let mut m = issued(None);
+        m.observe(&post(1));
+        m.observe(&head(1, 200, Content::Sse));
+        match before {
+            Some("priming") => m.observe(&priming(1, "p1")),
+            Some("progress") => m.observe(&event(1, Some("p1"), 1, Some(1), PROGRESS)),
+            Some("unnumbered progress") => m.observe(&event(1, None, 1, Some(1), PROGRESS)),
+            Some("answer") => m.observe(&event(1, None, 1, Some(1), ANSWER)),
+            _ => {}
+        }
+        m.observe(&end(1, EndReason::Polling));
+        assert_eq!(
+            ids(&m).contains(&"B9"),
+            b9,
+            "{before:?} first: {:?}",
+            m.violations()
+        );
+    }
+}

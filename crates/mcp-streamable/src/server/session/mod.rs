@@ -823,7 +823,10 @@ impl ServerSession {
             return Err(UsageError::RequestNotActive(id.clone()));
         };
         let primed = s.next_seq > 1 && s.format == Format::Sse;
-        if let (Some(http), true) = (s.attached, primed) {
+        let attached = s.attached;
+        if let Some(http) = self.discard_writer(stream) {
+            self.end(http, EndReason::Polling);
+        } else if let (Some(http), true) = (attached, primed) {
             self.end(http, EndReason::Polling);
             self.detach(stream, http);
         }
@@ -1127,7 +1130,9 @@ impl ServerSession {
             || (self.config.response_mode == ResponseMode::Sse && !self.competing());
         if commit_sse_now {
             self.commit_sse(sid, http);
-            self.prime(sid, http, false);
+            if !self.open_unstarted(http, sid) {
+                self.prime(sid, http, false);
+            }
         }
     }
 }

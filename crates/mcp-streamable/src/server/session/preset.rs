@@ -21,7 +21,10 @@
 //! ([`StandaloneResume::LostKey`]) answers a resumption of the standalone
 //! stream with a stream that carries nothing. mcp-go before PR #933
 //! ([`RelatedRequests::OnStandaloneGet`]) sends a call's requests to the
-//! client on the standalone GET.
+//! client on the standalone GET. python-sdk with PR #2934
+//! ([`RequestWriter::Lazy`]) puts a POST's event stream on the wire only
+//! once its writer task starts ([`SchedulingPoint::StartWriter`]); a close
+//! for polling before then leaves the client a stream without an event.
 //!
 //! [`SessionQueue::SharedCompeting`]: crate::policy::SessionQueue::SharedCompeting
 //! [`DetachedResponse::NextGet`]: crate::policy::DetachedResponse::NextGet
@@ -30,13 +33,14 @@
 //! [`StandaloneAttach::ShadowCommon`]: crate::policy::StandaloneAttach::ShadowCommon
 //! [`StandaloneResume::LostKey`]: crate::policy::StandaloneResume::LostKey
 //! [`RelatedRequests::OnStandaloneGet`]: crate::policy::RelatedRequests::OnStandaloneGet
+//! [`RequestWriter::Lazy`]: crate::policy::RequestWriter::Lazy
 
 use super::{Exchange, ResponseMode, Role, ServerSession};
 use crate::error::RequestError;
 use crate::ids::{EventId, HttpId, MsgKey, StreamId};
 use crate::policy::{
-    DetachedResponse, GetRegistration, JsonAnswer, RelatedRequests, ServerPolicy, SessionQueue,
-    StandaloneAttach, StandaloneResume,
+    DetachedResponse, GetRegistration, JsonAnswer, RelatedRequests, RequestWriter, ServerPolicy,
+    SessionQueue, StandaloneAttach, StandaloneResume,
 };
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::server::event_ids::{EventIdCodec, Priming, COMMON};
@@ -73,6 +77,10 @@ pub(super) struct PresetState {
     /// Standalone GETs whose `200` went out and whose stream is not wired
     /// to the session yet ([`GetRegistration::AfterHead`]), with the stream.
     unwired: BTreeMap<HttpId, StreamId>,
+    /// POSTs whose event stream's writer has not started
+    /// ([`RequestWriter::Lazy`]): the stream, and its priming event, minted
+    /// (it has its id in the stream) but not on the wire.
+    unstarted: BTreeMap<HttpId, (StreamId, Option<TransmitKind>)>,
 }
 
 impl PresetState {
@@ -86,7 +94,8 @@ impl PresetState {
         let competing = capacity.is_some();
         let next_get = policy.detached_response == DetachedResponse::NextGet;
         let late_wiring = policy.get_registration == GetRegistration::AfterHead;
-        (competing || next_get || late_wiring).then(|| {
+        let lazy_writer = policy.request_writer == RequestWriter::Lazy;
+        (competing || next_get || late_wiring || lazy_writer).then(|| {
             Box::new(PresetState {
                 competing,
                 capacity: capacity.unwrap_or(0),
@@ -190,7 +199,74 @@ impl ServerSession {
             p.listeners.remove(&http);
             p.handlers.remove(&http);
             p.unwired.remove(&http);
+            p.unstarted.remove(&http);
         }
+    }
+
+    /// A POST's event stream `sid` under [`RequestWriter::Lazy`], its head
+    /// out: its priming event is minted and kept, the stream left without a
+    /// connection (what is written for it is stored, not sent) until
+    /// [`SchedulingPoint::StartWriter`]. Whether the preset took it.
+    pub(super) fn open_unstarted(&mut self, http: HttpId, sid: StreamId) -> bool {
+        if self.policy.request_writer != RequestWriter::Lazy {
+            return false;
+        }
+        let priming = self.priming_event(sid, false);
+        if let Some(s) = self.streams.get_mut(&sid) {
+            s.attached = None;
+        }
+        if let Some(p) = self.preset.as_mut() {
+            p.unstarted.insert(http, (sid, priming));
+        }
+        true
+    }
+
+    /// The POST whose stream `sid` waits for its writer, which a close for
+    /// polling discards ([`RequestWriter::Lazy`]): its exchange.
+    pub(super) fn discard_writer(&mut self, sid: StreamId) -> Option<HttpId> {
+        let p = self.preset.as_mut()?;
+        let http = p.unstarted.iter().find(|(_, (s, _))| *s == sid)?.0;
+        let http = *http;
+        p.unstarted.remove(&http);
+        Some(http)
+    }
+
+    /// The writer of POST `http` starts: the priming event, then what was
+    /// stored for the stream in the order of its ids; the stream is the
+    /// exchange's from then on, or ends with it if its requests are answered.
+    fn handle_start_writer(&mut self, http: HttpId, now: Instant) -> bool {
+        let Some((sid, priming)) = self.preset.as_mut().and_then(|p| p.unstarted.remove(&http))
+        else {
+            return false;
+        };
+        if self.exchanges.get(&http).is_none_or(|e| e.ended) {
+            return true;
+        }
+        if let Some(priming) = priming {
+            self.tx(http, priming);
+        }
+        let Some(s) = self.streams.get_mut(&sid) else {
+            return true;
+        };
+        s.attached = Some(http);
+        for (seq, message) in s.replay(0, false) {
+            let id = self.codec.render(EventId { stream: sid, seq });
+            self.tx(
+                http,
+                TransmitKind::Event {
+                    id: Some(id),
+                    retry_ms: None,
+                    message: Some(message),
+                },
+            );
+        }
+        if self.streams.get(&sid).is_some_and(|s| s.finished) {
+            self.end(http, EndReason::Complete);
+            self.forget_exchange(http);
+            self.streams.remove(&sid);
+        }
+        self.update_timers(now);
+        true
     }
 
     /// The first message for a POST whose framing is not decided yet:
@@ -497,6 +573,11 @@ impl Scheduled for ServerSession {
         }
         if let Some(p) = self.preset.as_deref() {
             points.extend(p.unwired.keys().map(|h| (*h, SchedulingPoint::RegisterGet)));
+            points.extend(
+                p.unstarted
+                    .keys()
+                    .map(|h| (*h, SchedulingPoint::StartWriter)),
+            );
         }
         if let Some(http) = self.listen_step_pending() {
             points.push((http, SchedulingPoint::ListenStep));
@@ -515,6 +596,7 @@ impl Scheduled for ServerSession {
             SchedulingPoint::HandlerStep => self.handle_handler_step(http, now),
             SchedulingPoint::ListenStep => self.handle_listen_step(http, now),
             SchedulingPoint::RegisterGet => self.handle_register_get(http, now),
+            SchedulingPoint::StartWriter => self.handle_start_writer(http, now),
             SchedulingPoint::ForegroundStep => false,
         }
     }

@@ -348,27 +348,33 @@ impl ServerSession {
     }
 
     pub(super) fn prime(&mut self, sid: StreamId, http: HttpId, standalone: bool) {
-        let retry_ms = Some(self.config.retry_ms);
+        if let Some(priming) = self.priming_event(sid, standalone) {
+            self.tx(http, priming);
+        }
+    }
+
+    /// Stream `sid`'s priming event (its id taken from the stream when the
+    /// scheme numbers it), or none where the version or scheme has none.
+    pub(super) fn priming_event(
+        &mut self,
+        sid: StreamId,
+        standalone: bool,
+    ) -> Option<TransmitKind> {
         let id = match self.codec.priming(standalone, self.version.has_priming()) {
-            Priming::None => return,
+            Priming::None => return None,
             Priming::LiteralZero => EventIdCodec::literal_zero().to_owned(),
             Priming::NextSeq => {
                 let bound = self.replay_bound();
-                let Some(s) = self.streams.get_mut(&sid) else {
-                    return;
-                };
+                let s = self.streams.get_mut(&sid)?;
                 let seq = s.push(None, bound);
                 self.codec.render(EventId { stream: sid, seq })
             }
         };
-        self.tx(
-            http,
-            TransmitKind::Event {
-                id: Some(id),
-                retry_ms,
-                message: None,
-            },
-        );
+        Some(TransmitKind::Event {
+            id: Some(id),
+            retry_ms: Some(self.config.retry_ms),
+            message: None,
+        })
     }
 
     pub(super) fn new_stream(&mut self, origin: Origin) -> StreamId {
