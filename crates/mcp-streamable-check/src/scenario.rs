@@ -24,7 +24,8 @@ pub enum ClientStep {
     /// Turn attacker: with the session id of another client (the first
     /// other client with a session) and the last event id written on that
     /// session, try every verb on it under this client's own principal: a
-    /// `tools/call` POST, a GET resuming from that event, a DELETE (I2).
+    /// `tools/call` POST, a GET resuming from that event, a DELETE (I2);
+    /// and a GET naming its own session that resumes from that event (I1).
     /// Enabled once another client has a session. A model with this step
     /// has its clients authenticate, each as a principal of its own.
     Hijack,

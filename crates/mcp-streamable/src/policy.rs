@@ -393,6 +393,25 @@ pub enum RequestWriter {
     Lazy,
 }
 
+/// Which session a GET's `Last-Event-ID` is looked up in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeLookup {
+    /// The session the GET names, only: an id of another session's is
+    /// unknown there (`400`), whoever sends it.
+    #[default]
+    NamedSession,
+    /// Every session's events: when the named session has no such event,
+    /// the first session that has takes the GET as a resumption of its
+    /// stream, and replays and writes its messages on an exchange of
+    /// another session. agentfront/frontmcp before PR #529
+    /// (GHSA-84j6-jc92-77jm, September 2026, "scope SSE event replay to its
+    /// own session"): an event store looked up by event id alone replayed
+    /// a victim session's backlog to an attacker's GET that named its own
+    /// session and a guessed `Last-Event-ID`; mcp_dart #137 the same.
+    AnySession,
+}
+
 /// Whose requests a session serves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -463,6 +482,8 @@ pub struct ServerPolicy {
     pub related_requests: RelatedRequests,
     /// See [`RequestWriter`].
     pub request_writer: RequestWriter,
+    /// See [`ResumeLookup`].
+    pub resume_lookup: ResumeLookup,
 }
 
 impl ServerPolicy {
@@ -483,6 +504,7 @@ impl ServerPolicy {
         standalone_resume: StandaloneResume::Replay,
         related_requests: RelatedRequests::OnItsRequestStream,
         request_writer: RequestWriter::WithHead,
+        resume_lookup: ResumeLookup::NamedSession,
     };
 
     /// Whether this policy has scheduling points the driver must choose
@@ -619,6 +641,17 @@ impl ServerPolicy {
         ..ServerPolicy::FIXED
     };
 
+    /// agentfront/frontmcp before PR #529 (GHSA-84j6-jc92-77jm): a
+    /// `Last-Event-ID` the named session does not know is looked up in
+    /// every session, and the session that has it serves the GET
+    /// ([`ResumeLookup::AnySession`]). Only that lookup is modelled; the
+    /// rest is FIXED (sessions bound to their principal included: the GET
+    /// names the attacker's own session).
+    pub const FRONTMCP_BEFORE_529: ServerPolicy = ServerPolicy {
+        resume_lookup: ResumeLookup::AnySession,
+        ..ServerPolicy::FIXED
+    };
+
     /// The conformance suite's `sse-retry` mock (@modelcontextprotocol/conformance
     /// 0.1.13, `src/scenarios/client/sse-retry.ts`, a1b8aaae): a pending tool
     /// response goes on whatever GET arrives, `Last-Event-ID` ignored. Race C's
@@ -694,6 +727,10 @@ impl ServerPolicy {
             NamedServerPolicy {
                 name: "PYTHON_PR2934",
                 policy: ServerPolicy::PYTHON_PR2934,
+            },
+            NamedServerPolicy {
+                name: "FRONTMCP_BEFORE_529",
+                policy: ServerPolicy::FRONTMCP_BEFORE_529,
             },
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",

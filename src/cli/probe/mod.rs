@@ -7,10 +7,11 @@
 //!
 //! The prober makes the server notify only through a tool the user names
 //! (`--notify-tool`); without one, the rules that need a notification are
-//! "could not test". Rule ids: `R*` are the spec's (docs/spec), `A*`/`B*`/`C*`
+//! "could not test". Rule ids: `R*` are the spec's (docs/spec), `A*`/`B*`/`C*`/`I*`
 //! the race invariants (docs/properties.md), `D*`/`F*`/`H*`/`V*`/`U*`/`G*`
 //! and `M*` the 2026-07-28 era's (`modern.rs`; `M*` as in docs/properties.md).
 
+mod isolation;
 mod modern;
 mod questions;
 mod race_a;
@@ -283,6 +284,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         race_a::run(&mut p).await;
         race_c::run(&mut p).await;
         race_b::run(&mut p).await;
+        isolation::run(&mut p).await;
         questions::run(&mut p).await;
         modern::run(&mut p).await;
         Ok::<_, String>(p.findings)

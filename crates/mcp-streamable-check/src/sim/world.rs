@@ -582,7 +582,9 @@ impl<S: Servers> World<S> {
     /// event id written on that session, if any, and under its own
     /// principal tries every verb on it, each a request of its own on the
     /// network: a `tools/call` POST, a GET (resuming from that event when
-    /// there is one), a DELETE. No core of `c` knows these exchanges
+    /// there is one), a DELETE; and, when `c` has a session of its own and
+    /// there is such an event, a GET naming its own session that resumes
+    /// from the other's event. No core of `c` knows these exchanges
     /// ([`FORGED_BASE`]); `tag` numbers this attempt among `c`'s. Whether
     /// there was a session to use.
     pub fn hijack_on(&mut self, c: usize, tag: u64) -> bool {
@@ -593,7 +595,8 @@ impl<S: Servers> World<S> {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":"forged-{tag}","method":"tools/call","params":{{"name":"echo","arguments":{{}}}}}}"#
         );
-        let requests: [(RequestHead, Vec<u8>); 3] = [
+        let own = self.clients.get(c).and_then(|x| x.session_id().cloned());
+        let mut requests: Vec<(RequestHead, Vec<u8>)> = vec![
             (
                 RequestHead::post(Some(&sid), Some(version)),
                 body.into_bytes(),
@@ -610,6 +613,9 @@ impl<S: Servers> World<S> {
                 Vec::new(),
             ),
         ];
+        if let (Some(own), Some(event)) = (own, event.as_deref()) {
+            requests.push((RequestHead::get(&own, version, Some(event)), Vec::new()));
+        }
         for (i, (head, body)) in requests.into_iter().enumerate() {
             let local = HttpId(FORGED_BASE + tag * 4 + i as u64);
             let ch = <World>::world_http(c, local);

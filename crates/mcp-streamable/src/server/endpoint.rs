@@ -16,7 +16,7 @@ use crate::headers;
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, MsgKey, SessionId};
 use crate::jsonrpc::{self, Body, ErrorObject, Message, RawJson, METHOD_NOT_FOUND};
-use crate::policy::{ServerPolicy, SessionErrorStatus};
+use crate::policy::{ResumeLookup, ServerPolicy, SessionErrorStatus};
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::principal::{Caller, Principal};
 use crate::release::Release;
@@ -765,8 +765,9 @@ impl ServerEndpoint {
             }
             Method::Get => {
                 let sid = sid.ok_or(RequestError::MissingSessionId { unauthorized })?;
-                *session = Some(sid.clone());
                 let last = head.header(headers::LAST_EVENT_ID);
+                let sid = self.resuming_session(sid, last);
+                *session = Some(sid.clone());
                 self.sessions
                     .get_mut(&sid)
                     .ok_or(RequestError::UnknownSession { unauthorized })?
@@ -782,6 +783,24 @@ impl ServerEndpoint {
             }
             Method::Other(_) => Err(RequestError::MethodNotAllowed),
         }
+    }
+
+    /// The session a GET naming `named` and resuming from `last` is served
+    /// by: the one it names, or under [`ResumeLookup::AnySession`], when
+    /// that one has no such event, the first session (in id order) that has.
+    fn resuming_session(&self, named: SessionId, last: Option<&str>) -> SessionId {
+        let Some(last) = last.filter(|_| self.policy.resume_lookup == ResumeLookup::AnySession)
+        else {
+            return named;
+        };
+        let knows = |s: &ServerSession| s.can_resume_from(last);
+        if self.sessions.get(&named).is_some_and(|s| knows(s)) {
+            return named;
+        }
+        self.sessions
+            .iter()
+            .find(|(_, s)| knows(s))
+            .map_or(named, |(id, _)| id.clone())
     }
 
     #[allow(clippy::too_many_arguments)]

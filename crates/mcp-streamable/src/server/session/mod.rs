@@ -401,6 +401,17 @@ impl ServerSession {
         self.codec.parse(text)
     }
 
+    /// Whether a `Last-Event-ID` names an event of this session that a
+    /// resumption can start from (its stream is kept, the event not
+    /// evicted).
+    pub fn can_resume_from(&self, text: &str) -> bool {
+        self.codec.parse(text).is_some_and(|id| {
+            self.streams
+                .get(&id.stream)
+                .is_some_and(|s| s.can_resume_from(id.seq))
+        })
+    }
+
     /// The wire form of one of this session's event ids.
     pub fn render_event_id(&self, id: EventId) -> String {
         self.codec.render(id)
