@@ -215,6 +215,63 @@ fn ctrl_c_ends_a_long_check_as_bounded_with_the_figures_printed() {
     );
 }
 
+/// A stop at any moment of any search reports: SIGINT or SIGTERM early in
+/// breadth first, later in it, and in depth first, each time the running
+/// check's `bounded` line and the summary, exit code 130.
+#[test]
+fn an_interrupt_at_any_moment_reports_the_running_check_and_the_summary() {
+    use std::process::Stdio;
+    let runs = [
+        ("bfs", "-INT", 150),
+        ("bfs", "-TERM", 600),
+        ("bfs", "-INT", 1500),
+        ("dfs", "-TERM", 150),
+        ("dfs", "-INT", 900),
+    ];
+    for (search, signal, after_ms) in runs {
+        let child = bin()
+            .args([
+                "check",
+                "--models",
+                "models/large",
+                "--model",
+                "lifecycle_two_calls",
+                "--server",
+                "FIXED",
+                "--client",
+                "FIXED",
+                "--search",
+                search,
+                "--out",
+            ])
+            .arg(std::env::temp_dir().join("mcp-streamable-cli-interrupt-any"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(after_ms));
+        let pid = child.id().to_string();
+        assert!(Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap()
+            .success());
+        let out = child.wait_with_output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let run = format!("{search} {signal} after {after_ms} ms:\n{stdout}{stderr}");
+        assert_eq!(out.status.code(), Some(130), "{run}");
+        assert!(
+            stdout.contains("lifecycle_two_calls") && stdout.contains("bounded"),
+            "{run}"
+        );
+        assert!(stdout.contains("1 check"), "the summary: {run}");
+        assert!(!stdout.contains("holds"), "{run}");
+    }
+}
+
 #[test]
 fn serve_refuses_a_path_that_is_not_absolute() {
     let out = bin()

@@ -107,7 +107,7 @@ impl Limits {
 /// model (instances sharing a store) is another, explored by the same code.
 pub trait Explorable: Sync {
     /// A whole state of the model.
-    type State: Clone + Send;
+    type State: Clone + Send + 'static;
     /// One step a state can take.
     type Action: Clone + Send;
     /// What a judged state can break.
@@ -501,6 +501,9 @@ pub fn explore<M: Explorable>(
     // Breadth first, level by level, until done or switched.
     let mut level: Vec<Chunk<M::State>> = vec![vec![(init_fp, init, 0)]];
     let mut left: Vec<Item<M::State>> = Vec::new();
+    // What the search leaves behind: freed at its end, or on a thread of
+    // its own after an interrupt (below).
+    let mut graveyard: Vec<Box<dyn Send>> = Vec::new();
     let mut depth = 0u32;
     while !level.is_empty() && !shared.stopped() && !shared.dfs.load(Ordering::Relaxed) {
         // A reading as each level starts, however short it is: a level can
@@ -530,14 +533,16 @@ pub fn explore<M: Explorable>(
             }
             watch(&mut gauge, &done, depth);
         });
+        // What a stopped level did not reach (none when it ran to its end).
+        graveyard.push(Box::new(work.into_inner()));
         left.extend(unexpanded.into_inner().unwrap_or_else(|p| p.into_inner()));
         level = next.into_inner().unwrap_or_else(|p| p.into_inner());
         depth += 1;
     }
     // Depth first from whatever breadth first left, all workers sharing it.
     if shared.dfs.load(Ordering::Relaxed) && !shared.stopped() {
-        left.extend(level.into_iter().flatten());
-        let pool = Pool::new(left, threads);
+        left.extend(std::mem::take(&mut level).into_iter().flatten());
+        let pool = Pool::new(std::mem::take(&mut left), threads);
         let done = AtomicUsize::new(0);
         let watcher = std::thread::current();
         std::thread::scope(|scope| {
@@ -550,6 +555,7 @@ pub fn explore<M: Explorable>(
             }
             watch(&mut gauge, &done, depth);
         });
+        graveyard.push(Box::new(pool));
     }
     let limit = match shared.stop.load(Ordering::Relaxed) {
         STATES => Some(Limit::States(shared.states_max)),
@@ -569,7 +575,7 @@ pub fn explore<M: Explorable>(
             panic!("checker: the path to a violating state does not replay (fingerprint collision or nondeterminism)")
         })
     });
-    Outcome {
+    let outcome = Outcome {
         states: shared.states.load(Ordering::Relaxed),
         depth: shared.max_depth.load(Ordering::Relaxed),
         elapsed: start.elapsed(),
@@ -577,7 +583,18 @@ pub fn explore<M: Explorable>(
         limit,
         order: gauge.order(),
         rss_peak: gauge.peak.max(memory::rss_bytes()),
+    };
+    if outcome.limit == Some(Limit::Interrupted) {
+        // Freeing millions of states takes seconds, and an interrupt asks
+        // for the verdict now: the tables and what the search had not
+        // reached are freed on a thread of their own while the caller
+        // reports (and, from a signal, exits). Any other stop frees them
+        // here, before the next run reads its memory.
+        let Explorer { seen, .. } = shared;
+        graveyard.push(Box::new((seen, level, left)));
+        let _ = std::thread::Builder::new().spawn(move || drop(graveyard));
     }
+    outcome
 }
 
 /// Whether breadth first must give way to depth first, from a reading of
