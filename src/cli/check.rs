@@ -313,7 +313,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                 Limit::Walks => "the time of --search simulation (random walks prove nothing)".into(),
                 Limit::Interrupted => "an interrupt (Ctrl-C)".into(),
                 Limit::DepthFirstCut { depth } => format!(
-                    "the depth bound ({depth}): depth first met it with actions enabled, so states within it may be unexplored"
+                    "the depth bound ({depth}): depth first met it with actions enabled; every state within it was explored (each from its shallowest path), paths past it were not"
                 ),
             };
             notes.push(format!(
