@@ -272,6 +272,43 @@ fn an_interrupt_at_any_moment_reports_the_running_check_and_the_summary() {
     }
 }
 
+/// A model whose depth bound cuts its paths: breadth first and depth first
+/// each say `holds within depth D` (never a bare `holds`), the note says
+/// what was and was not explored, and the exit code is 4.
+#[test]
+fn a_depth_bound_that_cuts_paths_holds_within_depth_only() {
+    let dir = std::env::temp_dir().join("mcp-streamable-cli-within-depth");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = serde_json::json!({
+        "name": "cut_lifecycle",
+        "description": "lifecycle with a depth bound its paths pass",
+        "clients": [["initialize", "call", "close"]],
+        "server": ["progress", "notify"],
+        "bounds": {"depth": 10, "time_ms": 4000},
+        "expect": [{"server": "FIXED", "client": "FIXED", "verdict": "holds", "min_states": 10}]
+    });
+    std::fs::write(dir.join("cut_lifecycle.json"), model.to_string()).unwrap();
+    for search in ["bfs", "dfs"] {
+        let out = bin()
+            .args(["check", "--models"])
+            .arg(&dir)
+            .args(["--search", search, "--out"])
+            .arg(dir.join("out"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(4), "{search}: {stdout}");
+        assert!(
+            stdout.contains("holds within depth 10")
+                && stdout.contains("paths past it were not")
+                && stdout
+                    .contains("1 as expected, 0 not, 0 bounded, 1 within their depth bound only"),
+            "{search}: {stdout}"
+        );
+    }
+}
+
 #[test]
 fn serve_refuses_a_path_that_is_not_absolute() {
     let out = bin()

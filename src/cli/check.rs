@@ -97,11 +97,19 @@ struct Line {
     millis: u128,
     ok: Option<bool>,
     bounded: bool,
+    /// Held within the model's depth bound, which the search met with
+    /// actions enabled: nothing is known past it.
+    within_depth: bool,
 }
 
 /// Exit code when every verdict is as expected but some run stopped at its
 /// budget ("bounded"): nothing wrong was found, nothing was proven either.
 const EXIT_BOUNDED: u8 = 3;
+
+/// Exit code when every verdict is as expected and none bounded, but some
+/// held only within a depth bound their search met with actions enabled
+/// ("holds within depth D"): a deeper bound may still find something.
+const EXIT_WITHIN_DEPTH: u8 = 4;
 
 /// Exit code after Ctrl-C (or SIGTERM): the shell's convention, 128 + SIGINT.
 /// The check that was running reports what it explored as bounded; the
@@ -287,6 +295,14 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             (None, _) if matches!(search, Search::Simulation { .. }) => {
                 ("none found".to_owned(), None)
             }
+            (None, expected) if out.holds_within_depth().is_some() => {
+                let depth = out.holds_within_depth().unwrap_or(0);
+                let ok = match expected {
+                    Verdict::Holds => out.states >= e.min_states.unwrap_or(1),
+                    Verdict::Violates(_) => false,
+                };
+                (format!("holds within depth {depth}"), Some(ok))
+            }
             (None, _) if !out.exhaustive() => ("bounded".to_owned(), None),
             (None, Verdict::Holds) => (
                 "holds".to_owned(),
@@ -306,20 +322,28 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                 )
             }
         };
-        if let Some(limit) = out.limit {
+        if let Some(depth) = out.holds_within_depth() {
+            notes.push(format!(
+                "{label}: holds within depth {depth}: the search met the depth bound with actions enabled; every state within it was explored ({} states), paths past it were not (raise the model's `depth` for more)",
+                out.states
+            ));
+        } else if let Some(limit) = out.limit {
             let what = match limit {
                 Limit::States(n) => format!("the state budget ({n}, --max-states)"),
                 Limit::Memory(b) => format!("the memory budget ({} MiB, --max-memory)", b >> 20),
-                Limit::Walks => "the time of --search simulation (random walks prove nothing)".into(),
+                Limit::Walks => {
+                    "the time of --search simulation (random walks prove nothing)".into()
+                }
                 Limit::Interrupted => "an interrupt (Ctrl-C)".into(),
-                Limit::DepthFirstCut { depth } => format!(
-                    "the depth bound ({depth}): depth first met it with actions enabled; every state within it was explored (each from its shallowest path), paths past it were not"
-                ),
+                // A violation found within the bound: the line says it.
+                Limit::DepthBound { .. } => String::new(),
             };
-            notes.push(format!(
-                "{label}: bounded: no violation in {} states to depth {}; stopped at {what}",
-                out.states, out.depth
-            ));
+            if !what.is_empty() {
+                notes.push(format!(
+                    "{label}: bounded: no violation in {} states to depth {}; stopped at {what}",
+                    out.states, out.depth
+                ));
+            }
         }
         if let Order::ReducedBfs { unreduced_states } = out.order {
             notes.push(format!(
@@ -344,7 +368,8 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             depth: out.depth,
             millis: out.elapsed.as_millis(),
             ok: if listed { ok } else { None },
-            bounded: !out.exhaustive(),
+            bounded: !out.exhaustive() && out.holds_within_depth().is_none(),
+            within_depth: out.holds_within_depth().is_some(),
         };
         print_line(&widths, &line);
         lines.push(line);
@@ -369,6 +394,14 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
                     format!("{id} ({} steps)", run.steps.len())
                 }
+                None if run.within_depth.is_some() => {
+                    let depth = run.within_depth.unwrap_or(0);
+                    notes.push(format!(
+                        "{} {}: holds within depth {depth}: the search met the depth bound with actions enabled; every state within it was explored, paths past it were not",
+                        file.name, e.design
+                    ));
+                    format!("holds within depth {depth}")
+                }
                 None if !run.exhaustive => {
                     notes.push(format!(
                         "{} {}: bounded: no violation in {} states to depth {}",
@@ -386,7 +419,8 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                 depth: run.depth,
                 millis: run.elapsed.as_millis(),
                 ok,
-                bounded: !run.exhaustive,
+                bounded: !run.exhaustive && run.within_depth.is_none(),
+                within_depth: run.within_depth.is_some(),
             };
             print_line(&widths, &line);
             lines.push(line);
@@ -401,8 +435,14 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
     }
     let bad = lines.iter().filter(|l| l.ok == Some(false)).count();
     let bounded = lines.iter().filter(|l| l.bounded).count();
+    let within_depth = lines.iter().filter(|l| l.within_depth).count();
+    let within = if within_depth > 0 {
+        format!(", {within_depth} within their depth bound only")
+    } else {
+        String::new()
+    };
     println!(
-        "\n{} checks in {:.1}s with {threads} thread(s); {} as expected, {bad} not, {bounded} bounded; traces and pictures in {}",
+        "\n{} checks in {:.1}s with {threads} thread(s); {} as expected, {bad} not, {bounded} bounded{within}; traces and pictures in {}",
         lines.len(),
         total_start.elapsed().as_secs_f64(),
         lines.iter().filter(|l| l.ok == Some(true)).count(),
@@ -414,6 +454,8 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if bounded > 0 {
         ExitCode::from(EXIT_BOUNDED)
+    } else if within_depth > 0 {
+        ExitCode::from(EXIT_WITHIN_DEPTH)
     } else {
         ExitCode::SUCCESS
     })

@@ -19,9 +19,10 @@
 //!   expands a state again when it meets it shallower (as SPIN's
 //!   depth-bounded search does): a state first met deep, where the depth
 //!   bound cut its continuations, is explored again from a shorter path, so
-//!   every state within the bound is reached. A run that met the bound with
-//!   actions enabled is still reported bounded ([`Limit::DepthFirstCut`]):
-//!   paths past the bound were not explored.
+//!   every state within the bound is reached.
+//! - **Within depth D** when the search met the depth bound with actions
+//!   still enabled ([`Limit::DepthBound`]): every state within the bound
+//!   was explored, paths past it were not; never a bare "holds".
 //! - **Bounded** when the state or memory budget is reached, or the run is
 //!   interrupted ([`Interrupt`]): it stops cleanly and the outcome names the
 //!   limit; it is never a "holds".
@@ -183,12 +184,12 @@ pub enum Limit {
     States(usize),
     /// The memory budget, in bytes.
     Memory(u64),
-    /// Depth first met the model's depth bound with actions still enabled:
-    /// every state within the bound was explored (a state met again by a
-    /// shorter path is expanded again from there), but what lies past the
-    /// bound was not, and breadth first's level count, which would show
-    /// that nothing does, is not known.
-    DepthFirstCut {
+    /// The search met the model's depth bound with actions still enabled:
+    /// every state within the bound was explored (breadth first level by
+    /// level; depth first expanding again a state met by a shorter path),
+    /// but what lies past the bound was not. A verdict of its own, "holds
+    /// within depth D", never a bare "holds".
+    DepthBound {
         /// The depth bound.
         depth: usize,
     },
@@ -351,8 +352,8 @@ struct Explorer<'m, M: Explorable> {
     stop: AtomicU8,
     /// Breadth first gave way to depth first.
     dfs: AtomicBool,
-    /// Depth first met the depth bound with actions enabled.
-    dfs_cut: AtomicBool,
+    /// The search met the depth bound with actions enabled.
+    cut: AtomicBool,
     found: Mutex<Option<(u64, u32)>>,
     depth_bound: u32,
     states_max: usize,
@@ -377,10 +378,10 @@ impl<M: Explorable> Explorer<'_, M> {
         let mut actions: Vec<M::Action> = Vec::new();
         if d + 1 >= self.depth_bound {
             // stateright's convention: depth D is generated, not expanded.
-            if self.dfs.load(Ordering::Relaxed) && !self.dfs_cut.load(Ordering::Relaxed) {
+            if !self.cut.load(Ordering::Relaxed) {
                 self.model.enabled(&s, &mut actions);
                 if !actions.is_empty() {
-                    self.dfs_cut.store(true, Ordering::Relaxed);
+                    self.cut.store(true, Ordering::Relaxed);
                 }
             }
             return !self.stopped();
@@ -471,10 +472,11 @@ impl<M: Explorable> Explorer<'_, M> {
 /// Explores `model` within its bounds and `limits`, calling `progress` about
 /// every quarter second from the calling thread (which only watches).
 ///
-/// Depth first that met the depth bound with actions enabled, and found
-/// nothing, runs again from the start expanding every state met again by a
-/// shorter path ([`Visit::Shallower`]): only then is every state within the
-/// bound explored. The first run does without (re-expansions cost 4.5 times
+/// A search that went depth first, met the depth bound with actions
+/// enabled and found nothing runs again from the start expanding every
+/// state met again by a shorter path ([`Visit::Shallower`]): only then is
+/// every state within the bound explored (breadth first meets each state
+/// first at its shallowest depth, and needs no second run). The first run does without (re-expansions cost 4.5 times
 /// the time on `models/large/three_clients_calls`, whose depth first is not
 /// cut): a run that is not cut expanded every state it met in full, so it
 /// needs none.
@@ -484,8 +486,8 @@ pub fn explore<M: Explorable>(
     mut progress: impl FnMut(&Progress),
 ) -> Outcome<M::Action, M::Violation> {
     let first = explore_pass(model, limits, &mut progress, false);
-    let cut = matches!(first.limit, Some(Limit::DepthFirstCut { .. }));
-    if !cut || first.counterexample.is_some() {
+    let cut = matches!(first.limit, Some(Limit::DepthBound { .. }));
+    if !cut || first.counterexample.is_some() || first.order == Order::Bfs {
         return first;
     }
     let exact = explore_pass(model, limits, &mut progress, true);
@@ -515,7 +517,7 @@ fn explore_pass<M: Explorable>(
         max_depth: Padded(AtomicUsize::new(1)),
         stop: AtomicU8::new(RUNNING),
         dfs: AtomicBool::new(limits.depth_first),
-        dfs_cut: AtomicBool::new(false),
+        cut: AtomicBool::new(false),
         found: Mutex::new(None),
         depth_bound: model.depth_bound().min(u32::MAX as usize) as u32,
         exact,
@@ -639,7 +641,7 @@ fn explore_pass<M: Explorable>(
         STATES => Some(Limit::States(shared.states_max)),
         MEMORY => limits.memory_max.map(Limit::Memory),
         INTERRUPTED => Some(Limit::Interrupted),
-        _ if shared.dfs_cut.load(Ordering::Relaxed) => Some(Limit::DepthFirstCut {
+        _ if shared.cut.load(Ordering::Relaxed) => Some(Limit::DepthBound {
             depth: shared.depth_bound as usize,
         }),
         _ => None,
@@ -935,7 +937,7 @@ mod tests {
             assert!(dfs.counterexample.is_none() && bfs.counterexample.is_none());
             assert_eq!((dfs.states, bfs.states), (6, 6), "successors {first:?}");
             assert!(
-                matches!(dfs.limit, None | Some(Limit::DepthFirstCut { depth: 4 })),
+                matches!(dfs.limit, None | Some(Limit::DepthBound { depth: 4 })),
                 "{:?}",
                 dfs.limit
             );

@@ -43,6 +43,16 @@ impl<A, V> Outcome<A, V> {
     pub fn exhaustive(&self) -> bool {
         self.limit.is_none()
     }
+
+    /// The depth bound, when the search met it with actions enabled and
+    /// found nothing ([`Limit::DepthBound`]): the model holds within that
+    /// depth, and nothing is known past it.
+    pub fn holds_within_depth(&self) -> Option<usize> {
+        match (self.limit, &self.counterexample) {
+            (Some(Limit::DepthBound { depth }), None) => Some(depth),
+            _ => None,
+        }
+    }
 }
 
 /// How the state space is searched.

@@ -154,13 +154,18 @@ pub struct FleetRun {
     pub elapsed: Duration,
     /// Whether the search covered everything within the bounds.
     pub exhaustive: bool,
+    /// The search met this depth bound with actions enabled and found
+    /// nothing: it holds within that depth ([`crate::Limit::DepthBound`]).
+    pub within_depth: Option<usize>,
 }
 
 impl FleetRun {
     /// Whether the run gave what `e` expects (`None`: bounded, undecided).
+    /// Holding within the depth bound meets a `holds` expectation; the
+    /// verdict line says which.
     pub fn as_expected(&self, e: &FleetExpectation) -> Option<bool> {
         match (self.violated, &e.verdict) {
-            (None, _) if !self.exhaustive => None,
+            (None, _) if !self.exhaustive && self.within_depth.is_none() => None,
             (None, Verdict::Holds) => Some(self.states >= e.min_states.unwrap_or(1)),
             (None, Verdict::Violates(_)) => Some(false),
             (Some(id), Verdict::Violates(ids)) => Some(ids.iter().any(|i| i == id)),
@@ -382,5 +387,6 @@ where
         depth: o.depth,
         elapsed: o.elapsed,
         exhaustive: o.exhaustive(),
+        within_depth: o.holds_within_depth(),
     }
 }
