@@ -474,12 +474,13 @@ impl<M: Explorable> Explorer<'_, M> {
 ///
 /// A search that went depth first, met the depth bound with actions
 /// enabled and found nothing runs again from the start expanding every
-/// state met again by a shorter path ([`Visit::Shallower`]): only then is
+/// state met again by a shorter path (`Visit::Shallower`): only then is
 /// every state within the bound explored (breadth first meets each state
-/// first at its shallowest depth, and needs no second run). The first run does without (re-expansions cost 4.5 times
-/// the time on `models/large/three_clients_calls`, whose depth first is not
-/// cut): a run that is not cut expanded every state it met in full, so it
-/// needs none.
+/// first at its shallowest depth, and needs no second run). The first run
+/// does without (re-expansions cost 4.5 times the time on
+/// `models/large/three_clients_calls`, whose depth first is not cut): a
+/// run that is not cut expanded every state it met in full, so it needs
+/// none.
 pub fn explore<M: Explorable>(
     model: &M,
     limits: Limits,
