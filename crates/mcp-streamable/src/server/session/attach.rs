@@ -78,6 +78,27 @@ impl ServerSession {
         self.attach_get_from(http, sid, cursor, false)
     }
 
+    /// Writes on `http` the messages stream `sid` keeps after `after` (from
+    /// it when `inclusive`), each with its event id, in the order of their ids.
+    pub(super) fn replay_onto(&mut self, http: HttpId, sid: StreamId, after: u64, inclusive: bool) {
+        let replay = self
+            .streams
+            .get(&sid)
+            .map(|s| s.replay(after, inclusive))
+            .unwrap_or_default();
+        for (seq, message) in replay {
+            let id = self.codec.render(EventId { stream: sid, seq });
+            self.tx(
+                http,
+                TransmitKind::Event {
+                    id: Some(id),
+                    retry_ms: None,
+                    message: Some(message),
+                },
+            );
+        }
+    }
+
     /// Attaches a GET to stream `sid`, replays after `cursor`, primes it,
     /// then flushes what waits for a standalone stream.
     ///
@@ -103,22 +124,7 @@ impl ServerSession {
         self.head(http, 200, Content::Sse);
         if let Some(cursor) = cursor {
             let inclusive = sync || self.policy.replay_start == ReplayStart::AtNamed;
-            let replay = self
-                .streams
-                .get(&sid)
-                .map(|s| s.replay(cursor.seq, inclusive))
-                .unwrap_or_default();
-            for (seq, message) in replay {
-                let id = self.codec.render(EventId { stream: sid, seq });
-                self.tx(
-                    http,
-                    TransmitKind::Event {
-                        id: Some(id),
-                        retry_ms: None,
-                        message: Some(message),
-                    },
-                );
-            }
+            self.replay_onto(http, sid, cursor.seq, inclusive);
         }
         self.prime(sid, http, true);
         let standalone = self.streams.get(&sid).is_some_and(|s| s.is_standalone());

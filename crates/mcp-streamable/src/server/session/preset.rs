@@ -249,17 +249,7 @@ impl ServerSession {
             return true;
         };
         s.attached = Some(http);
-        for (seq, message) in s.replay(0, false) {
-            let id = self.codec.render(EventId { stream: sid, seq });
-            self.tx(
-                http,
-                TransmitKind::Event {
-                    id: Some(id),
-                    retry_ms: None,
-                    message: Some(message),
-                },
-            );
-        }
+        self.replay_onto(http, sid, 0, false);
         if self.streams.get(&sid).is_some_and(|s| s.finished) {
             self.end(http, EndReason::Complete);
             self.forget_exchange(http);
