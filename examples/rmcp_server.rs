@@ -215,6 +215,22 @@ impl ServerHandler for Reference {
         .expect("the reference server's self-description is an InitializeResult")
     }
 
+    /// The tool as listed: rmcp checks a modern call's `Mcp-Param-*`
+    /// headers (SEP-2243) against the schema this returns, and checks none
+    /// for a tool it does not know (`#[tool_handler]` writes this method;
+    /// a handler that lists its tools by hand must too).
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        if !self.serves(name) {
+            return None;
+        }
+        let tools = everything::tools();
+        let tool = tools["tools"]
+            .as_array()?
+            .iter()
+            .find(|t| t["name"] == name)?;
+        serde_json::from_value(tool.clone()).ok()
+    }
+
     async fn list_tools(
         &self,
         _: Option<PaginatedRequestParams>,

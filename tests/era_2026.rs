@@ -1321,3 +1321,132 @@ fn an_open_listen_is_not_a_session_the_table_counts() {
     assert_eq!(heard, [(first, 1), (again, 1)].into_iter().collect());
     h.clean();
 }
+
+/// SEP-2243 at the server's door: a modern call of a tool whose listing
+/// declares custom headers (`test_param_headers`, the fixtures' table in
+/// `EndpointConfig::tool_headers`) is served when its `Mcp-Param-*`
+/// headers agree with its arguments (decoded, numbers by value, a null
+/// argument's header omitted) and refused otherwise, 400 with -32020 and
+/// the id echoed (a repeated header: 400 before the body is read). A
+/// server whose table is empty checks none.
+#[test]
+fn a_tools_custom_headers_are_checked_against_its_arguments() {
+    let config = EndpointConfig {
+        tool_headers: mcp_streamable_hyper::everything::tool_headers(),
+        ..EndpointConfig::default()
+    };
+    let body = |args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"test_param_headers","arguments":{args},{META}}}}}"#
+        )
+    };
+    let eu = r#"{"region":"eu","priority":42}"#;
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], Option<i64>);
+    let cases: [Case; 9] = [
+        (
+            "agreeing",
+            eu,
+            &[("Mcp-Param-Region", "eu"), ("Mcp-Param-Priority", "42")],
+            None,
+        ),
+        (
+            "Base64, a number written otherwise, blanks around",
+            eu,
+            &[
+                ("Mcp-Param-Region", " =?base64?ZXU=?= "),
+                ("MCP-PARAM-PRIORITY", "42.0"),
+            ],
+            None,
+        ),
+        (
+            "a null argument, no header",
+            r#"{"region":"eu","verbose":null}"#,
+            &[("Mcp-Param-Region", "eu")],
+            None,
+        ),
+        (
+            "a header missing",
+            eu,
+            &[("Mcp-Param-Region", "eu")],
+            Some(-32020),
+        ),
+        (
+            "a value that disagrees",
+            eu,
+            &[("Mcp-Param-Region", "us"), ("Mcp-Param-Priority", "42")],
+            Some(-32020),
+        ),
+        (
+            "Base64 without its padding",
+            eu,
+            &[
+                ("Mcp-Param-Region", "=?base64?ZXU?="),
+                ("Mcp-Param-Priority", "42"),
+            ],
+            Some(-32020),
+        ),
+        (
+            "a header for an argument that is not there",
+            r#"{"region":"eu"}"#,
+            &[("Mcp-Param-Region", "eu"), ("Mcp-Param-Verbose", "true")],
+            Some(-32020),
+        ),
+        (
+            "a control character",
+            eu,
+            &[
+                ("Mcp-Param-Region", "e\u{1}u"),
+                ("Mcp-Param-Priority", "42"),
+            ],
+            Some(-32020),
+        ),
+        (
+            "a header repeated",
+            eu,
+            &[
+                ("Mcp-Param-Region", "eu"),
+                ("Mcp-Param-Priority", "42"),
+                ("mcp-param-region", "eu"),
+            ],
+            Some(0),
+        ),
+    ];
+    for (what, args, params, refused) in cases {
+        let mut head =
+            RequestHead::post(None, Some(mcp_streamable::version::ProtocolVersion::MODERN))
+                .with("mcp-method", "tools/call")
+                .with("mcp-name", "test_param_headers");
+        for (n, v) in params {
+            head = head.with(n, v);
+        }
+        let mut h = Harness::with(config.clone());
+        let http = h.send(head.clone(), &body(args));
+        let a = h.call(http);
+        let text = String::from_utf8_lossy(&a.body).into_owned();
+        match refused {
+            None => {
+                assert_eq!(a.status, 200, "{what}: {text}");
+                assert!(a.json()["result"]["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("headers agreed with")));
+            }
+            Some(0) => assert_eq!(a.status, 400, "{what}: {text}"),
+            Some(code) => {
+                assert_eq!(
+                    (a.status, a.error_code()),
+                    (400, Some(code)),
+                    "{what}: {text}"
+                );
+                assert_eq!(a.json()["id"], 7, "{what}: the request's id is echoed");
+            }
+        }
+        h.clean();
+        // No table: nothing but the standard headers is checked.
+        if refused != Some(0) {
+            let mut h = Harness::new();
+            let http = h.send(head, &body(args));
+            assert_eq!(h.call(http).status, 200, "{what}, no table");
+            h.clean();
+        }
+    }
+}

@@ -59,7 +59,7 @@ fn fixed_holds_every_rule_it_can_test() {
     for rule in [
         "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B9", "I1", "B1", "R18",
         "B4", "B2", "B3", "B8", // The 2026-07-28 era, on the same endpoint.
-        "D1", "H1", "H2", "H3", "V1", "U1", "G1", "M1", "M2", "M3", "J1",
+        "D1", "H1", "H2", "H3", "H4", "H5", "H6", "V1", "U1", "G1", "M1", "M2", "M3", "J1",
     ] {
         assert!(held.contains(rule), "{rule} not shown to hold\n{text}");
     }
@@ -237,13 +237,14 @@ fn canned(status: &str, body: &'static str) -> String {
 
 #[test]
 fn a_server_that_says_yes_to_everything_breaks_the_new_eras_rules() {
-    // It lists 2026-07-28, then answers every refusal the era requires with 200.
+    // It lists 2026-07-28 and a tool with a custom header (SEP-2243), then
+    // answers every refusal the era requires with 200.
     let url = canned(
         "200 OK",
-        r#"{"jsonrpc":"2.0","id":ID,"result":{"resultType":"complete","supportedVersions":["2026-07-28"]}}"#,
+        r#"{"jsonrpc":"2.0","id":ID,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"tools":[{"name":"t","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}}]}}"#,
     );
     let (_, violated, _, text) = probe(&url, &[]);
-    for rule in ["H1", "H2", "H3", "V1", "U1", "G1"] {
+    for rule in ["H1", "H2", "H3", "H4", "H5", "V1", "U1", "G1"] {
         assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
     }
 }

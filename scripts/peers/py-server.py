@@ -1,12 +1,15 @@
 # An official Python SDK server (with an in-memory event store) for our client:
-# and for probe: tools echo, notify, test_tool_with_progress, test_reconnection.
+# and for probe: tools echo, notify, test_tool_with_progress, test_reconnection,
+# test_param_headers (SEP-2243's x-mcp-header).
 # Loopback only.
 import asyncio
 import itertools
 import sys
+from typing import Annotated
 
 import anyio
 import uvicorn
+from pydantic import Field
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventMessage, EventStore
 
@@ -39,6 +42,18 @@ mcp = MCPServer("py-interop-server")
 def echo(text: str) -> str:
     """Echoes its text."""
     return text
+
+
+@mcp.tool()
+def test_param_headers(
+    region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+    priority: Annotated[int, Field(json_schema_extra={"x-mcp-header": "Priority"})] = 0,
+    verbose: Annotated[bool, Field(json_schema_extra={"x-mcp-header": "Verbose"})] = False,
+    query: str = "",
+) -> str:
+    """Mirrors its annotated arguments as Mcp-Param-* headers (SEP-2243), which the SDK
+    checks on modern calls."""
+    return f"headers agreed with: region={region} priority={priority} verbose={verbose}"
 
 
 _later = set()

@@ -44,6 +44,16 @@ function toolsChanged() {
 function build() {
   const s = new McpServer({ name: 'ts2-interop-server', version: '0.0.1' });
   s.registerTool('echo', { description: 'echo', inputSchema: z.object({ text: z.string() }) }, async ({ text }) => ({ content: [{ type: 'text', text }] }));
+  // SEP-2243: arguments mirrored as Mcp-Param-* headers, which the SDK checks on modern calls.
+  s.registerTool('test_param_headers', {
+    description: 'mirrors its annotated arguments as Mcp-Param-* headers',
+    inputSchema: z.object({
+      region: z.string().meta({ 'x-mcp-header': 'Region' }),
+      priority: z.number().int().optional().meta({ 'x-mcp-header': 'Priority' }),
+      verbose: z.boolean().optional().meta({ 'x-mcp-header': 'Verbose' }),
+      query: z.string().optional(),
+    }),
+  }, async (args) => ({ content: [{ type: 'text', text: `headers agreed with: ${JSON.stringify(args)}` }] }));
   s.registerTool('notify', { description: 'sends notifications/tools/list_changed after delay_ms', inputSchema: z.object({ delay_ms: z.number().optional() }) }, async ({ delay_ms }) => {
     const delay = Math.min(Math.max(delay_ms ?? 0, 0), 10000);
     setTimeout(toolsChanged, delay);

@@ -71,7 +71,10 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
             };
             vec![Step::Call(tool.clone(), arguments)]
         }
-        None => plan(&scenario),
+        None => plan(
+            &scenario,
+            std::env::var("MCP_CONFORMANCE_CONTEXT").ok().as_deref(),
+        ),
     };
     let mut elicit = args
         .elicit
@@ -131,25 +134,31 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
             .await
             .map_err(|e| format!("initialize: {e}"))?;
         eprintln!("initialized: {}", init.as_str());
-        let watcher = verbose.then(|| {
+        let watcher = {
             let mut events = client.subscribe();
             tokio::spawn(async move {
                 while let Ok(e) = events.recv().await {
                     match e {
-                        ClientEvent::Notification { method, params } => match params {
+                        ClientEvent::Notification { method, params } if verbose => match params {
                             Some(p) => eprintln!("notification {method} {}", p.as_str()),
                             None => eprintln!("notification {method}"),
                         },
-                        ClientEvent::ServerRequest { method, .. } => {
+                        ClientEvent::ServerRequest { method, .. } if verbose => {
                             eprintln!("server request {method}")
+                        }
+                        ClientEvent::ToolRejected { name, reason } => {
+                            eprintln!("tool {name} left out of the listing: {reason}")
                         }
                         _ => {}
                     }
                 }
             })
-        });
+        };
         let mut outcome = Ok(Ok(RawJson::empty_object()));
-        for step in steps {
+        let mut listed = Vec::new();
+        let mut listing: Option<serde_json::Value> = None;
+        let mut steps = std::collections::VecDeque::from(steps);
+        while let Some(step) = steps.pop_front() {
             outcome = match step {
                 Step::Call(tool, arguments) if verbose => {
                     client
@@ -158,16 +167,43 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
                 }
                 Step::Call(tool, arguments) => client.call_tool(&tool, arguments).await,
                 Step::List => client.request("tools/list", None).await,
+                Step::EchoSchema { of, to } => {
+                    let schema = listing
+                        .as_ref()
+                        .and_then(|l| {
+                            mcp_streamable::tool_headers::tools_of(l)
+                                .find(|t| t.get("name").and_then(|n| n.as_str()) == Some(of))
+                                .and_then(|t| t.get("inputSchema").cloned())
+                        })
+                        .ok_or_else(|| format!("no tool {of} in the listing"))?;
+                    client
+                        .call_tool(to, serde_json::json!({ "schema": schema }))
+                        .await
+                }
+                Step::CallEveryListed => {
+                    for name in listed.drain(..).rev() {
+                        steps.push_front(Step::Call(name, serde_json::json!({})));
+                    }
+                    continue;
+                }
             };
             match &outcome {
-                Ok(Ok(result)) => println!("{}", result.as_str()),
+                Ok(Ok(result)) => {
+                    println!("{}", result.as_str());
+                    let value = result.to_value();
+                    let names = mcp_streamable::tool_headers::tools_of(&value)
+                        .filter_map(|t| t.get("name")?.as_str().map(str::to_owned))
+                        .collect::<Vec<_>>();
+                    if !names.is_empty() {
+                        listed = names;
+                        listing = Some(value);
+                    }
+                }
                 _ => break,
             }
         }
         client.close().await;
-        if let Some(w) = watcher {
-            w.abort();
-        }
+        watcher.abort();
         if use_monitor {
             let mut m = monitor.lock().map_err(|_| "monitor poisoned")?;
             m.finish(&[]);
@@ -197,14 +233,51 @@ enum Step {
     List,
     /// `tools/call` of a tool with these arguments.
     Call(String, serde_json::Value),
+    /// `tools/call` of every tool the last listing gave the application
+    /// (what the client core kept), with no arguments.
+    CallEveryListed,
+    /// `tools/call` of tool `to` with `{"schema": …}`, the `inputSchema` of
+    /// tool `of` as the last listing gave it to the application: what the
+    /// client kept of a schema, shown to the server.
+    EchoSchema {
+        /// The listed tool.
+        of: &'static str,
+        /// The tool that gets its schema.
+        to: &'static str,
+    },
 }
 
-/// What a conformance scenario asks of the client, by its name; a plain
-/// `tools/list` for any other.
-fn plan(scenario: &str) -> Vec<Step> {
+/// What a conformance scenario asks of the client: the calls its context
+/// names (`toolCalls` in `MCP_CONFORMANCE_CONTEXT`, after a listing), else
+/// by its name; a plain `tools/list` for any other.
+fn plan(scenario: &str, context: Option<&str>) -> Vec<Step> {
     let call = |tool: &str, args: serde_json::Value| Step::Call(tool.to_owned(), args);
     let none = serde_json::json!({});
+    let context: serde_json::Value = context
+        .and_then(|c| serde_json::from_str(c).ok())
+        .unwrap_or_default();
+    if let Some(calls) = context.get("toolCalls").and_then(|c| c.as_array()) {
+        let calls = calls.iter().filter_map(|c| {
+            let name = c.get("name")?.as_str()?;
+            Some(call(
+                name,
+                c.get("arguments").cloned().unwrap_or_else(|| none.clone()),
+            ))
+        });
+        return std::iter::once(Step::List).chain(calls).collect();
+    }
     match scenario {
+        // SEP-2243: the tools with invalid header annotations are left out
+        // of the listing; every other one is called.
+        "http-invalid-tool-headers" => vec![Step::List, Step::CallEveryListed],
+        // SEP-1613, SEP-2106: the schema's 2020-12 keywords kept as listed.
+        "json-schema-2020-12-preservation" => vec![
+            Step::List,
+            Step::EchoSchema {
+                of: "json_schema_2020_12_tool",
+                to: "json_schema_echo",
+            },
+        ],
         "tools_call" => vec![call("add_numbers", serde_json::json!({"a": 1, "b": 2}))],
         "sse-retry" => vec![call("test_reconnection", none)],
         // MRTR: two multi-round calls, one plain call between them (the

@@ -122,6 +122,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         ..ServerOptions::default()
     };
     options.endpoint.session.retry_ms = args.retry_ms;
+    options.endpoint.tool_headers = mcp_streamable_hyper::everything::tool_headers();
     if !args.path.starts_with('/') {
         return Err(format!("--path {:?} must start with /", args.path));
     }

@@ -278,6 +278,7 @@ impl Diagram {
                         Some(e) => format!("app: {listen} ended: {e}"),
                         None => format!("app: {listen} complete"),
                     },
+                    ClientEvent::ToolRejected { name, .. } => format!("app: tool {name} left out"),
                 };
                 return Some(Row {
                     step,

@@ -176,11 +176,24 @@ pub fn tools() -> Value {
          "inputSchema": object(json!({"message": {"type": "string", "description": "The message to show the user"}}), &["message"])},
         {"name": "test_elicitation_sep1034_defaults", "description": "Tests elicitation with default values per SEP-1034", "inputSchema": empty},
         {"name": "test_elicitation_sep1330_enums", "description": "Tests elicitation with enum schema improvements per SEP-1330", "inputSchema": empty},
-        {"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+        {"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613, SEP-2106: $defs with $anchor, composition, conditionals)",
          "inputSchema": {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
-            "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
-            "additionalProperties": false}}
+            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"}, "email": {"type": "string"}},
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": false}},
+        {"name": "test_param_headers", "description": "Mirrors its annotated arguments as Mcp-Param-* headers (SEP-2243, 2026-07-28): a call whose headers disagree with its arguments is refused (400, -32020). Answers with the arguments it got.",
+         "inputSchema": object(json!({
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "priority": {"type": "integer", "x-mcp-header": "Priority"},
+            "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
+            "query": {"type": "string"}}), &["region"])}
     ]});
     // The 2026-07-28 fixtures (MRTR and the stateless checks).
     if let Some(list) = tools["tools"].as_array_mut() {
@@ -189,6 +202,13 @@ pub fn tools() -> Value {
         }
     }
     tools
+}
+
+/// What the tools' `x-mcp-header` annotations declare (SEP-2243), for
+/// [`EndpointConfig::tool_headers`](mcp_streamable::server::EndpointConfig::tool_headers):
+/// a server serving these fixtures checks `test_param_headers`' headers.
+pub fn tool_headers() -> mcp_streamable::tool_headers::ToolHeaderTable {
+    mcp_streamable::tool_headers::ToolHeaderTable::from_list(&tools()).0
 }
 
 /// The tools whose answer depends on their arguments alone (no request to
@@ -229,6 +249,7 @@ pub fn static_tool(name: &str, args: Arguments<'_>) -> Option<Result<RawJson, Er
             "JSON Schema 2020-12 tool called with: {}",
             args.value()
         )),
+        "test_param_headers" => text_answer(&format!("headers agreed with: {}", args.value())),
         _ => return None,
     })
 }
@@ -821,6 +842,19 @@ mod tests {
         }
         let none = static_tool("echo", Arguments::NONE).expect("a static tool");
         assert_eq!(none.expect("a result").to_value(), said(""));
+    }
+
+    /// Every annotation of the fixtures is valid (a client would drop the
+    /// tool otherwise), and exactly one tool declares custom headers.
+    #[test]
+    fn the_fixtures_declare_custom_headers_on_one_tool() {
+        let (table, invalid) = mcp_streamable::tool_headers::ToolHeaderTable::from_list(&tools());
+        assert!(invalid.is_empty(), "{invalid:?}");
+        let params = table.get("test_param_headers").expect("annotated");
+        let mut names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["Priority", "Region", "Verbose"]);
+        assert_eq!(table, tool_headers());
     }
 
     #[test]

@@ -1007,19 +1007,20 @@ impl Reading {
 }
 
 /// The core's view of a request's head: its method and the headers the
-/// cores read ([`headers::READ_ON_REQUESTS`], named by their constants; any
-/// other header is no input of theirs and is not copied).
+/// cores read ([`headers::kept_on_requests`]: the known ones named by their
+/// constants, and every `Mcp-*` header; any other header is no input of
+/// theirs and is not copied).
 pub(crate) fn request_head(req: &hyper::http::request::Parts) -> RequestHead {
     let mut headers = Vec::with_capacity(req.headers.len().min(headers::READ_ON_REQUESTS.len()));
     for (n, v) in &req.headers {
-        let Some(name) = headers::read_on_requests(n.as_str()) else {
+        let Some(name) = headers::kept_on_requests(n.as_str()) else {
             continue;
         };
         let value = match v.to_str() {
             Ok(text) => text.to_owned(),
             Err(_) => String::from_utf8_lossy(v.as_bytes()).into_owned(),
         };
-        headers.push((std::borrow::Cow::Borrowed(name), value));
+        headers.push((name, value));
     }
     RequestHead {
         method: Method::parse(req.method.as_str()),

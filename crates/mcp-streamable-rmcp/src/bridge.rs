@@ -272,6 +272,7 @@ impl<X> Bridge<X> {
             last_event_id: last_event_id.map(str::to_owned),
             messages: Vec::new(),
             modern: false,
+            mcp_headers: Vec::new(),
             principal: None,
         });
         self.drain(now);
@@ -301,6 +302,7 @@ impl<X> Bridge<X> {
             last_event_id: None,
             messages: Vec::new(),
             modern: false,
+            mcp_headers: Vec::new(),
             principal: None,
         });
         self.core.handle_delete(http, now);
@@ -447,6 +449,7 @@ impl<X> Bridge<X> {
                 last_event_id: None,
                 messages: vec![m],
                 modern: false,
+                mcp_headers: Vec::new(),
                 principal: None,
             });
         }

@@ -58,6 +58,19 @@ pub fn read_on_requests(name: &str) -> Option<&'static str> {
         .find(|known| known.eq_ignore_ascii_case(name))
 }
 
+/// Header `name` as the cores keep it when they read it on requests: a
+/// [`READ_ON_REQUESTS`] constant, or any other `Mcp-*` header lower-cased
+/// (`Mcp-Param-*` carry a tool's arguments, SEP-2243, and a repeated
+/// `Mcp-*` header is refused); `None` for a header that is no input of
+/// theirs, which a shell need not copy.
+pub fn kept_on_requests(name: &str) -> Option<std::borrow::Cow<'static, str>> {
+    if let Some(known) = read_on_requests(name) {
+        return Some(std::borrow::Cow::Borrowed(known));
+    }
+    let mcp = name.len() > 4 && name.as_bytes()[..4].eq_ignore_ascii_case(b"mcp-");
+    mcp.then(|| std::borrow::Cow::Owned(name.to_ascii_lowercase()))
+}
+
 /// `application/json`.
 pub const MIME_JSON: &str = "application/json";
 /// `text/event-stream`.

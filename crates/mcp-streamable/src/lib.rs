@@ -104,6 +104,7 @@ pub mod server;
 pub mod shared;
 pub mod sse;
 pub mod time;
+pub mod tool_headers;
 pub mod unhashed;
 pub mod v2026;
 pub mod version;

@@ -36,6 +36,10 @@ pub enum Observation {
         messages: Vec<Message>,
         /// A modern (2026-07-28) request: no session, nothing to resume.
         modern: bool,
+        /// A modern POST's `Mcp-*` headers as sent, names lower-case, in
+        /// their order, repeats kept (M5 judges them against the body);
+        /// empty for any other request.
+        mcp_headers: Vec<(String, String)>,
         /// Who sent it, as the transport authenticated it (`None`:
         /// anonymous, or a harness that does not say).
         principal: Option<Principal>,
@@ -138,6 +142,15 @@ impl Observation {
             Method::Post => parse(body).unwrap_or_default(),
             _ => Vec::new(),
         };
+        let mcp_headers = match head.method {
+            Method::Post if modern => head
+                .headers
+                .iter()
+                .filter(|(n, _)| n.len() > 4 && n.as_bytes()[..4].eq_ignore_ascii_case(b"mcp-"))
+                .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
         Observation::Request {
             http,
             method: head.method.clone(),
@@ -145,6 +158,7 @@ impl Observation {
             last_event_id: head.header(headers::LAST_EVENT_ID).map(str::to_owned),
             messages,
             modern,
+            mcp_headers,
             principal: None,
         }
     }

@@ -51,9 +51,65 @@ pub fn meta(message: &Message, key: &str) -> Option<serde_json::Value> {
     params.to_value().get("_meta")?.get(key).cloned()
 }
 
-/// An `Mcp-Name` value: `=?base64?…?=` (markers exactly so) decoded, any
-/// other value as it is; `None` for a sentinel with invalid Base64 or UTF-8.
-pub fn decode_name(value: &str) -> Option<String> {
+/// Whether a modern request's headers agree with it (`basic/transports/
+/// streamable-http.mdx`, "Server Validation"): `Mcp-Method` is its method,
+/// `Mcp-Name` (Base64-decoded when sent as `=?base64?…?=`) the field
+/// [`name_field`] names, and for a tool `tools` declares custom headers
+/// of, each `Mcp-Param-*` its argument (SEP-2243). `header` gives a
+/// header's first value by name. Values are read without surrounding
+/// blanks; one with control characters disagrees. Why not, otherwise. The
+/// server core refuses such a request (400, -32020); the monitor judges
+/// clients and servers by the same rule (M5).
+pub fn check_headers<'h>(
+    header: impl Fn(&str) -> Option<&'h str>,
+    method: &str,
+    params: Option<&serde_json::Value>,
+    tools: &crate::tool_headers::ToolHeaderTable,
+) -> Result<(), String> {
+    let read = |name: &str| -> Result<Option<&'h str>, String> {
+        let Some(v) = header(name) else {
+            return Ok(None);
+        };
+        let v = v.trim_matches([' ', '\t']);
+        if v.chars().any(char::is_control) {
+            return Err(format!("{name} has control characters"));
+        }
+        Ok(Some(v))
+    };
+    match read(crate::headers::MCP_METHOD)? {
+        Some(m) if m == method => {}
+        Some(m) => return Err(format!("Mcp-Method {m} but the body says {method}")),
+        None => return Err("Mcp-Method header missing".into()),
+    }
+    let Some(field) = name_field(method) else {
+        return Ok(());
+    };
+    let in_body = params.and_then(|p| p.get(field)).and_then(|f| f.as_str());
+    let in_header = read(crate::headers::MCP_NAME)?
+        .map(|v| decode_value(v).ok_or_else(|| format!("Mcp-Name {v} is not valid Base64")))
+        .transpose()?;
+    match (in_header, in_body) {
+        (Some(h), Some(b)) if h == b => {}
+        (None, _) => return Err("Mcp-Name header missing".into()),
+        (Some(h), b) => {
+            return Err(format!(
+                "Mcp-Name {h} but params.{field} is {}",
+                b.unwrap_or("missing")
+            ))
+        }
+    }
+    match (method, in_body) {
+        ("tools/call", Some(tool)) => {
+            tools.check(tool, params.and_then(|p| p.get("arguments")), header)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// An `Mcp-Name` or `Mcp-Param-*` value: `=?base64?…?=` (markers exactly
+/// so) decoded, any other value as it is; `None` for a sentinel with invalid
+/// Base64 (strict: standard alphabet, canonical padding) or UTF-8.
+pub fn decode_value(value: &str) -> Option<String> {
     let Some(inner) = value
         .strip_prefix("=?base64?")
         .and_then(|v| v.strip_suffix("?="))
@@ -64,19 +120,20 @@ pub fn decode_name(value: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// An `Mcp-Name` value: as it is when plain visible ASCII without
-/// surrounding blanks, else `=?base64?…?=` (as a plain value that looks
-/// like the sentinel is too).
-pub fn encode_name(name: &str) -> String {
-    let visible = name.bytes().all(|b| (0x20..0x7f).contains(&b));
-    let blank_edge = name.starts_with(' ') || name.ends_with(' ');
-    let looks_encoded = name.starts_with("=?base64?") && name.ends_with("?=");
-    if !name.is_empty() && visible && !blank_edge && !looks_encoded {
-        return name.to_owned();
+/// An `Mcp-Name` or `Mcp-Param-*` value: as it is when plain visible ASCII
+/// (spaces inside, no tab) without surrounding blanks, else `=?base64?…?=`
+/// (as is a plain value that looks like the sentinel, and the empty one,
+/// which some intermediaries drop).
+pub fn encode_value(value: &str) -> String {
+    let visible = value.bytes().all(|b| (0x20..0x7f).contains(&b));
+    let blank_edge = value.starts_with(' ') || value.ends_with(' ');
+    let looks_encoded = value.starts_with("=?base64?") && value.ends_with("?=");
+    if !value.is_empty() && visible && !blank_edge && !looks_encoded {
+        return value.to_owned();
     }
     format!(
         "=?base64?{}?=",
-        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, name.as_bytes())
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, value.as_bytes())
     )
 }
 

@@ -9,6 +9,16 @@
 //! - M1: a modern answer names no session and its SSE events carry no ids.
 //! - H1–H3: `Mcp-Method` disagreeing with the body, a missing `Mcp-Name`, an
 //!   `Mcp-Name` disagreeing with the tool: 400 with -32020.
+//! - H4: a call of the first listed tool that declares a custom header
+//!   (SEP-2243, `x-mcp-header` on a string parameter) whose `Mcp-Param-*`
+//!   is missing, or disagrees with the argument: 400 with -32020 (the
+//!   calls carry filler arguments; a server that fails the rule runs the
+//!   tool with them).
+//! - H5: an `Mcp-Method` repeated, the first copy agreeing with the body
+//!   and the second not: 400 (never served by the first value, rmcp #1272).
+//! - H6 (SHOULD): on that tool, an integer argument's header written with
+//!   a fraction (`42.0` for 42) is accepted: servers compare integers by
+//!   value, not as strings.
 //! - V1: an unsupported version: 400 with -32022, `data.supported`, the id echoed.
 //! - U1: a method the era does not have: 404 with -32601.
 //! - G1: GET and DELETE carrying the modern version header: 405 (changelog:
@@ -159,6 +169,10 @@ const M1_WHAT: &str = "a modern answer names no session, its events no ids";
 const H1_WHAT: &str = "Mcp-Method disagreeing with the body gets 400 -32020";
 const H2_WHAT: &str = "tools/call without Mcp-Name gets 400 -32020";
 const H3_WHAT: &str = "Mcp-Name disagreeing with the tool gets 400 -32020";
+const H4_WHAT: &str =
+    "a tool's Mcp-Param header missing or disagreeing with its argument gets 400 -32020";
+const H5_WHAT: &str = "a repeated Mcp-* header gets 400, never the first value's answer";
+const H6_WHAT: &str = "an integer's custom header written as 42.0 for 42 is accepted";
 const V1_WHAT: &str = "an unsupported version gets 400 -32022 naming the supported, id echoed";
 const U1_WHAT: &str = "a method the era does not have gets 404 -32601";
 const G1_WHAT: &str = "GET and DELETE with the 2026-07-28 version header get 405";
@@ -207,19 +221,21 @@ pub async fn run(p: &mut Probe) {
         name: None,
         params: json!({}),
     };
-    let mut listed = Vec::new();
+    let mut listing = Vec::new();
     if let Some((id, o)) = p.modern(&tools, |_| {}, QUICK).await {
         stateful_seen = stateful_seen.or_else(|| stateful("tools/list", &o));
-        listed = answer_to(&o, id)
+        listing = answer_to(&o, id)
             .and_then(|m| m.pointer("/result/tools").cloned())
             .and_then(|t| t.as_array().cloned())
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
-            .collect();
+            .unwrap_or_default();
     }
+    let listed: Vec<String> = listing
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect();
     progress_rule(p, &listed).await;
     headers_rules(p).await;
+    param_headers_rule(p, &listing).await;
     versions_and_methods(p).await;
     let listen = listen_rules(p).await;
     stateful_seen = stateful_seen.or(listen);
@@ -333,6 +349,193 @@ async fn headers_rules(p: &mut Probe) {
         )
         .await;
     judge_refusal(p, "H3", H3_WHAT, r, 400, -32020);
+}
+
+/// H4: the first listed tool with a valid custom header on a string
+/// parameter, called with filler arguments (each required one by its
+/// type, the chosen one a probe value): its `Mcp-Param-*` left out, then
+/// disagreeing; both must be refused with 400 -32020. H5: a `tools/list`
+/// with `Mcp-Method` twice, the second copy disagreeing.
+async fn param_headers_rule(p: &mut Probe, listing: &[Value]) {
+    let of_type = |tool: &Value, kind: &str| {
+        let params = mcp_streamable::tool_headers::of_tool(tool).ok()?;
+        params
+            .into_iter()
+            .find(|ph| param_type(tool, &ph.path) == Some(kind))
+    };
+    let chosen = listing
+        .iter()
+        .find_map(|tool| Some((tool, of_type(tool, "string")?)));
+    match chosen {
+        None => p.add(
+            "H4",
+            true,
+            H4_WHAT,
+            Verdict::NotApplicable,
+            "no listed tool declares x-mcp-header on a string parameter",
+        ),
+        Some((tool, param)) => {
+            let name = tool["name"].as_str().unwrap_or_default().to_owned();
+            let arguments = filler_arguments(tool, &param.path, "mcp-streamable-probe");
+            let call = Call {
+                method: "tools/call",
+                name: Some(&name),
+                params: json!({"name": name, "arguments": arguments}),
+            };
+            let headers = mcp_streamable::tool_headers::ToolHeaderTable::from_list(&json!([tool]))
+                .0
+                .headers_for(&name, Some(&arguments));
+            let header = format!("Mcp-Param-{}", param.name);
+            let with = |value: Option<&'static str>| {
+                let (header, headers) = (header.clone(), headers.clone());
+                move |h: &mut Vec<(String, String)>| {
+                    h.extend(headers.into_iter().filter(|(n, _)| *n != header));
+                    if let Some(v) = value {
+                        h.push((header, v.to_owned()));
+                    }
+                }
+            };
+            let missing = p.modern(&call, with(None), QUICK).await;
+            let other = p
+                .modern(&call, with(Some("mcp-streamable-probe-other")), QUICK)
+                .await;
+            match (missing, other) {
+                (Some((i1, o1)), Some((i2, o2))) => {
+                    let ok = refused(&o1, i1, 400, -32020) && refused(&o2, i2, 400, -32020);
+                    let evidence = format!(
+                        "tools/call {name}: {header} missing: {}; disagreeing: {}",
+                        status_and_code(&o1, i1),
+                        status_and_code(&o2, i2)
+                    );
+                    p.add("H4", true, H4_WHAT, Verdict::of(ok), evidence);
+                }
+                _ => p.add("H4", true, H4_WHAT, Verdict::CouldNotTest, p.t.no_answer()),
+            }
+        }
+    }
+    integer_header_rule(p, listing, &of_type).await;
+    let list = Call {
+        method: "tools/list",
+        name: None,
+        params: json!({}),
+    };
+    let twice = |h: &mut Vec<(String, String)>| {
+        h.push((headers::MCP_METHOD.to_owned(), "prompts/list".to_owned()));
+    };
+    match p.modern(&list, twice, QUICK).await {
+        None => p.add("H5", true, H5_WHAT, Verdict::CouldNotTest, p.t.no_answer()),
+        Some((id, o)) => p.add(
+            "H5",
+            true,
+            H5_WHAT,
+            Verdict::of(o.status == 400),
+            format!(
+                "tools/list with Mcp-Method tools/list and prompts/list: {}",
+                status_and_code(&o, id)
+            ),
+        ),
+    }
+}
+
+/// H6: the first listed tool with a valid custom header on an integer
+/// parameter, called with agreeing headers but that integer's written
+/// `42.0`: accepted (anything but 400 -32020).
+async fn integer_header_rule(
+    p: &mut Probe,
+    listing: &[Value],
+    of_type: &impl Fn(&Value, &str) -> Option<mcp_streamable::tool_headers::ParamHeader>,
+) {
+    let Some((tool, param)) = listing
+        .iter()
+        .find_map(|tool| Some((tool, of_type(tool, "integer")?)))
+    else {
+        let why = "no listed tool declares x-mcp-header on an integer parameter";
+        p.add("H6", false, H6_WHAT, Verdict::NotApplicable, why);
+        return;
+    };
+    let name = tool["name"].as_str().unwrap_or_default().to_owned();
+    let mut arguments = filler_arguments(tool, &[], "");
+    set_at(&mut arguments, &param.path, json!(42));
+    let call = Call {
+        method: "tools/call",
+        name: Some(&name),
+        params: json!({"name": name, "arguments": arguments}),
+    };
+    let header = format!("Mcp-Param-{}", param.name);
+    let headers = mcp_streamable::tool_headers::ToolHeaderTable::from_list(&json!([tool]))
+        .0
+        .headers_for(&name, Some(&arguments));
+    let tweak = |h: &mut Vec<(String, String)>| {
+        for (n, v) in headers {
+            let v = if n == header { "42.0".to_owned() } else { v };
+            h.push((n, v));
+        }
+    };
+    match p.modern(&call, tweak, QUICK).await {
+        None => p.add("H6", false, H6_WHAT, Verdict::CouldNotTest, p.t.no_answer()),
+        Some((id, o)) => p.add(
+            "H6",
+            false,
+            H6_WHAT,
+            Verdict::of(!refused(&o, id, 400, -32020)),
+            format!(
+                "tools/call {name} with {}: 42.0: {}",
+                param.name,
+                status_and_code(&o, id)
+            ),
+        ),
+    }
+}
+
+/// The `type` of the property at `path` in `tool`'s schema (through
+/// `properties` alone).
+fn param_type<'a>(tool: &'a Value, path: &[String]) -> Option<&'a str> {
+    let mut s = tool.get("inputSchema")?;
+    for key in path {
+        s = s.get("properties")?.get(key)?;
+    }
+    s.get("type")?.as_str()
+}
+
+/// Sets `value` at `path` in `args`, making the objects on the way.
+fn set_at(args: &mut Value, path: &[String], value: Value) {
+    let mut at = args;
+    for (i, key) in path.iter().enumerate() {
+        let Some(map) = at.as_object_mut() else {
+            return;
+        };
+        let next = if i + 1 == path.len() {
+            value.clone()
+        } else {
+            map.get(key)
+                .cloned()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({}))
+        };
+        map.insert(key.clone(), next);
+        at = &mut map[key];
+    }
+}
+
+/// Arguments for `tool`: each required property by its type (a string, 0,
+/// false), and `value` at `path`.
+fn filler_arguments(tool: &Value, path: &[String], value: &str) -> Value {
+    let schema = &tool["inputSchema"];
+    let mut args = serde_json::Map::new();
+    for name in schema["required"].as_array().into_iter().flatten() {
+        let Some(name) = name.as_str() else { continue };
+        let filler = match schema["properties"][name]["type"].as_str() {
+            Some("integer" | "number") => json!(0),
+            Some("boolean") => json!(false),
+            Some("object") => json!({}),
+            Some("array") => json!([]),
+            _ => json!("mcp-streamable-probe-filler"),
+        };
+        args.insert(name.to_owned(), filler);
+    }
+    let mut args = Value::Object(args);
+    set_at(&mut args, path, json!(value));
+    args
 }
 
 fn judge_refusal(

@@ -12,13 +12,14 @@
 //! rules R13, R21 and R32 that a server's output shows.
 
 mod client;
+mod headers;
 mod listen;
 mod retire;
 #[cfg(test)]
 mod tests;
 
 use client::ClientSide;
-use mcp_streamable::client::ClientEvent;
+use mcp_streamable::client::{ClientEvent, ClientTransmitKind};
 use mcp_streamable::ids::{HttpId, MsgKey, RequestId};
 use mcp_streamable::jsonrpc::{Message, RawJson};
 use mcp_streamable::principal::Principal;
@@ -33,9 +34,9 @@ pub use retire::RetiredPart;
 /// Every property id the monitor can report, as `docs/properties.md` lists
 /// them: what a model may name in `invariants`, `judge` and `violates` (a
 /// name not here would judge nothing and make every run "hold").
-pub const PROPERTIES: [&str; 30] = [
+pub const PROPERTIES: [&str; 31] = [
     "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "C1", "C2",
-    "C3", "C4", "C5", "I1", "I2", "L1", "L2", "M1", "M2", "M3", "M4", "R13", "R21", "R32",
+    "C3", "C4", "C5", "I1", "I2", "L1", "L2", "M1", "M2", "M3", "M4", "M5", "R13", "R21", "R32",
 ];
 pub use mcp_streamable::observe::{body_messages, Observation};
 use std::collections::{BTreeMap, BTreeSet};
@@ -155,6 +156,9 @@ pub struct Monitor {
     faults: usize,
     /// M3: broadcasts owed to acknowledged listen streams.
     owed: listen::Owed,
+    /// M5: requests whose headers disagree with their body, and the tools'
+    /// custom headers as listed.
+    headers: Shared<headers::HeaderAgreement>,
     violations: Found,
     /// Clients whose part was judged and let go ([`Monitor::retire`]).
     retired: Shared<BTreeMap<usize, Retired>>,
@@ -227,9 +231,11 @@ impl Monitor {
             gets_max: _,
             faults: _,
             owed: _,
+            headers,
             violations: _,
             retired,
         } = self;
+        headers.localize();
         exchanges.localize_deep();
         lineages.localize_deep();
         event_ids.localize();
@@ -299,6 +305,7 @@ impl Monitor {
             gets_max,
             faults,
             owed,
+            headers,
             violations,
             retired: _, // each client's, in its part
         } = self;
@@ -312,6 +319,7 @@ impl Monitor {
         gets_max.hash(h);
         faults.hash(h);
         owed.hash(h);
+        headers.hash(h);
         violations.hash(h);
     }
 
@@ -331,9 +339,14 @@ impl Monitor {
                 last_event_id,
                 messages,
                 modern,
+                mcp_headers,
                 principal,
             } => {
                 let named = (session, last_event_id);
+                if !mcp_headers.is_empty() {
+                    self.headers
+                        .on_request(*http, *modern, mcp_headers, messages);
+                }
                 self.on_request(*http, method, named, messages, *modern, principal)
             }
             Observation::Transmit(t) => self.on_transmit(t),
@@ -366,6 +379,11 @@ impl Monitor {
                 self.rare.dropped.insert(sk);
             }
             Observation::ClientTransmit { client, transmit } => {
+                if let ClientTransmitKind::Send { head, body } = &transmit.kind {
+                    if let Some(why) = self.headers.on_client_send(head, body) {
+                        self.flag("M5", None, why);
+                    }
+                }
                 let mut flags = Vec::new();
                 self.client_side(*client).on_transmit(transmit, &mut flags);
                 self.raise(flags);
@@ -376,6 +394,9 @@ impl Monitor {
                 http,
                 message,
             } => {
+                if self.headers.teaches(message) {
+                    self.headers.learn(message);
+                }
                 let mut flags = Vec::new();
                 self.client_side(*client)
                     .on_received(*http, message, &mut flags);
@@ -708,6 +729,23 @@ impl Monitor {
                 format!("{:?} written after the response ended", kind_name(&t.kind)),
             );
             return;
+        }
+        if let TransmitKind::Head(head) = &t.kind {
+            if self.headers.disagreed(http) {
+                if let Some(why) = self.headers.on_head(http, head.status) {
+                    self.flag("M5", Some(http), why);
+                }
+            }
+        }
+        let said = match &t.kind {
+            TransmitKind::Json(m) => Some(m),
+            TransmitKind::Event {
+                message: Some(o), ..
+            } => Some(&o.message),
+            _ => None,
+        };
+        if let Some(m) = said.filter(|m| self.headers.teaches(m)) {
+            self.headers.learn(m);
         }
         match &t.kind {
             TransmitKind::Head(head) => self.on_head(

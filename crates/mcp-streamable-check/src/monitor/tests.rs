@@ -28,6 +28,7 @@ fn posted(http: u64, body: &str) -> Observation {
         last_event_id: None,
         messages: vec![parse_message(body).unwrap()],
         modern: false,
+        mcp_headers: Vec::new(),
         principal: None,
     }
 }
@@ -166,6 +167,7 @@ fn get(http: u64, last_event_id: Option<&str>) -> Observation {
         last_event_id: last_event_id.map(str::to_owned),
         messages: Vec::new(),
         modern: false,
+        mcp_headers: Vec::new(),
         principal: None,
     }
 }
@@ -213,6 +215,7 @@ fn issued(gets_max: Option<usize>) -> Monitor {
         last_event_id: None,
         messages: vec![init.unwrap()],
         modern: false,
+        mcp_headers: Vec::new(),
         principal: None,
     });
     m.observe(&naming(100, Content::Json, "s"));
@@ -456,6 +459,7 @@ fn only_an_initialize_takes_its_session_from_the_answers_head() {
         last_event_id: None,
         messages: vec![list],
         modern: true,
+        mcp_headers: Vec::new(),
         principal: None,
     });
     m.observe(&naming(1, Content::Sse, "t"));
@@ -492,6 +496,7 @@ fn a_session_never_issued_or_deleted_must_be_answered_404_b6() {
         last_event_id: None,
         messages: Vec::new(),
         modern: false,
+        mcp_headers: Vec::new(),
         principal: None,
     };
     let mut m = issued(None);
@@ -511,6 +516,7 @@ fn a_session_never_issued_or_deleted_must_be_answered_404_b6() {
         last_event_id: None,
         messages: Vec::new(),
         modern: false,
+        mcp_headers: Vec::new(),
         principal: None,
     });
     m.observe(&head(4, 200, Content::None));
@@ -883,6 +889,7 @@ fn by(who: Option<&str>, http: u64, method: Method, body: Option<&str>) -> Obser
             .map(|b| vec![parse_message(b).unwrap()])
             .unwrap_or_default(),
         modern: false,
+        mcp_headers: Vec::new(),
         principal: who.map(mcp_streamable::principal::Principal::new),
     }
 }
@@ -1003,5 +1010,157 @@ fn a_request_stream_closed_for_polling_before_any_event_id_is_b9() {
             "{before:?} first: {:?}",
             m.violations()
         );
+    }
+}
+
+/// A modern POST of `body` with these `Mcp-*` headers, as exchange `http`.
+fn modern_post(http: u64, body: &str, mcp: &[(&str, &str)]) -> Observation {
+    Observation::Request {
+        http: HttpId(http),
+        method: Method::Post,
+        session: None,
+        last_event_id: None,
+        messages: vec![parse_message(body).unwrap()],
+        modern: true,
+        mcp_headers: mcp
+            .iter()
+            .map(|(n, v)| (n.to_ascii_lowercase(), (*v).to_owned()))
+            .collect(),
+        principal: None,
+    }
+}
+
+/// M5's breaches, server side: a request whose `Mcp-Method`, `Mcp-Name`
+/// or a listed tool's `Mcp-Param-*` disagrees with its body, or that
+/// repeats an `Mcp-*` header, served; and its non-breaches: the same
+/// refused (400), agreeing headers served.
+#[test]
+fn a_request_served_whose_headers_disagree_with_its_body_is_m5() {
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{"region":"eu"}}}"#;
+    let listing = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}]}}"#;
+    let agreeing = [
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "t"),
+        ("Mcp-Param-Region", "eu"),
+    ];
+    let cases: [(&str, &[(&str, &str)]); 5] = [
+        (
+            "the method",
+            &[
+                ("Mcp-Method", "tools/list"),
+                ("Mcp-Name", "t"),
+                ("Mcp-Param-Region", "eu"),
+            ],
+        ),
+        (
+            "the name",
+            &[
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "u"),
+                ("Mcp-Param-Region", "eu"),
+            ],
+        ),
+        (
+            "a parameter",
+            &[
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "t"),
+                ("Mcp-Param-Region", "us"),
+            ],
+        ),
+        (
+            "a parameter missing",
+            &[("Mcp-Method", "tools/call"), ("Mcp-Name", "t")],
+        ),
+        (
+            "a repeat",
+            &[
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "t"),
+                ("Mcp-Param-Region", "eu"),
+                ("mcp-param-region", "us"),
+            ],
+        ),
+    ];
+    for (what, headers) in cases {
+        for (status, breach) in [(200, true), (400, false)] {
+            let mut m = Monitor::new();
+            m.observe(&modern_post(
+                1,
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+                &[("Mcp-Method", "tools/list")],
+            ));
+            m.observe(&head(1, 200, Content::Json));
+            m.observe(&Observation::Transmit(Transmit {
+                http: HttpId(1),
+                kind: TransmitKind::Json(parse_message(listing).unwrap()),
+            }));
+            m.observe(&modern_post(2, call, headers));
+            m.observe(&head(2, status, Content::Json));
+            let expect: &[&str] = if breach { &["M5"] } else { &[] };
+            assert_eq!(ids(&m), expect, "{what}, {status}: {:?}", m.violations());
+        }
+    }
+    // Agreeing headers, served: nothing.
+    let mut m = Monitor::new();
+    m.observe(&Observation::Transmit(Transmit {
+        http: HttpId(1),
+        kind: TransmitKind::Json(parse_message(listing).unwrap()),
+    }));
+    m.observe(&modern_post(2, call, &agreeing));
+    m.observe(&head(2, 200, Content::Json));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+    // A tool never seen listed is judged on the standard headers alone.
+    let mut m = Monitor::new();
+    m.observe(&modern_post(2, call, &agreeing[..2]));
+    m.observe(&head(2, 200, Content::Json));
+    assert_eq!(ids(&m), [] as [&str; 0]);
+}
+
+/// M5's breach, client side: a client sends a modern request whose headers
+/// disagree with its body (after a listing it read declared the tool's
+/// custom header); the same request with agreeing headers is no breach.
+#[test]
+fn a_client_that_sends_headers_disagreeing_with_its_body_is_m5() {
+    use mcp_streamable::client::{ClientTransmit, ClientTransmitKind, Purpose};
+    use mcp_streamable::head::RequestHead;
+    use mcp_streamable::version::ProtocolVersion;
+    let listing = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","properties":{"n":{"type":"integer","x-mcp-header":"N"}}}}]}}"#;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{"n":7}}}"#;
+    let send = |n: Option<&str>| {
+        let mut head = RequestHead::post(None, Some(ProtocolVersion::MODERN))
+            .with("Mcp-Method", "tools/call")
+            .with("Mcp-Name", "t");
+        if let Some(n) = n {
+            head = head.with("Mcp-Param-N", n);
+        }
+        Observation::ClientTransmit {
+            client: 0,
+            transmit: ClientTransmit {
+                http: HttpId(2),
+                purpose: Purpose::Request(mcp_streamable::ids::RequestId::Num(2)),
+                kind: ClientTransmitKind::Send {
+                    head,
+                    body: call.as_bytes().to_vec(),
+                },
+            },
+        }
+    };
+    for (n, expect) in [
+        (Some("7"), &[] as &[&str]),
+        (Some("8"), &["M5"]),
+        (None, &["M5"]),
+    ] {
+        let mut m = Monitor::new();
+        m.observe(&Observation::ClientReceived {
+            client: 0,
+            http: HttpId(1),
+            message: parse_message(listing).unwrap(),
+        });
+        m.observe(&send(n));
+        // (The listing answers a request this monitor never saw sent: I1,
+        // not this test's.)
+        let m5: Vec<&str> = ids(&m).into_iter().filter(|id| *id == "M5").collect();
+        assert_eq!(m5, expect, "{n:?}: {:?}", m.violations());
     }
 }

@@ -11,7 +11,7 @@ mod session_tests;
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use session::{encode_name, ClientEra, ClientOutput, ClientSession, ACKNOWLEDGED};
+pub use session::{encode_value, ClientEra, ClientOutput, ClientSession, ACKNOWLEDGED};
 
 use crate::head::RequestHead;
 use crate::ids::{HttpId, RequestId, SessionId};
@@ -61,6 +61,12 @@ pub struct ClientConfig {
     /// `TooManyInputRounds` (2026-07-28 MRTR: a server that keeps asking
     /// cannot keep the client retrying forever; the SDKs stop at 10).
     pub input_rounds_max: u32,
+    /// Bytes of the custom headers (SEP-2243) the client remembers of the
+    /// tools it listed in the modern era, to mirror their arguments on
+    /// calls: past it the tool listed longest ago is forgotten, and its
+    /// calls go out without them (a server refuses those with -32020 until
+    /// the tools are listed again).
+    pub tool_headers_bytes_max: usize,
 }
 
 /// Who answers the server's requests.
@@ -94,6 +100,7 @@ impl Default for ClientConfig {
             listens_max: 16,
             relisten_failures_max: 3,
             input_rounds_max: 10,
+            tool_headers_bytes_max: 256 << 10,
         }
     }
 }
@@ -375,5 +382,15 @@ pub enum ClientEvent {
         listen: ListenId,
         /// Why, unless it ended gracefully.
         error: Option<ClientError>,
+    },
+    /// A tool a modern `tools/list` answer offered has an invalid
+    /// `x-mcp-header` annotation (SEP-2243): it is left out of that
+    /// answer's result (the spec's "MUST exclude"), before the `Response`
+    /// that carries the rest.
+    ToolRejected {
+        /// The tool's name.
+        name: String,
+        /// What is wrong with its annotation.
+        reason: crate::tool_headers::InvalidAnnotation,
     },
 }

@@ -23,6 +23,8 @@ pub struct Sent {
     pub http: HttpId,
     pub method: Option<String>,
     pub name: Option<String>,
+    /// Its `Mcp-Param-*` headers, in order.
+    pub params: Vec<(String, String)>,
     pub body: Value,
 }
 
@@ -34,6 +36,12 @@ pub fn sent(c: &mut ClientSession) -> Vec<Sent> {
                 http: t.http,
                 method: head.header("mcp-method").map(str::to_owned),
                 name: head.header("mcp-name").map(str::to_owned),
+                params: head
+                    .headers
+                    .iter()
+                    .filter(|(n, _)| n.starts_with(crate::tool_headers::HEADER_PREFIX))
+                    .map(|(n, v)| (n.to_string(), v.clone()))
+                    .collect(),
                 body: serde_json::from_slice(&body).unwrap_or(Value::Null),
             }),
             ClientTransmitKind::Abort => None,

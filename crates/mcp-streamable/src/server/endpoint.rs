@@ -63,6 +63,12 @@ pub struct EndpointConfig {
     /// What a modern `subscriptions/listen` may receive here (each listen
     /// is acknowledged with what it asked for and this allows): all by default.
     pub listen: modern::ListenFilter,
+    /// The application's tools that mirror arguments as `Mcp-Param-*`
+    /// headers (SEP-2243), as its `tools/list` declares them
+    /// ([`ToolHeaderTable::from_list`](crate::tool_headers::ToolHeaderTable::from_list)):
+    /// a modern `tools/call` of one is refused (400, -32020) unless its
+    /// headers agree with its arguments. Empty by default: no tool declares any.
+    pub tool_headers: crate::tool_headers::ToolHeaderTable,
     /// Modern (2026-07-28) requests being answered at once (503 past it):
     /// each holds a session of its own until its exchange is over.
     pub stateless_requests_max: usize,
@@ -93,6 +99,7 @@ impl Default for EndpointConfig {
             retained_bytes_max: 256 << 20,
             modern_era: true,
             listen: modern::ListenFilter::all(),
+            tool_headers: Default::default(),
             stateless_requests_max: 4096,
             http_id_base: 0,
         }
@@ -907,7 +914,7 @@ impl ServerEndpoint {
         session: &mut Option<SessionId>,
     ) -> Result<(), RequestError> {
         self.check_post_body(head, body)?;
-        let message = modern::check(head, header_version, body)?;
+        let message = modern::check(head, header_version, body, &self.config.tool_headers)?;
         if !message.is_request() {
             // This era defines no client notifications over HTTP: accepted.
             self.push(

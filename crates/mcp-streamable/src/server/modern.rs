@@ -13,17 +13,19 @@
 //! streamable-http.mdx`, "Server Validation"): the version header and the
 //! body's `_meta` version, `Mcp-Method` and the method, `Mcp-Name` and the
 //! tool or prompt name or resource URI (Base64-decoded when sent as
-//! `=?base64?…?=`). Any disagreement, a missing standard header or one with
-//! control characters is 400 with -32020; a missing required `_meta` field
+//! `=?base64?…?=`), and for a tool that declares custom headers (SEP-2243,
+//! [`crate::tool_headers`]) each `Mcp-Param-*` and its argument. Any
+//! disagreement, a missing header or one with control characters is 400
+//! with -32020; a missing required `_meta` field
 //! is 400 with -32602; a method the era does not have is 404 with -32601.
 
 use crate::error::RequestError;
 use crate::head::RequestHead;
-use crate::headers;
-use crate::jsonrpc::{Body, Message, ParseError};
+use crate::jsonrpc::{Body, Message, ParseError, RawJson};
+use crate::tool_headers::ToolHeaderTable;
 pub use crate::v2026::{
-    decode_name as decode, meta, name_field, ListenFilter, META_CLIENT_CAPABILITIES,
-    META_PROTOCOL_VERSION, META_SERVER_INFO, META_SUBSCRIPTION_ID, METHODS,
+    meta, name_field, ListenFilter, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
+    META_SERVER_INFO, META_SUBSCRIPTION_ID, METHODS,
 };
 use crate::version::ProtocolVersion;
 
@@ -76,6 +78,7 @@ pub fn check(
     head: &RequestHead,
     header: Option<ProtocolVersion>,
     body: &[u8],
+    tool_headers: &ToolHeaderTable,
 ) -> Result<Message, RequestError> {
     let message = match crate::jsonrpc::parse_body(body, ProtocolVersion::MODERN)? {
         Body::Single(m) => m,
@@ -121,37 +124,14 @@ pub fn check(
             id,
         });
     }
-    match header_value(head, headers::MCP_METHOD).map_err(&mismatch)? {
-        Some(m) if m == *method => {}
-        Some(m) => {
-            return Err(mismatch(format!(
-                "Mcp-Method {m} but the body says {method}"
-            )))
-        }
-        None => return Err(mismatch("Mcp-Method header missing".into())),
-    }
-    if let Some(field) = name_field(method) {
-        let in_body = params
-            .as_ref()
-            .map(|p| p.to_value())
-            .and_then(|v| v.get(field).and_then(|f| f.as_str()).map(str::to_owned));
-        let in_header = header_value(head, headers::MCP_NAME)
-            .map_err(&mismatch)?
-            .map(|v| {
-                decode(&v).ok_or_else(|| mismatch(format!("Mcp-Name {v} is not valid Base64")))
-            })
-            .transpose()?;
-        match (in_header, in_body) {
-            (Some(h), Some(b)) if h == b => {}
-            (None, _) => return Err(mismatch("Mcp-Name header missing".into())),
-            (Some(h), b) => {
-                return Err(mismatch(format!(
-                    "Mcp-Name {h} but params.{field} is {}",
-                    b.unwrap_or_else(|| "missing".into())
-                )))
-            }
-        }
-    }
+    let params = params.as_ref().map(RawJson::to_value);
+    crate::v2026::check_headers(
+        |name| head.header(name),
+        method,
+        params.as_ref(),
+        tool_headers,
+    )
+    .map_err(mismatch)?;
     if !METHODS.contains(&method.as_str()) {
         return Err(RequestError::UnknownMethod {
             method: method.clone(),
@@ -161,22 +141,10 @@ pub fn check(
     Ok(message)
 }
 
-/// A standard header's value, without surrounding whitespace; an error
-/// when it has control characters.
-fn header_value(head: &RequestHead, name: &str) -> Result<Option<String>, String> {
-    let Some(v) = head.header(name) else {
-        return Ok(None);
-    };
-    let v = v.trim_matches([' ', '\t']);
-    if v.chars().any(|c| c.is_control()) {
-        return Err(format!("{name} has control characters"));
-    }
-    Ok(Some(v.to_owned()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::v2026::decode_value as decode;
 
     /// The byte search against the plain definition (some window equals the
     /// needle), on the cases a first-byte skip can get wrong: a needle at the

@@ -102,7 +102,8 @@ const SINGLETONS: [(&str, &str); 8] = [
 ];
 
 /// Refuses a head that repeats a header the cores read as one value
-/// (`SINGLETONS`).
+/// (`SINGLETONS`), or any other `Mcp-*` header (`Mcp-Param-*`: a proxy may
+/// have routed on the value the server did not check).
 pub fn check_singletons(head: &RequestHead) -> Result<(), RequestError> {
     let mut seen = 0u8;
     for (name, _) in &head.headers {
@@ -117,7 +118,10 @@ pub fn check_singletons(head: &RequestHead) -> Result<(), RequestError> {
         }
         seen |= 1 << i;
     }
-    Ok(())
+    match crate::tool_headers::repeated_mcp_header(head.headers.iter().map(|(n, _)| &**n)) {
+        Some(_) => Err(RequestError::BadHead("a repeated Mcp-* header")),
+        None => Ok(()),
+    }
 }
 
 /// Why a request body was not read whole; the shell reports it with
@@ -356,5 +360,21 @@ mod tests {
                 other => panic!("{name} twice: {other:?}"),
             }
         }
+        // Any other Mcp-* header too: a tool's Mcp-Param-*, one the cores
+        // do not know.
+        for name in ["Mcp-Param-Region", "Mcp-Future-Header"] {
+            let twice = RequestHead::new(Method::Post)
+                .with(name, "a")
+                .with(&name.to_ascii_lowercase(), "a");
+            assert_eq!(
+                check_singletons(&twice),
+                Err(RequestError::BadHead("a repeated Mcp-* header")),
+                "{name}"
+            );
+        }
+        let distinct = RequestHead::new(Method::Post)
+            .with("Mcp-Param-Region", "a")
+            .with("Mcp-Param-Zone", "a");
+        assert_eq!(check_singletons(&distinct), Ok(()));
     }
 }

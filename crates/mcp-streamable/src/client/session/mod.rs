@@ -15,7 +15,7 @@ mod streams;
 
 pub use drain::ClientOutput;
 pub use listen::ACKNOWLEDGED;
-pub use modern::{encode_name, ClientEra};
+pub use modern::{encode_value, ClientEra};
 
 use crate::client::{
     ClientConfig, ClientError, ClientEvent, ClientTimer, ClientTransmit, ClientTransmitKind,
@@ -180,6 +180,8 @@ pub struct ClientSession {
     next_listen: u32,
     /// Modern requests that may take several rounds (MRTR), by handle.
     rounds: BTreeMap<i64, mrtr::Rounds>,
+    /// The custom headers (SEP-2243) of the tools listed in the modern era.
+    tool_headers: crate::tool_headers::ToolHeaderTable,
 }
 
 impl ClientSession {
@@ -210,6 +212,7 @@ impl ClientSession {
             listens: BTreeMap::new(),
             next_listen: 1,
             rounds: BTreeMap::new(),
+            tool_headers: Default::default(),
         }
     }
 
@@ -722,6 +725,7 @@ impl ClientSession {
                 return;
             }
         };
+        let lists_tools = p.method == "tools/list";
         if p.method == "server/discover" {
             self.finish_discover(n, result, now);
             return;
@@ -738,6 +742,10 @@ impl ClientSession {
         if matches!(&result, Ok(r) if self.input_required(n, r, now)) {
             return;
         }
+        let result = match result {
+            Ok(listing) if lists_tools => Ok(self.learn_tools(listing)),
+            other => other,
+        };
         let handle = self.handle_of(n);
         self.end_rounds(handle);
         self.events.push_back(ClientEvent::Response {

@@ -99,7 +99,12 @@ impl ClientSession {
             .with(headers::MCP_METHOD, &method);
         let field = crate::v2026::name_field(&method);
         if let Some(name) = field.and_then(|f| p.get(f)).and_then(Value::as_str) {
-            head = head.with(headers::MCP_NAME, &encode_name(name));
+            head = head.with(headers::MCP_NAME, &encode_value(name));
+            if method == "tools/call" {
+                for (header, value) in self.tool_headers.headers_for(name, p.get("arguments")) {
+                    head = head.with(&header, &value);
+                }
+            }
         }
         let body = match msg {
             Message::Request { id, .. } => Message::Request {
@@ -113,6 +118,46 @@ impl ClientSession {
             },
         };
         self.open(role, head, body.to_json().into_bytes())
+    }
+
+    /// A `tools/list` result: in the modern era each tool's custom headers
+    /// (SEP-2243) remembered for its calls, and each tool with an invalid
+    /// annotation left out of what the application gets, which is told why
+    /// ([`ClientEvent::ToolRejected`]). The result as it came when nothing
+    /// is left out.
+    pub(super) fn learn_tools(&mut self, listing: RawJson) -> RawJson {
+        if self.version != Some(ProtocolVersion::MODERN) {
+            return listing;
+        }
+        let annotated = listing.as_str().contains(crate::tool_headers::ANNOTATION);
+        if !annotated && self.tool_headers.is_empty() {
+            return listing;
+        }
+        let mut v = listing.to_value();
+        let Some(tools) = v.get_mut("tools").and_then(Value::as_array_mut) else {
+            return listing;
+        };
+        let offered = tools.len();
+        let max = self.config.tool_headers_bytes_max;
+        let table = &mut self.tool_headers;
+        let mut rejected = Vec::new();
+        tools.retain(|tool| match table.learn(tool, max) {
+            Ok(()) => true,
+            Err(why) => {
+                rejected.push(why);
+                false
+            }
+        });
+        let kept = tools.len();
+        for (name, reason) in rejected {
+            self.events
+                .push_back(ClientEvent::ToolRejected { name, reason });
+        }
+        if kept == offered {
+            listing
+        } else {
+            RawJson::from(v)
+        }
     }
 
     /// The probe's answer: a modern server (ready, no session), or for
@@ -223,7 +268,7 @@ fn offers_session_era(e: &ErrorObject) -> bool {
     supported(e).any(|v| ProtocolVersion::LEGACY.contains(&v))
 }
 
-pub use crate::v2026::encode_name;
+pub use crate::v2026::encode_value;
 
 #[cfg(test)]
 mod tests {
@@ -231,6 +276,76 @@ mod tests {
 
     use crate::client::testing::{answer, probe, sent};
     use crate::client::ClientEvent;
+
+    /// SEP-2243 in the client core: a modern listing's tool with an invalid
+    /// annotation is left out of the result the application gets (and it
+    /// is told which and why); a call of a listed tool mirrors its
+    /// annotated arguments as `Mcp-Param-*`, encoded, a null one omitted,
+    /// and the server's rule agrees.
+    #[test]
+    fn a_listing_teaches_custom_headers_and_drops_invalid_tools() {
+        use crate::client::testing::modern;
+        let mut c = modern(serde_json::json!({}));
+        let list = c.send_request("tools/list", None, Instant::ZERO).unwrap();
+        let http = sent(&mut c)[0].http;
+        let listing = serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [
+            {"name": "good", "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "n": {"type": "integer", "x-mcp-header": "N"},
+                "v": {"type": "boolean", "x-mcp-header": "V"},
+                "q": {"type": "string"}}}},
+            {"name": "bad", "inputSchema": {"type": "object", "properties": {
+                "score": {"type": "number", "x-mcp-header": "Score"}}}},
+            {"name": "plain", "inputSchema": {"type": "object"}}
+        ]}});
+        answer(&mut c, http, 200, &listing.to_string());
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(&events[0], ClientEvent::ToolRejected { name, reason: crate::tool_headers::InvalidAnnotation::NotPrimitive { .. } } if name == "bad"),
+            "{events:?}"
+        );
+        let ClientEvent::Response { id, result: Ok(r) } = &events[1] else {
+            panic!("{events:?}");
+        };
+        assert_eq!(*id, list);
+        let names: Vec<String> = r.to_value()["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["good", "plain"]);
+        let args = serde_json::json!({"name": "good", "arguments": {
+            "region": " eu ", "n": 7, "v": null, "q": "not mirrored"}});
+        c.send_request("tools/call", Some(RawJson::from(args)), Instant::ZERO)
+            .unwrap();
+        let call = sent(&mut c).remove(0);
+        assert_eq!(
+            call.params,
+            [
+                ("mcp-param-n".to_owned(), "7".to_owned()),
+                (
+                    "mcp-param-region".to_owned(),
+                    "=?base64?IGV1IA==?=".to_owned()
+                ),
+            ]
+        );
+        // What a server checks it by agrees.
+        let body = call.body["params"].clone();
+        let (table, _) = crate::tool_headers::ToolHeaderTable::from_list(&listing["result"]);
+        let header = |n: &str| {
+            call.params
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.as_str())
+                .or_else(|| (n == "mcp-method").then_some("tools/call"))
+                .or_else(|| (n == "mcp-name").then_some("good"))
+        };
+        assert_eq!(
+            crate::v2026::check_headers(header, "tools/call", Some(&body), &table),
+            Ok(())
+        );
+    }
 
     #[test]
     fn a_modern_refusal_of_the_probe_is_no_reason_to_fall_back() {
@@ -371,21 +486,21 @@ mod tests {
     #[test]
     fn names_round_trip_through_the_servers_decoder() {
         for name in ["echo", " padded ", "héllo", "=?base64?x?=", "tab\there"] {
-            let sent = encode_name(name);
+            let sent = encode_value(name);
             assert_eq!(
-                crate::v2026::decode_name(&sent).as_deref(),
+                crate::v2026::decode_value(&sent).as_deref(),
                 Some(name),
                 "{name:?} sent as {sent:?}"
             );
         }
-        assert_eq!(encode_name("echo"), "echo");
-        assert!(encode_name("héllo").starts_with("=?base64?"));
+        assert_eq!(encode_value("echo"), "echo");
+        assert!(encode_value("héllo").starts_with("=?base64?"));
         // A blank at either edge alone is encoded; half a sentinel is not one.
         for edge in [" x", "x "] {
-            assert!(encode_name(edge).starts_with("=?base64?"), "{edge:?}");
+            assert!(encode_value(edge).starts_with("=?base64?"), "{edge:?}");
         }
         for literal in ["=?base64?x", "x?="] {
-            assert_eq!(encode_name(literal), literal);
+            assert_eq!(encode_value(literal), literal);
         }
     }
 }
