@@ -413,7 +413,6 @@ async fn param_headers_rule(p: &mut Probe, listing: &[Value]) {
             }
         }
     }
-    integer_header_rule(p, listing, &of_type).await;
     let list = Call {
         method: "tools/list",
         name: None,
@@ -435,6 +434,7 @@ async fn param_headers_rule(p: &mut Probe, listing: &[Value]) {
             ),
         ),
     }
+    integer_header_rule(p, listing, &of_type).await;
 }
 
 /// H6: the first listed tool with a valid custom header on an integer
