@@ -103,7 +103,13 @@ fn main() {
         }
     }
     let listener = TcpListener::bind(addr).unwrap_or_else(|e| exit(&format!("{addr}: {e}")));
-    let ep = ServerEndpoint::new(EndpointConfig::default(), ServerPolicy::FIXED);
+    // The tools whose arguments a modern call mirrors as Mcp-Param-*
+    // headers (SEP-2243), as the application lists them: checked at the door.
+    let config = EndpointConfig {
+        tool_headers: mcp_streamable_hyper::everything::tool_headers(),
+        ..EndpointConfig::default()
+    };
+    let ep = ServerEndpoint::new(config, ServerPolicy::FIXED);
     let seed = std::process::id().into();
     let driver =
         ServerDriver::new(ep, EverythingApp::default(), seed).with_tap(monitor.then(watch));

@@ -245,7 +245,8 @@ kill $TS_SERVER $PY_SERVER $TS2_SERVER 2>/dev/null || true
 
 # The prober against rmcp 3.9.0 on its own LocalSessionManager (examples/rmcp_server.rs
 # --session-manager local, rmcp built from crates.io): it must find on its own what
-# peers.md measured by hand.
+# peers.md measured by hand, and H6 (rmcp compares an integer's Mcp-Param header as a
+# string: 42.0 for 42 refused).
 echo "== probe against rmcp 3.9.0 on its own session manager"
 cargo build --profile "$EXAMPLE_PROFILE" -q --features "$EXAMPLE_FEATURES" --example rmcp_server || status=1
 RMCP_BIN="$EXAMPLES/rmcp_server"
@@ -256,7 +257,7 @@ for _ in $(seq 100); do answers $((PORT + 3)) && break; sleep 0.1; done
 timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$((PORT + 3))/mcp" > "$LOG/probe-rmcp.json" || true
 got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-rmcp.json" 2>/dev/null || echo "unreadable")
 echo "violations: $got"
-[ "$got" = "B2,B4,R18,R42" ] || { echo "expected B2,B4,R18,R42; rmcp server log:"; tail -20 "$LOG/rmcp-server.log"; status=1; }
+[ "$got" = "B2,B4,H6,R18,R42" ] || { echo "expected B2,B4,H6,R18,R42; rmcp server log:"; tail -20 "$LOG/rmcp-server.log"; status=1; }
 kill $RMCP_SERVER 2>/dev/null || true
 
 # rmcp 3.9 on our core with bearer tokens (the manager's layer behind a bearer check):
@@ -318,8 +319,9 @@ against_example blocking $((PORT + 4))
 against_example axum $((PORT + 5))
 # rmcp 3.9 on our core (feature rmcp): rmcp's HTTP service and handler, our
 # CoreSessionManager. rmcp still answers a bad Origin itself (R42: docs/rmcp.md),
-# and has no subscriptions/listen (so no py-listen).
-against_example rmcp_server $((PORT + 7)) R42 no
+# checks modern requests' headers itself (comparing an integer's Mcp-Param as a
+# string: H6), and has no subscriptions/listen (so no py-listen).
+against_example rmcp_server $((PORT + 7)) H6,R42 no
 
 [ "$status" = 0 ] && echo "interop: all passed" || echo "interop: FAILED (logs in $LOG)"
 exit "$status"
