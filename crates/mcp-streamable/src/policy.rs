@@ -888,6 +888,28 @@ pub enum Relisten {
     Unnoticed,
 }
 
+/// What the client does with a request whose `200` answer was a whole
+/// body (`application/json`) without its response: not JSON-RPC at all,
+/// `{}`, or another message (a progress notification that a server made
+/// the body, rmcp #980).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsonWithoutResponse {
+    /// The request fails at once (`ClientError::Malformed`, saying what
+    /// the body held instead): a whole answer is over, and no stream will
+    /// carry the response.
+    #[default]
+    Fail,
+    /// The request is left waiting for a response on a stream, which no
+    /// stream will carry: its caller waits for its own deadline (L2).
+    /// rmcp's client: from 0.17.0 (PR #687) to 3.3.0 an unparseable body
+    /// was taken as "accepted" (fixed for requests by PR #1208 in 3.4.0);
+    /// in every version to 3.9.0 a body that is another message is
+    /// dispatched and the request forgotten while its caller's responder
+    /// waits. rmcp sets no request deadline by default.
+    Wait,
+}
+
 /// What the client does with its requests in flight when it learns its
 /// session is gone (a `404` to a request naming it, R25).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -927,6 +949,8 @@ pub struct ClientPolicy {
     pub relisten: Relisten,
     /// See [`SessionLoss`].
     pub session_loss: SessionLoss,
+    /// See [`JsonWithoutResponse`].
+    pub json_without_response: JsonWithoutResponse,
 }
 
 impl ClientPolicy {
@@ -941,6 +965,7 @@ impl ClientPolicy {
         background_get: BackgroundGet::On,
         relisten: Relisten::AndRelist,
         session_loss: SessionLoss::FailPending,
+        json_without_response: JsonWithoutResponse::Fail,
     };
 
     /// Whether this policy has scheduling points the driver must choose.
@@ -994,6 +1019,17 @@ impl ClientPolicy {
         session_loss: SessionLoss::OrphanInFlight,
         ..ClientPolicy::FIXED
     };
+
+    /// rmcp 3.3.0's client (`streamable_http_client.rs` `post_message`;
+    /// rust-sdk PR #1208, fixed for unparseable bodies in 3.4.0): a `200`
+    /// JSON answer to a request that is not its response leaves the
+    /// request waiting for ever ([`JsonWithoutResponse::Wait`]). A body that
+    /// is another JSON-RPC message (the checker's only kind) still does so
+    /// in 3.9.0.
+    pub const RMCP_3_3: ClientPolicy = ClientPolicy {
+        json_without_response: JsonWithoutResponse::Wait,
+        ..ClientPolicy::FIXED
+    };
 }
 
 /// A named client preset.
@@ -1037,6 +1073,10 @@ impl ClientPolicy {
             NamedClientPolicy {
                 name: "RMCP_1_7",
                 policy: ClientPolicy::RMCP_1_7,
+            },
+            NamedClientPolicy {
+                name: "RMCP_3_3",
+                policy: ClientPolicy::RMCP_3_3,
             },
         ]
     }

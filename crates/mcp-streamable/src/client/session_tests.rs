@@ -693,3 +693,40 @@ fn a_json_answer_without_the_response_says_what_it_held_instead() {
         malformed("answer ended without the response")
     );
 }
+
+/// `JsonWithoutResponse::Wait` (rmcp's client, `RMCP_3_3`): a JSON answer
+/// that holds no response leaves the request pending, no failure, until
+/// its own deadline; FIXED fails it when the answer ends.
+#[test]
+fn rmcp_3_3_waits_for_a_response_no_stream_will_carry() {
+    let answered = |policy: ClientPolicy, body: &[u8]| {
+        let (mut c, _) = legacy(policy);
+        events(&mut c);
+        let id = c.send_request("tools/call", None, NOW).unwrap();
+        let post = sent(&mut c).remove(0);
+        let head = ResponseHead::from_wire(200, [("content-type", "application/json")]);
+        c.handle_response_head(post.http, head, NOW);
+        c.handle_body(post.http, body, NOW);
+        c.handle_http_closed(post.http, NOW);
+        let failed = events(&mut c)
+            .into_iter()
+            .any(|e| matches!(e, ClientEvent::Failed { id: f, .. } if f == id));
+        (c, id, failed)
+    };
+    for body in [
+        &br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#[..],
+        b"{}",
+    ] {
+        let (_, _, failed) = answered(ClientPolicy::FIXED, body);
+        assert!(failed, "FIXED fails it at once");
+        let (mut c, id, failed) = answered(ClientPolicy::RMCP_3_3, body);
+        assert!(!failed, "rmcp waits");
+        assert!(c.pending().any(|p| p == id));
+        let (deadline, _) = c.poll_timeout().expect("its deadline");
+        c.handle_timeout(deadline);
+        assert!(events(&mut c).into_iter().any(|e| matches!(
+            e,
+            ClientEvent::Failed { id: f, error: ClientError::Timeout } if f == id
+        )));
+    }
+}

@@ -8,7 +8,7 @@ use crate::client::{ClientError, ClientTimer};
 use crate::head::{Content, Method, RequestHead};
 use crate::headers;
 use crate::ids::HttpId;
-use crate::policy::ResumeBound;
+use crate::policy::{JsonWithoutResponse, ResumeBound};
 use crate::time::Instant;
 use std::time::Duration;
 
@@ -62,6 +62,15 @@ impl ClientSession {
         // the client could not use, is the better reason.
         let why = ex.flaw.unwrap_or("answer ended without the response");
         if let Some(error) = ex.refusal(why) {
+            if matches!(error, ClientError::Malformed(_))
+                && ex.content == Content::Json
+                && self.policy.json_without_response == JsonWithoutResponse::Wait
+                && !matches!(ex.role, Role::Initialize(_))
+            {
+                // Taken as accepted: the response is awaited on a stream
+                // that will not carry it.
+                return;
+            }
             let tell_server = matches!(error, ClientError::Malformed(_));
             self.give_up(n, error, tell_server, now);
             return;
