@@ -45,7 +45,7 @@ cp scripts/peers/ts2-server.mjs "$PEERS/ts2/"
 probe "TypeScript SDK 2.4.0" $((PORT + 3)) bash -c "cd '$PEERS/ts2' && exec '$NODE' ts2-server.mjs $((PORT + 3))"
 probe "rmcp 3.9.0 on mcp-streamable" $((PORT + 14)) "$RMCP" --addr "127.0.0.1:$((PORT + 14))" --session-manager core
 n=4
-for preset in FIXED MCP_GO_0_44 TOOLHIVE_4075 RMCP_0_16 RMCP_3_9 GO_SDK_1_7 CSHARP_BEFORE_1212 RMCP_3_0_BETA TS_EXAMPLE_EVENT_STORE MCP_GO_BEFORE_933 PYTHON_PR2934 CONFORMANCE_SSE_RETRY; do
+for preset in FIXED MCP_GO_0_44 TOOLHIVE_4075 RMCP_0_16 RMCP_3_9 GO_SDK_1_7 CSHARP_BEFORE_1212 RMCP_3_0_BETA TS_EXAMPLE_EVENT_STORE MCP_GO_BEFORE_933 PYTHON_PR2934 JAVA_SDK_2_0 CONFORMANCE_SSE_RETRY; do
     probe "serve $preset" $((PORT + n)) "$BIN" serve --addr "127.0.0.1:$((PORT + n))" --preset "$preset" --registration-notice
     n=$((n + 1))
 done

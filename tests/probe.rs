@@ -57,8 +57,8 @@ fn fixed_holds_every_rule_it_can_test() {
     assert_eq!(code, Some(0), "{text}");
     assert!(violated.is_empty(), "{violated:?}\n{text}");
     for rule in [
-        "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B9", "I1", "B1", "R18",
-        "B4", "B2", "B3", "B8", // The 2026-07-28 era, on the same endpoint.
+        "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B9", "B10", "I1", "B1",
+        "R18", "B4", "B2", "B3", "B8", // The 2026-07-28 era, on the same endpoint.
         "D1", "H1", "H2", "H3", "H4", "H5", "H6", "V1", "U1", "G1", "M1", "M2", "M3", "J1",
     ] {
         assert!(held.contains(rule), "{rule} not shown to hold\n{text}");
@@ -157,6 +157,14 @@ fn python_pr2934_closes_a_stream_before_any_event_id() {
     let (_, violated, _, text) = probe(&s.url, &NOTIFY);
     assert!(violated.contains("B9"), "{violated:?}\n{text}");
     assert!(text.contains("last event id None"), "{text}");
+}
+
+#[test]
+fn java_sdk_2_0_drops_what_it_sends_before_the_get() {
+    let s = serve("JAVA_SDK_2_0", &[]);
+    let (_, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert!(violated.contains("B10"), "{violated:?}\n{text}");
+    assert_eq!(violated.len(), 1, "only the window: {violated:?}\n{text}");
 }
 
 #[test]

@@ -412,6 +412,27 @@ pub enum ResumeLookup {
     AnySession,
 }
 
+/// What becomes of a message the application sends unrelated to any
+/// request (a notification, a request such as `roots/list`) while the
+/// session has no standalone stream attached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamlessUnrelated {
+    /// Held for the standalone GET the client may still open (bounded by
+    /// `held_ttl_ms`, `held_max`, `held_bytes_max`), written on it when it
+    /// comes: the window between the handshake and the client's GET is
+    /// one every client goes through.
+    #[default]
+    Hold,
+    /// Dropped when sent (`DropReason::Unheld`); a request fails to the
+    /// application at once with -32603 "Stream unavailable". java-sdk
+    /// 2.0.x (`HttpServletStreamableServerTransportProvider`, issue #1114,
+    /// wontfix: a `roots/list` sent right after `initialize`, before the
+    /// client's GET, fails); its maintainers say the C#, TS and Python
+    /// SDKs have the same window and buffer nothing either.
+    Drop,
+}
+
 /// Whose requests a session serves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -484,6 +505,8 @@ pub struct ServerPolicy {
     pub request_writer: RequestWriter,
     /// See [`ResumeLookup`].
     pub resume_lookup: ResumeLookup,
+    /// See [`StreamlessUnrelated`].
+    pub streamless_unrelated: StreamlessUnrelated,
 }
 
 impl ServerPolicy {
@@ -505,6 +528,7 @@ impl ServerPolicy {
         related_requests: RelatedRequests::OnItsRequestStream,
         request_writer: RequestWriter::WithHead,
         resume_lookup: ResumeLookup::NamedSession,
+        streamless_unrelated: StreamlessUnrelated::Hold,
     };
 
     /// Whether this policy has scheduling points the driver must choose
@@ -652,6 +676,17 @@ impl ServerPolicy {
         ..ServerPolicy::FIXED
     };
 
+    /// java-sdk 2.0.x (modelcontextprotocol/java-sdk #1114, wontfix; PR
+    /// #1115's bounded retry closed): a message unrelated to any request,
+    /// sent while the client's standalone GET is not open yet, is dropped,
+    /// and a request fails at once with -32603 "Stream unavailable"
+    /// ([`StreamlessUnrelated::Drop`]). Only that is modelled; the rest is
+    /// FIXED.
+    pub const JAVA_SDK_2_0: ServerPolicy = ServerPolicy {
+        streamless_unrelated: StreamlessUnrelated::Drop,
+        ..ServerPolicy::FIXED
+    };
+
     /// The conformance suite's `sse-retry` mock (@modelcontextprotocol/conformance
     /// 0.1.13, `src/scenarios/client/sse-retry.ts`, a1b8aaae): a pending tool
     /// response goes on whatever GET arrives, `Last-Event-ID` ignored. Race C's
@@ -731,6 +766,10 @@ impl ServerPolicy {
             NamedServerPolicy {
                 name: "FRONTMCP_BEFORE_529",
                 policy: ServerPolicy::FRONTMCP_BEFORE_529,
+            },
+            NamedServerPolicy {
+                name: "JAVA_SDK_2_0",
+                policy: ServerPolicy::JAVA_SDK_2_0,
             },
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",

@@ -11,6 +11,7 @@
 //! the race invariants (docs/properties.md), `D*`/`F*`/`H*`/`V*`/`U*`/`G*`
 //! and `M*` the 2026-07-28 era's (`modern.rs`; `M*` as in docs/properties.md).
 
+mod before_get;
 mod isolation;
 mod modern;
 mod questions;
@@ -282,6 +283,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         };
         session_rules::run(&mut p).await;
         race_a::run(&mut p).await;
+        before_get::run(&mut p).await;
         race_c::run(&mut p).await;
         race_b::run(&mut p).await;
         isolation::run(&mut p).await;

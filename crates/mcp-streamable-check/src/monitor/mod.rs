@@ -34,9 +34,10 @@ pub use retire::RetiredPart;
 /// Every property id the monitor can report, as `docs/properties.md` lists
 /// them: what a model may name in `invariants`, `judge` and `violates` (a
 /// name not here would judge nothing and make every run "hold").
-pub const PROPERTIES: [&str; 31] = [
-    "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "C1", "C2",
-    "C3", "C4", "C5", "I1", "I2", "L1", "L2", "M1", "M2", "M3", "M4", "M5", "R13", "R21", "R32",
+pub const PROPERTIES: [&str; 32] = [
+    "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10",
+    "C1", "C2", "C3", "C4", "C5", "I1", "I2", "L1", "L2", "M1", "M2", "M3", "M4", "M5", "R13",
+    "R21", "R32",
 ];
 pub use mcp_streamable::observe::{body_messages, Observation};
 use std::collections::{BTreeMap, BTreeSet};
@@ -376,6 +377,7 @@ impl Monitor {
             } => {
                 let sk: (Text, MsgKey) = (session.as_str().into(), *key);
                 self.check_dropped_beside_get(&sk, *reason);
+                self.check_dropped_unheld(&sk, *reason);
                 self.rare.dropped.insert(sk);
             }
             Observation::ClientTransmit { client, transmit } => {
@@ -519,6 +521,31 @@ impl Monitor {
                 None,
                 format!(
                     "{} dropped for want of a stream while a standalone GET of its session is open",
+                    key.1
+                ),
+            );
+        }
+    }
+
+    /// B10: an unrelated message is held for the standalone GET its
+    /// client may still open, never dropped when sent for want of one
+    /// ([`DropReason::Unheld`]), unless the session's client was refused a
+    /// GET (a server without the stream: nothing will come to take it).
+    fn check_dropped_unheld(&mut self, key: &(Text, MsgKey), reason: DropReason) {
+        if reason != DropReason::Unheld {
+            return;
+        }
+        let refused = self.exchanges.values().any(|e| {
+            matches!(e.kind, Kind::GetPlain)
+                && e.session.as_ref() == Some(&key.0)
+                && e.status.is_some_and(|s| s == 405)
+        });
+        if !refused {
+            self.flag(
+                "B10",
+                None,
+                format!(
+                    "{} dropped when sent: no standalone GET open yet, none refused, nothing held for it",
                     key.1
                 ),
             );

@@ -1164,3 +1164,42 @@ fn a_client_that_sends_headers_disagreeing_with_its_body_is_m5() {
         assert_eq!(m5, expect, "{n:?}: {:?}", m.violations());
     }
 }
+
+/// B10's breach: an unrelated message dropped when sent, with no
+/// standalone GET open yet and none refused; not a breach once the
+/// session's client was refused a GET (405: nothing will take it), nor for
+/// any other reason a message is dropped.
+#[test]
+fn an_unrelated_message_dropped_before_the_get_could_open_is_b10() {
+    use mcp_streamable::server::DropReason;
+    let dropped = |reason| Observation::Dropped {
+        session: "s".into(),
+        key: MsgKey(1),
+        reason,
+    };
+    let unrelated = || sent(Cause::Unrelated);
+    let mut m = issued(None);
+    m.observe(&unrelated());
+    m.observe(&dropped(DropReason::Unheld));
+    assert_eq!(ids(&m), ["B10"]);
+    let mut m = issued(None);
+    for o in [
+        get(1, None),
+        head(1, 405, Content::None),
+        unrelated(),
+        dropped(DropReason::Unheld),
+    ] {
+        m.observe(&o);
+    }
+    assert_eq!(ids(&m), [] as [&str; 0], "the client was refused a GET");
+    for reason in [
+        DropReason::NoStream,
+        DropReason::HeldFull,
+        DropReason::BeforeInitialized,
+    ] {
+        let mut m = issued(None);
+        m.observe(&unrelated());
+        m.observe(&dropped(reason));
+        assert!(!ids(&m).contains(&"B10"), "{reason:?}");
+    }
+}

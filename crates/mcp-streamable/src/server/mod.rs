@@ -126,6 +126,9 @@ pub enum DropReason {
     Cancelled,
     /// The session ended with the message undelivered.
     SessionEnded,
+    /// Sent while no standalone stream was attached, and not held for one
+    /// (`StreamlessUnrelated::Drop`: the SDKs that buffer nothing).
+    Unheld,
     /// In a fleet: held for a GET on another instance, it was trimmed from
     /// the session's mailbox in the store (its `entries_per_log_max`)
     /// before any instance took it.

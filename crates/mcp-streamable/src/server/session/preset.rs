@@ -25,6 +25,8 @@
 //! ([`RequestWriter::Lazy`]) puts a POST's event stream on the wire only
 //! once its writer task starts ([`SchedulingPoint::StartWriter`]); a close
 //! for polling before then leaves the client a stream without an event.
+//! java-sdk 2.0.x ([`StreamlessUnrelated::Drop`]) buffers nothing for a
+//! standalone GET not open yet: what it sends meanwhile is dropped.
 //!
 //! [`SessionQueue::SharedCompeting`]: crate::policy::SessionQueue::SharedCompeting
 //! [`DetachedResponse::NextGet`]: crate::policy::DetachedResponse::NextGet
@@ -34,13 +36,14 @@
 //! [`StandaloneResume::LostKey`]: crate::policy::StandaloneResume::LostKey
 //! [`RelatedRequests::OnStandaloneGet`]: crate::policy::RelatedRequests::OnStandaloneGet
 //! [`RequestWriter::Lazy`]: crate::policy::RequestWriter::Lazy
+//! [`StreamlessUnrelated::Drop`]: crate::policy::StreamlessUnrelated::Drop
 
-use super::{Exchange, ResponseMode, Role, ServerSession};
+use super::{Exchange, Phase, ResponseMode, Role, ServerSession};
 use crate::error::RequestError;
 use crate::ids::{EventId, HttpId, MsgKey, StreamId};
 use crate::policy::{
     DetachedResponse, GetRegistration, JsonAnswer, RelatedRequests, RequestWriter, ServerPolicy,
-    SessionQueue, StandaloneAttach, StandaloneResume,
+    SessionQueue, StandaloneAttach, StandaloneResume, StreamlessUnrelated,
 };
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::server::event_ids::{EventIdCodec, Priming, COMMON};
@@ -343,6 +346,36 @@ impl ServerSession {
         self.events.push_back(ServerEvent::Dropped {
             key: out.key,
             reason: DropReason::NoStream,
+        });
+        None
+    }
+
+    /// An unrelated message finds no attached stream once the handshake is
+    /// over: under [`StreamlessUnrelated::Drop`] it is dropped at once
+    /// ([`DropReason::Unheld`]), and a request fails to the application
+    /// with -32603 "Stream unavailable" (java-sdk #1114); else given back,
+    /// to be held.
+    pub(super) fn drop_if_streamless(&mut self, out: Arc<Outgoing>) -> Option<Arc<Outgoing>> {
+        if self.policy.streamless_unrelated != StreamlessUnrelated::Drop
+            || self.phase != Phase::Ready
+        {
+            return Some(out);
+        }
+        if let crate::jsonrpc::Message::Request { id, .. } = &out.message {
+            if self.outbound.answered(id) {
+                let error = crate::jsonrpc::ErrorObject::new(
+                    crate::jsonrpc::INTERNAL_ERROR,
+                    "Stream unavailable",
+                );
+                self.events.push_back(ServerEvent::Response {
+                    id: id.clone(),
+                    result: Err(error),
+                });
+            }
+        }
+        self.events.push_back(ServerEvent::Dropped {
+            key: out.key,
+            reason: DropReason::Unheld,
         });
         None
     }

@@ -75,7 +75,10 @@ impl ServerSession {
         match self.first_attached_standalone() {
             Some(sid) => self.write_to_stream(sid, out),
             None => {
-                if let Some(out) = self.drop_if_unwired(out) {
+                let out = self
+                    .drop_if_unwired(out)
+                    .and_then(|out| self.drop_if_streamless(out));
+                if let Some(out) = out {
                     self.hold(out, now);
                 }
             }

@@ -1,0 +1,85 @@
+//! B10 (SHOULD): a notification the application sends after the
+//! handshake, while the client has no standalone GET open yet, reaches the
+//! GET the client opens next. Every client has that window (its GET goes
+//! out after `notifications/initialized`); a server that buffers nothing
+//! for it loses what it sends there: java-sdk 2.0.x (#1114, wontfix: a
+//! `roots/list` sent right after `initialize` fails with -32603 "Stream
+//! unavailable"), and by its maintainers' word the C#, TS and Python SDKs.
+//!
+//! The notify tool is called on a ready session with no GET; once its
+//! notification is due, a GET is opened and read for it.
+
+use super::wire::is_list_changed;
+use super::{Probe, Verdict, NOTIFY_WAIT, SETTLE};
+use std::time::Duration;
+
+const B10_WHAT: &str = "a notification sent before the client's GET opens arrives on that GET";
+
+pub async fn run(p: &mut Probe) {
+    let Some((_, args)) = p.notify.clone() else {
+        let why = "needs --notify-tool";
+        p.add("B10", false, B10_WHAT, Verdict::CouldNotTest, why);
+        return;
+    };
+    let Some(sid) = p.ready_session().await else {
+        p.add(
+            "B10",
+            false,
+            B10_WHAT,
+            Verdict::CouldNotTest,
+            p.t.no_answer(),
+        );
+        return;
+    };
+    let Some(call) = p.trigger(&sid).await else {
+        p.add(
+            "B10",
+            false,
+            B10_WHAT,
+            Verdict::CouldNotTest,
+            p.t.no_answer(),
+        );
+        p.delete(&sid).await;
+        return;
+    };
+    if call.messages().iter().any(is_list_changed) {
+        // It rode on the call's own answer (race A's A3): nothing was sent
+        // without a stream.
+        let why = format!(
+            "the notification came on the tool's answer: {}",
+            call.summary()
+        );
+        p.add("B10", false, B10_WHAT, Verdict::CouldNotTest, why);
+        p.delete(&sid).await;
+        return;
+    }
+    let delay = args.get("delay_ms").and_then(|d| d.as_u64()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(delay) + SETTLE).await;
+    let Some(mut get) = p.get(&sid, None).await else {
+        p.add(
+            "B10",
+            false,
+            B10_WHAT,
+            Verdict::CouldNotTest,
+            p.t.no_answer(),
+        );
+        p.delete(&sid).await;
+        return;
+    };
+    if get.status == 405 {
+        let why = "no standalone GET (405): nothing to hold for";
+        p.add("B10", false, B10_WHAT, Verdict::NotApplicable, why);
+        p.delete(&sid).await;
+        return;
+    }
+    let arrived = get
+        .until(NOTIFY_WAIT, |o| o.messages().iter().any(is_list_changed))
+        .await;
+    let evidence = format!(
+        "notify tool answered, then {} ms later a GET: {}",
+        delay + SETTLE.as_millis() as u64,
+        get.summary()
+    );
+    p.add("B10", false, B10_WHAT, Verdict::of(arrived), evidence);
+    p.delete(&sid).await;
+}
