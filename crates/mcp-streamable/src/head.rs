@@ -79,6 +79,15 @@ impl RequestHead {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Its `Mcp-*` headers, names lower-case, in their order, repeats kept.
+    pub fn mcp_headers(&self) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| headers::is_mcp(n))
+            .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
+            .collect()
+    }
+
     /// A POST head as a conforming client sends it.
     pub fn post(session: Option<&SessionId>, version: Option<ProtocolVersion>) -> Self {
         let mut h = RequestHead::new(Method::Post)

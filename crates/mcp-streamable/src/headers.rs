@@ -67,8 +67,12 @@ pub fn kept_on_requests(name: &str) -> Option<std::borrow::Cow<'static, str>> {
     if let Some(known) = read_on_requests(name) {
         return Some(std::borrow::Cow::Borrowed(known));
     }
-    let mcp = name.len() > 4 && name.as_bytes()[..4].eq_ignore_ascii_case(b"mcp-");
-    mcp.then(|| std::borrow::Cow::Owned(name.to_ascii_lowercase()))
+    is_mcp(name).then(|| std::borrow::Cow::Owned(name.to_ascii_lowercase()))
+}
+
+/// Whether header `name` is an `Mcp-*` header (any case).
+pub fn is_mcp(name: &str) -> bool {
+    name.len() > 4 && name.as_bytes()[..4].eq_ignore_ascii_case(b"mcp-")
 }
 
 /// `application/json`.

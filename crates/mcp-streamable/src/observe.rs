@@ -143,12 +143,7 @@ impl Observation {
             _ => Vec::new(),
         };
         let mcp_headers = match head.method {
-            Method::Post if modern => head
-                .headers
-                .iter()
-                .filter(|(n, _)| n.len() > 4 && n.as_bytes()[..4].eq_ignore_ascii_case(b"mcp-"))
-                .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
-                .collect(),
+            Method::Post if modern => head.mcp_headers(),
             _ => Vec::new(),
         };
         Observation::Request {

@@ -47,6 +47,20 @@ pub struct ParamHeader {
     pub header: String,
     /// The property names from the arguments' root to the parameter.
     pub path: Vec<String>,
+    /// Its declared type.
+    pub kind: ParamType,
+}
+
+/// The types a parameter with a custom header may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamType {
+    /// `string`.
+    String,
+    /// `integer`.
+    Integer,
+    /// `boolean`.
+    Boolean,
 }
 
 impl ParamHeader {
@@ -220,16 +234,17 @@ fn annotated(
     if !name.bytes().all(is_tchar) {
         return Err(InvalidAnnotation::NotAToken { name: name.clone() });
     }
-    if !is_primitive(kind) {
+    let Some(param_type) = primitive(kind) else {
         return Err(InvalidAnnotation::NotPrimitive {
             name: name.clone(),
             kind: kind.map_or_else(|| "null".to_owned(), Value::to_string),
         });
-    }
+    };
     Ok(ParamHeader {
         name: name.clone(),
         header: format!("{HEADER_PREFIX}{}", name.to_ascii_lowercase()),
         path: path.to_vec(),
+        kind: param_type,
     })
 }
 
@@ -238,19 +253,30 @@ fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// `type` is one of `string`, `integer`, `boolean`, alone or with `null`
-/// (an optional parameter: a null argument sends no header).
-fn is_primitive(kind: Option<&Value>) -> bool {
-    let primitive = |t: &str| matches!(t, "string" | "integer" | "boolean");
+/// The parameter's type when `type` is one of `string`, `integer`,
+/// `boolean`, alone or with `null` (an optional parameter: a null
+/// argument sends no header).
+fn primitive(kind: Option<&Value>) -> Option<ParamType> {
+    let one = |t: &str| match t {
+        "string" => Some(ParamType::String),
+        "integer" => Some(ParamType::Integer),
+        "boolean" => Some(ParamType::Boolean),
+        _ => None,
+    };
     match kind {
-        Some(Value::String(t)) => primitive(t),
+        Some(Value::String(t)) => one(t),
         Some(Value::Array(ts)) => {
-            let named: Vec<&str> = ts.iter().filter_map(Value::as_str).collect();
-            named.len() == ts.len()
-                && named.iter().filter(|t| primitive(t)).count() == 1
-                && named.iter().all(|t| primitive(t) || *t == "null")
+            let mut found = None;
+            for t in ts {
+                match (t.as_str(), t.as_str().and_then(one)) {
+                    (Some("null"), _) => {}
+                    (_, Some(p)) if found.is_none() => found = Some(p),
+                    _ => return None,
+                }
+            }
+            found
         }
-        _ => false,
+        _ => None,
     }
 }
 
@@ -464,7 +490,7 @@ pub fn tools_of(list: &Value) -> impl Iterator<Item = &Value> {
 pub fn repeated_mcp_header<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<String> {
     let mut seen: Vec<&str> = Vec::new();
     for name in names {
-        if name.len() < 4 || !name.as_bytes()[..4].eq_ignore_ascii_case(b"mcp-") {
+        if !crate::headers::is_mcp(name) {
             continue;
         }
         if seen.iter().any(|s| s.eq_ignore_ascii_case(name)) {
@@ -514,6 +540,15 @@ mod tests {
                 ("Region", "mcp-param-region", vec!["region"]),
             ]
         );
+        let kinds: Vec<(&str, ParamType)> =
+            params.iter().map(|p| (p.name.as_str(), p.kind)).collect();
+        for (name, kind) in [
+            ("Region", ParamType::String),
+            ("N", ParamType::Integer),
+            ("Flag", ParamType::Boolean),
+        ] {
+            assert!(kinds.contains(&(name, kind)), "{name}: {kinds:?}");
+        }
     }
 
     /// Each way an annotation is invalid, as the SEP lists them.

@@ -31,16 +31,17 @@ pub async fn run(p: &mut Probe) {
         );
         return;
     };
-    let Some(call) = p.trigger(&sid).await else {
-        p.add(
-            "B10",
-            false,
-            B10_WHAT,
-            Verdict::CouldNotTest,
-            p.t.no_answer(),
-        );
-        p.delete(&sid).await;
-        return;
+    let delay = args.get("delay_ms").and_then(|d| d.as_u64()).unwrap_or(0);
+    let (verdict, evidence) = judge(p, &sid, Duration::from_millis(delay) + SETTLE).await;
+    p.add("B10", false, B10_WHAT, verdict, evidence);
+    p.delete(&sid).await;
+}
+
+/// Calls the notify tool on session `sid`, waits `due`, opens a GET and
+/// reads it for the notification.
+async fn judge(p: &mut Probe, sid: &str, due: Duration) -> (Verdict, String) {
+    let Some(call) = p.trigger(sid).await else {
+        return (Verdict::CouldNotTest, p.t.no_answer());
     };
     if call.messages().iter().any(is_list_changed) {
         // It rode on the call's own answer (race A's A3): nothing was sent
@@ -49,37 +50,23 @@ pub async fn run(p: &mut Probe) {
             "the notification came on the tool's answer: {}",
             call.summary()
         );
-        p.add("B10", false, B10_WHAT, Verdict::CouldNotTest, why);
-        p.delete(&sid).await;
-        return;
+        return (Verdict::CouldNotTest, why);
     }
-    let delay = args.get("delay_ms").and_then(|d| d.as_u64()).unwrap_or(0);
-    tokio::time::sleep(Duration::from_millis(delay) + SETTLE).await;
-    let Some(mut get) = p.get(&sid, None).await else {
-        p.add(
-            "B10",
-            false,
-            B10_WHAT,
-            Verdict::CouldNotTest,
-            p.t.no_answer(),
-        );
-        p.delete(&sid).await;
-        return;
+    tokio::time::sleep(due).await;
+    let Some(mut get) = p.get(sid, None).await else {
+        return (Verdict::CouldNotTest, p.t.no_answer());
     };
     if get.status == 405 {
-        let why = "no standalone GET (405): nothing to hold for";
-        p.add("B10", false, B10_WHAT, Verdict::NotApplicable, why);
-        p.delete(&sid).await;
-        return;
+        let why = "no standalone GET (405): nothing to hold for".to_owned();
+        return (Verdict::NotApplicable, why);
     }
     let arrived = get
         .until(NOTIFY_WAIT, |o| o.messages().iter().any(is_list_changed))
         .await;
     let evidence = format!(
         "notify tool answered, then {} ms later a GET: {}",
-        delay + SETTLE.as_millis() as u64,
+        due.as_millis(),
         get.summary()
     );
-    p.add("B10", false, B10_WHAT, Verdict::of(arrived), evidence);
-    p.delete(&sid).await;
+    (Verdict::of(arrived), evidence)
 }

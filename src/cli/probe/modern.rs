@@ -36,6 +36,7 @@ use mcp_streamable::headers;
 use mcp_streamable::server::modern::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID,
 };
+use mcp_streamable::tool_headers::{ParamHeader, ParamType, ToolHeaderTable};
 use mcp_streamable::version::ProtocolVersion;
 use serde_json::{json, Value};
 
@@ -357,15 +358,13 @@ async fn headers_rules(p: &mut Probe) {
 /// disagreeing; both must be refused with 400 -32020. H5: a `tools/list`
 /// with `Mcp-Method` twice, the second copy disagreeing.
 async fn param_headers_rule(p: &mut Probe, listing: &[Value]) {
-    let of_type = |tool: &Value, kind: &str| {
+    let of_type = |tool: &Value, kind: ParamType| {
         let params = mcp_streamable::tool_headers::of_tool(tool).ok()?;
-        params
-            .into_iter()
-            .find(|ph| param_type(tool, &ph.path) == Some(kind))
+        params.into_iter().find(|ph| ph.kind == kind)
     };
     let chosen = listing
         .iter()
-        .find_map(|tool| Some((tool, of_type(tool, "string")?)));
+        .find_map(|tool| Some((tool, of_type(tool, ParamType::String)?)));
     match chosen {
         None => p.add(
             "H4",
@@ -382,9 +381,7 @@ async fn param_headers_rule(p: &mut Probe, listing: &[Value]) {
                 name: Some(&name),
                 params: json!({"name": name, "arguments": arguments}),
             };
-            let headers = mcp_streamable::tool_headers::ToolHeaderTable::from_list(&json!([tool]))
-                .0
-                .headers_for(&name, Some(&arguments));
+            let headers = custom_headers(tool, &name, &arguments);
             let header = format!("Mcp-Param-{}", param.name);
             let with = |value: Option<&'static str>| {
                 let (header, headers) = (header.clone(), headers.clone());
@@ -443,11 +440,11 @@ async fn param_headers_rule(p: &mut Probe, listing: &[Value]) {
 async fn integer_header_rule(
     p: &mut Probe,
     listing: &[Value],
-    of_type: &impl Fn(&Value, &str) -> Option<mcp_streamable::tool_headers::ParamHeader>,
+    of_type: &impl Fn(&Value, ParamType) -> Option<ParamHeader>,
 ) {
     let Some((tool, param)) = listing
         .iter()
-        .find_map(|tool| Some((tool, of_type(tool, "integer")?)))
+        .find_map(|tool| Some((tool, of_type(tool, ParamType::Integer)?)))
     else {
         let why = "no listed tool declares x-mcp-header on an integer parameter";
         p.add("H6", false, H6_WHAT, Verdict::NotApplicable, why);
@@ -462,9 +459,7 @@ async fn integer_header_rule(
         params: json!({"name": name, "arguments": arguments}),
     };
     let header = format!("Mcp-Param-{}", param.name);
-    let headers = mcp_streamable::tool_headers::ToolHeaderTable::from_list(&json!([tool]))
-        .0
-        .headers_for(&name, Some(&arguments));
+    let headers = custom_headers(tool, &name, &arguments);
     let tweak = |h: &mut Vec<(String, String)>| {
         for (n, v) in headers {
             let v = if n == header { "42.0".to_owned() } else { v };
@@ -487,14 +482,12 @@ async fn integer_header_rule(
     }
 }
 
-/// The `type` of the property at `path` in `tool`'s schema (through
-/// `properties` alone).
-fn param_type<'a>(tool: &'a Value, path: &[String]) -> Option<&'a str> {
-    let mut s = tool.get("inputSchema")?;
-    for key in path {
-        s = s.get("properties")?.get(key)?;
-    }
-    s.get("type")?.as_str()
+/// The `Mcp-Param-*` headers a client sends on a call of `tool` with
+/// `arguments`, as its listing declares them.
+fn custom_headers(tool: &Value, name: &str, arguments: &Value) -> Vec<(String, String)> {
+    ToolHeaderTable::from_list(&json!([tool]))
+        .0
+        .headers_for(name, Some(arguments))
 }
 
 /// Sets `value` at `path` in `args`, making the objects on the way.

@@ -103,13 +103,7 @@ impl HeaderAgreement {
         let [message] = &crate::monitor::body_messages(body)?[..] else {
             return None;
         };
-        let mcp_headers: Vec<(String, String)> = head
-            .headers
-            .iter()
-            .filter(|(n, _)| n.len() > 4 && n.as_bytes()[..4].eq_ignore_ascii_case(b"mcp-"))
-            .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
-            .collect();
-        let why = self.disagreement(&mcp_headers, message)?;
+        let why = self.disagreement(&head.mcp_headers(), message)?;
         Some(format!(
             "the client sent a request whose headers disagree with its body: {why}"
         ))
