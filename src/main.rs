@@ -40,6 +40,9 @@ enum Command {
     Call(cli::call::CallArgs),
     /// Check a running MCP server's Streamable HTTP rules, black box.
     Probe(cli::probe::ProbeArgs),
+    /// Run an MCP client command against adversarial server schedules and
+    /// judge what it did: holds, violates, hangs or loops.
+    ProbeClient(cli::probe_client::ProbeClientArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cli::serve::run(args),
         Command::Call(args) => cli::call::run(args),
         Command::Probe(args) => cli::probe::run(args),
+        Command::ProbeClient(args) => cli::probe_client::run(args),
     };
     match result {
         Ok(code) => code,

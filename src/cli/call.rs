@@ -10,12 +10,13 @@
 //! too); without it, or for sampling and roots, `call` declines (the
 //! request fails with `InputDeclined`, the server's request gets -32601).
 //!
-//! A one-shot call opens no background GET: it has nothing to listen for, and
-//! a GET racing the call would only invite a response on the wrong stream.
+//! A one-shot call opens no background GET unless `--background-get` asks:
+//! it has nothing to listen for, and a GET racing the call would only invite
+//! a response on the wrong stream.
 
 use mcp_streamable::client::{ClientEra, ClientEvent};
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson, METHOD_NOT_FOUND};
-use mcp_streamable::policy::BackgroundGet;
+use mcp_streamable::policy::{BackgroundGet, ClientPolicy};
 use mcp_streamable_check::monitor::Monitor;
 use mcp_streamable_hyper::client::{split_url, Client, ClientOptions};
 use mcp_streamable_hyper::TcpConnect;
@@ -44,6 +45,15 @@ pub struct CallArgs {
     /// '{"action":"accept","content":{"confirmed":true}}'.
     #[arg(long)]
     elicit: Option<String>,
+    /// Client preset (FIXED, CSHARP_BASELINE, RMCP_1_7, …): how a buggy SDK
+    /// client would make the call, for demonstrations and `probe-client`'s
+    /// own tests. Its background GET stays off.
+    #[arg(long, default_value = "FIXED")]
+    preset: String,
+    /// Open the standalone GET after `initialize`, as a long-lived client
+    /// does, to hear the server's requests and notifications there.
+    #[arg(long)]
+    background_get: bool,
 }
 
 /// `--era`.
@@ -91,6 +101,13 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
             _ => Era::Legacy,
         }
     });
+    let policy = ClientPolicy::preset(&args.preset).ok_or_else(|| {
+        format!(
+            "unknown client preset {:?}; expected one of {:?}",
+            args.preset,
+            ClientPolicy::preset_names()
+        )
+    })?;
     let (authority, path) = split_url(&url).map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -98,6 +115,7 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         .build()
         .map_err(|e| e.to_string())?;
     let verbose = args.verbose;
+    let background_get = args.background_get;
     let use_monitor = args.monitor;
     rt.block_on(async move {
         let addr = tokio::net::lookup_host(&authority)
@@ -105,8 +123,13 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("{authority}: {e}"))?
             .next()
             .ok_or_else(|| format!("{authority}: no address"))?;
-        let mut options = ClientOptions::default();
-        options.policy.background_get = BackgroundGet::Off;
+        let mut options = ClientOptions {
+            policy,
+            ..ClientOptions::default()
+        };
+        if !background_get {
+            options.policy.background_get = BackgroundGet::Off;
+        }
         options.config.era = match era {
             Era::Legacy => ClientEra::Legacy,
             Era::Modern => ClientEra::Modern,

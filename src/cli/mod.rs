@@ -4,6 +4,7 @@ pub mod call;
 pub mod check;
 pub mod explore;
 pub mod probe;
+pub mod probe_client;
 pub mod replay;
 pub mod serve;
 pub mod serve_fleet;

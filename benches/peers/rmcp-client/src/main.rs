@@ -1,6 +1,12 @@
 //! `rmcp-interop-client URL MODE`: connects with rmcp 3.9's client in MODE
 //! (`initialize`, `discover` or `auto`), lists the tools, calls `echo`, and
 //! prints the negotiated protocol version. Exit status 1 on any failure.
+//!
+//! `rmcp-interop-client probe MODE URL`: `probe-client`'s command. Connects
+//! in MODE with the transport's defaults, calls `MCP_PROBE_TOOL` with
+//! `MCP_PROBE_ARGUMENTS` (JSON; elicitations get rmcp's default answer, a
+//! decline), prints the result; exit 1 on any failure, and no deadline of
+//! its own: the prober bounds the run.
 
 use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
@@ -8,8 +14,19 @@ use rmcp::transport::StreamableHttpClientTransport;
 
 #[tokio::main]
 async fn main() {
-    let mut args = std::env::args().skip(1);
-    let (Some(url), Some(mode)) = (args.next(), args.next()) else {
+    let mut args = std::env::args().skip(1).collect::<Vec<_>>().into_iter();
+    let probe = args.as_slice().first().map(String::as_str) == Some("probe");
+    if probe {
+        let _ = args.next();
+    }
+    let (mode, url) = if probe {
+        let mode = args.next();
+        (mode, args.next())
+    } else {
+        let url = args.next();
+        (args.next(), url)
+    };
+    let (Some(url), Some(mode)) = (url, mode) else {
         eprintln!("usage: rmcp-interop-client URL initialize|discover|auto");
         std::process::exit(2);
     };
@@ -28,6 +45,37 @@ async fn main() {
             std::process::exit(2);
         }
     };
+    if probe {
+        let tool = std::env::var("MCP_PROBE_TOOL").unwrap_or_else(|_| "test_simple_text".into());
+        let arguments = std::env::var("MCP_PROBE_ARGUMENTS").unwrap_or_else(|_| "{}".into());
+        let run = async {
+            let transport = StreamableHttpClientTransport::from_uri(url);
+            let client = ()
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+                .map_err(|e| format!("connect: {e}"))?;
+            let mut params = CallToolRequestParams::new(tool);
+            params.arguments = serde_json::from_str(&arguments).map_err(|e| e.to_string())?;
+            let result = client
+                .call_tool(params)
+                .await
+                .map_err(|e| format!("tools/call: {e}"))?;
+            let _ = client.cancel().await;
+            Ok::<_, String>(result)
+        };
+        match run.await {
+            Ok(r) if r.is_error != Some(true) => println!("{r:?}"),
+            Ok(r) => {
+                eprintln!("rmcp-client probe {mode}: tool error {r:?}");
+                std::process::exit(1);
+            }
+            Err(e) => {
+                eprintln!("rmcp-client probe {mode}: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     let run = async {
         let transport = StreamableHttpClientTransport::from_uri(url);
         let client = ()

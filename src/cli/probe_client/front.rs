@@ -1,0 +1,403 @@
+//! The front: an HTTP listener on loopback between the client under test and
+//! the server core. It records what reaches the server (method, session,
+//! `Last-Event-ID`, the JSON-RPC messages of a POST, the status given) and
+//! puts the scenario's scripted [`Fault`] in its place; everything else is
+//! forwarded to the server and its answer streamed back as it comes.
+
+use super::scenario::Fault;
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use mcp_streamable::headers;
+use mcp_streamable::sse::SseItem;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Bytes of a request body the front reads; a client that sends more is
+/// answered 413 (a prober of clients has no use for large bodies).
+pub const BODY_MAX: usize = 4 << 20;
+
+/// Requests a run records; later ones are counted, not kept (a looping
+/// client can send thousands within the bound).
+pub const RECORDED_MAX: usize = 4096;
+
+/// Event ids of the call's stream the front remembers (the faults that hit a
+/// resumption hit only the call's own, found by these).
+pub const CALL_IDS_MAX: usize = 1024;
+
+/// One JSON-RPC message of a POST, as the judge needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rpc {
+    /// A request (`id` set) or a notification.
+    Call {
+        /// Its method.
+        method: String,
+        /// Its id, as JSON text.
+        id: Option<String>,
+    },
+    /// A response (result or error) to one of the server's requests.
+    Answer {
+        /// Its id, as JSON text.
+        id: String,
+    },
+}
+
+/// One request that reached the front.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    /// Milliseconds since the scenario started.
+    pub at_ms: u64,
+    /// `GET`, `POST`, `DELETE`, ...
+    pub method: String,
+    /// `Mcp-Session-Id`.
+    pub session: Option<String>,
+    /// `Last-Event-ID`.
+    pub last_event_id: Option<String>,
+    /// The JSON-RPC messages of a POST's body.
+    pub rpc: Vec<Rpc>,
+    /// The status it was answered with (0: none, the connection failed).
+    pub status: u16,
+    /// Whether a scripted fault answered it rather than the server.
+    pub faulted: bool,
+}
+
+impl Seen {
+    /// Whether this is a GET that resumes a stream.
+    pub fn is_resume(&self) -> bool {
+        self.method == "GET" && self.last_event_id.is_some()
+    }
+
+    /// Whether its body carries a request of `method`.
+    pub fn calls(&self, method: &str) -> bool {
+        self.rpc
+            .iter()
+            .any(|r| matches!(r, Rpc::Call { method: m, .. } if m == method))
+    }
+
+    /// One line for a report.
+    pub fn line(&self) -> String {
+        let mut s = format!("{} ms {}", self.at_ms, self.method);
+        for r in &self.rpc {
+            match r {
+                Rpc::Call {
+                    method,
+                    id: Some(id),
+                } => s += &format!(" {method}#{id}"),
+                Rpc::Call { method, id: None } => s += &format!(" {method}"),
+                Rpc::Answer { id } => s += &format!(" answer#{id}"),
+            }
+        }
+        if let Some(id) = &self.last_event_id {
+            s += &format!(" Last-Event-ID={id}");
+        }
+        s += &format!(" -> {}", self.status);
+        if self.faulted {
+            s += " (scripted)";
+        }
+        s
+    }
+}
+
+/// What the front saw during one scenario.
+#[derive(Debug, Default)]
+pub struct Record {
+    /// The requests, in arrival order (at most [`RECORDED_MAX`]).
+    pub seen: Vec<Seen>,
+    /// Requests past [`RECORDED_MAX`].
+    pub unrecorded: u64,
+    resumes_faulted: u32,
+    gone: Option<String>,
+    /// The event ids the server sent on streams that carried a `tools/call`.
+    call_ids: std::collections::BTreeSet<String>,
+}
+
+impl Record {
+    /// A record of `seen` alone (the judge's tests).
+    #[cfg(test)]
+    pub fn of(seen: Vec<Seen>) -> Self {
+        Self {
+            seen,
+            ..Self::default()
+        }
+    }
+
+    /// Whether `seen` resumes a stream that carried the call.
+    fn resumes_the_call(&self, seen: &Seen) -> bool {
+        seen.method == "GET"
+            && seen
+                .last_event_id
+                .as_ref()
+                .is_some_and(|id| self.call_ids.contains(id))
+    }
+}
+
+/// The front of one scenario.
+pub struct Front {
+    backend: SocketAddr,
+    fault: Fault,
+    started: Instant,
+    record: Mutex<Record>,
+}
+
+type Body = BoxBody<Bytes, hyper::Error>;
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+fn answer(status: u16, content_type: Option<&str>, body: impl Into<Bytes>) -> Response<Body> {
+    let mut b = Response::builder().status(status);
+    if let Some(ct) = content_type {
+        b = b.header(headers::CONTENT_TYPE, ct);
+    }
+    b.body(full(body))
+        .unwrap_or_else(|_| Response::new(full("")))
+}
+
+/// The JSON-RPC messages of a body (one message or a batch).
+fn messages(body: &[u8]) -> Vec<Rpc> {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return Vec::new();
+    };
+    let one = |m: &Value| {
+        let id = m.get("id").map(Value::to_string);
+        match m.get("method").and_then(Value::as_str) {
+            Some(method) => Some(Rpc::Call {
+                method: method.to_owned(),
+                id,
+            }),
+            None => id.map(|id| Rpc::Answer { id }),
+        }
+    };
+    match &v {
+        Value::Array(batch) => batch.iter().filter_map(one).collect(),
+        m => one(m).into_iter().collect(),
+    }
+}
+
+impl Front {
+    /// A front for `backend` with `fault`, its clock started now.
+    pub fn new(backend: SocketAddr, fault: Fault) -> Arc<Self> {
+        Arc::new(Self {
+            backend,
+            fault,
+            started: Instant::now(),
+            record: Mutex::new(Record::default()),
+        })
+    }
+
+    /// What it saw so far.
+    pub fn take(&self) -> Record {
+        std::mem::take(&mut *self.record())
+    }
+
+    /// Serves `listener` until the task is aborted.
+    pub async fn serve(self: Arc<Self>, listener: tokio::net::TcpListener) {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let front = self.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req| {
+                    let front = front.clone();
+                    async move { Ok::<_, std::convert::Infallible>(front.handle(req).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    }
+
+    fn record(&self) -> std::sync::MutexGuard<'_, Record> {
+        self.record.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The answer, its SSE event ids remembered as the call's as they pass.
+    fn tap_ids(self: &Arc<Self>, resp: Response<Body>) -> Response<Body> {
+        let front = self.clone();
+        let mut decoder = mcp_streamable::sse::SseDecoder::default();
+        let mut items = Vec::new();
+        resp.map(move |body| {
+            body.map_frame(move |frame| {
+                if let Some(data) = frame.data_ref() {
+                    let _ = decoder.feed(data, &mut items);
+                    let mut r = front.record();
+                    for item in items.drain(..) {
+                        let id = match item {
+                            SseItem::Message { id, .. } | SseItem::NoMessage { id } => id,
+                            SseItem::Retry(_) => None,
+                        };
+                        if let Some(id) = id.filter(|_| r.call_ids.len() < CALL_IDS_MAX) {
+                            r.call_ids.insert(id);
+                        }
+                    }
+                }
+                frame
+            })
+            .boxed()
+        })
+    }
+
+    fn keep(&self, seen: Seen) {
+        let mut r = self.record();
+        if r.seen.len() < RECORDED_MAX {
+            r.seen.push(seen);
+        } else {
+            r.unrecorded += 1;
+        }
+    }
+
+    /// The scripted answer this request gets instead of the server's, if any.
+    fn fault_for(&self, seen: &Seen) -> Option<Response<Body>> {
+        let mut r = self.record();
+        if r.gone.is_some() && r.gone == seen.session {
+            return Some(gone());
+        }
+        match self.fault {
+            Fault::None => None,
+            Fault::EmptyResume { times } if r.resumes_the_call(seen) => {
+                if times.is_some_and(|t| r.resumes_faulted >= t) {
+                    return None;
+                }
+                r.resumes_faulted += 1;
+                Some(answer(200, Some("text/event-stream"), ""))
+            }
+            Fault::EmptyResume { .. } => None,
+            Fault::JsonBody(body) if seen.calls("tools/call") => {
+                Some(answer(200, Some("application/json"), body))
+            }
+            Fault::JsonBody(_) => None,
+            Fault::SessionGone if r.resumes_the_call(seen) => {
+                r.gone = seen.session.clone();
+                Some(gone())
+            }
+            Fault::SessionGone => None,
+            Fault::DiscoverRefused { status, code } if seen.calls("server/discover") => {
+                Some(match code {
+                    Some(code) => {
+                        let id = seen
+                            .rpc
+                            .iter()
+                            .find_map(|m| match m {
+                                Rpc::Call { id: Some(id), .. } => Some(id.clone()),
+                                _ => None,
+                            })
+                            .unwrap_or_else(|| "null".into());
+                        let body = format!(
+                            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"Bad Request: no valid session"}}}}"#
+                        );
+                        answer(status, Some("application/json"), body)
+                    }
+                    None => answer(status, None, ""),
+                })
+            }
+            Fault::DiscoverRefused { .. } => None,
+        }
+    }
+
+    async fn handle(self: &Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        let at_ms = self.started.elapsed().as_millis() as u64;
+        let header = |n: &str| {
+            req.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let mut seen = Seen {
+            at_ms,
+            method: req.method().as_str().to_owned(),
+            session: header(headers::MCP_SESSION_ID),
+            last_event_id: header(headers::LAST_EVENT_ID),
+            rpc: Vec::new(),
+            status: 0,
+            faulted: false,
+        };
+        let (parts, body) = req.into_parts();
+        let body = match Limited::new(body, BODY_MAX).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(_) => {
+                seen.status = 413;
+                self.keep(seen);
+                return answer(413, None, "");
+            }
+        };
+        seen.rpc = messages(&body);
+        let of_the_call = seen.calls("tools/call") || self.record().resumes_the_call(&seen);
+        if let Some(resp) = self.fault_for(&seen) {
+            seen.status = resp.status().as_u16();
+            seen.faulted = true;
+            self.keep(seen);
+            return resp;
+        }
+        let resp = self.forward(parts, body).await.map(|r| match of_the_call {
+            true => self.tap_ids(r),
+            false => r,
+        });
+        seen.status = resp.as_ref().map_or(0, |r| r.status().as_u16());
+        self.keep(seen);
+        resp.unwrap_or_else(|| answer(502, None, ""))
+    }
+
+    /// The request sent to the server on a connection of its own; its answer
+    /// streamed back as the server writes it.
+    async fn forward(
+        &self,
+        parts: hyper::http::request::Parts,
+        body: Bytes,
+    ) -> Option<Response<Body>> {
+        let stream = tokio::net::TcpStream::connect(self.backend).await.ok()?;
+        stream.set_nodelay(true).ok()?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .ok()?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let req = Request::from_parts(parts, Full::new(body));
+        let resp = sender.send_request(req).await.ok()?;
+        Some(resp.map(BodyExt::boxed))
+    }
+}
+
+/// A `404` for a session the server no longer has.
+fn gone() -> Response<Body> {
+    answer(
+        404,
+        Some("application/json"),
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}"#,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_is_read_as_its_messages() {
+        let batch = br#"[{"jsonrpc":"2.0","id":3,"method":"tools/call"},{"jsonrpc":"2.0","id":"a","result":{}},{"jsonrpc":"2.0","method":"notifications/initialized"}]"#;
+        assert_eq!(
+            messages(batch),
+            vec![
+                Rpc::Call {
+                    method: "tools/call".into(),
+                    id: Some("3".into())
+                },
+                Rpc::Answer { id: "\"a\"".into() },
+                Rpc::Call {
+                    method: "notifications/initialized".into(),
+                    id: None
+                },
+            ]
+        );
+        assert!(messages(b"{not json").is_empty());
+    }
+}

@@ -1,0 +1,426 @@
+//! From what reached the server and how the client's command ended, the
+//! scenario's verdict.
+
+use super::front::{Record, Seen};
+use super::scenario::{Expect, Fault, Scenario};
+use serde::Serialize;
+
+/// How the client's command ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited with this code (`None`: killed by a signal of its own).
+    Exited(Option<i32>),
+    /// It was still running at the bound and was killed.
+    TimedOut,
+}
+
+/// A scenario's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The client did what a correct client does.
+    Holds,
+    /// It did something a correct client does not.
+    Violates,
+    /// It was still waiting at the bound, with no traffic at the end.
+    Hangs,
+    /// It was still sending requests at the bound without progress.
+    Loops,
+    /// The scenario does not apply to it (it never took the path).
+    NotApplicable,
+}
+
+impl Verdict {
+    /// A finding: what a correct client never shows.
+    pub fn is_finding(self) -> bool {
+        matches!(self, Self::Violates | Self::Hangs | Self::Loops)
+    }
+
+    /// Its word in reports.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Holds => "holds",
+            Self::Violates => "violates",
+            Self::Hangs => "hangs",
+            Self::Loops => "loops",
+            Self::NotApplicable => "n/a",
+        }
+    }
+}
+
+/// Requests within the last part of the bound that make a timed-out client
+/// a looping one rather than a hanging one.
+pub const LOOP_REQUESTS_MIN: usize = 3;
+
+/// A verdict and the evidence for it.
+pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Verdict, String) {
+    let listened = rec
+        .seen
+        .iter()
+        .any(|r| r.method == "GET" && r.last_event_id.is_none());
+    if s.expect == Expect::AnswersOnGet && !listened {
+        return (
+            Verdict::NotApplicable,
+            "the client opens no standalone GET, so the question sent there cannot reach it (the server's fault, B8)".into(),
+        );
+    }
+    if *ending == Ending::TimedOut {
+        return stuck(rec, bound_ms);
+    }
+    let Ending::Exited(code) = ending else {
+        unreachable!("timed out handled above")
+    };
+    let ok = *code == Some(0);
+    let exit = match code {
+        Some(c) => format!("exit {c}"),
+        None => "killed by a signal".into(),
+    };
+    let resumes: Vec<_> = rec.seen.iter().filter(|r| r.is_resume()).collect();
+    if s.session_era && !rec.seen.iter().any(|r| r.calls("initialize")) {
+        return (
+            Verdict::NotApplicable,
+            format!("the client made no session (2026-07-28 has none of this) ({exit})"),
+        );
+    }
+    if s.fault.is_scripted() && !rec.seen.iter().any(|r| r.faulted) {
+        return (
+            Verdict::NotApplicable,
+            format!("the client never took the path the fault is on ({exit})"),
+        );
+    }
+    match s.expect {
+        Expect::Completes if ok => (Verdict::Holds, "the call succeeded".into()),
+        Expect::Completes => (Verdict::Violates, format!("the call failed ({exit})")),
+        Expect::Ends => (
+            Verdict::Holds,
+            format!(
+                "the call ended ({exit}) after {} request(s), {} resumption(s)",
+                rec.seen.len(),
+                resumes.len()
+            ),
+        ),
+        Expect::Answers | Expect::AnswersOnGet => {
+            let answered = rec.seen.iter().any(|r| {
+                r.rpc
+                    .iter()
+                    .any(|m| matches!(m, super::front::Rpc::Answer { .. }))
+            });
+            match (answered, ok) {
+                (true, true) => (
+                    Verdict::Holds,
+                    "answered the server's request; the call succeeded".into(),
+                ),
+                (false, _) => (
+                    Verdict::Violates,
+                    format!("never answered the server's request ({exit})"),
+                ),
+                (true, false) => (
+                    Verdict::Violates,
+                    format!("answered the server's request but the call failed ({exit})"),
+                ),
+            }
+        }
+        Expect::ResumesAgain => {
+            let Some(at) = rec.seen.iter().position(|r| r.faulted && r.is_resume()) else {
+                return (
+                    Verdict::NotApplicable,
+                    format!("the client never resumed ({exit})"),
+                );
+            };
+            let first = rec.seen[at].last_event_id.clone().unwrap_or_default();
+            let later: Vec<_> = rec.seen[at + 1..]
+                .iter()
+                .filter(|r| r.is_resume())
+                .filter_map(|r| r.last_event_id.as_deref())
+                .collect();
+            match (later.contains(&first.as_str()), ok) {
+                (true, true) => (
+                    Verdict::Holds,
+                    format!("resumed again from {first} and the call succeeded"),
+                ),
+                (true, false) => (
+                    Verdict::Violates,
+                    format!("resumed again from {first} but the call failed ({exit})"),
+                ),
+                (false, _) if later.is_empty() => (
+                    Verdict::Violates,
+                    format!("never resumed again after an empty resumption from {first} ({exit})"),
+                ),
+                (false, _) => (
+                    Verdict::Violates,
+                    format!(
+                        "after an empty resumption from {first}, resumed only from {} ({exit})",
+                        later.join(", ")
+                    ),
+                ),
+            }
+        }
+        Expect::FallsBack => {
+            let Some(asked) = rec.seen.iter().position(|r| r.calls("server/discover")) else {
+                return (
+                    Verdict::NotApplicable,
+                    format!("the client never sent server/discover ({exit})"),
+                );
+            };
+            let fell_back = rec.seen[asked..].iter().any(|r| r.calls("initialize"));
+            let refused = match s.fault {
+                Fault::DiscoverRefused { status, .. } => status,
+                _ => 0,
+            };
+            match (fell_back, ok) {
+                (true, true) => (
+                    Verdict::Holds,
+                    format!("fell back to initialize after {refused}; the call succeeded"),
+                ),
+                (true, false) => (
+                    Verdict::Violates,
+                    format!("fell back to initialize after {refused} but the call failed ({exit})"),
+                ),
+                (false, _) => (
+                    Verdict::Violates,
+                    format!("gave up on a server/discover refused {refused} without trying initialize ({exit})"),
+                ),
+            }
+        }
+    }
+}
+
+/// A client still running at the bound: looping when it was still repeating
+/// one request (the same method and `Last-Event-ID`) in the last quarter of
+/// the bound, backing off or not (the gaps are the evidence), else hanging.
+fn stuck(rec: &Record, bound_ms: u64) -> (Verdict, String) {
+    let late = bound_ms - bound_ms / 4;
+    let total = rec.seen.len() as u64 + rec.unrecorded;
+    let key = |r: &Seen| (r.method.clone(), r.last_event_id.clone());
+    if let Some(last) = rec
+        .seen
+        .last()
+        .filter(|r| r.at_ms >= late || rec.unrecorded > 0)
+    {
+        let repeats: Vec<u64> = rec
+            .seen
+            .iter()
+            .filter(|r| key(r) == key(last))
+            .map(|r| r.at_ms)
+            .collect();
+        if repeats.len() >= LOOP_REQUESTS_MIN {
+            let gaps: Vec<String> = repeats
+                .windows(2)
+                .map(|w| (w[1] - w[0]).to_string())
+                .collect();
+            let shown = if gaps.len() > 8 {
+                format!(
+                    "{}, …, {}",
+                    gaps[..4].join(", "),
+                    gaps[gaps.len() - 3..].join(", ")
+                )
+            } else {
+                gaps.join(", ")
+            };
+            let what = match &last.last_event_id {
+                Some(id) => format!("{} resuming from {id}", last.method),
+                None => last.method.clone(),
+            };
+            return (
+                Verdict::Loops,
+                format!(
+                    "{} x {what} (gaps {shown} ms), {total} requests in all; still running at {bound_ms} ms, killed",
+                    repeats.len()
+                ),
+            );
+        }
+    }
+    let last = rec.seen.last().map_or_else(
+        || "nothing reached the server".into(),
+        |r| format!("the last request: {}", r.line()),
+    );
+    (
+        Verdict::Hangs,
+        format!("still waiting at {bound_ms} ms after {total} request(s); {last}; killed"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::front::Rpc;
+    use super::super::scenario::named;
+    use super::*;
+
+    fn seen(at_ms: u64, method: &str, last: Option<&str>, rpc: Vec<Rpc>) -> Seen {
+        Seen {
+            at_ms,
+            method: method.into(),
+            session: Some("s".into()),
+            last_event_id: last.map(Into::into),
+            rpc,
+            status: 200,
+            faulted: false,
+        }
+    }
+
+    fn record(seen: Vec<Seen>) -> Record {
+        Record::of(seen)
+    }
+
+    #[test]
+    fn a_client_still_running_hangs_or_loops_by_its_late_traffic() {
+        let s = named("empty-resume").unwrap();
+        let quiet = record(vec![seen(10, "POST", None, vec![])]);
+        assert_eq!(judge(s, &quiet, &Ending::TimedOut, 8000).0, Verdict::Hangs);
+        let busy = record(
+            (0..40)
+                .map(|i| seen(i * 200, "GET", Some("7"), vec![]))
+                .collect(),
+        );
+        let (v, why) = judge(s, &busy, &Ending::TimedOut, 8000);
+        assert_eq!(v, Verdict::Loops);
+        assert!(why.contains("40 x GET resuming from 7"), "{why}");
+        let backing_off = record(
+            [0, 400, 1200, 2800, 6000]
+                .into_iter()
+                .map(|t| seen(t, "GET", Some("7"), vec![]))
+                .collect(),
+        );
+        let (v, why) = judge(s, &backing_off, &Ending::TimedOut, 8000);
+        assert_eq!(v, Verdict::Loops);
+        assert!(why.contains("gaps 400, 800, 1600, 3200 ms"), "{why}");
+        let gave_up_early = record(
+            [0, 400, 1200]
+                .into_iter()
+                .map(|t| seen(t, "GET", Some("7"), vec![]))
+                .collect(),
+        );
+        assert_eq!(
+            judge(s, &gave_up_early, &Ending::TimedOut, 8000).0,
+            Verdict::Hangs
+        );
+        let mut ended = busy;
+        ended.seen[0].rpc.push(Rpc::Call {
+            method: "initialize".into(),
+            id: Some("1".into()),
+        });
+        ended.seen[1].faulted = true;
+        assert_eq!(
+            judge(s, &ended, &Ending::Exited(Some(1)), 8000).0,
+            Verdict::Holds
+        );
+        ended.seen[1].faulted = false;
+        assert_eq!(
+            judge(s, &ended, &Ending::Exited(Some(1)), 8000).0,
+            Verdict::NotApplicable,
+            "the fault never fired"
+        );
+    }
+
+    #[test]
+    fn a_second_resumption_must_name_the_first_ones_id() {
+        let s = named("second-drop").unwrap();
+        let init = || {
+            seen(
+                0,
+                "POST",
+                None,
+                vec![Rpc::Call {
+                    method: "initialize".into(),
+                    id: Some("1".into()),
+                }],
+            )
+        };
+        let empty = |id: &str| Seen {
+            faulted: true,
+            ..seen(10, "GET", Some(id), vec![])
+        };
+        let again = record(vec![init(), empty("5"), seen(50, "GET", Some("5"), vec![])]);
+        assert_eq!(
+            judge(s, &again, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::Holds
+        );
+        let lost = record(vec![init(), empty("5"), seen(50, "GET", Some("0"), vec![])]);
+        assert_eq!(
+            judge(s, &lost, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::Violates
+        );
+        let gave_up = record(vec![init(), empty("5")]);
+        assert_eq!(
+            judge(s, &gave_up, &Ending::Exited(Some(1)), 8000).0,
+            Verdict::Violates
+        );
+        let never = record(vec![init()]);
+        assert_eq!(
+            judge(s, &never, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::NotApplicable
+        );
+    }
+
+    #[test]
+    fn a_refused_discover_must_be_followed_by_initialize() {
+        let s = named("discover-refused-404").unwrap();
+        let call = |m: &str| Rpc::Call {
+            method: m.into(),
+            id: Some("1".into()),
+        };
+        let legacy = record(vec![seen(0, "POST", None, vec![call("initialize")])]);
+        assert_eq!(
+            judge(s, &legacy, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::NotApplicable
+        );
+        let refused = || Seen {
+            faulted: true,
+            ..seen(0, "POST", None, vec![call("server/discover")])
+        };
+        let fell = record(vec![
+            refused(),
+            seen(5, "POST", None, vec![call("initialize")]),
+        ]);
+        assert_eq!(
+            judge(s, &fell, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::Holds
+        );
+        let stuck = record(vec![refused()]);
+        assert_eq!(
+            judge(s, &stuck, &Ending::Exited(Some(1)), 8000).0,
+            Verdict::Violates
+        );
+    }
+
+    #[test]
+    fn an_unanswered_server_request_is_a_violation() {
+        let s = named("request-on-post").unwrap();
+        let init = Rpc::Call {
+            method: "initialize".into(),
+            id: Some("1".into()),
+        };
+        let none = record(vec![seen(0, "POST", None, vec![init.clone()])]);
+        assert_eq!(
+            judge(s, &none, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::Violates
+        );
+        let answered = record(vec![
+            seen(0, "POST", None, vec![init.clone()]),
+            seen(9, "POST", None, vec![Rpc::Answer { id: "1".into() }]),
+        ]);
+        assert_eq!(
+            judge(s, &answered, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::Holds
+        );
+        let on_get = named("request-on-get").unwrap();
+        assert_eq!(
+            judge(on_get, &none, &Ending::TimedOut, 8000).0,
+            Verdict::NotApplicable,
+            "no GET: the question cannot reach the client"
+        );
+        let listening = record(vec![
+            seen(0, "POST", None, vec![init.clone()]),
+            seen(5, "GET", None, vec![]),
+        ]);
+        assert_eq!(
+            judge(on_get, &listening, &Ending::TimedOut, 8000).0,
+            Verdict::Hangs
+        );
+        let modern = record(vec![seen(0, "POST", None, vec![])]);
+        assert_eq!(
+            judge(s, &modern, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::NotApplicable
+        );
+    }
+}

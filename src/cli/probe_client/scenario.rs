@@ -1,0 +1,280 @@
+//! The client prober's scenarios: each a server behaviour the core produces
+//! (FIXED, or a server preset) on one tool call, with at most one scripted
+//! fault at the front ([`Fault`]), and what a correct client does in it
+//! ([`Expect`]).
+
+use serde_json::{json, Value};
+
+/// A scripted fault the front puts between the client and the server core.
+/// Each is what a real server or the network does to a client at some
+/// moment; none of them is a server behaviour the core would choose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Everything reaches the server and comes back untouched.
+    None,
+    /// A GET that resumes (`Last-Event-ID`) is answered `200
+    /// text/event-stream` and ended with no event: the first `times` of
+    /// them, or every one (`None`).
+    EmptyResume {
+        /// How many resumptions are answered so.
+        times: Option<u32>,
+    },
+    /// The call's POST is answered `200 application/json` with this body
+    /// instead of reaching the server.
+    JsonBody(&'static str),
+    /// From the first resumption on, the session is gone: every request
+    /// naming it is answered `404` (the server restarted or expired it
+    /// while the call was in flight).
+    SessionGone,
+    /// A `server/discover` is refused as a 2025-era server refuses an
+    /// unknown method without a session: this status, and a JSON-RPC error
+    /// body when `code` is set.
+    DiscoverRefused {
+        /// HTTP status.
+        status: u16,
+        /// The JSON-RPC error code of the body, none for an empty body.
+        code: Option<i64>,
+    },
+}
+
+/// What a correct client does in a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// The call succeeds: the command exits 0.
+    Completes,
+    /// The call ends, in success or failure, within the bound: never a hang
+    /// and never a loop.
+    Ends,
+    /// The client answers the server's request (a POST carrying a JSON-RPC
+    /// response) and the call succeeds.
+    Answers,
+    /// As [`Expect::Answers`], for a request sent on the standalone GET: a
+    /// client that opens none is not judged (it cannot hear the request;
+    /// the server breaks B8 by sending it there).
+    AnswersOnGet,
+    /// After a resumption that ended with no event, the client resumes again
+    /// with the same `Last-Event-ID`, and the call succeeds.
+    ResumesAgain,
+    /// A client that asked `server/discover` and was refused falls back to
+    /// `initialize`, and the call succeeds; a client that never asks is not
+    /// tested.
+    FallsBack,
+}
+
+/// One adversarial scenario.
+#[derive(Clone, Copy, Debug)]
+pub struct Scenario {
+    /// Its name on the command line and in reports.
+    pub name: &'static str,
+    /// What the server does, in a line.
+    pub what: &'static str,
+    /// The server preset the core runs under.
+    pub preset: &'static str,
+    /// The tool the client is asked to call (the fixtures' tool set).
+    pub tool: &'static str,
+    /// Its arguments, as JSON text.
+    pub arguments: &'static str,
+    /// The scripted fault at the front.
+    pub fault: Fault,
+    /// What a correct client does.
+    pub expect: Expect,
+    /// Whether the scenario is about the session era's mechanics (streams
+    /// per POST, resumption, server requests): a client that made no session
+    /// is not judged by it.
+    pub session_era: bool,
+}
+
+impl Fault {
+    /// Whether the front plays a part (a scenario whose fault never fired
+    /// did not test the client).
+    pub fn is_scripted(self) -> bool {
+        self != Fault::None
+    }
+}
+
+impl Scenario {
+    /// The tool's arguments.
+    pub fn arguments(&self) -> Value {
+        serde_json::from_str(self.arguments).unwrap_or_else(|_| json!({}))
+    }
+}
+
+/// Every scenario, in the order they run.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "baseline",
+        what: "a plain call answered on its own stream (a client that fails here cannot be judged by the rest)",
+        preset: "FIXED",
+        tool: "test_simple_text",
+        arguments: "{}",
+        fault: Fault::None,
+        session_era: false,
+        expect: Expect::Completes,
+    },
+    Scenario {
+        name: "resumed-response",
+        what: "the server closes the call's stream for polling; the response comes only on the resumed stream",
+        preset: "FIXED",
+        tool: "test_reconnection",
+        arguments: "{}",
+        fault: Fault::None,
+        session_era: true,
+        expect: Expect::Completes,
+    },
+    Scenario {
+        name: "second-drop",
+        what: "after a polling close, the first resumption ends before any new event: the client must resume again from the same id",
+        preset: "FIXED",
+        tool: "test_reconnection",
+        arguments: "{}",
+        fault: Fault::EmptyResume { times: Some(1) },
+        session_era: true,
+        expect: Expect::ResumesAgain,
+    },
+    Scenario {
+        name: "empty-resume",
+        what: "every resumption is answered 200 with an empty stream (rmcp #958): the client must give up, not loop",
+        preset: "FIXED",
+        tool: "test_reconnection",
+        arguments: "{}",
+        fault: Fault::EmptyResume { times: None },
+        session_era: true,
+        expect: Expect::Ends,
+    },
+    Scenario {
+        name: "close-before-priming",
+        what: "the call's stream is closed for polling before any event id (python-sdk PR #2934): the call must end, not hang",
+        preset: "PYTHON_PR2934",
+        tool: "test_reconnection",
+        arguments: "{}",
+        fault: Fault::None,
+        session_era: true,
+        expect: Expect::Ends,
+    },
+    Scenario {
+        name: "response-on-get",
+        what: "the response to a call whose stream was closed goes to the client's next GET, whatever it resumes (race C, csharp-sdk #1381)",
+        preset: "CONFORMANCE_SSE_RETRY",
+        tool: "test_reconnection",
+        arguments: "{}",
+        fault: Fault::None,
+        session_era: true,
+        expect: Expect::Completes,
+    },
+    Scenario {
+        name: "session-gone",
+        what: "the session is gone (404) when the client resumes its call: the call must fail or be made again, not hang (rmcp #912)",
+        preset: "FIXED",
+        tool: "test_reconnection",
+        arguments: "{}",
+        fault: Fault::SessionGone,
+        session_era: true,
+        expect: Expect::Ends,
+    },
+    Scenario {
+        name: "malformed-json",
+        what: "the call is answered 200 application/json with a body that does not parse (rmcp PR #1208): the call must fail",
+        preset: "FIXED",
+        tool: "test_simple_text",
+        arguments: "{}",
+        fault: Fault::JsonBody(r#"{"jsonrpc":"2.0","id":"#),
+        session_era: false,
+        expect: Expect::Ends,
+    },
+    Scenario {
+        name: "json-not-the-response",
+        what: "the call is answered 200 application/json whose body is a notification, not its response (rmcp #980): the call must fail",
+        preset: "FIXED",
+        tool: "test_simple_text",
+        arguments: "{}",
+        fault: Fault::JsonBody(
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"not your response"}}"#,
+        ),
+        session_era: false,
+        expect: Expect::Ends,
+    },
+    Scenario {
+        name: "request-on-post",
+        what: "the server asks the client (elicitation) on the call's own stream while the client waits for it",
+        preset: "FIXED",
+        tool: "test_elicitation",
+        arguments: r#"{"message":"probe-client asks"}"#,
+        fault: Fault::None,
+        session_era: true,
+        expect: Expect::Answers,
+    },
+    Scenario {
+        name: "request-on-get",
+        what: "the server asks the client for its call on the standalone GET (mcp-go #932): a client that reads its GET answers, one that does not waits for ever",
+        preset: "MCP_GO_BEFORE_933",
+        tool: "test_elicitation",
+        arguments: r#"{"message":"probe-client asks"}"#,
+        fault: Fault::None,
+        session_era: true,
+        expect: Expect::AnswersOnGet,
+    },
+    Scenario {
+        name: "discover-refused-400",
+        what: "server/discover refused 400 with -32000, as a 2025 TypeScript server refuses a request without a session: an auto client falls back",
+        preset: "FIXED",
+        tool: "test_simple_text",
+        arguments: "{}",
+        fault: Fault::DiscoverRefused {
+            status: 400,
+            code: Some(-32000),
+        },
+        session_era: false,
+        expect: Expect::FallsBack,
+    },
+    Scenario {
+        name: "discover-refused-404",
+        what: "server/discover refused 404 with -32001 (session not found): an auto client falls back",
+        preset: "FIXED",
+        tool: "test_simple_text",
+        arguments: "{}",
+        fault: Fault::DiscoverRefused {
+            status: 404,
+            code: Some(-32001),
+        },
+        session_era: false,
+        expect: Expect::FallsBack,
+    },
+    Scenario {
+        name: "discover-refused-405",
+        what: "server/discover refused 405 with no body: an auto client falls back",
+        preset: "FIXED",
+        tool: "test_simple_text",
+        arguments: "{}",
+        fault: Fault::DiscoverRefused {
+            status: 405,
+            code: None,
+        },
+        session_era: false,
+        expect: Expect::FallsBack,
+    },
+];
+
+/// The scenario named `name`.
+pub fn named(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_streamable::policy::ServerPolicy;
+
+    #[test]
+    fn every_scenario_names_a_preset_and_parses_its_arguments() {
+        for (i, s) in SCENARIOS.iter().enumerate() {
+            assert!(ServerPolicy::preset(s.preset).is_some(), "{}", s.name);
+            assert!(
+                serde_json::from_str::<Value>(s.arguments).is_ok(),
+                "{}",
+                s.name
+            );
+            assert!(SCENARIOS[i + 1..].iter().all(|t| t.name != s.name));
+        }
+        assert_eq!(named("baseline").map(|s| s.tool), Some("test_simple_text"));
+    }
+}
