@@ -65,6 +65,12 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
         );
     }
     if *ending == Ending::TimedOut {
+        if let Some(lost) = lost_resumption(s, rec) {
+            return (
+                Verdict::Violates,
+                format!("{lost}; still waiting at {bound_ms} ms, killed"),
+            );
+        }
         return stuck(rec, bound_ms);
     }
     let Ending::Exited(code) = ending else {
@@ -182,6 +188,26 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
                 ),
             }
         }
+    }
+}
+
+/// In a scenario that ends a resumption with no event, how the client lost
+/// its place: its next GET named no event or another one.
+fn lost_resumption(s: &Scenario, rec: &Record) -> Option<String> {
+    if s.expect != Expect::ResumesAgain {
+        return None;
+    }
+    let at = rec.seen.iter().position(|r| r.faulted && r.is_resume())?;
+    let first = rec.seen[at].last_event_id.as_deref()?;
+    let next = rec.seen[at + 1..].iter().find(|r| r.method == "GET")?;
+    match next.last_event_id.as_deref() {
+        Some(id) if id == first => None,
+        Some(id) => Some(format!(
+            "after an empty resumption from {first}, its next GET resumed from {id}"
+        )),
+        None => Some(format!(
+            "after an empty resumption from {first}, its next GET named no event (a fresh stream: what the call's stream held is lost)"
+        )),
     }
 }
 
@@ -340,6 +366,10 @@ mod tests {
             judge(s, &lost, &Ending::Exited(Some(0)), 8000).0,
             Verdict::Violates
         );
+        let fresh = record(vec![init(), empty("5"), seen(60, "GET", None, vec![])]);
+        let (v, why) = judge(s, &fresh, &Ending::TimedOut, 8000);
+        assert_eq!(v, Verdict::Violates, "{why}");
+        assert!(why.contains("named no event"), "{why}");
         let gave_up = record(vec![init(), empty("5")]);
         assert_eq!(
             judge(s, &gave_up, &Ending::Exited(Some(1)), 8000).0,

@@ -63,6 +63,7 @@ pub struct ProbeClientArgs {
 #[derive(Serialize)]
 struct Outcome {
     scenario: &'static str,
+    what: &'static str,
     verdict: Verdict,
     evidence: String,
     ms: u64,
@@ -186,6 +187,7 @@ async fn run_one(s: &'static Scenario, args: &ProbeClientArgs) -> Result<Outcome
     }
     Ok(Outcome {
         scenario: s.name,
+        what: s.what,
         verdict,
         evidence,
         ms,

