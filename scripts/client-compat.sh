@@ -44,7 +44,7 @@ run "rmcp 3.9.0 auto" "$RMCP_CLIENT" probe auto
 run "call FIXED legacy" "$BIN" call --background-get
 run "call FIXED auto" "$BIN" call --era auto
 if [ "$MODE" != "--check" ]; then
-    for preset in CSHARP_BASELINE CSHARP_PR1381 EVENTSOURCE_RECONNECT GO_SDK_1_7 RMCP_1_7 RMCP_3_3; do
+    for preset in TS_SDK_1_32 PYTHON_2_3 RMCP_3_9 CSHARP_BASELINE CSHARP_PR1381 EVENTSOURCE_RECONNECT GO_SDK_1_7 RMCP_1_7 RMCP_3_3; do
         run "call $preset" "$BIN" call --background-get --preset "$preset"
     done
 fi

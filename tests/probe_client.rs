@@ -126,6 +126,33 @@ fn each_buggy_client_preset_is_caught_by_its_scenario() {
     assert_eq!(code, Some(1));
     assert_eq!(v["malformed-json"], "hangs", "{v:?}");
     assert_eq!(v["json-not-the-response"], "hangs", "{v:?}");
+    // The Python SDK's client (and rmcp 3.9's) start their resumption count
+    // anew on every clean end: empty resumptions without end.
+    let (code, v) = probe_client(
+        &["--scenario", "empty-resume", "--scenario", "second-drop"],
+        &["--preset", "PYTHON_2_3"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(v["empty-resume"], "loops", "{v:?}");
+    assert_eq!(v["second-drop"], "holds", "it keeps its place: {v:?}");
+    // The TypeScript SDK's client: a stream it cannot resume, and a JSON
+    // body that is another message, leave the call waiting; a body that is
+    // not JSON-RPC fails it.
+    let (code, v) = probe_client(
+        &[
+            "--scenario",
+            "close-before-priming",
+            "--scenario",
+            "json-not-the-response",
+            "--scenario",
+            "malformed-json",
+        ],
+        &["--preset", "TS_SDK_1_32"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(v["close-before-priming"], "hangs", "{v:?}");
+    assert_eq!(v["json-not-the-response"], "hangs", "{v:?}");
+    assert_eq!(v["malformed-json"], "holds", "{v:?}");
     // csharp-sdk PR #1381's C5: initialize completes before its session id
     // is committed, so the first call goes without it.
     let (code, v) = probe_client(&["--scenario", "baseline"], &["--preset", "CSHARP_PR1381"]);

@@ -256,6 +256,8 @@ impl CheckModel {
         if let Some(max) = self.bounds().gets_max {
             world.monitor = crate::monitor::Monitor::with_gets_max(max);
         }
+        world.monitor =
+            std::mem::take(&mut world.monitor).with_resumes_max(self.bounds().resume_attempts);
         State {
             world,
             client_pc: vec![0; self.scenario.clients.len()],

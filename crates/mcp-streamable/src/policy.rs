@@ -845,6 +845,32 @@ pub enum ResumeBound {
     /// (csharp-sdk `StreamableHttpClientSessionTransport`: EOF with an id sets
     /// `attempt = 0`): unbounded polling.
     ResetOnEventId,
+    /// Every resumption the server answered `200` with an event stream
+    /// resets the attempt count when it ends, whatever it carried: a
+    /// server that answers each resumption with an empty stream is resumed
+    /// every `retry` for ever (L3). The Python SDK client (`mcp` 2.3.0,
+    /// `_handle_reconnection`) and rmcp 3.9.0's, as `probe-client` found
+    /// them (`empty-resume`).
+    ResetOnCleanEnd,
+}
+
+impl ResumeBound {
+    /// Whether a connection of a request's stream that ended (carrying
+    /// `messages` message events, an event id or not, a clean `200` event
+    /// stream or not) starts the count of attempts anew.
+    pub fn made_progress(self, messages: u32, had_id: bool, clean: bool) -> bool {
+        match self {
+            Self::Bounded => messages > 0,
+            Self::ResetOnEventId => had_id,
+            Self::ResetOnCleanEnd => clean,
+        }
+    }
+
+    /// Whether resuming also stops after `resume_window_ms` without
+    /// progress.
+    pub fn windowed(self) -> bool {
+        self == Self::Bounded
+    }
 }
 
 /// When `initialize`'s side effects (session id, version, background GET) are committed.
@@ -947,6 +973,25 @@ pub enum JsonWithoutResponse {
     /// dispatched and the request forgotten while its caller's responder
     /// waits. rmcp sets no request deadline by default.
     Wait,
+    /// As [`JsonWithoutResponse::Wait`] when the body parsed as JSON-RPC
+    /// messages and none was the response (they are dispatched, the request
+    /// waits); a body that is not JSON-RPC fails the request. The TypeScript
+    /// SDK 1.32.2 and 2.4.0, Python `mcp` 2.3.0 and rmcp 3.9.0 clients, as
+    /// `probe-client` found them (`json-not-the-response` against
+    /// `malformed-json`).
+    WaitAfterMessages,
+}
+
+impl JsonWithoutResponse {
+    /// Whether a request whose `200` JSON answer ended without its response
+    /// is left waiting; `parsed`: the body was JSON-RPC messages.
+    pub fn waits(self, parsed: bool) -> bool {
+        match self {
+            Self::Fail => false,
+            Self::Wait => true,
+            Self::WaitAfterMessages => parsed,
+        }
+    }
 }
 
 /// What the client does with its requests in flight when it learns its
@@ -966,6 +1011,64 @@ pub enum SessionLoss {
     /// #912, fixed by PR #914 in 2.2.0). The re-initialization itself is not
     /// modelled: the orphaned requests hang either way.
     OrphanInFlight,
+}
+
+/// Which event id a request's stream resumes from once a connection of it
+/// ended without the response.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeCursor {
+    /// The last id seen on any connection of the stream (R34): a
+    /// resumption that ends before any new event resumes from the same id
+    /// again.
+    #[default]
+    Stream,
+    /// The last id seen on the connection that just ended, none if it
+    /// carried no event: a resumption that ends before any new event loses
+    /// the stream's place (the TypeScript SDK 1.x and 2.x client:
+    /// `_handleSseStream` keeps `lastEventId` per connection and reconnects
+    /// with it, so its next GET names no event and is a fresh standalone
+    /// stream that cannot carry the response). With
+    /// [`LostStream::Leave`] the request then waits for ever (L2); the
+    /// fresh GET itself is not modelled.
+    Connection,
+}
+
+impl ResumeCursor {
+    /// The cursor a request's stream keeps once a connection of it ended:
+    /// `kept` is the stream's, `ended` the connection's own last id.
+    pub fn after_end(self, kept: &mut Option<String>, ended: Option<&str>) {
+        match self {
+            Self::Stream => {}
+            Self::Connection => *kept = ended.map(str::to_owned),
+        }
+    }
+}
+
+/// What the client does with a request whose stream ended without the
+/// response and with nothing to resume from (no event id), or whose
+/// resumptions are exhausted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LostStream {
+    /// The request fails at once (`ClientError::StreamLost`,
+    /// `ClientError::ResumeExhausted`) and the server is told it was
+    /// cancelled.
+    #[default]
+    Fail,
+    /// The request is left pending with no stream: its caller waits for its
+    /// own deadline (L2). The TypeScript SDK 1.x and 2.x client: a POST
+    /// stream that ends with no priming event is not reconnectable, and a
+    /// reconnection that fails `maxRetries` times is reported to `onerror`,
+    /// the request's promise left as it is (60 s `DEFAULT_REQUEST_TIMEOUT_MSEC`).
+    Leave,
+}
+
+impl LostStream {
+    /// Whether a request with no stream left is failed to its caller.
+    pub fn fails(self) -> bool {
+        self == Self::Fail
+    }
 }
 
 /// All client knobs.
@@ -990,6 +1093,10 @@ pub struct ClientPolicy {
     pub session_loss: SessionLoss,
     /// See [`JsonWithoutResponse`].
     pub json_without_response: JsonWithoutResponse,
+    /// See [`ResumeCursor`].
+    pub resume_cursor: ResumeCursor,
+    /// See [`LostStream`].
+    pub lost_stream: LostStream,
 }
 
 impl ClientPolicy {
@@ -1005,6 +1112,8 @@ impl ClientPolicy {
         relisten: Relisten::AndRelist,
         session_loss: SessionLoss::FailPending,
         json_without_response: JsonWithoutResponse::Fail,
+        resume_cursor: ResumeCursor::Stream,
+        lost_stream: LostStream::Fail,
     };
 
     /// Whether this policy has scheduling points the driver must choose.
@@ -1069,6 +1178,50 @@ impl ClientPolicy {
         json_without_response: JsonWithoutResponse::Wait,
         ..ClientPolicy::FIXED
     };
+
+    /// The TypeScript SDK 1.32.2 client (`client/streamableHttp.ts`), the
+    /// same in 2.4.0 (`@modelcontextprotocol/client`), as `probe-client`
+    /// found it (`docs/client-compatibility.md`): its resumption cursor is
+    /// the ended connection's ([`ResumeCursor::Connection`]), a stream it
+    /// cannot resume leaves the request pending ([`LostStream::Leave`]),
+    /// a `404` to a resumption reports an error and completes nothing
+    /// ([`SessionLoss::OrphanInFlight`]), and a `200` JSON body that is
+    /// another message is dispatched while the request waits
+    /// ([`JsonWithoutResponse::WaitAfterMessages`]).
+    pub const TS_SDK_1_32: ClientPolicy = ClientPolicy {
+        resume_cursor: ResumeCursor::Connection,
+        lost_stream: LostStream::Leave,
+        session_loss: SessionLoss::OrphanInFlight,
+        json_without_response: JsonWithoutResponse::WaitAfterMessages,
+        ..ClientPolicy::FIXED
+    };
+
+    /// The Python SDK client (`mcp` 2.3.0, `client/streamable_http.py`),
+    /// as `probe-client` found it: a resumption that ends cleanly without
+    /// the response starts the attempt count anew
+    /// ([`ResumeBound::ResetOnCleanEnd`]: empty resumptions without end),
+    /// and a `200` JSON body that is another message leaves the request
+    /// waiting ([`JsonWithoutResponse::WaitAfterMessages`]).
+    pub const PYTHON_2_3: ClientPolicy = ClientPolicy {
+        resume_bound: ResumeBound::ResetOnCleanEnd,
+        json_without_response: JsonWithoutResponse::WaitAfterMessages,
+        ..ClientPolicy::FIXED
+    };
+
+    /// rmcp 3.9.0's client, as `probe-client` found it: empty resumptions
+    /// without end ([`ResumeBound::ResetOnCleanEnd`]), a `404` to a
+    /// resumption that completes nothing (rmcp retries the `404` with a
+    /// doubling delay and no limit, `classify_reconnect_error`; modelled
+    /// as [`SessionLoss::OrphanInFlight`]: the request waits either way),
+    /// and the wait on a JSON body that is another message
+    /// ([`JsonWithoutResponse::WaitAfterMessages`]; an unparseable body
+    /// fails since 3.4.0).
+    pub const RMCP_3_9: ClientPolicy = ClientPolicy {
+        resume_bound: ResumeBound::ResetOnCleanEnd,
+        session_loss: SessionLoss::OrphanInFlight,
+        json_without_response: JsonWithoutResponse::WaitAfterMessages,
+        ..ClientPolicy::FIXED
+    };
 }
 
 /// A named client preset.
@@ -1116,6 +1269,18 @@ impl ClientPolicy {
             NamedClientPolicy {
                 name: "RMCP_3_3",
                 policy: ClientPolicy::RMCP_3_3,
+            },
+            NamedClientPolicy {
+                name: "TS_SDK_1_32",
+                policy: ClientPolicy::TS_SDK_1_32,
+            },
+            NamedClientPolicy {
+                name: "PYTHON_2_3",
+                policy: ClientPolicy::PYTHON_2_3,
+            },
+            NamedClientPolicy {
+                name: "RMCP_3_9",
+                policy: ClientPolicy::RMCP_3_9,
             },
         ]
     }

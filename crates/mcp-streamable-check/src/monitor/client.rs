@@ -4,6 +4,7 @@
 
 use super::Flag;
 use mcp_streamable::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Purpose};
+use mcp_streamable::head::Method;
 use mcp_streamable::headers;
 use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::jsonrpc::Message;
@@ -28,6 +29,9 @@ pub(super) struct ClientSide {
     handles: BTreeMap<RequestId, RequestId>,
     /// Each multi-round handle's latest round.
     latest: BTreeMap<RequestId, RequestId>,
+    /// L3: the GETs resuming each request's stream since a message of it
+    /// was last read.
+    resumes: BTreeMap<RequestId, u32>,
 }
 
 /// What the monitor knows of one request of a client.
@@ -97,9 +101,17 @@ impl ClientSide {
     }
 
     /// The client core started or aborted an exchange.
-    pub(super) fn on_transmit(&mut self, t: &ClientTransmit, flags: &mut Vec<Flag>) {
+    pub(super) fn on_transmit(
+        &mut self,
+        t: &ClientTransmit,
+        resumes_max: u32,
+        flags: &mut Vec<Flag>,
+    ) {
         match &t.kind {
             ClientTransmitKind::Send { head, .. } => {
+                if let (Purpose::Request(r), Method::Get) = (&t.purpose, &head.method) {
+                    self.resumed(r, resumes_max, t.http, flags);
+                }
                 if let Purpose::Listen { request, .. } = &t.purpose {
                     self.mark(request, Mark::Listen);
                 }
@@ -141,8 +153,26 @@ impl ClientSide {
         }
     }
 
+    /// L3: one more resumption of `r`'s stream with no message of it read
+    /// since the last; more than `max` in a row is a loop without progress.
+    fn resumed(&mut self, r: &RequestId, max: u32, http: HttpId, flags: &mut Vec<Flag>) {
+        let n = self.resumes.entry(r.clone()).or_insert(0);
+        *n += 1;
+        if *n == max + 1 {
+            flags.push(Flag::new(
+                "L3",
+                Some(http),
+                format!("{n} resumptions of {r}'s stream in a row with no message of it read (at most {max})"),
+            ));
+        }
+    }
+
     /// The client read `message` on exchange `http`.
     pub(super) fn on_received(&mut self, http: HttpId, message: &Message, flags: &mut Vec<Flag>) {
+        if let Some(Some(r)) = self.open.get(&http) {
+            // Progress on the request's stream: its resumptions count anew.
+            self.resumes.remove(r);
+        }
         let (true, Some(id)) = (message.is_response(), message.id()) else {
             return;
         };
@@ -173,6 +203,13 @@ impl ClientSide {
 
     /// The client core told its application something.
     pub(super) fn on_event(&mut self, e: &ClientEvent, flags: &mut Vec<Flag>) {
+        if let ClientEvent::Response { id, .. } | ClientEvent::Failed { id, .. } = e {
+            // Its outcome is out: no more resumptions of it to count (nor
+            // states that differ only in how many there were).
+            let round = self.current(id);
+            self.resumes.remove(id);
+            self.resumes.remove(&round);
+        }
         match e {
             ClientEvent::Initialized { id, session_id, .. } => {
                 self.initialized = Some(session_id.as_ref().map(|s| s.as_str().into()));
@@ -283,8 +320,51 @@ mod tests {
                 body: Vec::new(),
             },
         };
-        side.on_transmit(&t, &mut Vec::new());
+        side.on_transmit(&t, 3, &mut Vec::new());
         side.on_closed(HttpId(http));
+    }
+
+    /// L3: a fourth resumption in a row with no message of the request read
+    /// is a loop; a message read between starts the count anew, and so
+    /// does the request's outcome.
+    #[test]
+    fn resumptions_without_progress_past_the_bound_are_l3() {
+        let get = |http: u64| ClientTransmit {
+            http: HttpId(http),
+            purpose: Purpose::Request(RequestId::Num(2)),
+            kind: ClientTransmitKind::Send {
+                head: RequestHead::new(Method::Get),
+                body: Vec::new(),
+            },
+        };
+        let note = Message::notification("notifications/progress", None);
+        let run = |progress_at: Option<u64>| {
+            let mut side = ClientSide::default();
+            let mut flags = Vec::new();
+            send(&mut side, 1, Purpose::Request(RequestId::Num(2)));
+            for http in 2..7 {
+                side.on_transmit(&get(http), 3, &mut flags);
+                if progress_at == Some(http) {
+                    side.on_received(HttpId(http), &note, &mut flags);
+                }
+                side.on_closed(HttpId(http));
+            }
+            flags.iter().map(|f| f.id).collect::<Vec<_>>()
+        };
+        assert_eq!(run(None), ["L3"], "five resumptions, once flagged");
+        assert!(run(Some(3)).is_empty(), "progress after the second");
+        let mut side = ClientSide::default();
+        let mut flags = Vec::new();
+        for http in 2..5 {
+            side.on_transmit(&get(http), 3, &mut flags);
+        }
+        let failed = ClientEvent::Failed {
+            id: RequestId::Num(2),
+            error: mcp_streamable::client::ClientError::StreamLost,
+        };
+        side.on_event(&failed, &mut flags);
+        assert!(side.resumes.is_empty(), "the outcome clears the count");
+        assert!(flags.is_empty());
     }
 
     fn answer(side: &mut ClientSide, id: i64, result: serde_json::Value) {

@@ -34,10 +34,10 @@ pub use retire::RetiredPart;
 /// Every property id the monitor can report, as `docs/properties.md` lists
 /// them: what a model may name in `invariants`, `judge` and `violates` (a
 /// name not here would judge nothing and make every run "hold").
-pub const PROPERTIES: [&str; 32] = [
+pub const PROPERTIES: [&str; 33] = [
     "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10",
-    "C1", "C2", "C3", "C4", "C5", "I1", "I2", "L1", "L2", "M1", "M2", "M3", "M4", "M5", "R13",
-    "R21", "R32",
+    "C1", "C2", "C3", "C4", "C5", "I1", "I2", "L1", "L2", "L3", "M1", "M2", "M3", "M4", "M5",
+    "R13", "R21", "R32",
 ];
 pub use mcp_streamable::observe::{body_messages, Observation};
 use std::collections::{BTreeMap, BTreeSet};
@@ -154,6 +154,8 @@ pub struct Monitor {
     /// them, and a checker's copy of the monitor shares the rest.
     clients: BTreeMap<usize, Shared<ClientSide>>,
     gets_max: Option<usize>,
+    /// L3: resumptions of one request's stream in a row without a message.
+    resumes_max: ResumesMax,
     faults: usize,
     /// M3: broadcasts owed to acknowledged listen streams.
     owed: listen::Owed,
@@ -230,6 +232,7 @@ impl Monitor {
             rare,
             clients,
             gets_max: _,
+            resumes_max: _,
             faults: _,
             owed: _,
             headers,
@@ -260,6 +263,15 @@ impl Monitor {
             gets_max: Some(gets_max),
             ..Monitor::default()
         }
+    }
+
+    /// The monitor, judging L3 against `max` resumptions of one request's
+    /// stream in a row without a message (the client's own bound: the
+    /// checker passes the model's `resume_attempts`; by default
+    /// [`ClientConfig`](mcp_streamable::client::ClientConfig)'s).
+    pub fn with_resumes_max(mut self, max: u32) -> Self {
+        self.resumes_max = ResumesMax(max);
+        self
     }
 
     /// Violations found so far.
@@ -304,12 +316,14 @@ impl Monitor {
             rare,
             clients: _,
             gets_max,
+            resumes_max,
             faults,
             owed,
             headers,
             violations,
             retired: _, // each client's, in its part
         } = self;
+        resumes_max.hash(h);
         exchanges.hash(h);
         lineages.hash(h);
         event_ids.hash(h);
@@ -387,7 +401,9 @@ impl Monitor {
                     }
                 }
                 let mut flags = Vec::new();
-                self.client_side(*client).on_transmit(transmit, &mut flags);
+                let max = self.resumes_max.0;
+                self.client_side(*client)
+                    .on_transmit(transmit, max, &mut flags);
                 self.raise(flags);
             }
             Observation::ClientEvent { client, event } => self.on_client_event(*client, event),
@@ -1450,4 +1466,15 @@ pub fn watching(mut report: impl FnMut(&Violation) + Send + 'static) -> mcp_stre
         }
         reported = monitor.violations().len();
     })
+}
+
+/// L3's bound: resumptions of one request's stream in a row with no message
+/// of it read. By default the client core's own (`resume_attempts_max`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct ResumesMax(u32);
+
+impl Default for ResumesMax {
+    fn default() -> Self {
+        Self(mcp_streamable::client::ClientConfig::default().resume_attempts_max)
+    }
 }

@@ -730,3 +730,71 @@ fn rmcp_3_3_waits_for_a_response_no_stream_will_carry() {
         )));
     }
 }
+
+/// A call's stream is primed (`e0`) and closed for polling; its resumption
+/// ends before any event. FIXED resumes from `e0` again; the TypeScript
+/// SDK's client (`TS_SDK_1_32`) kept the cursor per connection, so it has
+/// nothing to resume from, and leaves the call pending until its deadline.
+/// A stream that ends with no event at all fails at once under FIXED and
+/// is left pending the same way.
+#[test]
+fn ts_sdk_1_32_loses_its_place_after_an_empty_resumption() {
+    let run = |policy: ClientPolicy, primed: bool| {
+        let (mut c, _) = legacy(policy);
+        events(&mut c);
+        let (id, post) = streaming(&mut c, "tools/call");
+        if primed {
+            let priming = SseItem::NoMessage {
+                id: Some("e0".into()),
+            };
+            c.handle_sse_event(post.http, priming, NOW);
+        }
+        c.handle_http_closed(post.http, NOW);
+        let mut resumed_from = Vec::new();
+        for _ in 0..2 {
+            let Some((at, _)) = c
+                .poll_timeout()
+                .filter(|(_, t)| matches!(t, super::ClientTimer::Resume(_)))
+            else {
+                break;
+            };
+            c.handle_timeout(at);
+            let Some(t) = std::iter::from_fn(|| c.poll_transmit()).find_map(|t| match t.kind {
+                super::ClientTransmitKind::Send { head, .. }
+                    if head.method == crate::head::Method::Get =>
+                {
+                    Some((t.http, head.header("last-event-id").map(str::to_owned)))
+                }
+                _ => None,
+            }) else {
+                break;
+            };
+            resumed_from.push(t.1.clone());
+            stream_head(&mut c, t.0);
+            c.handle_http_closed(t.0, at);
+        }
+        let failed = events(&mut c)
+            .into_iter()
+            .any(|e| matches!(e, ClientEvent::Failed { id: f, .. } if f == id));
+        let pending = c.pending().any(|p| p == id);
+        (resumed_from, failed, pending)
+    };
+    let e0 = Some("e0".to_owned());
+    let (from, failed, pending) = run(ClientPolicy::FIXED, true);
+    assert_eq!(
+        from,
+        [e0.clone(), e0.clone()],
+        "FIXED resumes from e0 each time"
+    );
+    assert!(!failed && pending, "still resuming within its bound");
+    let (from, failed, pending) = run(ClientPolicy::TS_SDK_1_32, true);
+    assert_eq!(from, [e0], "one resumption, then no place to resume from");
+    assert!(!failed && pending, "left pending");
+    let (from, failed, _) = run(ClientPolicy::FIXED, false);
+    assert!(
+        from.is_empty() && failed,
+        "FIXED: nothing to resume from, failed"
+    );
+    let (from, failed, pending) = run(ClientPolicy::TS_SDK_1_32, false);
+    assert!(from.is_empty() && !failed && pending, "TS: left pending");
+}

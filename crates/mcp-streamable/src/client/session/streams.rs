@@ -8,7 +8,6 @@ use crate::client::{ClientError, ClientTimer};
 use crate::head::{Content, Method, RequestHead};
 use crate::headers;
 use crate::ids::HttpId;
-use crate::policy::{JsonWithoutResponse, ResumeBound};
 use crate::time::Instant;
 use std::time::Duration;
 
@@ -53,6 +52,9 @@ impl ClientSession {
             return;
         }
         p.http = None;
+        self.policy
+            .resume_cursor
+            .after_end(&mut p.last_id, ex.last_id.as_deref());
         if let Some(max) = ex.too_large {
             self.give_up(n, ClientError::TooLarge { max }, true, now);
             return;
@@ -64,7 +66,7 @@ impl ClientSession {
         if let Some(error) = ex.refusal(why) {
             if matches!(error, ClientError::Malformed(_))
                 && ex.content == Content::Json
-                && self.policy.json_without_response == JsonWithoutResponse::Wait
+                && self.policy.json_without_response.waits(ex.flaw.is_none())
                 && !matches!(ex.role, Role::Initialize(_))
             {
                 // Taken as accepted: the response is awaited on a stream
@@ -78,20 +80,15 @@ impl ClientSession {
         // Nothing to resume from, or (an `initialize`) nothing to resume
         // in: the session is not the client's until the answer arrives.
         if p.last_id.is_none() || matches!(ex.role, Role::Initialize(_)) {
-            self.give_up(n, ClientError::StreamLost, true, now);
+            self.lose_stream(n, ClientError::StreamLost, now);
             return;
         }
-        match self.policy.resume_bound {
-            ResumeBound::Bounded => {
-                if ex.messages > 0 {
-                    p.attempts = 0;
-                    p.resuming_since = None;
-                }
-            }
-            ResumeBound::ResetOnEventId => {
-                if ex.last_id.is_some() {
-                    p.attempts = 0;
-                }
+        let bound = self.policy.resume_bound;
+        let clean = ex.status == Some(200) && ex.content == Content::Sse;
+        if bound.made_progress(ex.messages, ex.last_id.is_some(), clean) {
+            p.attempts = 0;
+            if bound.windowed() {
+                p.resuming_since = None;
             }
         }
         p.attempts += 1;
@@ -99,14 +96,22 @@ impl ClientSession {
         let too_many = p.attempts > self.config.resume_attempts_max;
         let too_long = now.saturating_duration_since(since)
             > Duration::from_millis(self.config.resume_window_ms)
-            && self.policy.resume_bound == ResumeBound::Bounded;
+            && bound.windowed();
         if too_many || too_long {
-            self.give_up(n, ClientError::ResumeExhausted, true, now);
+            self.lose_stream(n, ClientError::ResumeExhausted, now);
             return;
         }
         let delay = p.retry_ms.unwrap_or(self.config.retry_default_ms);
         self.timers
             .set(ClientTimer::Resume(n), now + Duration::from_millis(delay));
+    }
+
+    /// Request `n` has no stream left: it fails to its caller, unless the
+    /// policy leaves it waiting ([`crate::policy::LostStream`]).
+    fn lose_stream(&mut self, n: i64, error: ClientError, now: Instant) {
+        if self.policy.lost_stream.fails() {
+            self.give_up(n, error, true, now);
+        }
     }
 
     /// Resumes request `n`'s stream: GET with the last id seen on it (R34).
