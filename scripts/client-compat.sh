@@ -44,6 +44,15 @@ run "rmcp 3.9.0 auto" "$RMCP_CLIENT" probe auto
 run "call FIXED legacy" "$BIN" call --background-get
 run "call FIXED auto" "$BIN" call --era auto
 if [ "$MODE" != "--check" ]; then
+    # A client from the registry that no script of this repository installs
+    # otherwise: the TS SDK 2.0.0 client (before typescript-sdk #2654's fix).
+    if [ ! -d "$PEERS/ts2-2.0/node_modules/@modelcontextprotocol/client" ]; then
+        mkdir -p "$PEERS/ts2-2.0"
+        (cd "$PEERS/ts2-2.0" && npm init -y >/dev/null && npm pkg set type=module >/dev/null \
+            && npm i --no-audit --no-fund @modelcontextprotocol/client@2.0.0 >/dev/null)
+    fi
+    cp scripts/peers/ts2-probe-client.mjs "$PEERS/ts2-2.0/"
+    run "TypeScript SDK 2.0.0 legacy" "$NODE" "$PEERS/ts2-2.0/ts2-probe-client.mjs" legacy
     for preset in TS_SDK_1_32 PYTHON_2_3 RMCP_3_9 CSHARP_BASELINE CSHARP_PR1381 EVENTSOURCE_RECONNECT GO_SDK_1_7 RMCP_1_7 RMCP_3_3; do
         run "call $preset" "$BIN" call --background-get --preset "$preset"
     done

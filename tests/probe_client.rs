@@ -50,8 +50,8 @@ fn our_client_holds_every_scenario_it_takes() {
     assert_eq!(code, Some(0), "{v:?}");
     assert_eq!(
         with(&v, "holds").len(),
-        11,
-        "baseline and the ten session-era scenarios: {v:?}"
+        12,
+        "baseline and the eleven session-era scenarios: {v:?}"
     );
     assert_eq!(
         with(&v, "not_applicable"),

@@ -105,16 +105,33 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
                 resumes.len()
             ),
         ),
-        Expect::Answers | Expect::AnswersOnGet => {
-            let answered = rec.seen.iter().any(|r| {
-                r.rpc
-                    .iter()
-                    .any(|m| matches!(m, super::front::Rpc::Answer { .. }))
-            });
+        Expect::Answers | Expect::AnswersOnGet | Expect::AnswersIdZero => {
+            let answers: Vec<&str> = rec
+                .seen
+                .iter()
+                .flat_map(|r| &r.rpc)
+                .filter_map(|m| match m {
+                    super::front::Rpc::Answer { id } => Some(id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if s.expect == Expect::AnswersIdZero && !answers.is_empty() && !answers.contains(&"0") {
+                return (
+                    Verdict::Violates,
+                    format!(
+                        "answered the server's request 0 as {} ({exit})",
+                        answers.join(", ")
+                    ),
+                );
+            }
+            let answered = !answers.is_empty();
             match (answered, ok) {
                 (true, true) => (
                     Verdict::Holds,
-                    "answered the server's request; the call succeeded".into(),
+                    format!(
+                        "answered the server's request {}; the call succeeded",
+                        answers.join(", ")
+                    ),
                 ),
                 (false, _) => (
                     Verdict::Violates,

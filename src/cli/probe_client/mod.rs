@@ -162,6 +162,7 @@ async fn run_one(s: &'static Scenario, args: &ProbeClientArgs) -> Result<Outcome
         ..ServerOptions::default()
     };
     options.endpoint.session.retry_ms = args.retry_ms;
+    options.endpoint.session.first_request_number = s.first_request_number;
     options.endpoint.tool_headers = mcp_streamable_hyper::everything::tool_headers();
     let backend_listener = listener().await?;
     let backend_addr = backend_listener.local_addr().map_err(|e| e.to_string())?;

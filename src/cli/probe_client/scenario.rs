@@ -48,6 +48,8 @@ pub enum Expect {
     /// The client answers the server's request (a POST carrying a JSON-RPC
     /// response) and the call succeeds.
     Answers,
+    /// As [`Expect::Answers`], and the answer names the request's id `0`.
+    AnswersIdZero,
     /// As [`Expect::Answers`], for a request sent on the standalone GET: a
     /// client that opens none is not judged (it cannot hear the request;
     /// the server breaks B8 by sending it there).
@@ -78,6 +80,9 @@ pub struct Scenario {
     pub fault: Fault,
     /// What a correct client does.
     pub expect: Expect,
+    /// The number of each session's first request to the client (1 unless
+    /// the scenario is about id `0`).
+    pub first_request_number: i64,
     /// Whether the scenario is about the session era's mechanics (streams
     /// per POST, resumption, server requests): a client that made no session
     /// is not judged by it.
@@ -107,6 +112,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_simple_text",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::None,
         session_era: false,
         expect: Expect::Completes,
@@ -117,6 +123,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_reconnection",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::None,
         session_era: true,
         expect: Expect::Completes,
@@ -127,6 +134,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_reconnection",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::EmptyResume { times: Some(1) },
         session_era: true,
         expect: Expect::ResumesAgain,
@@ -137,6 +145,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_reconnection",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::EmptyResume { times: None },
         session_era: true,
         expect: Expect::Ends,
@@ -147,6 +156,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "PYTHON_PR2934",
         tool: "test_reconnection",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::None,
         session_era: true,
         expect: Expect::Ends,
@@ -157,6 +167,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "CONFORMANCE_SSE_RETRY",
         tool: "test_reconnection",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::None,
         session_era: true,
         expect: Expect::Completes,
@@ -167,6 +178,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_reconnection",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::SessionGone,
         session_era: true,
         expect: Expect::Ends,
@@ -177,6 +189,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_simple_text",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::JsonBody(r#"{"jsonrpc":"2.0","id":"#),
         session_era: false,
         expect: Expect::Ends,
@@ -187,6 +200,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_simple_text",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::JsonBody(
             r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"not your response"}}"#,
         ),
@@ -199,6 +213,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_elicitation",
         arguments: r#"{"message":"probe-client asks"}"#,
+        first_request_number: 1,
         fault: Fault::None,
         session_era: true,
         expect: Expect::Answers,
@@ -209,9 +224,21 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "MCP_GO_BEFORE_933",
         tool: "test_elicitation",
         arguments: r#"{"message":"probe-client asks"}"#,
+        first_request_number: 1,
         fault: Fault::None,
         session_era: true,
         expect: Expect::AnswersOnGet,
+    },
+    Scenario {
+        name: "request-id-0",
+        what: "the server's first request to the client (an elicitation on the call's stream) has id 0, as most SDKs number theirs (typescript-sdk #2654: id 0 read as absent)",
+        preset: "FIXED",
+        tool: "test_elicitation",
+        arguments: r#"{"message":"probe-client asks"}"#,
+        first_request_number: 0,
+        fault: Fault::None,
+        session_era: true,
+        expect: Expect::AnswersIdZero,
     },
     Scenario {
         name: "discover-refused-400",
@@ -219,6 +246,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_simple_text",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::DiscoverRefused {
             status: 400,
             code: Some(-32000),
@@ -232,6 +260,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_simple_text",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::DiscoverRefused {
             status: 404,
             code: Some(-32001),
@@ -245,6 +274,7 @@ pub const SCENARIOS: &[Scenario] = &[
         preset: "FIXED",
         tool: "test_simple_text",
         arguments: "{}",
+        first_request_number: 1,
         fault: Fault::DiscoverRefused {
             status: 405,
             code: None,

@@ -112,6 +112,11 @@ pub struct SessionConfig {
     /// so what two instances send for one session never shares a key or
     /// an id, and a client's answer names the instance that asked.
     pub stream_id_base: u32,
+    /// The number of the session's first request to the client, within its
+    /// range ([`request_id_base`]): 1 by default; 0 numbers them as most
+    /// SDKs do, so that the first `elicitation/create` has id `0`, which a
+    /// client that reads `0` as absent mishandles (typescript-sdk #2654).
+    pub first_request_number: i64,
 }
 
 /// How many stream ids one session has in its range (see
@@ -163,6 +168,7 @@ impl Default for SessionConfig {
             keepalive_ms: Some(15_000),
             response_mode: ResponseMode::Sse,
             stream_id_base: 0,
+            first_request_number: 1,
         }
     }
 }
@@ -276,6 +282,7 @@ impl ServerSession {
     ) -> Self {
         let config = config.into();
         let base = config.stream_id_base;
+        let first_request = request_id_base(base) + config.first_request_number;
         let codec = EventIdCodec::new(policy.event_ids, namespace);
         let mut streams = BTreeMap::new();
         if codec.single_common_stream() {
@@ -295,7 +302,7 @@ impl ServerSession {
             initialize_id: None,
             initialize_stream: None,
             cancelled: VecDeque::new(),
-            outbound: Outbound::new(request_id_base(base) + 1),
+            outbound: Outbound::new(first_request),
             held: VecDeque::new(),
             held_bytes: 0,
             preset: PresetState::for_policy(&policy),
@@ -363,7 +370,9 @@ impl ServerSession {
         // answer them).
         let a = adoption % ADOPTIONS_SPAN;
         s.next_stream = base.wrapping_add(1 + a * (STREAM_ID_SPAN / ADOPTIONS_SPAN));
-        s.outbound = Outbound::new(request_id_base(base) + 1 + (i64::from(a) << 24));
+        s.outbound = Outbound::new(
+            request_id_base(base) + s.config.first_request_number + (i64::from(a) << 24),
+        );
         s.next_key = key_base(base) + 1 + (u64::from(a) << 44);
         s
     }
