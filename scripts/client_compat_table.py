@@ -20,11 +20,12 @@ def findings(doc):
 
 def committed(table):
     """Each column's findings, read back from a rendered table."""
+    # The header and the rows (the separator line starts "|---").
     lines = [l for l in pathlib.Path(table).read_text().splitlines() if l.startswith("| ")]
     head = [c.strip() for c in lines[0].strip("|").split("|")]
     clients = head[2:]
     found = {c: [] for c in clients}
-    for row in lines[2:]:
+    for row in lines[1:]:
         cells = [c.strip() for c in row.strip("|").split("|")]
         if len(cells) != len(head):
             continue
