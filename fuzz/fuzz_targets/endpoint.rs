@@ -87,6 +87,8 @@ impl Driver {
                 stream_id_base: u32::from(u.int_in_range(0u16..=4095)?)
                     * mcp_streamable::server::STREAM_ID_SPAN,
                 retry_ms: u.int_in_range(0..=5000)?,
+                // Requests to the client numbered from 0 (as most SDKs do) or 1.
+                first_request_number: u.int_in_range(0..=1)?,
                 events_max: u.int_in_range(0..=4)?,
                 events_bytes_max: u.int_in_range(0..=4096)?,
                 held_bytes_max: u.int_in_range(0..=4096)?,
