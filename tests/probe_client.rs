@@ -50,8 +50,8 @@ fn our_client_holds_every_scenario_it_takes() {
     assert_eq!(code, Some(0), "{v:?}");
     assert_eq!(
         with(&v, "holds").len(),
-        12,
-        "baseline and the eleven session-era scenarios: {v:?}"
+        13,
+        "baseline and the twelve session-era scenarios: {v:?}"
     );
     assert_eq!(
         with(&v, "not_applicable"),
@@ -153,6 +153,16 @@ fn each_buggy_client_preset_is_caught_by_its_scenario() {
     assert_eq!(v["close-before-priming"], "hangs", "{v:?}");
     assert_eq!(v["json-not-the-response"], "hangs", "{v:?}");
     assert_eq!(v["malformed-json"], "holds", "{v:?}");
+    // Race C: the C# client before PR #1381 completes a call only once its
+    // own stream (or a resumption of it) returns; the response sent on the
+    // background GET does not count, and the resumption, answered 204 (the
+    // call's stream is over), fails the call though its response arrived.
+    let (code, v) = probe_client(
+        &["--scenario", "response-on-open-get"],
+        &["--preset", "CSHARP_BASELINE", "--background-get"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(v["response-on-open-get"], "violates", "{v:?}");
     // csharp-sdk PR #1381's C5: initialize completes before its session id
     // is committed, so the first call goes without it.
     let (code, v) = probe_client(&["--scenario", "baseline"], &["--preset", "CSHARP_PR1381"]);

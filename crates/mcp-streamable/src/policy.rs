@@ -132,6 +132,15 @@ pub enum DetachedResponse {
     /// conformance `sse-retry` mock, `src/scenarios/client/sse-retry.ts`, v0.1.13;
     /// race C's server side).
     NextGet,
+    /// Sent on the session's open standalone GET if it has one (else on the
+    /// next GET, as [`DetachedResponse::NextGet`]); a resumption is served
+    /// as FIXED serves it, without the response. A client that completes a
+    /// request on first arrival has its answer; one that waits for the
+    /// request's own stream (csharp-sdk before PR #1381) does not, and its
+    /// resumption of that stream, over, ends without it: race C on the
+    /// background GET. No SDK server is known to do it on
+    /// purpose; `probe-client`'s `response-on-open-get` plays it.
+    OpenGet,
 }
 
 /// How a reader on one instance follows a stream's log written on another

@@ -58,6 +58,12 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
         .seen
         .iter()
         .any(|r| r.method == "GET" && r.last_event_id.is_none());
+    if s.expect == Expect::CompletesOnGet && !listened {
+        return (
+            Verdict::NotApplicable,
+            "the client opens no standalone GET, so the response sent there waits for one".into(),
+        );
+    }
     if s.expect == Expect::AnswersOnGet && !listened {
         return (
             Verdict::NotApplicable,
@@ -95,8 +101,12 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
         );
     }
     match s.expect {
-        Expect::Completes if ok => (Verdict::Holds, "the call succeeded".into()),
-        Expect::Completes => (Verdict::Violates, format!("the call failed ({exit})")),
+        Expect::Completes | Expect::CompletesOnGet if ok => {
+            (Verdict::Holds, "the call succeeded".into())
+        }
+        Expect::Completes | Expect::CompletesOnGet => {
+            (Verdict::Violates, format!("the call failed ({exit})"))
+        }
         Expect::Ends => (
             Verdict::Holds,
             format!(

@@ -23,7 +23,6 @@ pub mod scenario;
 
 use front::Front;
 use judge::{Ending, Verdict};
-use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable_hyper::{EverythingApp, Server, ServerOptions};
 use scenario::{Scenario, SCENARIOS};
 use serde::Serialize;
@@ -156,7 +155,7 @@ async fn listener() -> Result<tokio::net::TcpListener, String> {
 }
 
 async fn run_one(s: &'static Scenario, args: &ProbeClientArgs) -> Result<Outcome, String> {
-    let policy = ServerPolicy::preset(s.preset).ok_or("unknown preset")?;
+    let policy = s.policy().ok_or("unknown preset")?;
     let mut options = ServerOptions {
         policy,
         ..ServerOptions::default()

@@ -3,6 +3,7 @@
 //! fault at the front ([`Fault`]), and what a correct client does in it
 //! ([`Expect`]).
 
+use mcp_streamable::policy::{DetachedResponse, ServerPolicy};
 use serde_json::{json, Value};
 
 /// A scripted fault the front puts between the client and the server core.
@@ -42,6 +43,10 @@ pub enum Fault {
 pub enum Expect {
     /// The call succeeds: the command exits 0.
     Completes,
+    /// As [`Expect::Completes`], for a response sent on the standalone GET:
+    /// a client that opens none is not judged (the response waits for the
+    /// next GET, which is a resumption it is not written on).
+    CompletesOnGet,
     /// The call ends, in success or failure, within the bound: never a hang
     /// and never a loop.
     Ends,
@@ -72,6 +77,9 @@ pub struct Scenario {
     pub what: &'static str,
     /// The server preset the core runs under.
     pub preset: &'static str,
+    /// Where the preset's detached responses go instead, when the scenario
+    /// plays a server behaviour no preset has.
+    pub detached_response: Option<DetachedResponse>,
     /// The tool the client is asked to call (the fixtures' tool set).
     pub tool: &'static str,
     /// Its arguments, as JSON text.
@@ -98,6 +106,15 @@ impl Fault {
 }
 
 impl Scenario {
+    /// The server policy the core runs under.
+    pub fn policy(&self) -> Option<ServerPolicy> {
+        let mut policy = ServerPolicy::preset(self.preset)?;
+        if let Some(d) = self.detached_response {
+            policy.detached_response = d;
+        }
+        Some(policy)
+    }
+
     /// The tool's arguments.
     pub fn arguments(&self) -> Value {
         serde_json::from_str(self.arguments).unwrap_or_else(|_| json!({}))
@@ -110,6 +127,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "baseline",
         what: "a plain call answered on its own stream (a client that fails here cannot be judged by the rest)",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_simple_text",
         arguments: "{}",
         first_request_number: 1,
@@ -121,6 +139,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "resumed-response",
         what: "the server closes the call's stream for polling; the response comes only on the resumed stream",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_reconnection",
         arguments: "{}",
         first_request_number: 1,
@@ -132,6 +151,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "second-drop",
         what: "after a polling close, the first resumption ends before any new event: the client must resume again from the same id",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_reconnection",
         arguments: "{}",
         first_request_number: 1,
@@ -143,6 +163,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "empty-resume",
         what: "every resumption is answered 200 with an empty stream (rmcp #958): the client must give up, not loop",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_reconnection",
         arguments: "{}",
         first_request_number: 1,
@@ -154,6 +175,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "close-before-priming",
         what: "the call's stream is closed for polling before any event id (python-sdk PR #2934): the call must end, not hang",
         preset: "PYTHON_PR2934",
+        detached_response: None,
         tool: "test_reconnection",
         arguments: "{}",
         first_request_number: 1,
@@ -165,6 +187,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "response-on-get",
         what: "the response to a call whose stream was closed goes to the client's next GET, whatever it resumes (race C, csharp-sdk #1381)",
         preset: "CONFORMANCE_SSE_RETRY",
+        detached_response: None,
         tool: "test_reconnection",
         arguments: "{}",
         first_request_number: 1,
@@ -173,9 +196,22 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Completes,
     },
     Scenario {
+        name: "response-on-open-get",
+        what: "the response to a call whose stream was closed goes to the standalone GET the client has open (race C: a client that waits for the call's own stream never takes it)",
+        preset: "FIXED",
+        detached_response: Some(DetachedResponse::OpenGet),
+        tool: "test_reconnection",
+        arguments: "{}",
+        first_request_number: 1,
+        fault: Fault::None,
+        session_era: true,
+        expect: Expect::CompletesOnGet,
+    },
+    Scenario {
         name: "session-gone",
         what: "the session is gone (404) when the client resumes its call: the call must fail or be made again, not hang (rmcp #912)",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_reconnection",
         arguments: "{}",
         first_request_number: 1,
@@ -187,6 +223,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "malformed-json",
         what: "the call is answered 200 application/json with a body that does not parse (rmcp PR #1208): the call must fail",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_simple_text",
         arguments: "{}",
         first_request_number: 1,
@@ -198,6 +235,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "json-not-the-response",
         what: "the call is answered 200 application/json whose body is a notification, not its response (rmcp #980): the call must fail",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_simple_text",
         arguments: "{}",
         first_request_number: 1,
@@ -211,6 +249,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "request-on-post",
         what: "the server asks the client (elicitation) on the call's own stream while the client waits for it",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_elicitation",
         arguments: r#"{"message":"probe-client asks"}"#,
         first_request_number: 1,
@@ -222,6 +261,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "request-on-get",
         what: "the server asks the client for its call on the standalone GET (mcp-go #932): a client that reads its GET answers, one that does not waits for ever",
         preset: "MCP_GO_BEFORE_933",
+        detached_response: None,
         tool: "test_elicitation",
         arguments: r#"{"message":"probe-client asks"}"#,
         first_request_number: 1,
@@ -233,6 +273,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "request-id-0",
         what: "the server's first request to the client (an elicitation on the call's stream) has id 0, as most SDKs number theirs (typescript-sdk #2654: id 0 read as absent)",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_elicitation",
         arguments: r#"{"message":"probe-client asks"}"#,
         first_request_number: 0,
@@ -244,6 +285,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "discover-refused-400",
         what: "server/discover refused 400 with -32000, as a 2025 TypeScript server refuses a request without a session: an auto client falls back",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_simple_text",
         arguments: "{}",
         first_request_number: 1,
@@ -258,6 +300,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "discover-refused-404",
         what: "server/discover refused 404 with -32001 (session not found): an auto client falls back",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_simple_text",
         arguments: "{}",
         first_request_number: 1,
@@ -272,6 +315,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "discover-refused-405",
         what: "server/discover refused 405 with no body: an auto client falls back",
         preset: "FIXED",
+        detached_response: None,
         tool: "test_simple_text",
         arguments: "{}",
         first_request_number: 1,
@@ -292,12 +336,11 @@ pub fn named(name: &str) -> Option<&'static Scenario> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_streamable::policy::ServerPolicy;
 
     #[test]
     fn every_scenario_names_a_preset_and_parses_its_arguments() {
         for (i, s) in SCENARIOS.iter().enumerate() {
-            assert!(ServerPolicy::preset(s.preset).is_some(), "{}", s.name);
+            assert!(s.policy().is_some(), "{}", s.name);
             assert!(
                 serde_json::from_str::<Value>(s.arguments).is_ok(),
                 "{}",

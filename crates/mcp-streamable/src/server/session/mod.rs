@@ -628,7 +628,7 @@ impl ServerSession {
             });
         }
         let last_event_id = match self.policy.detached_response {
-            DetachedResponse::BufferForResume => last_event_id,
+            DetachedResponse::BufferForResume | DetachedResponse::OpenGet => last_event_id,
             DetachedResponse::NextGet => None,
         };
         let cursor = match last_event_id {

@@ -95,7 +95,7 @@ impl PresetState {
             SessionQueue::Causal => None,
         };
         let competing = capacity.is_some();
-        let next_get = policy.detached_response == DetachedResponse::NextGet;
+        let next_get = policy.detached_response != DetachedResponse::BufferForResume;
         let late_wiring = policy.get_registration == GetRegistration::AfterHead;
         let lazy_writer = policy.request_writer == RequestWriter::Lazy;
         (competing || next_get || late_wiring || lazy_writer).then(|| {
@@ -176,11 +176,20 @@ impl ServerSession {
         }
     }
 
-    /// A response whose stream has no connection: kept for whatever GET
-    /// comes next under [`DetachedResponse::NextGet`], else given back.
+    /// A response whose stream has no connection: written on the open
+    /// standalone GET under [`DetachedResponse::OpenGet`], kept for whatever
+    /// GET comes next under [`DetachedResponse::NextGet`] (and `OpenGet`
+    /// with no GET open), else given back.
     pub(super) fn keep_for_next_get(&mut self, out: Arc<Outgoing>) -> Option<Arc<Outgoing>> {
-        if self.policy.detached_response != DetachedResponse::NextGet {
-            return Some(out);
+        match self.policy.detached_response {
+            DetachedResponse::BufferForResume => return Some(out),
+            DetachedResponse::OpenGet => {
+                if let Some(sid) = self.first_attached_standalone() {
+                    self.write_to_stream(sid, out);
+                    return None;
+                }
+            }
+            DetachedResponse::NextGet => {}
         }
         if let Some(p) = self.preset.as_mut() {
             p.next_get.push_back(out);
