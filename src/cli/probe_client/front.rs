@@ -12,8 +12,8 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use mcp_streamable::headers;
+use mcp_streamable::observe::body_messages;
 use mcp_streamable::sse::SseItem;
-use serde_json::Value;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -161,25 +161,22 @@ fn answer(status: u16, content_type: Option<&str>, body: impl Into<Bytes>) -> Re
         .unwrap_or_else(|_| Response::new(full("")))
 }
 
-/// The JSON-RPC messages of a body (one message or a batch).
+/// The JSON-RPC messages of a body (one message or a batch), read by the
+/// core's own parser; nothing for a body that is not JSON-RPC.
 fn messages(body: &[u8]) -> Vec<Rpc> {
-    let Ok(v) = serde_json::from_slice::<Value>(body) else {
-        return Vec::new();
-    };
-    let one = |m: &Value| {
-        let id = m.get("id").map(Value::to_string);
-        match m.get("method").and_then(Value::as_str) {
+    let id_text =
+        |id: &mcp_streamable::ids::RequestId| serde_json::to_string(id).unwrap_or_default();
+    body_messages(body)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|m| match m.method() {
             Some(method) => Some(Rpc::Call {
                 method: method.to_owned(),
-                id,
+                id: m.id().map(id_text),
             }),
-            None => id.map(|id| Rpc::Answer { id }),
-        }
-    };
-    match &v {
-        Value::Array(batch) => batch.iter().filter_map(one).collect(),
-        m => one(m).into_iter().collect(),
-    }
+            None => m.id().map(|id| Rpc::Answer { id: id_text(id) }),
+        })
+        .collect()
 }
 
 impl Front {

@@ -70,17 +70,17 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
             "the client opens no standalone GET, so the question sent there cannot reach it (the server's fault, B8)".into(),
         );
     }
-    if *ending == Ending::TimedOut {
-        if let Some(lost) = lost_resumption(s, rec) {
-            return (
-                Verdict::Violates,
-                format!("{lost}; still waiting at {bound_ms} ms, killed"),
-            );
+    let code = match ending {
+        Ending::Exited(code) => code,
+        Ending::TimedOut => {
+            return match lost_resumption(s, rec) {
+                Some(lost) => (
+                    Verdict::Violates,
+                    format!("{lost}; still waiting at {bound_ms} ms, killed"),
+                ),
+                None => stuck(rec, bound_ms),
+            }
         }
-        return stuck(rec, bound_ms);
-    }
-    let Ending::Exited(code) = ending else {
-        unreachable!("timed out handled above")
     };
     let ok = *code == Some(0);
     let exit = match code {

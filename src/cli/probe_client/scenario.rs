@@ -121,210 +121,158 @@ impl Scenario {
     }
 }
 
+/// What a scenario is unless it says otherwise: a plain call of
+/// `test_simple_text` on FIXED, in the session era, nothing scripted.
+const CALL: Scenario = Scenario {
+    name: "",
+    what: "",
+    preset: "FIXED",
+    detached_response: None,
+    tool: "test_simple_text",
+    arguments: "{}",
+    first_request_number: 1,
+    fault: Fault::None,
+    expect: Expect::Completes,
+    session_era: true,
+};
+
 /// Every scenario, in the order they run.
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "baseline",
         what: "a plain call answered on its own stream (a client that fails here cannot be judged by the rest)",
-        preset: "FIXED",
-        detached_response: None,
-        tool: "test_simple_text",
-        arguments: "{}",
-        first_request_number: 1,
-        fault: Fault::None,
         session_era: false,
-        expect: Expect::Completes,
+        ..CALL
     },
     Scenario {
         name: "resumed-response",
         what: "the server closes the call's stream for polling; the response comes only on the resumed stream",
-        preset: "FIXED",
-        detached_response: None,
         tool: "test_reconnection",
-        arguments: "{}",
-        first_request_number: 1,
-        fault: Fault::None,
-        session_era: true,
-        expect: Expect::Completes,
+        ..CALL
     },
     Scenario {
         name: "second-drop",
         what: "after a polling close, the first resumption ends before any new event: the client must resume again from the same id",
-        preset: "FIXED",
-        detached_response: None,
         tool: "test_reconnection",
-        arguments: "{}",
-        first_request_number: 1,
         fault: Fault::EmptyResume { times: Some(1) },
-        session_era: true,
         expect: Expect::ResumesAgain,
+        ..CALL
     },
     Scenario {
         name: "empty-resume",
         what: "every resumption is answered 200 with an empty stream (rmcp #958): the client must give up, not loop",
-        preset: "FIXED",
-        detached_response: None,
         tool: "test_reconnection",
-        arguments: "{}",
-        first_request_number: 1,
         fault: Fault::EmptyResume { times: None },
-        session_era: true,
         expect: Expect::Ends,
+        ..CALL
     },
     Scenario {
         name: "close-before-priming",
         what: "the call's stream is closed for polling before any event id (python-sdk PR #2934): the call must end, not hang",
         preset: "PYTHON_PR2934",
-        detached_response: None,
         tool: "test_reconnection",
-        arguments: "{}",
-        first_request_number: 1,
-        fault: Fault::None,
-        session_era: true,
         expect: Expect::Ends,
+        ..CALL
     },
     Scenario {
         name: "response-on-get",
         what: "the response to a call whose stream was closed goes to the client's next GET, whatever it resumes (race C, csharp-sdk #1381)",
         preset: "CONFORMANCE_SSE_RETRY",
-        detached_response: None,
         tool: "test_reconnection",
-        arguments: "{}",
-        first_request_number: 1,
-        fault: Fault::None,
-        session_era: true,
-        expect: Expect::Completes,
+        ..CALL
     },
     Scenario {
         name: "response-on-open-get",
         what: "the response to a call whose stream was closed goes to the standalone GET the client has open (race C: a client that waits for the call's own stream never takes it)",
-        preset: "FIXED",
         detached_response: Some(DetachedResponse::OpenGet),
         tool: "test_reconnection",
-        arguments: "{}",
-        first_request_number: 1,
-        fault: Fault::None,
-        session_era: true,
         expect: Expect::CompletesOnGet,
+        ..CALL
     },
     Scenario {
         name: "session-gone",
         what: "the session is gone (404) when the client resumes its call: the call must fail or be made again, not hang (rmcp #912)",
-        preset: "FIXED",
-        detached_response: None,
         tool: "test_reconnection",
-        arguments: "{}",
-        first_request_number: 1,
         fault: Fault::SessionGone,
-        session_era: true,
         expect: Expect::Ends,
+        ..CALL
     },
     Scenario {
         name: "malformed-json",
         what: "the call is answered 200 application/json with a body that does not parse (rmcp PR #1208): the call must fail",
-        preset: "FIXED",
-        detached_response: None,
-        tool: "test_simple_text",
-        arguments: "{}",
-        first_request_number: 1,
         fault: Fault::JsonBody(r#"{"jsonrpc":"2.0","id":"#),
         session_era: false,
         expect: Expect::Ends,
+        ..CALL
     },
     Scenario {
         name: "json-not-the-response",
         what: "the call is answered 200 application/json whose body is a notification, not its response (rmcp #980): the call must fail",
-        preset: "FIXED",
-        detached_response: None,
-        tool: "test_simple_text",
-        arguments: "{}",
-        first_request_number: 1,
         fault: Fault::JsonBody(
             r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"not your response"}}"#,
         ),
         session_era: false,
         expect: Expect::Ends,
+        ..CALL
     },
     Scenario {
         name: "request-on-post",
         what: "the server asks the client (elicitation) on the call's own stream while the client waits for it",
-        preset: "FIXED",
-        detached_response: None,
         tool: "test_elicitation",
         arguments: r#"{"message":"probe-client asks"}"#,
-        first_request_number: 1,
-        fault: Fault::None,
-        session_era: true,
         expect: Expect::Answers,
+        ..CALL
     },
     Scenario {
         name: "request-on-get",
         what: "the server asks the client for its call on the standalone GET (mcp-go #932): a client that reads its GET answers, one that does not waits for ever",
         preset: "MCP_GO_BEFORE_933",
-        detached_response: None,
         tool: "test_elicitation",
         arguments: r#"{"message":"probe-client asks"}"#,
-        first_request_number: 1,
-        fault: Fault::None,
-        session_era: true,
         expect: Expect::AnswersOnGet,
+        ..CALL
     },
     Scenario {
         name: "request-id-0",
         what: "the server's first request to the client (an elicitation on the call's stream) has id 0, as most SDKs number theirs (typescript-sdk #2654: id 0 read as absent)",
-        preset: "FIXED",
-        detached_response: None,
         tool: "test_elicitation",
         arguments: r#"{"message":"probe-client asks"}"#,
         first_request_number: 0,
-        fault: Fault::None,
-        session_era: true,
         expect: Expect::AnswersIdZero,
+        ..CALL
     },
     Scenario {
         name: "discover-refused-400",
         what: "server/discover refused 400 with -32000, as a 2025 TypeScript server refuses a request without a session: an auto client falls back",
-        preset: "FIXED",
-        detached_response: None,
-        tool: "test_simple_text",
-        arguments: "{}",
-        first_request_number: 1,
         fault: Fault::DiscoverRefused {
             status: 400,
             code: Some(-32000),
         },
         session_era: false,
         expect: Expect::FallsBack,
+        ..CALL
     },
     Scenario {
         name: "discover-refused-404",
         what: "server/discover refused 404 with -32001 (session not found): an auto client falls back",
-        preset: "FIXED",
-        detached_response: None,
-        tool: "test_simple_text",
-        arguments: "{}",
-        first_request_number: 1,
         fault: Fault::DiscoverRefused {
             status: 404,
             code: Some(-32001),
         },
         session_era: false,
         expect: Expect::FallsBack,
+        ..CALL
     },
     Scenario {
         name: "discover-refused-405",
         what: "server/discover refused 405 with no body: an auto client falls back",
-        preset: "FIXED",
-        detached_response: None,
-        tool: "test_simple_text",
-        arguments: "{}",
-        first_request_number: 1,
         fault: Fault::DiscoverRefused {
             status: 405,
             code: None,
         },
         session_era: false,
         expect: Expect::FallsBack,
+        ..CALL
     },
 ];
 
