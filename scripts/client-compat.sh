@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The client compatibility table: `mcp-streamable probe-client` against the
-# official TS SDK 1.32.2 and 2.4.0 clients, the Python mcp 2.3.0 client and
-# rmcp 3.9.0's client (each in its session-era and auto modes), our own client,
+# official TS SDK 1.32.2 and 2.4.0 clients (2.4.0 also hearing list changes
+# through its `listChanged` option), the Python mcp 2.3.0 client and rmcp
+# 3.9.0's client (each in its session-era and auto modes), our own client,
 # and (unless --check) our client under every buggy client preset. Writes the raw
 # JSON to $OUT (default a temporary directory) and:
 #   --write  regenerates docs/client-compatibility.md
@@ -37,6 +38,7 @@ run() { # name command...
 run "TypeScript SDK 1.32.2" "$NODE" "$PEERS/ts/ts-probe-client.mjs"
 run "TypeScript SDK 2.4.0 legacy" "$NODE" "$PEERS/ts2/ts2-probe-client.mjs" legacy
 run "TypeScript SDK 2.4.0 auto" "$NODE" "$PEERS/ts2/ts2-probe-client.mjs" auto
+run "TypeScript SDK 2.4.0 auto, listChanged" "$NODE" "$PEERS/ts2/ts2-probe-client.mjs" auto --list-changed
 run "Python mcp 2.3.0 legacy" "$PEERS/py/bin/python" scripts/peers/py-probe-client.py legacy
 run "Python mcp 2.3.0 auto" "$PEERS/py/bin/python" scripts/peers/py-probe-client.py auto
 run "rmcp 3.9.0 initialize" "$RMCP_CLIENT" probe initialize
@@ -55,6 +57,10 @@ if [ "$MODE" != "--check" ]; then
     run "TypeScript SDK 2.0.0 legacy" "$NODE" "$PEERS/ts2-2.0/ts2-probe-client.mjs" legacy
     for preset in TS_SDK_1_32 PYTHON_2_3 RMCP_3_9 CSHARP_BASELINE CSHARP_PR1381 EVENTSOURCE_RECONNECT GO_SDK_1_7 RMCP_1_7 RMCP_3_3; do
         run "call $preset" "$BIN" call --background-get --preset "$preset"
+    done
+    # The presets of 2026-07-28 clients, in that era (their listens).
+    for preset in TS_SDK_2_4 GO_SDK_1_7; do
+        run "call $preset auto" "$BIN" call --era auto --preset "$preset"
     done
 fi
 echo "raw results in $OUT"

@@ -50,17 +50,18 @@ fn our_client_holds_every_scenario_it_takes() {
     assert_eq!(code, Some(0), "{v:?}");
     assert_eq!(
         with(&v, "holds").len(),
-        13,
-        "baseline and the twelve session-era scenarios: {v:?}"
+        14,
+        "baseline and the thirteen session-era scenarios: {v:?}"
     );
     assert_eq!(
         with(&v, "not_applicable"),
         [
             "discover-refused-400",
             "discover-refused-404",
-            "discover-refused-405"
+            "discover-refused-405",
+            "listen-cut"
         ],
-        "a legacy client never asks server/discover"
+        "a legacy client never asks server/discover, and hears changes on its GET"
     );
     // A one-shot call opens no GET: the question sent there cannot reach it.
     let (code, v) = probe_client(&["--scenario", "request-on-get"], &[]);
@@ -80,6 +81,8 @@ fn our_client_holds_every_scenario_it_takes() {
             "json-not-the-response",
             "--scenario",
             "resumed-response",
+            "--scenario",
+            "listen-cut",
         ],
         &["--era", "auto"],
     );
@@ -89,6 +92,7 @@ fn our_client_holds_every_scenario_it_takes() {
         "discover-refused-404",
         "discover-refused-405",
         "json-not-the-response",
+        "listen-cut",
     ] {
         assert_eq!(v[s], "holds", "{s}: {v:?}");
     }
@@ -113,6 +117,23 @@ fn each_buggy_client_preset_is_caught_by_its_scenario() {
     assert_eq!(code, Some(1));
     assert_eq!(v["session-gone"], "hangs", "{v:?}");
     assert_eq!(v["resumed-response"], "holds", "{v:?}");
+    // The same with two calls in flight: each is left waiting.
+    let (code, v) = probe_client(
+        &["--scenario", "session-gone-in-flight"],
+        &["--preset", "RMCP_1_7"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(v["session-gone-in-flight"], "hangs", "{v:?}");
+    // go-sdk 1.7 and the TS SDK 2.4.0's `listChanged` subscription never
+    // notice that a listen's stream is gone: the change cut from it is lost.
+    for preset in ["GO_SDK_1_7", "TS_SDK_2_4"] {
+        let (code, v) = probe_client(
+            &["--scenario", "listen-cut"],
+            &["--era", "auto", "--preset", preset],
+        );
+        assert_eq!(code, Some(1), "{preset}");
+        assert_eq!(v["listen-cut"], "violates", "{preset}: {v:?}");
+    }
     // rmcp PR #1208: a JSON 200 without the response leaves the call waiting.
     let (code, v) = probe_client(
         &[

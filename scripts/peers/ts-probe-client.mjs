@@ -1,8 +1,11 @@
 // The official TypeScript SDK 1.x client as `probe-client`'s command: connects
 // to the URL given last with the SDK's default options, answers elicitations,
-// calls MCP_PROBE_TOOL with MCP_PROBE_ARGUMENTS (JSON), prints the result and
-// exits 0; exits 1 on any failure. It sets no deadline of its own: the prober
-// bounds the run and judges a client still waiting at the bound.
+// calls MCP_PROBE_TOOL with MCP_PROBE_ARGUMENTS (JSON) MCP_PROBE_CALLS times at
+// once (default 1), prints the results and exits 0; exits 1 on any failure.
+// It sets no deadline of its own: the prober bounds the run and judges a
+// client still waiting at the bound. The 1.x SDK speaks only the session
+// era, which has no `subscriptions/listen` (list changes come on its GET), so
+// MCP_PROBE_LISTEN asks nothing of it.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -10,6 +13,7 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 const url = new URL(process.argv[process.argv.length - 1]);
 const tool = process.env.MCP_PROBE_TOOL ?? 'test_simple_text';
 const args = JSON.parse(process.env.MCP_PROBE_ARGUMENTS ?? '{}');
+const calls = Math.max(1, Number(process.env.MCP_PROBE_CALLS || '1') || 1);
 // Keeps the process alive while a promise waits on nothing the event loop
 // holds (node would otherwise exit 13 and hide a hang).
 setInterval(() => {}, 1000);
@@ -17,9 +21,18 @@ const client = new Client({ name: 'ts-probe-client', version: '0.0.1' }, { capab
 client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { response: 'probe' } }));
 try {
   await client.connect(new StreamableHTTPClientTransport(url));
-  const r = await client.callTool({ name: tool, arguments: args });
-  console.log(JSON.stringify(r));
-  process.exit(r.isError ? 1 : 0);
+  // MCP_PROBE_CALLS calls at once, each settled on its own: one that hangs
+  // keeps the process waiting.
+  const settled = await Promise.allSettled(
+    Array.from({ length: calls }, () => client.callTool({ name: tool, arguments: args })),
+  );
+  let failed = false;
+  for (const s of settled) {
+    if (s.status === 'fulfilled') console.log(JSON.stringify(s.value));
+    else console.error(`ts-probe-client: ${s.reason?.stack ?? s.reason}`);
+    failed ||= s.status === 'rejected' || s.value.isError;
+  }
+  process.exit(failed ? 1 : 0);
 } catch (e) {
   console.error(`ts-probe-client: ${e?.stack ?? e}`);
   process.exit(1);

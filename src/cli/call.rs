@@ -13,15 +13,25 @@
 //! A one-shot call opens no background GET unless `--background-get` asks:
 //! it has nothing to listen for, and a GET racing the call would only invite
 //! a response on the wrong stream.
+//!
+//! As `probe-client`'s command it also honours the prober's environment:
+//! `MCP_PROBE_CALLS=N` makes each tool call N times at once (all sent before
+//! any answer is awaited), and `MCP_PROBE_LISTEN=tools` listens for
+//! tool-list changes before the calls (2026-07-28; the session era hears
+//! them on its GET) and ends only once a change is learned: by its
+//! notification, or by the list made again after a re-listen's
+//! acknowledgement.
 
 use mcp_streamable::client::{ClientEra, ClientEvent};
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson, METHOD_NOT_FOUND};
 use mcp_streamable::policy::{BackgroundGet, ClientPolicy};
+use mcp_streamable::v2026::ListenFilter;
 use mcp_streamable_check::monitor::Monitor;
-use mcp_streamable_hyper::client::{split_url, Client, ClientOptions};
+use mcp_streamable_hyper::client::{split_url, Client, ClientOptions, ShellError};
 use mcp_streamable_hyper::TcpConnect;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
 
 /// Arguments of `call`.
 #[derive(clap::Args)]
@@ -114,6 +124,15 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let at_once: usize = match std::env::var("MCP_PROBE_CALLS") {
+        Ok(n) if !n.is_empty() => n
+            .parse()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| format!("MCP_PROBE_CALLS={n}: expected a count of at least 1"))?,
+        _ => 1,
+    };
+    let listen_for_tools = std::env::var("MCP_PROBE_LISTEN").is_ok_and(|l| l == "tools");
     let verbose = args.verbose;
     let background_get = args.background_get;
     let use_monitor = args.monitor;
@@ -177,6 +196,12 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
                 }
             })
         };
+        // Subscribed before the listen, so its acknowledgement is not missed.
+        let mut changes = client.subscribe();
+        let listening = match listen_for_tools {
+            true => listen_for_tool_changes(&client, &mut changes).await?,
+            false => false,
+        };
         let mut outcome = Ok(Ok(RawJson::empty_object()));
         let mut listed = Vec::new();
         let mut listing: Option<serde_json::Value> = None;
@@ -187,6 +212,9 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
                     client
                         .call_tool_with_progress(&tool, arguments, serde_json::json!("call"))
                         .await
+                }
+                Step::Call(tool, arguments) if at_once > 1 => {
+                    calls_at_once(&client, &tool, arguments, at_once).await
                 }
                 Step::Call(tool, arguments) => client.call_tool(&tool, arguments).await,
                 Step::List => client.request("tools/list", None).await,
@@ -225,6 +253,9 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
                 _ => break,
             }
         }
+        if listening && matches!(outcome, Ok(Ok(_))) {
+            outcome = learn_of_a_change(&client, &mut changes).await;
+        }
         client.close().await;
         watcher.abort();
         if use_monitor {
@@ -249,6 +280,101 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         }
     })
 }
+
+/// `n` calls of `tool` at once: every request sent before any answer is
+/// awaited. The first failure, else the last result.
+async fn calls_at_once(
+    client: &Client,
+    tool: &str,
+    arguments: serde_json::Value,
+    n: usize,
+) -> Answer {
+    let params = RawJson::from(serde_json::json!({"name": tool, "arguments": arguments}));
+    let mut answers = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (_, answer) = client
+            .start_request("tools/call", Some(params.clone()))
+            .await?;
+        answers.push(answer);
+    }
+    let mut last = Ok(Ok(RawJson::empty_object()));
+    for answer in answers {
+        let this = match answer.await {
+            Ok(a) => a.map_err(Into::into),
+            Err(_) => Err(ShellError::Stopped),
+        };
+        match this {
+            Ok(Ok(result)) => last = Ok(Ok(result)),
+            failed => return failed,
+        }
+    }
+    last
+}
+
+/// A listen for tool-list changes, its acknowledgement awaited: `false` when
+/// the era has none (the session era hears changes on its GET).
+async fn listen_for_tool_changes(
+    client: &Client,
+    events: &mut broadcast::Receiver<ClientEvent>,
+) -> Result<bool, String> {
+    let filter = ListenFilter {
+        tools: true,
+        ..ListenFilter::default()
+    };
+    let listen = match client.listen(filter).await {
+        Ok(listen) => listen,
+        Err(e) => {
+            eprintln!("no listen ({e}): changes are heard on the session's GET");
+            return Ok(false);
+        }
+    };
+    loop {
+        match events.recv().await {
+            Ok(ClientEvent::Listening { listen: l, .. }) if l == listen => return Ok(true),
+            Ok(ClientEvent::ListenEnded { listen: l, error }) if l == listen => {
+                return Err(format!(
+                    "the listen ended before it was acknowledged: {error:?}"
+                ))
+            }
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return Err("the client stopped".into()),
+        }
+    }
+}
+
+/// Waits until a tool-list change is learned: its notification, or a
+/// re-listen's acknowledgement (a change may have been lost while the
+/// stream was broken), which the list made again answers.
+async fn learn_of_a_change(
+    client: &Client,
+    events: &mut broadcast::Receiver<ClientEvent>,
+) -> Answer {
+    loop {
+        match events.recv().await {
+            Ok(ClientEvent::Notification { method, .. })
+                if method == "notifications/tools/list_changed" =>
+            {
+                eprintln!("heard the tool-list change");
+                return Ok(Ok(RawJson::empty_object()));
+            }
+            Ok(ClientEvent::Listening { resumed: true, .. }) => {
+                eprintln!("listening again: listing again");
+                return client.request("tools/list", None).await;
+            }
+            Ok(ClientEvent::ListenEnded { error, .. }) => {
+                return Ok(Err(ErrorObject::new(
+                    mcp_streamable::jsonrpc::INTERNAL_ERROR,
+                    format!("the listen ended: {error:?}"),
+                )))
+            }
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return Err(ShellError::Stopped),
+        }
+    }
+}
+
+/// What a request comes to: a result, a JSON-RPC error, or the shell's.
+type Answer = Result<Result<RawJson, ErrorObject>, ShellError>;
 
 /// One thing `call` does.
 enum Step {

@@ -1205,15 +1205,32 @@ impl ClientPolicy {
         ..ClientPolicy::FIXED
     };
 
+    /// The TypeScript SDK 2.4.0 client (`@modelcontextprotocol/client`)
+    /// hearing list changes the documented way, `ClientOptions.listChanged`,
+    /// as `probe-client` found it (`listen-cut`): on a 2026-07-28
+    /// connection the SDK opens the subscription itself, and when its stream
+    /// is lost it only resolves the subscription's `closed` with
+    /// `'remote'`: it never listens again and never calls `onChanged`, so
+    /// the application believes it is listening and hears no change again
+    /// ([`Relisten::Unnoticed`], M4). Its session-era transport is 1.32.2's
+    /// ([`ClientPolicy::TS_SDK_1_32`]).
+    pub const TS_SDK_2_4: ClientPolicy = ClientPolicy {
+        relisten: Relisten::Unnoticed,
+        ..ClientPolicy::TS_SDK_1_32
+    };
+
     /// The Python SDK client (`mcp` 2.3.0, `client/streamable_http.py`),
     /// as `probe-client` found it: a resumption that ends cleanly without
     /// the response starts the attempt count anew
     /// ([`ResumeBound::ResetOnCleanEnd`]: empty resumptions without end),
     /// and a `200` JSON body that is another message leaves the request
-    /// waiting ([`JsonWithoutResponse::WaitAfterMessages`]).
+    /// waiting ([`JsonWithoutResponse::WaitAfterMessages`]). A lost listen
+    /// is the application's to renew (`SubscriptionLost`:
+    /// [`Relisten::Never`]).
     pub const PYTHON_2_3: ClientPolicy = ClientPolicy {
         resume_bound: ResumeBound::ResetOnCleanEnd,
         json_without_response: JsonWithoutResponse::WaitAfterMessages,
+        relisten: Relisten::Never,
         ..ClientPolicy::FIXED
     };
 
@@ -1224,11 +1241,13 @@ impl ClientPolicy {
     /// as [`SessionLoss::OrphanInFlight`]: the request waits either way),
     /// and the wait on a JSON body that is another message
     /// ([`JsonWithoutResponse::WaitAfterMessages`]; an unparseable body
-    /// fails since 3.4.0).
+    /// fails since 3.4.0). A lost listen is the application's to renew
+    /// (`SubscriptionEnd::Abrupt`: [`Relisten::Never`]).
     pub const RMCP_3_9: ClientPolicy = ClientPolicy {
         resume_bound: ResumeBound::ResetOnCleanEnd,
         session_loss: SessionLoss::OrphanInFlight,
         json_without_response: JsonWithoutResponse::WaitAfterMessages,
+        relisten: Relisten::Never,
         ..ClientPolicy::FIXED
     };
 }
@@ -1282,6 +1301,10 @@ impl ClientPolicy {
             NamedClientPolicy {
                 name: "TS_SDK_1_32",
                 policy: ClientPolicy::TS_SDK_1_32,
+            },
+            NamedClientPolicy {
+                name: "TS_SDK_2_4",
+                policy: ClientPolicy::TS_SDK_2_4,
             },
             NamedClientPolicy {
                 name: "PYTHON_2_3",

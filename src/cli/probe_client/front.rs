@@ -8,6 +8,7 @@ use super::scenario::Fault;
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Frame;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
@@ -15,7 +16,9 @@ use mcp_streamable::headers;
 use mcp_streamable::observe::body_messages;
 use mcp_streamable::sse::SseItem;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 /// Bytes of a request body the front reads; a client that sends more is
@@ -60,7 +63,8 @@ pub struct Seen {
     pub last_event_id: Option<String>,
     /// The JSON-RPC messages of a POST's body.
     pub rpc: Vec<Rpc>,
-    /// The status it was answered with (0: none, the connection failed).
+    /// The status it was answered with (0: none yet, or the connection
+    /// failed).
     pub status: u16,
     /// Whether a scripted fault answered it rather than the server.
     pub faulted: bool,
@@ -114,6 +118,9 @@ pub struct Record {
     gone: Option<String>,
     /// The event ids the server sent on streams that carried a `tools/call`.
     call_ids: std::collections::BTreeSet<String>,
+    /// How many requests had reached the front when a listen was cut
+    /// ([`Fault::CutListen`]): those after are the client's recovery.
+    pub cut_after: Option<usize>,
 }
 
 impl Record {
@@ -144,7 +151,11 @@ pub struct Front {
     record: Mutex<Record>,
 }
 
-type Body = BoxBody<Bytes, hyper::Error>;
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+type Body = BoxBody<Bytes, BoxError>;
+
+/// The method of the change a [`Fault::CutListen`] cuts its listen before.
+const CUT_BEFORE: &[u8] = b"notifications/tools/list_changed";
 
 fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into())
@@ -244,13 +255,30 @@ impl Front {
         })
     }
 
-    fn keep(&self, seen: Seen) {
+    /// Records `seen`; its index, if it was kept.
+    fn keep(&self, seen: Seen) -> Option<usize> {
         let mut r = self.record();
         if r.seen.len() < RECORDED_MAX {
             r.seen.push(seen);
+            Some(r.seen.len() - 1)
         } else {
             r.unrecorded += 1;
+            None
         }
+    }
+
+    /// Whether the listen recorded at `seen` is the one to cut: the first
+    /// to carry a change, once a scenario. Marks it as faulted.
+    fn cut_listen(&self, seen: Option<usize>) -> bool {
+        let mut r = self.record();
+        if r.cut_after.is_some() {
+            return false;
+        }
+        r.cut_after = Some(r.seen.len());
+        if let Some(s) = seen.and_then(|i| r.seen.get_mut(i)) {
+            s.faulted = true;
+        }
+        true
     }
 
     /// The scripted answer this request gets instead of the server's, if any.
@@ -297,7 +325,7 @@ impl Front {
                     None => answer(status, None, ""),
                 })
             }
-            Fault::DiscoverRefused { .. } => None,
+            Fault::DiscoverRefused { .. } | Fault::CutListen => None,
         }
     }
 
@@ -335,13 +363,35 @@ impl Front {
             self.keep(seen);
             return resp;
         }
+        // Kept as it arrives, its status filled in once the server answers:
+        // a client may end (and the run with it) before a request it sent
+        // last is answered, and the record must still show it.
+        let listen = self.fault == Fault::CutListen && seen.calls("subscriptions/listen");
+        let at = self.keep(seen);
         let resp = self.forward(parts, body).await.map(|r| match of_the_call {
             true => self.tap_ids(r),
             false => r,
         });
-        seen.status = resp.as_ref().map_or(0, |r| r.status().as_u16());
-        self.keep(seen);
-        resp.unwrap_or_else(|| answer(502, None, ""))
+        let status = resp.as_ref().map_or(0, |r| r.status().as_u16());
+        if let Some(i) = at {
+            if let Some(s) = self.record().seen.get_mut(i) {
+                s.status = status;
+            }
+        }
+        let listen = listen && status == 200;
+        match resp {
+            Some(r) if listen => r.map(|inner| {
+                CutBeforeChange {
+                    inner,
+                    front: self.clone(),
+                    seen: at,
+                    cut: false,
+                }
+                .boxed()
+            }),
+            Some(r) => r,
+            None => answer(502, None, ""),
+        }
     }
 
     /// The request sent to the server on a connection of its own; its answer
@@ -361,7 +411,63 @@ impl Front {
         });
         let req = Request::from_parts(parts, Full::new(body));
         let resp = sender.send_request(req).await.ok()?;
-        Some(resp.map(BodyExt::boxed))
+        Some(resp.map(|b| b.map_err(BoxError::from).boxed()))
+    }
+}
+
+/// Where, in a chunk of a listen's stream, the event carrying a list change
+/// starts (the server writes each event whole, so a chunk starts at an
+/// event's first line).
+fn change_at(chunk: &[u8]) -> Option<usize> {
+    let at = chunk
+        .windows(CUT_BEFORE.len())
+        .position(|w| w == CUT_BEFORE)?;
+    Some(
+        chunk[..at]
+            .windows(2)
+            .rposition(|w| w == b"\n\n")
+            .map_or(0, |i| i + 2),
+    )
+}
+
+/// A listen's answer, passed on as it comes until a list change is on its
+/// way ([`Fault::CutListen`]): what came before the change's event is
+/// written, then the connection is cut (an error ends the body, so the
+/// server side closes it with no end of the stream).
+struct CutBeforeChange {
+    inner: Body,
+    front: Arc<Front>,
+    seen: Option<usize>,
+    cut: bool,
+}
+
+impl hyper::body::Body for CutBeforeChange {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        if this.cut {
+            return Poll::Ready(Some(Err("cut by the prober before a list change".into())));
+        }
+        let frame = match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => frame,
+            other => return other,
+        };
+        let Some(at) = frame.data_ref().and_then(|d| change_at(d)) else {
+            return Poll::Ready(Some(Ok(frame)));
+        };
+        if !this.front.cut_listen(this.seen) {
+            return Poll::Ready(Some(Ok(frame)));
+        }
+        this.cut = true;
+        match frame.into_data() {
+            Ok(data) if at > 0 => Poll::Ready(Some(Ok(Frame::data(data.slice(..at))))),
+            _ => Poll::Ready(Some(Err("cut by the prober before a list change".into()))),
+        }
     }
 }
 
@@ -396,5 +502,17 @@ mod tests {
             ]
         );
         assert!(messages(b"{not json").is_empty());
+    }
+
+    #[test]
+    fn a_listen_is_cut_where_the_changes_event_starts() {
+        let ack = "data: {\"method\":\"notifications/subscriptions/acknowledged\"}\n\n";
+        let change = "data: {\"method\":\"notifications/tools/list_changed\"}\n\n";
+        assert_eq!(change_at(ack.as_bytes()), None);
+        assert_eq!(change_at(change.as_bytes()), Some(0));
+        assert_eq!(
+            change_at(format!("{ack}{change}").as_bytes()),
+            Some(ack.len())
+        );
     }
 }

@@ -70,10 +70,16 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
             "the client opens no standalone GET, so the question sent there cannot reach it (the server's fault, B8)".into(),
         );
     }
+    if s.listen && !rec.seen.iter().any(|r| r.calls("subscriptions/listen")) {
+        return (
+            Verdict::NotApplicable,
+            "the client never sent subscriptions/listen (a session-era client hears list changes on its GET)".into(),
+        );
+    }
     let code = match ending {
         Ending::Exited(code) => code,
         Ending::TimedOut => {
-            return match lost_resumption(s, rec) {
+            return match lost_resumption(s, rec).or_else(|| lost_change(s, rec)) {
                 Some(lost) => (
                     Verdict::Violates,
                     format!("{lost}; still waiting at {bound_ms} ms, killed"),
@@ -99,6 +105,9 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
             Verdict::NotApplicable,
             format!("the client never took the path the fault is on ({exit})"),
         );
+    }
+    if let Some(few) = calls_apart(s, rec) {
+        return (Verdict::NotApplicable, format!("{few} ({exit})"));
     }
     match s.expect {
         Expect::Completes | Expect::CompletesOnGet if ok => {
@@ -215,7 +224,63 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
                 ),
             }
         }
+        Expect::Relists => match (lost_change(s, rec), ok) {
+            (None, true) => (
+                Verdict::Holds,
+                "after its listen was cut with a change in flight, it listened again and listed again".into(),
+            ),
+            (None, false) => (
+                Verdict::Violates,
+                format!("listened and listed again after the cut, but failed ({exit})"),
+            ),
+            (Some(lost), _) => (Verdict::Violates, format!("{lost} ({exit})")),
+        },
     }
+}
+
+/// In a scenario that cuts a listen before a change, how the client lost
+/// the change: it never listened again, or listened again and never listed
+/// (M4: only a fresh list recovers a change sent while no stream was open).
+fn lost_change(s: &Scenario, rec: &Record) -> Option<String> {
+    if s.expect != Expect::Relists {
+        return None;
+    }
+    let after = &rec.seen[rec.cut_after?.min(rec.seen.len())..];
+    let Some(again) = after.iter().position(|r| r.calls("subscriptions/listen")) else {
+        return Some(
+            "its listen was cut with a list change in flight and it never listened again: the change is lost".into(),
+        );
+    };
+    if after[again..].iter().any(|r| r.calls("tools/list")) {
+        return None;
+    }
+    Some(
+        "its listen was cut with a list change in flight; it listened again but never listed again, so the change is lost (M4)".into(),
+    )
+}
+
+/// In a scenario about calls in flight together, why the client's calls
+/// were not: fewer of them reached the server before the fault than it was
+/// asked to make at once.
+fn calls_apart(s: &Scenario, rec: &Record) -> Option<String> {
+    if s.calls < 2 {
+        return None;
+    }
+    let before = rec
+        .seen
+        .iter()
+        .position(|r| r.faulted)
+        .unwrap_or(rec.seen.len());
+    let made = rec.seen[..before]
+        .iter()
+        .filter(|r| r.calls("tools/call"))
+        .count();
+    (made < s.calls as usize).then(|| {
+        format!(
+            "{made} of the {} calls asked for at once were in flight when the fault came (MCP_PROBE_CALLS not honoured)",
+            s.calls
+        )
+    })
 }
 
 /// In a scenario that ends a resumption with no event, how the client lost
@@ -479,5 +544,95 @@ mod tests {
             judge(s, &modern, &Ending::Exited(Some(0)), 8000).0,
             Verdict::NotApplicable
         );
+    }
+
+    fn call(method: &str, id: &str) -> Rpc {
+        Rpc::Call {
+            method: method.into(),
+            id: Some(id.into()),
+        }
+    }
+
+    #[test]
+    fn a_cut_listen_must_be_listened_and_listed_again() {
+        let s = named("listen-cut").unwrap();
+        let post = |at: u64, m: &str| seen(at, "POST", None, vec![call(m, "1")]);
+        let cut = || Seen {
+            faulted: true,
+            ..post(5, "subscriptions/listen")
+        };
+        let never = record(vec![post(0, "server/discover"), post(5, "tools/call")]);
+        assert_eq!(
+            judge(s, &never, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::NotApplicable,
+            "a client that never listens is not judged"
+        );
+        let with_cut = |after: Vec<Seen>| {
+            let mut r = record([vec![post(0, "server/discover"), cut()], after].concat());
+            r.cut_after = Some(2);
+            r
+        };
+        let recovered = with_cut(vec![
+            post(20, "subscriptions/listen"),
+            post(30, "tools/list"),
+        ]);
+        assert_eq!(
+            judge(s, &recovered, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::Holds
+        );
+        let (v, why) = judge(s, &with_cut(vec![]), &Ending::TimedOut, 8000);
+        assert_eq!(v, Verdict::Violates);
+        assert!(why.contains("never listened again"), "{why}");
+        let listed_first = with_cut(vec![
+            post(20, "tools/list"),
+            post(30, "subscriptions/listen"),
+        ]);
+        let (v, why) = judge(s, &listed_first, &Ending::TimedOut, 8000);
+        assert_eq!(
+            v,
+            Verdict::Violates,
+            "a list before the new listen can miss the change"
+        );
+        assert!(why.contains("never listed again"), "{why}");
+        let (v, _) = judge(s, &recovered, &Ending::Exited(Some(1)), 8000);
+        assert_eq!(v, Verdict::Violates);
+        let mut uncut = with_cut(vec![]);
+        uncut.seen[1].faulted = false;
+        uncut.cut_after = None;
+        assert_eq!(
+            judge(s, &uncut, &Ending::Exited(Some(0)), 8000).0,
+            Verdict::NotApplicable,
+            "no change ever passed the listen"
+        );
+    }
+
+    #[test]
+    fn calls_in_flight_together_must_all_have_reached_the_server() {
+        let s = named("session-gone-in-flight").unwrap();
+        let post = |at: u64, m: &str, id: &str| seen(at, "POST", None, vec![call(m, id)]);
+        let gone = Seen {
+            faulted: true,
+            status: 404,
+            ..seen(40, "GET", Some("9"), vec![])
+        };
+        let one = record(vec![
+            post(0, "initialize", "0"),
+            post(10, "tools/call", "1"),
+            gone.clone(),
+        ]);
+        let (v, why) = judge(s, &one, &Ending::Exited(Some(1)), 8000);
+        assert_eq!(v, Verdict::NotApplicable);
+        assert!(why.contains("1 of the 2 calls"), "{why}");
+        let two = record(vec![
+            post(0, "initialize", "0"),
+            post(10, "tools/call", "1"),
+            post(11, "tools/call", "2"),
+            gone,
+        ]);
+        assert_eq!(
+            judge(s, &two, &Ending::Exited(Some(1)), 8000).0,
+            Verdict::Holds
+        );
+        assert_eq!(judge(s, &two, &Ending::TimedOut, 8000).0, Verdict::Hangs);
     }
 }

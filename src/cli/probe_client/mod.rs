@@ -7,7 +7,11 @@
 //! client command with the front's URL appended, as the conformance suite's
 //! client mode does. The command is told what to call in the environment:
 //! `MCP_PROBE_SCENARIO`, `MCP_PROBE_TOOL` and `MCP_PROBE_ARGUMENTS` (JSON),
-//! and, for conformance client drivers, `MCP_CONFORMANCE_SCENARIO` and a
+//! `MCP_PROBE_CALLS` (how many calls of the tool to make at once, 1 unless a
+//! scenario is about requests in flight together), `MCP_PROBE_LISTEN`
+//! (`tools`: listen for tool-list changes first, 2026-07-28 clients, and
+//! end only once one is learned; empty otherwise), and, for conformance
+//! client drivers, `MCP_CONFORMANCE_SCENARIO` and a
 //! `MCP_CONFORMANCE_CONTEXT` whose `toolCalls` names the call. Each run is
 //! bounded in time; a client still running at the bound is judged `hangs`
 //! or `loops` from its traffic, and its process group is killed at the end
@@ -231,6 +235,8 @@ async fn run_client(
         .env("MCP_PROBE_SCENARIO", s.name)
         .env("MCP_PROBE_TOOL", s.tool)
         .env("MCP_PROBE_ARGUMENTS", arguments.to_string())
+        .env("MCP_PROBE_CALLS", s.calls.to_string())
+        .env("MCP_PROBE_LISTEN", if s.listen { "tools" } else { "" })
         .env(
             "MCP_CONFORMANCE_SCENARIO",
             format!("probe-client-{}", s.name),

@@ -36,6 +36,13 @@ pub enum Fault {
         /// The JSON-RPC error code of the body, none for an empty body.
         code: Option<i64>,
     },
+    /// The first time a list change is on its way down a
+    /// `subscriptions/listen` stream, the connection is cut just before
+    /// it: what came before reached the client, the change did not, and the
+    /// stream ends without its `complete` result (the network, a restarting
+    /// proxy or instance). Nothing of this era is resumable: only a new
+    /// listen and a fresh list recover the change.
+    CutListen,
 }
 
 /// What a correct client does in a scenario.
@@ -66,6 +73,10 @@ pub enum Expect {
     /// `initialize`, and the call succeeds; a client that never asks is not
     /// tested.
     FallsBack,
+    /// After its listen was cut with a change in flight, the client listens
+    /// again and, told by the new acknowledgement that it may have missed
+    /// something, lists again; a client that never listened is not judged.
+    Relists,
 }
 
 /// One adversarial scenario.
@@ -95,6 +106,14 @@ pub struct Scenario {
     /// per POST, resumption, server requests): a client that made no session
     /// is not judged by it.
     pub session_era: bool,
+    /// How many calls of the tool the client makes at once
+    /// (`MCP_PROBE_CALLS`): a scenario about requests in flight together.
+    pub calls: u32,
+    /// Whether the client listens for tool-list changes before its call and
+    /// ends only once it has learned of one (`MCP_PROBE_LISTEN=tools`): a
+    /// 2026-07-28 client with `subscriptions/listen`; a session-era client
+    /// hears changes on its GET, and is not judged by such a scenario.
+    pub listen: bool,
 }
 
 impl Fault {
@@ -134,6 +153,8 @@ const CALL: Scenario = Scenario {
     fault: Fault::None,
     expect: Expect::Completes,
     session_era: true,
+    calls: 1,
+    listen: false,
 };
 
 /// Every scenario, in the order they run.
@@ -195,6 +216,15 @@ pub const SCENARIOS: &[Scenario] = &[
         tool: "test_reconnection",
         fault: Fault::SessionGone,
         expect: Expect::Ends,
+        ..CALL
+    },
+    Scenario {
+        name: "session-gone-in-flight",
+        what: "two calls in flight at once, both streams closed for polling; the session is gone (404) when the client resumes: each call must fail or be made again, none may hang",
+        tool: "test_reconnection",
+        fault: Fault::SessionGone,
+        expect: Expect::Ends,
+        calls: 2,
         ..CALL
     },
     Scenario {
@@ -272,6 +302,16 @@ pub const SCENARIOS: &[Scenario] = &[
         },
         session_era: false,
         expect: Expect::FallsBack,
+        ..CALL
+    },
+    Scenario {
+        name: "listen-cut",
+        what: "a 2026-07-28 listen for tool-list changes is cut while a change is on its way down it: the client must listen again and list again (M4), not wait for a change that is gone",
+        tool: "notify",
+        fault: Fault::CutListen,
+        expect: Expect::Relists,
+        session_era: false,
+        listen: true,
         ..CALL
     },
 ];

@@ -5,11 +5,18 @@
 //! `rmcp-interop-client probe MODE URL`: `probe-client`'s command. Connects
 //! in MODE with the transport's defaults, calls `MCP_PROBE_TOOL` with
 //! `MCP_PROBE_ARGUMENTS` (JSON; elicitations get rmcp's default answer, a
-//! decline), prints the result; exit 1 on any failure, and no deadline of
-//! its own: the prober bounds the run.
+//! decline) `MCP_PROBE_CALLS` times at once (default 1; every call settled
+//! before it judges, so one that hangs keeps it waiting), prints the
+//! results; exit 1 on any failure, and no deadline of its own: the prober
+//! bounds the run. With `MCP_PROBE_LISTEN=tools` (and a MODE other than
+//! `initialize`) it first listens for tool-list changes and ends only once it
+//! has learned of one: the notification, or a `tools/list` after a new
+//! listen's acknowledgement. rmcp ends a lost listen's `Subscription`
+//! (`next` gives `None`, `end` says `Abrupt`) and never listens again by
+//! itself: this program, the application, does.
 
-use rmcp::model::{CallToolRequestParams, ProtocolVersion};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::model::{CallToolRequestParams, ProtocolVersion, ServerNotification, SubscriptionFilter};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
 
 #[tokio::main]
@@ -48,31 +55,89 @@ async fn main() {
     if probe {
         let tool = std::env::var("MCP_PROBE_TOOL").unwrap_or_else(|_| "test_simple_text".into());
         let arguments = std::env::var("MCP_PROBE_ARGUMENTS").unwrap_or_else(|_| "{}".into());
+        let calls: usize = std::env::var("MCP_PROBE_CALLS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .filter(|n| *n >= 1)
+            .unwrap_or(1);
+        let listen = mode != "initialize"
+            && std::env::var("MCP_PROBE_LISTEN").is_ok_and(|l| l == "tools");
         let run = async {
             let transport = StreamableHttpClientTransport::from_uri(url);
             let client = ()
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| format!("connect: {e}"))?;
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            let learning = match listen {
+                true => {
+                    let sub = client
+                        .listen(filter.clone())
+                        .await
+                        .map_err(|e| format!("subscriptions/listen: {e}"))?;
+                    let peer = client.peer().clone();
+                    Some(tokio::spawn(learn_of_a_change(peer, sub, filter)))
+                }
+                false => None,
+            };
             let mut params = CallToolRequestParams::new(tool);
             params.arguments = serde_json::from_str(&arguments).map_err(|e| e.to_string())?;
-            let result = client
-                .call_tool(params)
-                .await
-                .map_err(|e| format!("tools/call: {e}"))?;
+            let mut at_once = tokio::task::JoinSet::new();
+            for _ in 0..calls {
+                let peer = client.peer().clone();
+                let params = params.clone();
+                at_once.spawn(async move { peer.call_tool(params).await });
+            }
+            let mut results = Vec::new();
+            while let Some(settled) = at_once.join_next().await {
+                results.push(match settled {
+                    Ok(Ok(r)) if r.is_error != Some(true) => Ok(r),
+                    Ok(Ok(r)) => Err(format!("tool error {r:?}")),
+                    Ok(Err(e)) => Err(format!("tools/call: {e}")),
+                    Err(e) => Err(format!("tools/call task: {e}")),
+                });
+            }
+            // A failed call ends the run; the change is awaited after the
+            // calls that made it.
+            let learned = match learning {
+                Some(learning) if results.iter().all(Result::is_ok) => Some(
+                    learning
+                        .await
+                        .unwrap_or_else(|e| Err(format!("listen task: {e}"))),
+                ),
+                _ => None,
+            };
             let _ = client.cancel().await;
-            Ok::<_, String>(result)
+            Ok::<_, String>((results, learned))
         };
+        let mut failed = false;
         match run.await {
-            Ok(r) if r.is_error != Some(true) => println!("{r:?}"),
-            Ok(r) => {
-                eprintln!("rmcp-client probe {mode}: tool error {r:?}");
-                std::process::exit(1);
+            Ok((results, learned)) => {
+                for r in results {
+                    match r {
+                        Ok(r) => println!("{r:?}"),
+                        Err(e) => {
+                            eprintln!("rmcp-client probe {mode}: {e}");
+                            failed = true;
+                        }
+                    }
+                }
+                match learned {
+                    Some(Ok(how)) => println!("{how}"),
+                    Some(Err(e)) => {
+                        eprintln!("rmcp-client probe {mode}: {e}");
+                        failed = true;
+                    }
+                    None => {}
+                }
             }
             Err(e) => {
                 eprintln!("rmcp-client probe {mode}: {e}");
-                std::process::exit(1);
+                failed = true;
             }
+        }
+        if failed {
+            std::process::exit(1);
         }
         return;
     }
@@ -116,6 +181,39 @@ async fn main() {
         Err(_) => {
             eprintln!("rmcp-client {mode}: timed out");
             std::process::exit(1);
+        }
+    }
+}
+
+/// Waits on `sub` until a tool-list change is learned: its notification, or,
+/// once the listen has ended (rmcp's `Abrupt` for a lost stream), a new
+/// listen followed by a fresh `tools/list` (nothing is replayed: the change
+/// may have gone with the lost stream, and only a list has it).
+async fn learn_of_a_change(
+    peer: Peer<RoleClient>,
+    mut sub: rmcp::service::Subscription,
+    filter: SubscriptionFilter,
+) -> Result<String, String> {
+    loop {
+        match sub.next().await {
+            Ok(Some(ServerNotification::ToolListChangedNotification(_))) => {
+                return Ok("heard the tool-list change".into())
+            }
+            Ok(Some(_)) => continue,
+            ended => {
+                eprintln!("listen ended ({ended:?}, {:?}); listening again", sub.end());
+                let _again = peer
+                    .listen(filter)
+                    .await
+                    .map_err(|e| format!("subscriptions/listen again: {e}"))?;
+                // The response cache would answer from before the change.
+                peer.clear_response_cache().await;
+                let tools = peer
+                    .list_all_tools()
+                    .await
+                    .map_err(|e| format!("tools/list: {e}"))?;
+                return Ok(format!("listening again; tools/list: {} tools", tools.len()));
+            }
         }
     }
 }
