@@ -310,6 +310,72 @@ fn a_depth_bound_that_cuts_paths_holds_within_depth_only() {
 }
 
 #[test]
+fn a_bit_state_search_is_bounded_with_its_coverage_or_finds_a_real_violation() {
+    let dir = std::env::temp_dir().join("mcp-streamable-cli-bitstate");
+    let _ = std::fs::remove_dir_all(&dir);
+    // FIXED holds on lifecycle, but a bit-state search never says so: it is
+    // bounded (exit 3) and says what it may have missed.
+    let out = bin()
+        .args([
+            "check",
+            "--model",
+            "lifecycle",
+            "--server",
+            "FIXED",
+            "--search",
+        ])
+        .args(["bitstate", "--bitstate-bits", "20", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(
+        stdout.contains("bounded")
+            && stdout.contains("of its 2^20 bits set")
+            && stdout.contains("states are expected to have been missed")
+            && !stdout.contains(" holds "),
+        "{stdout}"
+    );
+    // A buggy server is caught, with a counterexample that the trace
+    // replays (the check writes it; `replay` confirms it).
+    let out = bin()
+        .args([
+            "check",
+            "--model",
+            "competing_get_streams_2",
+            "--server",
+            "RMCP_0_16",
+        ])
+        .args(["--search", "bitstate", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("B1 ("), "{stdout}");
+    let trace = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a trace written");
+    let replayed = bin().args(["replay"]).arg(&trace).output().unwrap();
+    let said = String::from_utf8_lossy(&replayed.stdout);
+    assert!(
+        replayed.status.success() && said.contains("reached B1 as recorded"),
+        "{said}"
+    );
+    // An array outside 2^20..2^40 is refused.
+    let out = bin()
+        .args(["check", "--model", "lifecycle", "--search", "bitstate"])
+        .args(["--bitstate-bits", "50"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn serve_refuses_a_path_that_is_not_absolute() {
     let out = bin()
         .args(["serve", "--addr", "127.0.0.1:0", "--path", "mcp"])

@@ -31,6 +31,7 @@
 //! replay the recorded action index of each step, checking each fingerprint.
 //! Every generated state is judged, also at the depth bound.
 
+pub mod bitstate;
 mod pool;
 
 use super::memory;
@@ -178,7 +179,7 @@ impl Explorable for CheckModel {
 }
 
 /// The budget a run reached before it could exhaust its bounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Limit {
     /// `states_max` distinct states.
     States(usize),
@@ -198,6 +199,10 @@ pub enum Limit {
     Walks,
     /// [`Limits::interrupt`] was set (Ctrl-C).
     Interrupted,
+    /// A bit-state search ([`bitstate`]) ran to its end: states that shared
+    /// their bits with another were not explored, so it proves nothing; its
+    /// coverage says how much it may have missed.
+    BitState(bitstate::Coverage),
 }
 
 /// How the state space was searched.

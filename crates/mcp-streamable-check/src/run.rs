@@ -66,6 +66,14 @@ pub enum Search {
     /// stateright's own breadth-first checker (no budget): a cross-check of
     /// our explorer, which must agree with it on every bundled model.
     StaterightBfs,
+    /// Depth first against a bit array of 2^`log2_bits` bits instead of a
+    /// fingerprint table (`engine::bitstate`), for state spaces past
+    /// memory: finds bugs with real counterexamples, proves nothing, and
+    /// says how much it may have missed.
+    BitState {
+        /// log2 of the array's size in bits.
+        log2_bits: u32,
+    },
     /// Random walks from the initial state (seeded, stateright), for bounds
     /// too big to exhaust; stops at the time limit. Finds bugs, proves nothing.
     Simulation {
@@ -134,6 +142,9 @@ pub fn run_search(
                 },
                 ..out
             }
+        }
+        Search::BitState { log2_bits } => {
+            engine::bitstate::explore(model, limits, log2_bits, &mut progress)
         }
         Search::StaterightBfs => {
             let builder = stateright_builder(model, limits.threads);
