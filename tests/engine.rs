@@ -8,40 +8,11 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use mcp_streamable_check::{
-    memory, run_search, CheckModel, Interrupt, Limit, Limits, Order, Scenario, Search, Verdict,
+    memory, run_search, CheckModel, Interrupt, Limit, Limits, Order, Search, Verdict,
 };
-use std::path::Path;
 
-fn model(name: &str, server: &str, client: &str) -> CheckModel {
-    let models = Scenario::load_dir(Path::new("models")).expect("models load");
-    let (_, s) = models
-        .into_iter()
-        .find(|(_, s)| s.name == name)
-        .expect("bundled model");
-    let e = s
-        .expect
-        .iter()
-        .find(|e| e.server == server && e.client == client)
-        .expect("listed pair")
-        .clone();
-    CheckModel::for_expectation(&s, &e).expect("presets")
-}
-
-/// Every pair of every bundled model but the two biggest.
-fn small_pairs() -> Vec<(String, CheckModel, Verdict)> {
-    let mut out = Vec::new();
-    for (_, s) in Scenario::load_dir(Path::new("models")).expect("models load") {
-        if s.name == "lifecycle" || s.name == "two_clients" {
-            continue;
-        }
-        for e in &s.expect {
-            let label = format!("{} {} x {}", s.name, e.server, e.client);
-            let m = CheckModel::for_expectation(&s, e).expect("presets");
-            out.push((label, m, e.verdict.clone()));
-        }
-    }
-    out
-}
+mod check_support;
+use check_support::{model, small_pairs};
 
 #[test]
 fn our_explorer_agrees_with_staterights_checker() {
@@ -184,107 +155,6 @@ fn an_interrupt_stops_a_run_as_bounded_breadth_and_depth_first() {
         |_| {},
     );
     assert_eq!((out.limit, out.states), (Some(Limit::Interrupted), 1));
-}
-
-/// The steps of `c` replayed on `m` from its initial state end in a state
-/// that breaks a property.
-fn replays_to_a_violation(m: &CheckModel, c: &mcp_streamable_check::Counterexample) -> bool {
-    let mut s = m.initial();
-    for (at, a) in &c.steps {
-        if s.world.latest_now().as_millis() != *at {
-            return false;
-        }
-        match m.step(&s, a) {
-            Some(n) => s = n,
-            None => return false,
-        }
-    }
-    m.violation(&s).map(|v| v.id) == Some(c.violation.id)
-}
-
-#[test]
-fn bit_state_finds_what_an_exact_search_finds_and_never_holds() {
-    let (mut compared, mut caught) = (0, 0);
-    for (label, m, _) in small_pairs() {
-        let exact = run_search(&m, Limits::new(2), Search::Bfs, |_| {});
-        let bits = run_search(
-            &m,
-            Limits::new(1),
-            Search::BitState { log2_bits: 26 },
-            |_| {},
-        );
-        let coverage = match (bits.limit, &bits.counterexample) {
-            (Some(Limit::BitState(c)), None) => c,
-            (None, Some(_)) => Default::default(),
-            other => panic!("{label}: {other:?}"),
-        };
-        match (&exact.counterexample, &bits.counterexample) {
-            (None, None) => {
-                assert!(!bits.exhaustive(), "{label}: never holds");
-                // 2^26 bits for at most a few hundred thousand states: a
-                // collision is so unlikely that the counts agree, and the
-                // estimate says so.
-                assert!(coverage.missed_expected < 0.01, "{label}: {coverage:?}");
-                assert!(coverage.bits_set <= 3 * bits.states as u64, "{label}");
-                if !coverage.depth_cut {
-                    assert_eq!(bits.states, exact.states, "{label}: the same space");
-                    compared += 1;
-                }
-            }
-            (Some(_), Some(c)) => {
-                assert!(
-                    replays_to_a_violation(&m, c),
-                    "{label}: a real counterexample"
-                );
-                caught += 1;
-            }
-            (None, Some(c)) => panic!("{label}: bit-state found {} where none is", c.violation.id),
-            (Some(e), None) => {
-                // Depth first meets states in another order: behind a
-                // state it first met deep, the depth bound may cut what
-                // breadth first reaches. Never silently: it says so.
-                assert!(
-                    coverage.depth_cut,
-                    "{label}: {} missed, uncut",
-                    e.violation.id
-                );
-            }
-        }
-    }
-    assert!(compared >= 8, "{compared} holding pairs compared");
-    assert!(caught >= 20, "{caught} violations found by bit-state");
-}
-
-#[test]
-fn a_bit_array_too_small_for_the_model_says_how_much_it_missed() {
-    // lifecycle is 143,617 states; 2^20 bits, three a state, fill up.
-    let m = model("lifecycle", "FIXED", "FIXED");
-    let small = run_search(
-        &m,
-        Limits::new(1),
-        Search::BitState { log2_bits: 20 },
-        |_| {},
-    );
-    let big = run_search(
-        &m,
-        Limits::new(1),
-        Search::BitState { log2_bits: 30 },
-        |_| {},
-    );
-    let (Some(Limit::BitState(s)), Some(Limit::BitState(b))) = (small.limit, big.limit) else {
-        panic!("{:?} {:?}", small.limit, big.limit);
-    };
-    assert!(small.counterexample.is_none() && big.counterexample.is_none());
-    assert!(
-        small.states < big.states,
-        "{} < {}",
-        small.states,
-        big.states
-    );
-    assert!(s.miss_chance > 0.01, "{s:?}");
-    assert!(s.missed_expected > 100.0, "{s:?}");
-    assert!(b.missed_expected < 0.01, "{b:?}");
-    assert!(b.miss_chance < s.miss_chance);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use mcp_streamable_check::sim::Clocks;
-use mcp_streamable_check::{Action, CheckModel, NotifyReach, Outcome, Scenario, State};
+use mcp_streamable_check::{Action, CheckModel, NotifyReach, Outcome, Scenario, State, Verdict};
 use std::path::Path;
 
 /// Every bundled scenario of `models/`.
@@ -60,5 +60,37 @@ pub fn all_enabled(m: &CheckModel, s: &State) -> Vec<Action> {
 pub fn explored(m: &CheckModel, s: &State) -> Vec<Action> {
     let mut out = Vec::new();
     m.enabled(s, &mut out);
+    out
+}
+
+/// The bundled model `name` under the listed pair `server` x `client`.
+pub fn model(name: &str, server: &str, client: &str) -> CheckModel {
+    let models = Scenario::load_dir(Path::new("models")).expect("models load");
+    let (_, s) = models
+        .into_iter()
+        .find(|(_, s)| s.name == name)
+        .expect("bundled model");
+    let e = s
+        .expect
+        .iter()
+        .find(|e| e.server == server && e.client == client)
+        .expect("listed pair")
+        .clone();
+    CheckModel::for_expectation(&s, &e).expect("presets")
+}
+
+/// Every pair of every bundled model but the two biggest.
+pub fn small_pairs() -> Vec<(String, CheckModel, Verdict)> {
+    let mut out = Vec::new();
+    for (_, s) in Scenario::load_dir(Path::new("models")).expect("models load") {
+        if s.name == "lifecycle" || s.name == "two_clients" {
+            continue;
+        }
+        for e in &s.expect {
+            let label = format!("{} {} x {}", s.name, e.server, e.client);
+            let m = CheckModel::for_expectation(&s, e).expect("presets");
+            out.push((label, m, e.verdict.clone()));
+        }
+    }
     out
 }
