@@ -109,3 +109,25 @@ fn a_bit_array_too_small_for_the_model_says_how_much_it_missed() {
     assert!(b.missed_expected < 0.01, "{b:?}");
     assert!(b.miss_chance < s.miss_chance);
 }
+
+#[test]
+fn an_interrupt_stops_a_bit_state_run_as_bounded() {
+    use mcp_streamable_check::Interrupt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let m = model("lifecycle", "FIXED", "FIXED");
+    let flag: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+    let mut limits = Limits::new(1);
+    limits.interrupt = Some(Interrupt::new(flag));
+    let search = Search::BitState { log2_bits: 24 };
+    let out = run_search(&m, limits, search, |p| {
+        if p.states > 1_000 {
+            flag.store(true, Ordering::Relaxed);
+        }
+    });
+    assert_eq!(out.limit, Some(Limit::Interrupted));
+    assert!(out.counterexample.is_none());
+    assert!((1_000..143_617).contains(&out.states), "{}", out.states);
+    // Set before the run: only the initial state.
+    let out = run_search(&m, limits, search, |_| {});
+    assert_eq!((out.limit, out.states), (Some(Limit::Interrupted), 1));
+}
