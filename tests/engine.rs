@@ -18,7 +18,7 @@ use check_support::{model, small_pairs};
 fn our_explorer_agrees_with_staterights_checker() {
     let mut holds = 0;
     for (label, m, expected) in small_pairs() {
-        // stateright knows nothing of our symmetry reduction (tests/reductions.rs).
+        // stateright knows nothing of our symmetry reduction (tests/checker/reductions.rs).
         let m = m.with_symmetry(false);
         let ours = run_search(&m, Limits::new(2), Search::Bfs, |_| {});
         let theirs = run_search(&m, Limits::new(2), Search::StaterightBfs, |_| {});

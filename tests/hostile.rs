@@ -752,7 +752,7 @@ async fn big_messages_nobody_reads_stay_within_the_byte_budgets() {
         }
         // RSS also holds what the allocator has not given back (the 1 MB
         // request bodies, parsed and dropped): a loose ceiling; the exact
-        // bounds are `tests/budgets.rs`'s and the reads below.
+        // bounds are `tests/cores/budgets.rs`'s and the reads below.
         assert!(grown < 40 * 1024, "+{grown} KiB");
         drop(get);
     })

@@ -276,6 +276,7 @@ impl Driver {
             session: sid.to_string(),
             key,
             cause,
+            origin: None,
         });
     }
 

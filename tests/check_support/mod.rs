@@ -94,3 +94,30 @@ pub fn small_pairs() -> Vec<(String, CheckModel, Verdict)> {
     }
     out
 }
+
+/// `f` of every item, in their order, computed on as many threads as the
+/// machine has cores: the reduction tests walk every bundled model one
+/// search at a time, and `cargo test` runs one test binary at a time, so a
+/// loop on one thread leaves the other cores idle for minutes.
+pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(items.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                out.lock().expect("no worker panicked holding it")[i] = Some(r);
+            });
+        }
+    });
+    out.into_inner()
+        .expect("no worker panicked holding it")
+        .into_iter()
+        .map(|r| r.expect("every item computed"))
+        .collect()
+}

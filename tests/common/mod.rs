@@ -296,6 +296,7 @@ impl Harness {
                 session: sid.to_string(),
                 key,
                 cause: Cause::Request(id.clone()),
+                origin: None,
             });
         }
         self.pending.retain(|p| p != id);
@@ -321,6 +322,7 @@ impl Harness {
                 session: sid.to_string(),
                 key,
                 cause,
+                origin: None,
             });
         }
         self.drain();

@@ -39,7 +39,7 @@
 //! What it costs: counterexamples may be longer than the shortest. `check`
 //! searches again without the reduction when it finds one, within a budget
 //! ([`super::run`]).
-//! The independence is tested, not only argued: `tests/ample_sets.rs` steps
+//! The independence is tested, not only argued: `tests/checker/ample_sets.rs` steps
 //! every component's enabled actions against every other enabled action in
 //! every state of several models, both orders, and compares verdicts with
 //! the reduction on and off on every bundled model.

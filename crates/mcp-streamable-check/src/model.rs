@@ -237,6 +237,7 @@ impl CheckModel {
         c.server.session.outbound_timeout_ms = st.outbound_timeout_ms;
         c.server.session.response_mode = st.response_mode;
         c.client.request_timeout_ms = st.request_timeout_ms;
+        c.client.connections_max = st.connections_max;
         c.client.reader_reconnects_max = self.bounds().reader_reconnects;
         c.client.resume_attempts_max = self.bounds().resume_attempts;
         c.client.background_failures_max = 2;
@@ -311,7 +312,7 @@ impl CheckModel {
             .filter(|sid| {
                 !w.server_pending
                     .iter()
-                    .any(|(s, _, m)| s == *sid && &**m == "initialize")
+                    .any(|(s, _, m, _)| s == *sid && &**m == "initialize")
             })
             .cloned()
             .collect()
@@ -369,7 +370,7 @@ impl CheckModel {
         if self.server_step_enabled(s) {
             f(Action::ServerStep)?;
         }
-        for (session, id, _) in &w.server_pending {
+        for (session, id, _, _) in &w.server_pending {
             f(Action::ServerRespond {
                 session: session.clone(),
                 id: id.clone(),

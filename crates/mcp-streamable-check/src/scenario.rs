@@ -138,6 +138,12 @@ pub struct Settings {
     /// Modern (2026-07-28) answers are always the latter.
     #[serde(default)]
     pub response_mode: mcp_streamable::server::ResponseMode,
+    /// Connections each client's transport keeps to the server at once
+    /// (`null`, the default: as many as asked). An exchange the pool has
+    /// no room for waits until the client is done with an older one
+    /// (`ClientConfig::connections_max`, which the client is told too).
+    #[serde(default)]
+    pub connections_max: Option<usize>,
 }
 
 fn default_outbound_timeout() -> Option<u64> {
@@ -185,6 +191,7 @@ impl Default for Settings {
             clients_answer: true,
             outbound_timeout_ms: default_outbound_timeout(),
             response_mode: mcp_streamable::server::ResponseMode::Sse,
+            connections_max: None,
         }
     }
 }

@@ -66,8 +66,8 @@ pub(crate) fn run_client_step<S: Servers>(
 pub(crate) fn oldest_call<S: Servers>(w: &World<S>) -> Option<(SessionId, RequestId)> {
     w.server_pending
         .iter()
-        .find(|(_, _, m)| &**m == "tools/call")
-        .map(|(s, id, _)| (s.clone(), id.clone()))
+        .find(|(_, _, m, _)| &**m == "tools/call")
+        .map(|(s, id, _, _)| (s.clone(), id.clone()))
 }
 
 /// The endpoint's own timers off (keepalive, idle and initialization

@@ -560,6 +560,7 @@ impl<X> Bridge<X> {
             session: self.core.id().to_string(),
             key,
             cause,
+            origin: None,
         });
     }
 

@@ -60,6 +60,12 @@ pub enum Observation {
         key: MsgKey,
         /// Why it was sent.
         cause: Cause,
+        /// For a response, the exchange the request it answers arrived on,
+        /// when the harness knows it (its application serves each request
+        /// where it came from): a response written on another exchange,
+        /// though one carrying the same request id, went to the wrong
+        /// caller (I1).
+        origin: Option<HttpId>,
     },
     /// The network failed (a dropped connection, a partition): B5 only bounds
     /// GETs in runs without faults.

@@ -421,6 +421,30 @@ pub enum ResumeLookup {
     AnySession,
 }
 
+/// What keeps the 2026-07-28 era's requests apart: they name no session,
+/// so nothing but the server's own bookkeeping says which exchange a
+/// response belongs to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatelessRequests {
+    /// Each request in a session of its own, which no one can name and
+    /// which ends with its exchange: two clients' requests never meet, even
+    /// under the same JSON-RPC id.
+    #[default]
+    OwnSession,
+    /// One transport for every request, its in-flight requests keyed by
+    /// their JSON-RPC id alone: a second request under an id in flight
+    /// takes the first one's place, so the first one's response is written
+    /// on the second one's exchange and the first exchange is never
+    /// answered. The TypeScript SDK before 1.26.0 (CVE-2026-25536,
+    /// GHSA-345p-7cg4-v4c7): one stateless `StreamableHTTPServerTransport`
+    /// reused across requests, whose `_requestToStreamMapping` two clients
+    /// with the same id overwrote ("Response A routed to Client B's HTTP
+    /// connection", indexnetwork PR #940); vercel mcp-handler before 1.1.0
+    /// (GHSA-w2fm-25vw-vh7f) the same.
+    SharedTransport,
+}
+
 /// What becomes of a message the application sends unrelated to any
 /// request (a notification, a request such as `roots/list`) while the
 /// session has no standalone stream attached.
@@ -516,6 +540,8 @@ pub struct ServerPolicy {
     pub resume_lookup: ResumeLookup,
     /// See [`StreamlessUnrelated`].
     pub streamless_unrelated: StreamlessUnrelated,
+    /// See [`StatelessRequests`].
+    pub stateless_requests: StatelessRequests,
 }
 
 impl ServerPolicy {
@@ -538,6 +564,7 @@ impl ServerPolicy {
         request_writer: RequestWriter::WithHead,
         resume_lookup: ResumeLookup::NamedSession,
         streamless_unrelated: StreamlessUnrelated::Hold,
+        stateless_requests: StatelessRequests::OwnSession,
     };
 
     /// Whether this policy has scheduling points the driver must choose
@@ -696,6 +723,20 @@ impl ServerPolicy {
         ..ServerPolicy::FIXED
     };
 
+    /// The TypeScript SDK before 1.26.0 (`@modelcontextprotocol/sdk`,
+    /// CVE-2026-25536 / GHSA-345p-7cg4-v4c7) with one stateless
+    /// `StreamableHTTPServerTransport` reused across requests, as servers
+    /// wrote it until 1.26.0 refused to connect a connected server: the
+    /// requests of every client in one map keyed by JSON-RPC id, so two
+    /// clients with the same id get each other's responses
+    /// ([`StatelessRequests::SharedTransport`]). Its stateless requests are
+    /// those of the 2026-07-28 era here. Only that transport is modelled;
+    /// the rest is FIXED.
+    pub const TS_SDK_1_25_SHARED: ServerPolicy = ServerPolicy {
+        stateless_requests: StatelessRequests::SharedTransport,
+        ..ServerPolicy::FIXED
+    };
+
     /// The conformance suite's `sse-retry` mock (@modelcontextprotocol/conformance
     /// 0.1.13, `src/scenarios/client/sse-retry.ts`, a1b8aaae): a pending tool
     /// response goes on whatever GET arrives, `Last-Event-ID` ignored. Race C's
@@ -779,6 +820,10 @@ impl ServerPolicy {
             NamedServerPolicy {
                 name: "JAVA_SDK_2_0",
                 policy: ServerPolicy::JAVA_SDK_2_0,
+            },
+            NamedServerPolicy {
+                name: "TS_SDK_1_25_SHARED",
+                policy: ServerPolicy::TS_SDK_1_25_SHARED,
             },
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",
@@ -911,9 +956,22 @@ pub enum ReconnectStreams {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BackgroundGet {
-    /// Opened once the session is committed; a 405 disables it.
+    /// Opened once the session is committed; a 405 disables it. Never on
+    /// the last free connection of the transport's pool
+    /// ([`ClientConfig::connections_max`](crate::client::ClientConfig::connections_max)):
+    /// a GET the server holds open keeps its connection for good, so it
+    /// waits until one is left over for requests, and a pool of one
+    /// connection has no standalone GET.
     #[default]
     On,
+    /// Opened with `notifications/initialized`, whatever the pool: on a
+    /// pool of one connection, a server that holds the GET open leaves the
+    /// requests queued behind it for ever. csharp-sdk #1637 (June 2026,
+    /// closed with an opt-out): the client opened the standalone GET right
+    /// after the `initialize` response, beside the `notifications/initialized`
+    /// POST, and "the parallel POST queues behind the GET on the connection
+    /// pool and never sends" ("Initialization timed out").
+    IgnoringPool,
     /// Never opened.
     Off,
 }
@@ -1152,6 +1210,17 @@ impl ClientPolicy {
         ..ClientPolicy::FIXED
     };
 
+    /// csharp-sdk's client as issue #1637 reports it (June 2026, closed
+    /// with an opt-out, `HttpClientTransportOptions`): the standalone GET
+    /// opened beside the `notifications/initialized` POST whatever the
+    /// connection pool ([`BackgroundGet::IgnoringPool`]), so on a pool of
+    /// one a server that holds the GET open leaves every later request
+    /// queued behind it. Only that is modelled; the rest is FIXED.
+    pub const CSHARP_1637: ClientPolicy = ClientPolicy {
+        background_get: BackgroundGet::IgnoringPool,
+        ..ClientPolicy::FIXED
+    };
+
     /// An EventSource-style reader that reconnects every ended stream with the
     /// last id it saw, finished POST streams included (rust-sdk issue #659, the
     /// Cursor behaviour that fed race B).
@@ -1281,6 +1350,10 @@ impl ClientPolicy {
             NamedClientPolicy {
                 name: "CSHARP_PR1381",
                 policy: ClientPolicy::CSHARP_PR1381,
+            },
+            NamedClientPolicy {
+                name: "CSHARP_1637",
+                policy: ClientPolicy::CSHARP_1637,
             },
             NamedClientPolicy {
                 name: "EVENTSOURCE_RECONNECT",

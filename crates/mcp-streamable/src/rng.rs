@@ -4,7 +4,7 @@
 //!
 //! SplitMix64 (Steele, Lea, Flood 2014): one `u64` of state, every output a bijective
 //! mix of a Weyl sequence. It is **not** a CSPRNG: one output gives back the state
-//! (`tests/session_ids.rs` does exactly that), so it never mints a secret that faces a
+//! (`tests/cores/session_ids.rs` does exactly that), so it never mints a secret that faces a
 //! network; [`crate::id_source::IdSource`] defaults to ChaCha20 keyed by the OS.
 
 /// The generator state.

@@ -432,7 +432,7 @@ impl Explorable for WorldModel {
         if self.scenario.attacker && !s.attacked && w.victim_of(ATTACKER).is_some() {
             out.push(WorldAction::Attack);
         }
-        for (session, id, _) in &w.server_pending {
+        for (session, id, _, _) in &w.server_pending {
             out.push(WorldAction::Respond {
                 session: session.clone(),
                 id: id.clone(),

@@ -147,6 +147,10 @@ pub struct Monitor {
     sent: Shared<BTreeMap<(Text, MsgKey), Cause>>,
     delivered: Shared<BTreeSet<(Text, MsgKey)>>,
     fresh_writes: Shared<BTreeMap<(Text, MsgKey), BTreeSet<HttpId>>>,
+    /// I1: the response the application just handed a core, and the
+    /// exchange its request arrived on (`Sent`'s `origin`), until it is
+    /// written: a harness's core writes it in the same step.
+    answering: Option<(RequestId, HttpId)>,
     /// What changes a few times along a run, kept apart (see [`Rare`]).
     rare: Shared<Rare>,
     /// Each client's side, by client index. The big records above and each
@@ -229,6 +233,7 @@ impl Monitor {
             sent,
             delivered,
             fresh_writes,
+            answering: _,
             rare,
             clients,
             gets_max: _,
@@ -313,6 +318,7 @@ impl Monitor {
             sent,
             delivered,
             fresh_writes,
+            answering,
             rare,
             clients: _,
             gets_max,
@@ -330,6 +336,7 @@ impl Monitor {
         sent.hash(h);
         delivered.hash(h);
         fresh_writes.hash(h);
+        answering.hash(h);
         rare.hash(h);
         gets_max.hash(h);
         faults.hash(h);
@@ -380,9 +387,13 @@ impl Monitor {
                 session,
                 key,
                 cause,
+                origin,
             } => {
                 self.sent
                     .insert((session.as_str().into(), *key), cause.clone());
+                if let (Cause::Request(id), Some(o)) = (cause, origin) {
+                    self.answering = Some((id.clone(), *o));
+                }
             }
             Observation::Dropped {
                 session,
@@ -799,6 +810,9 @@ impl Monitor {
                 head.session_id.as_ref().map(|s| s.as_str()),
             ),
             TransmitKind::Json(m) => {
+                if self.check_answer_origin(http, &ex, m) {
+                    return;
+                }
                 self.check_listen(http, &ex, m);
                 self.on_json(http, &ex, m)
             }
@@ -825,6 +839,9 @@ impl Monitor {
                     None => (None, None),
                 };
                 if let Some(m) = msg {
+                    if self.check_answer_origin(http, &ex, m) {
+                        return;
+                    }
                     self.check_listen(http, &ex, m);
                 }
                 if let (Some(o), Some(s)) = (message, &ex.session) {
@@ -849,6 +866,34 @@ impl Monitor {
             }
             TransmitKind::End(reason) => self.on_end(http, &ex, *reason),
         }
+    }
+
+    /// I1 where no session id separates clients (the 2026-07-28 era): a
+    /// response the application gave for the request that arrived on one
+    /// exchange is written on that exchange's lineage, not on another one
+    /// that carries a request under the same id (another client's, whose
+    /// ids are its own). Whether it flagged.
+    fn check_answer_origin(&mut self, http: HttpId, ex: &Exchange, m: &Message) -> bool {
+        let id = match m {
+            Message::Response { id, .. } | Message::Error { id: Some(id), .. } => id,
+            _ => return false,
+        };
+        let Some((_, origin)) = self.answering.take_if(|(r, _)| r == id) else {
+            return false;
+        };
+        let from = self.exchanges.get(&origin).map(|e| e.lineage);
+        if from.is_none_or(|l| l == ex.lineage) {
+            return false;
+        }
+        self.flag(
+            "I1",
+            Some(http),
+            format!(
+                "response to the request of exchange {} written on exchange {}, another caller's under the same id {id:?}",
+                origin.0, http.0
+            ),
+        );
+        true
     }
 
     fn on_head(

@@ -191,6 +191,7 @@ fn sent(cause: Cause) -> Observation {
         session: "s".into(),
         key: MsgKey(1),
         cause,
+        origin: None,
     }
 }
 
@@ -1201,5 +1202,54 @@ fn an_unrelated_message_dropped_before_the_get_could_open_is_b10() {
         m.observe(&unrelated());
         m.observe(&dropped(reason));
         assert!(!ids(&m).contains(&"B10"), "{reason:?}");
+    }
+}
+
+/// I1 without sessions: two 2026-07-28 requests under one id on exchanges
+/// 1 and 2; the application answers the one of exchange 1. Written on
+/// exchange 1 it holds; on exchange 2 (the other caller's) it is I1, as
+/// JSON and as an event alike. An answer whose origin the harness does not
+/// name is not judged so.
+#[test]
+fn an_answer_written_on_another_callers_exchange_under_the_same_id_is_i1() {
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}"#;
+    let ok = parse_message(r#"{"jsonrpc":"2.0","id":2,"result":{}}"#).unwrap();
+    let answered = |origin: Option<u64>| Observation::Sent {
+        session: "shared".into(),
+        key: MsgKey(9),
+        cause: Cause::Request(mcp_streamable::ids::RequestId::Num(2)),
+        origin: origin.map(HttpId),
+    };
+    let run = |origin: Option<u64>, on: u64, sse: bool| {
+        let mut m = Monitor::new();
+        m.observe(&modern_post(1, call, &[]));
+        m.observe(&modern_post(2, call, &[]));
+        let content = if sse { Content::Sse } else { Content::Json };
+        m.observe(&head(on, 200, content));
+        m.observe(&answered(origin));
+        let kind = if sse {
+            TransmitKind::Event {
+                id: None,
+                message: Some(std::sync::Arc::new(mcp_streamable::server::Outgoing {
+                    key: MsgKey(9),
+                    session: SessionId::from_bits(3),
+                    message: ok.clone(),
+                    cause: Cause::Request(mcp_streamable::ids::RequestId::Num(2)),
+                })),
+                retry_ms: None,
+            }
+        } else {
+            TransmitKind::Json(ok.clone())
+        };
+        m.observe(&Observation::Transmit(Transmit {
+            http: HttpId(on),
+            kind,
+        }));
+        ids(&m)
+    };
+    for sse in [false, true] {
+        assert_eq!(run(Some(1), 1, sse), [] as [&str; 0], "its own exchange");
+        assert_eq!(run(Some(1), 2, sse), ["I1"], "the other caller's exchange");
+        assert_eq!(run(None, 2, sse), [] as [&str; 0], "no origin named");
     }
 }

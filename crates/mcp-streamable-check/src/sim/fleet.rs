@@ -427,7 +427,7 @@ impl World<Fleet> {
         // Its application dies with it.
         let server = &self.server;
         self.server_pending
-            .retain(|(sid, id, _)| !server.runs(at, sid, id));
+            .retain(|(sid, id, _, _)| !server.runs(at, sid, id));
         self.server.kill(at);
         let cut: Vec<HttpId> = self
             .links

@@ -96,6 +96,14 @@ pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
     /// Sessions of the session era server `at` knows, in id order.
     fn named_sessions(&self, at: usize) -> Vec<SessionId>;
 
+    /// The server exchange carrying 2026-07-28 request `id` of `sid` now,
+    /// when the server side can say (one endpoint): where its answer must
+    /// go. Session-era requests name none (`PendingRequest`).
+    fn request_exchange(&self, sid: &SessionId, id: &RequestId) -> Option<HttpId> {
+        let _ = (sid, id);
+        None
+    }
+
     /// The session exchange `http` (a server id) belongs to, when the
     /// server side can say (one endpoint; a fleet's world does not ask).
     fn route(&self, http: HttpId) -> Option<SessionId> {
@@ -218,6 +226,12 @@ impl Servers for ServerEndpoint {
 
     fn has_output(&self) -> bool {
         ServerEndpoint::has_output(self)
+    }
+
+    fn request_exchange(&self, sid: &SessionId, id: &RequestId) -> Option<HttpId> {
+        self.session(sid)
+            .filter(|s| s.version().is_modern())
+            .and_then(|s| s.request_exchange(id))
     }
 
     fn drain(

@@ -146,6 +146,13 @@ impl Default for PairConfig {
     }
 }
 
+/// A request the server application has not answered yet: its session,
+/// id and method, and, in the 2026-07-28 era, the server exchange it
+/// arrived on (what its answer is for: `Observation::Sent`'s `origin`).
+/// Session-era requests name none: their session keeps clients apart, and
+/// an exchange remembered past its end would split states that are one.
+pub type PendingRequest = (SessionId, RequestId, Arc<str>, Option<HttpId>);
+
 /// Client cores and the server side (an endpoint, or a fleet:
 /// [`Servers`]) over an in-memory network.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -176,7 +183,7 @@ pub struct World<S = ServerEndpoint> {
     /// Requests each client sent, and whether the application got an outcome.
     pub outcomes: Shared<BTreeMap<(usize, RequestId), bool>>,
     /// Requests the server application has not answered yet.
-    pub server_pending: Shared<Vec<(SessionId, RequestId, Arc<str>)>>,
+    pub server_pending: Shared<Vec<PendingRequest>>,
     /// How many `notifications/tools/list_changed` each client's
     /// application was told of, by client (when
     /// [`PairConfig::count_list_changes`]; empty otherwise).
@@ -403,7 +410,7 @@ impl<S: Servers> World<S> {
         let pending: Vec<(SessionId, RequestId)> = self
             .server_pending
             .iter()
-            .map(|(s, id, _)| (s.clone(), id.clone()))
+            .map(|(s, id, _, _)| (s.clone(), id.clone()))
             .collect();
         for (session, id) in pending {
             self.server_respond_to(&session, &id);
@@ -413,7 +420,7 @@ impl<S: Servers> World<S> {
     /// The server application answers request `id` (of the first session
     /// that has it pending).
     pub fn server_respond(&mut self, id: &RequestId) {
-        let Some(pos) = self.server_pending.iter().position(|(_, r, _)| r == id) else {
+        let Some(pos) = self.server_pending.iter().position(|(_, r, _, _)| r == id) else {
             return;
         };
         self.server_respond_at(pos);
@@ -424,7 +431,7 @@ impl<S: Servers> World<S> {
         let Some(pos) = self
             .server_pending
             .iter()
-            .position(|(s, r, _)| s == session && r == id)
+            .position(|(s, r, _, _)| s == session && r == id)
         else {
             return false;
         };
@@ -440,18 +447,18 @@ impl<S: Servers> World<S> {
         let Some(pos) = self
             .server_pending
             .iter()
-            .position(|(_, r, m)| r == id && &**m == "tools/call")
+            .position(|(_, r, m, _)| r == id && &**m == "tools/call")
         else {
             return false;
         };
-        let (sid, id, _) = self.server_pending.remove(pos);
+        let (sid, id, _, origin) = self.server_pending.remove(pos);
         let result = serde_json::json!({"resultType": "input_required", "requestState": "sim"});
-        self.answer(sid, id, RawJson::from(result));
+        self.answer(sid, id, origin, RawJson::from(result));
         true
     }
 
     fn server_respond_at(&mut self, pos: usize) {
-        let (sid, id, method) = self.server_pending.remove(pos);
+        let (sid, id, method, origin) = self.server_pending.remove(pos);
         let result = SIM_RESULTS.with(|r| {
             if &*method == "initialize" {
                 r.initialize.clone()
@@ -459,18 +466,24 @@ impl<S: Servers> World<S> {
                 r.call.clone()
             }
         });
-        self.answer(sid, id, result);
+        self.answer(sid, id, origin, result);
     }
 
-    fn answer(&mut self, sid: SessionId, id: RequestId, result: RawJson) {
+    /// The application answers request `id` of `sid`, which arrived on
+    /// server exchange `origin` (when known: I1 judges where it is written).
+    fn answer(&mut self, sid: SessionId, id: RequestId, origin: Option<HttpId>, result: RawJson) {
         let now = self.now;
         let at = self.server.holder(&sid, &id);
         if let Some(s) = self.server.session_mut(at, &sid) {
+            // Named only when the answer is written now, somewhere: the
+            // monitor keeps the origin until that write.
+            let origin = origin.filter(|_| s.request_exchange(&id).is_some());
             if let Ok(key) = s.respond(&id, Ok(result), now) {
                 self.observe(&Observation::Sent {
                     session: sid.to_string(),
                     key,
                     cause: Cause::Request(id),
+                    origin,
                 });
             }
         }
@@ -534,6 +547,7 @@ impl<S: Servers> World<S> {
                 session: sid.to_string(),
                 key,
                 cause,
+                origin: None,
             });
         }
         self.pump();
@@ -673,6 +687,7 @@ impl<S: Servers> World<S> {
             session: sid.to_string(),
             key,
             cause,
+            origin: None,
         });
         self.pump();
         Some(id)
@@ -706,7 +721,7 @@ impl<S: Servers> World<S> {
         if let Some(s) = self.server.session_mut(at, sid) {
             s.close(now);
         }
-        self.server_pending.retain(|(s, _, _)| s != sid);
+        self.server_pending.retain(|(s, _, _, _)| s != sid);
         self.pump();
     }
 
@@ -811,7 +826,12 @@ impl<S: Servers> World<S> {
         let mut observe = |o: &Observation| record(log, monitor, o);
         progressed |= server.drain(now, &mut observe, &mut |server, out, _| match out {
             ServerOutput::Event(sid, ServerEvent::Request { id, method, .. }) => {
-                queue_request(server_pending, config.naming, (sid, id, method.into()));
+                let origin = server.request_exchange(&sid, &id);
+                queue_request(
+                    server_pending,
+                    config.naming,
+                    (sid, id, method.into(), origin),
+                );
             }
             ServerOutput::Event(..) => {}
             ServerOutput::Transmit(t) => {
@@ -854,7 +874,7 @@ impl<S: Servers> World<S> {
         let Some(link) = self.links.get(&ch).cloned() else {
             return false;
         };
-        if link.client_gone {
+        if link.client_gone || self.waits_for_a_connection(ch) {
             return false;
         }
         let Some((head, body)) = &link.request else {
@@ -1104,12 +1124,30 @@ impl<S: Servers> World<S> {
                 continue;
             }
             if link.request.is_some() {
-                out.push((*ch, true));
+                if !self.waits_for_a_connection(*ch) {
+                    out.push((*ch, true));
+                }
             } else if !link.to_client.is_empty() {
                 out.push((*ch, false));
             }
         }
         out
+    }
+
+    /// Whether exchange `ch`'s request waits in its client's connection
+    /// pool (`ClientConfig::connections_max`): a pool grants connections in
+    /// the order they are asked for and each is held until the client's
+    /// core is done with its exchange, so the exchanges on the wire are the
+    /// `connections_max` oldest the core still has open, and the rest wait.
+    /// A function of the core's own state: nothing is kept for it.
+    pub fn waits_for_a_connection(&self, ch: HttpId) -> bool {
+        let Some(n) = self.config.client.connections_max else {
+            return false;
+        };
+        let local = <World>::local(ch);
+        self.clients
+            .get(<World>::owner(ch))
+            .is_some_and(|core| core.exchanges().take_while(|h| *h < local).count() >= n)
     }
 
     /// Delivers everything in flight, oldest exchange first, until nothing moves
@@ -1369,11 +1407,7 @@ fn abandon<S: Servers>(
 /// order. By exchange, only the order of the `tools/call`s is kept (a server
 /// step acts on the oldest call); the rest, which are answered in any order,
 /// go sorted after them, so the order in which they arrived names nothing.
-fn queue_request(
-    pending: &mut Vec<(SessionId, RequestId, Arc<str>)>,
-    naming: Naming,
-    request: (SessionId, RequestId, Arc<str>),
-) {
+fn queue_request(pending: &mut Vec<PendingRequest>, naming: Naming, request: PendingRequest) {
     if naming == Naming::Arrival {
         pending.push(request);
         return;

@@ -79,6 +79,7 @@ impl Cx<'_> {
                 session: self.session.to_string(),
                 key,
                 cause,
+                origin: None,
             });
         }
     }

@@ -67,6 +67,14 @@ pub struct ClientConfig {
     /// calls go out without them (a server refuses those with -32020 until
     /// the tools are listed again).
     pub tool_headers_bytes_max: usize,
+    /// Connections the transport keeps to the server at once, its pool
+    /// (`None`: as many as asked). An HTTP/1.1 client carries one exchange
+    /// per connection, and one a pool has no room for waits for a free
+    /// one: the core never lets its standalone GET, which a server holds
+    /// open, take the last ([`BackgroundGet::On`](crate::policy::BackgroundGet::On)).
+    /// Tell it what the transport's pool is (HttpClient's
+    /// `MaxConnectionsPerServer`, reqwest's per-host limit).
+    pub connections_max: Option<usize>,
 }
 
 /// Who answers the server's requests.
@@ -101,6 +109,7 @@ impl Default for ClientConfig {
             relisten_failures_max: 3,
             input_rounds_max: 10,
             tool_headers_bytes_max: 256 << 10,
+            connections_max: None,
         }
     }
 }

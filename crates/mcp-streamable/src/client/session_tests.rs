@@ -798,3 +798,41 @@ fn ts_sdk_1_32_loses_its_place_after_an_empty_resumption() {
     let (from, failed, pending) = run(ClientPolicy::TS_SDK_1_32, false);
     assert!(from.is_empty() && !failed && pending, "TS: left pending");
 }
+
+/// The standalone GET never takes the pool's last free connection
+/// (`ClientConfig::connections_max`): on one connection there is none; on
+/// two it waits for the `notifications/initialized` POST to be done, then
+/// takes one and leaves one for requests. csharp-sdk #1637's client
+/// (`CSHARP_1637`) opens it beside that POST whatever the pool.
+#[test]
+fn the_standalone_get_leaves_the_pools_last_connection_to_requests() {
+    let gets = |after: &[Sent]| after.iter().filter(|s| s.body.is_null()).count();
+    let pool = |n| move |c: &mut ClientConfig| c.connections_max = n;
+    let (_, after) = legacy_with(pool(None), ClientPolicy::FIXED);
+    assert_eq!(gets(&after), 1, "no pool: the GET beside the POST");
+    let (_, after) = legacy_with(pool(Some(1)), ClientPolicy::CSHARP_1637);
+    assert_eq!(
+        gets(&after),
+        1,
+        "csharp-sdk #1637: the GET whatever the pool"
+    );
+    for n in [1, 2] {
+        let (mut c, after) = legacy_with(pool(Some(n)), ClientPolicy::FIXED);
+        assert_eq!(
+            gets(&after),
+            0,
+            "pool of {n}: not beside the initialized POST"
+        );
+        let notified = &after[0];
+        assert_eq!(
+            notified.body["method"], "notifications/initialized",
+            "{:?}",
+            notified.body
+        );
+        let accepted = ResponseHead::from_wire(202, [("content-length", "0")]);
+        c.handle_response_head(notified.http, accepted, NOW);
+        c.handle_http_closed(notified.http, NOW);
+        let later = sent(&mut c);
+        assert_eq!(gets(&later), n - 1, "pool of {n}, the POST done");
+    }
+}

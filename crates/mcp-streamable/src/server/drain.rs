@@ -114,6 +114,7 @@ impl ServerEndpoint {
                 session: session.to_string(),
                 key: *key,
                 cause: cause.clone(),
+                origin: None,
             });
         }
         sent.len()

@@ -16,7 +16,7 @@ use crate::headers;
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, MsgKey, SessionId};
 use crate::jsonrpc::{self, Body, ErrorObject, Message, RawJson, METHOD_NOT_FOUND};
-use crate::policy::{ResumeLookup, ServerPolicy, SessionErrorStatus};
+use crate::policy::{ResumeLookup, ServerPolicy, SessionErrorStatus, StatelessRequests};
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::principal::{Caller, Principal};
 use crate::release::Release;
@@ -130,6 +130,9 @@ pub struct ServerEndpoint {
     sessions: BTreeMap<SessionId, Shared<ServerSession>>,
     /// How many of `sessions` are modern requests' own.
     stateless: usize,
+    /// The one session every modern request shares
+    /// ([`StatelessRequests::SharedTransport`]; `None` under FIXED).
+    shared_stateless: Option<SessionId>,
     /// Who may open a session and who is evicted for room. It follows from
     /// the sessions' own state (kept in step by `settle`; the one exception,
     /// the order in which half-open sessions opened, decides only who is
@@ -191,6 +194,7 @@ impl ServerEndpoint {
             ids,
             sessions: BTreeMap::new(),
             stateless: 0,
+            shared_stateless: None,
             // Shared with every endpoint until one admits a session itself
             // (copy on write): a shell's one-session endpoints admit into
             // its shared table and never allocate their own.
@@ -448,7 +452,7 @@ impl ServerEndpoint {
         };
         if let Some(s) = self.sessions.get_mut(&sid) {
             s.handle_http_closed(http, now);
-            if s.version().is_modern() {
+            if s.version().is_modern() && self.shared_stateless.as_ref() != Some(&sid) {
                 // Its one exchange is over: answered, or closed by the
                 // client, which in this era cancels the request.
                 s.close(now);
@@ -704,6 +708,9 @@ impl ServerEndpoint {
         if s.version().is_modern() {
             self.stateless -= 1;
         }
+        if self.shared_stateless.as_ref() == Some(id) {
+            self.shared_stateless = None;
+        }
         self.routes.retain(|_, s| s != id);
         true
     }
@@ -924,12 +931,26 @@ impl ServerEndpoint {
             self.push(http, TransmitKind::End(EndReason::Complete));
             return Ok(());
         }
+        let is_listen =
+            matches!(&message, Message::Request { method, .. } if method == "subscriptions/listen");
+        if let Some(id) = self.shared_stateless.clone().filter(|_| !is_listen) {
+            let Some(s) = self.sessions.get_mut(&id) else {
+                return Err(RequestError::Overloaded);
+            };
+            let outcome = s.handle_post(http, Body::Single(message), now);
+            *session = Some(id);
+            return outcome;
+        }
         if self.stateless >= self.config.stateless_requests_max {
             return Err(RequestError::Overloaded);
         }
         let id = self.fresh_session_id();
         let mut s = ServerSession::stateless(id.clone(), &self.config.session, self.policy)
             .with_principal(caller.principal.clone());
+        if self.policy.stateless_requests == StatelessRequests::SharedTransport && !is_listen {
+            // Every later modern request goes into this one, whoever sends it.
+            self.shared_stateless = Some(id.clone());
+        }
         let outcome = match message {
             Message::Request {
                 id: rid,

@@ -137,6 +137,9 @@ pub(super) struct Background {
     retry_ms: Option<u64>,
     failures: u32,
     disabled: bool,
+    /// Not opened for want of a spare connection in the pool
+    /// (`ClientConfig::connections_max`): opened when one is freed.
+    deferred: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -638,6 +641,7 @@ impl ClientSession {
                 purpose: purpose_of(ex.role),
                 kind: ClientTransmitKind::Abort,
             });
+            self.connection_freed();
         }
     }
 
@@ -873,7 +877,7 @@ impl ClientSession {
         &mut self,
         session_id: Option<SessionId>,
         version: ProtocolVersion,
-        now: Instant,
+        _now: Instant,
     ) {
         self.session_id = session_id;
         self.version = Some(version);
@@ -882,8 +886,8 @@ impl ClientSession {
             Role::Notify,
             &Message::notification("notifications/initialized", None),
         );
-        if self.policy.background_get == BackgroundGet::On {
-            self.open_background(now);
+        if self.policy.background_get != BackgroundGet::Off {
+            self.open_background();
         }
     }
 

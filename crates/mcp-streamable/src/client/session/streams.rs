@@ -8,6 +8,7 @@ use crate::client::{ClientError, ClientTimer};
 use crate::head::{Content, Method, RequestHead};
 use crate::headers;
 use crate::ids::HttpId;
+use crate::policy::BackgroundGet;
 use crate::time::Instant;
 use std::time::Duration;
 
@@ -29,6 +30,7 @@ impl ClientSession {
             }
             Role::Notify | Role::Delete => {}
         }
+        self.connection_freed();
     }
 
     /// Fires the timers due at `now`.
@@ -37,7 +39,7 @@ impl ClientSession {
             match timer {
                 ClientTimer::Deadline(n) => self.give_up(n, ClientError::Timeout, true, now),
                 ClientTimer::Resume(n) => self.resume(n, now),
-                ClientTimer::Background => self.open_background(now),
+                ClientTimer::Background => self.open_background(),
                 ClientTimer::Reader(r) => self.reopen_reader(r),
                 ClientTimer::Relisten(l) => self.relisten(crate::client::ListenId(l), now),
             }
@@ -145,16 +147,34 @@ impl ClientSession {
         head
     }
 
-    /// Opens (or reopens) the standalone background GET.
-    pub(super) fn open_background(&mut self, _now: Instant) {
+    /// Opens (or reopens) the standalone background GET, unless it would
+    /// take the pool's last free connection (`BackgroundGet::On`): then
+    /// once one is freed.
+    pub(super) fn open_background(&mut self) {
         if self.background.disabled || self.background.http.is_some() || self.phase != Phase::Ready
         {
+            return;
+        }
+        let spare = self
+            .config
+            .connections_max
+            .is_none_or(|n| self.exchanges.len() + 1 < n);
+        self.background.deferred = !spare && self.policy.background_get == BackgroundGet::On;
+        if self.background.deferred {
             return;
         }
         let last = self.background.last_id.clone();
         let head = self.get_head(last.as_deref());
         let http = self.open(Role::Background, head, Vec::new());
         self.background.http = Some(http);
+    }
+
+    /// An exchange is over: a background GET deferred for want of a
+    /// connection may take the one freed.
+    pub(super) fn connection_freed(&mut self) {
+        if self.background.deferred {
+            self.open_background();
+        }
     }
 
     fn background_ended(&mut self, http: HttpId, ex: &super::Exchange, now: Instant) {

@@ -568,7 +568,8 @@ impl ServerSession {
                 if method == "initialize" && self.phase != Phase::New {
                     return Err(RequestError::BadInitialize);
                 }
-                if self.in_flight.contains_key(id) || new_ids.iter().any(|(n, _)| n == id) {
+                let in_flight = self.in_flight.contains_key(id) && !self.overwrites_ids();
+                if in_flight || new_ids.iter().any(|(n, _)| n == id) {
                     return Err(RequestError::DuplicateRequestId(id.clone()));
                 }
                 new_ids.push((id.clone(), m.approx_len()));
@@ -977,6 +978,14 @@ impl ServerSession {
     /// Whether the client's request `id` is being served here.
     pub fn is_serving(&self, id: &RequestId) -> bool {
         self.in_flight.contains_key(id)
+    }
+
+    /// The exchange now carrying the stream of client request `id`, if it
+    /// is being served and its stream is attached: the exchange a harness
+    /// names as the one its answer is for ([`crate::observe::Observation::Sent`]).
+    pub fn request_exchange(&self, id: &RequestId) -> Option<HttpId> {
+        let stream = self.in_flight.get(id)?.stream;
+        self.streams.get(&stream)?.attached
     }
 
     /// Whether a standalone GET of this session is attached here: where an

@@ -27,6 +27,9 @@
 //! for polling before then leaves the client a stream without an event.
 //! java-sdk 2.0.x ([`StreamlessUnrelated::Drop`]) buffers nothing for a
 //! standalone GET not open yet: what it sends meanwhile is dropped.
+//! The TypeScript SDK before 1.26.0 on one shared transport
+//! ([`StatelessRequests::SharedTransport`]) keys its requests by id alone:
+//! a second request under an id in flight takes the first one's place.
 //!
 //! [`SessionQueue::SharedCompeting`]: crate::policy::SessionQueue::SharedCompeting
 //! [`DetachedResponse::NextGet`]: crate::policy::DetachedResponse::NextGet
@@ -37,13 +40,14 @@
 //! [`RelatedRequests::OnStandaloneGet`]: crate::policy::RelatedRequests::OnStandaloneGet
 //! [`RequestWriter::Lazy`]: crate::policy::RequestWriter::Lazy
 //! [`StreamlessUnrelated::Drop`]: crate::policy::StreamlessUnrelated::Drop
+//! [`StatelessRequests::SharedTransport`]: crate::policy::StatelessRequests::SharedTransport
 
 use super::{Exchange, Phase, ResponseMode, Role, ServerSession};
 use crate::error::RequestError;
 use crate::ids::{EventId, HttpId, MsgKey, StreamId};
 use crate::policy::{
     DetachedResponse, GetRegistration, JsonAnswer, RelatedRequests, RequestWriter, ServerPolicy,
-    SessionQueue, StandaloneAttach, StandaloneResume, StreamlessUnrelated,
+    SessionQueue, StandaloneAttach, StandaloneResume, StatelessRequests, StreamlessUnrelated,
 };
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::server::event_ids::{EventIdCodec, Priming, COMMON};
@@ -84,6 +88,9 @@ pub(super) struct PresetState {
     /// ([`RequestWriter::Lazy`]): the stream, and its priming event, minted
     /// (it has its id in the stream) but not on the wire.
     unstarted: BTreeMap<HttpId, (StreamId, Option<TransmitKind>)>,
+    /// Whether a request under an id in flight takes the earlier one's
+    /// place instead of being refused ([`StatelessRequests::SharedTransport`]).
+    overwrite_ids: bool,
 }
 
 impl PresetState {
@@ -98,10 +105,12 @@ impl PresetState {
         let next_get = policy.detached_response != DetachedResponse::BufferForResume;
         let late_wiring = policy.get_registration == GetRegistration::AfterHead;
         let lazy_writer = policy.request_writer == RequestWriter::Lazy;
-        (competing || next_get || late_wiring || lazy_writer).then(|| {
+        let overwrite_ids = policy.stateless_requests == StatelessRequests::SharedTransport;
+        (competing || next_get || late_wiring || lazy_writer || overwrite_ids).then(|| {
             Box::new(PresetState {
                 competing,
                 capacity: capacity.unwrap_or(0),
+                overwrite_ids,
                 ..PresetState::default()
             })
         })
@@ -117,6 +126,13 @@ impl ServerSession {
     /// Whether messages go through mcp-go's one competing queue.
     pub(super) fn competing(&self) -> bool {
         self.preset.as_ref().is_some_and(|p| p.competing)
+    }
+
+    /// Whether a request under an id already in flight takes the earlier
+    /// one's place (the earlier exchange then waits for ever) instead of
+    /// being refused with [`RequestError::DuplicateRequestId`].
+    pub(super) fn overwrites_ids(&self) -> bool {
+        self.preset.as_ref().is_some_and(|p| p.overwrite_ids)
     }
 
     /// Whether exchange `http` has a live listener task.
@@ -411,6 +427,7 @@ impl ServerSession {
             **p = PresetState {
                 competing: p.competing,
                 capacity: p.capacity,
+                overwrite_ids: p.overwrite_ids,
                 ..PresetState::default()
             };
         }

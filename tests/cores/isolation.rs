@@ -141,3 +141,60 @@ fn two_clients_given_one_session_is_i1() {
     });
     assert!(ids(&w).contains(&"I1"), "{:#?}", w.monitor.violations());
 }
+
+/// CVE-2026-25536 on the endpoint itself: two 2026-07-28 calls under one
+/// request id from two callers, the application answering the first. FIXED
+/// serves each in a session of its own and writes the answer on the first
+/// caller's exchange; the TypeScript SDK's one shared stateless transport
+/// (`TS_SDK_1_25_SHARED`) takes both into one session, the second in the
+/// first one's place, and writes the first one's answer on the second
+/// caller's exchange.
+#[test]
+fn a_shared_stateless_transport_answers_the_first_caller_on_the_seconds_exchange() {
+    use mcp_streamable::head::RequestHead;
+    use mcp_streamable::id_source::IdSource;
+    use mcp_streamable::ids::RequestId;
+    use mcp_streamable::policy::ServerPolicy;
+    use mcp_streamable::server::{EndpointConfig, ServerEndpoint};
+    use mcp_streamable::Instant;
+    let body = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let head = RequestHead::post(None, None)
+        .with("mcp-protocol-version", "2026-07-28")
+        .with("mcp-method", "tools/call")
+        .with("mcp-name", "echo");
+    for (policy, shared) in [
+        (ServerPolicy::FIXED, false),
+        (ServerPolicy::TS_SDK_1_25_SHARED, true),
+    ] {
+        let mut ep =
+            ServerEndpoint::with_ids(EndpointConfig::default(), policy, IdSource::reproducible(7));
+        let now = Instant::ZERO;
+        let a = ep.handle_request(&head, body, now);
+        let b = ep.handle_request(&head, body, now);
+        assert!(a.outcome.is_ok() && b.outcome.is_ok(), "{a:?} {b:?}");
+        let (sa, sb) = (a.session.unwrap(), b.session.unwrap());
+        assert_eq!(sa == sb, shared, "one session for both callers");
+        while ep.poll_transmit().is_some() {}
+        while ep.poll_event().is_some() {}
+        let id = RequestId::Num(2);
+        ep.session_mut(&sa)
+            .unwrap()
+            .respond(&id, Ok(RawJson::empty_object()), now)
+            .expect("the first caller's request is being served");
+        let mut answered_on = Vec::new();
+        while let Some(t) = ep.poll_transmit() {
+            let m = match &t.kind {
+                TransmitKind::Json(m) => Some(m.clone()),
+                TransmitKind::Event {
+                    message: Some(o), ..
+                } => Some(o.message.clone()),
+                _ => None,
+            };
+            if matches!(m, Some(Message::Response { .. })) {
+                answered_on.push(t.http);
+            }
+        }
+        let expected = if shared { b.http } else { a.http };
+        assert_eq!(answered_on, [expected], "{policy:?}");
+    }
+}

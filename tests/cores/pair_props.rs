@@ -5,9 +5,7 @@
 //! client preset is caught against the server that exposes it, with the shrunk
 //! case printed.
 
-mod common;
-
-use common::{pick, runner};
+use crate::common::{pick, runner};
 
 use mcp_streamable::client::ClientEvent;
 use mcp_streamable::ids::{HttpId, RequestId};
@@ -102,7 +100,7 @@ impl Run {
         self.p
             .server_pending
             .iter()
-            .map(|(_, id, _)| id.clone())
+            .map(|(_, id, _, _)| id.clone())
             .collect()
     }
 

@@ -4,9 +4,9 @@
 //! handled, a handler that feeds the core is drained in the same call, the
 //! core is quiet afterwards, and a quiet core reports nothing.
 
-mod common;
+use crate::common;
 
-use common::Harness;
+use crate::common::Harness;
 use mcp_streamable::client::{
     ClientConfig, ClientEvent, ClientOutput, ClientSession, ClientTransmitKind,
 };

@@ -1,10 +1,5 @@
 //! Every file of `models/` is checked: each expectation's verdict must come out.
 
-/// The allocator of the `mcp-streamable` binary: the checker clones and frees
-/// millions of states across threads (see docs/performance.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use mcp_streamable_check::{run, CheckModel, Scenario, Verdict};
 use std::path::Path;
 

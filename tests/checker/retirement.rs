@@ -2,12 +2,7 @@
 //! checker's reduction): its end states meet, and what its part would have
 //! raised at the end of the run is still raised.
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-mod check_support;
-
-use check_support::bundled;
+use crate::check_support::bundled;
 use mcp_streamable_check::sim::Clocks;
 use mcp_streamable_check::{CheckModel, ClientStep, NotifyReach, ServerStep, State};
 use std::collections::{BTreeSet, HashSet, VecDeque};

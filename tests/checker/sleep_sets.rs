@@ -4,12 +4,7 @@
 //! they keep every state, verdict and counterexample length while the
 //! search takes fewer steps.
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-mod check_support;
-
-use check_support::{agrees, all_enabled, apart_models, bundled, explored};
+use crate::check_support::{agrees, all_enabled, apart_models, bundled, explored, par_map};
 use mcp_streamable_check::{run_search, Action, CheckModel, Limits, Search};
 use std::collections::{HashSet, VecDeque};
 
@@ -93,13 +88,11 @@ fn check_left_out(m: &CheckModel, max: usize) -> LeftOut {
 
 #[test]
 fn every_step_left_out_is_made_by_an_explored_path() {
+    let models: Vec<CheckModel> = bundled().iter().flat_map(apart_models).collect();
     let mut left = LeftOut::default();
-    for s in bundled() {
-        for m in apart_models(&s) {
-            let l = check_left_out(&m, 20_000);
-            left.ticks += l.ticks;
-            left.idles += l.idles;
-        }
+    for l in par_map(&models, |m| check_left_out(m, 20_000)) {
+        left.ticks += l.ticks;
+        left.idles += l.idles;
     }
     println!("{left:?}");
     // Both kinds act on the bundled models (a test that checked nothing
@@ -132,34 +125,34 @@ fn states_and_steps(m: &CheckModel) -> (usize, usize) {
 
 #[test]
 fn sleep_sets_keep_every_state_verdict_and_counterexample_length() {
-    let (mut compared, mut fewer) = (0, 0);
-    let (mut steps_on, mut steps_off) = (0, 0);
-    for s in bundled() {
-        // lifecycle is the biggest: `check --no-reduction` against `check`
-        // compares it by hand (docs/reduction.md).
-        if s.name == "lifecycle" {
-            continue;
-        }
-        for on in apart_models(&s) {
-            let off = on.clone().with_sleep_sets(false);
-            let name = label(&on);
-            let search = |m: &CheckModel| run_search(m, Limits::new(2), Search::Bfs, |_| {});
-            let (found_on, found_off) = (search(&on), search(&off));
-            assert!(found_on.exhaustive() && found_off.exhaustive(), "{name}");
-            agrees(&name, &found_on, &found_off);
-            let ((states, on_steps), (off_states, off_steps)) =
-                (states_and_steps(&on), states_and_steps(&off));
-            assert_eq!(states, off_states, "{name}: the states reached");
-            assert!(
-                on_steps <= off_steps,
-                "{name}: {on_steps} steps, {off_steps} without"
-            );
-            fewer += usize::from(on_steps < off_steps);
-            steps_on += on_steps;
-            steps_off += off_steps;
-            compared += 1;
-        }
-    }
+    // lifecycle is the biggest: `check --no-reduction` against `check`
+    // compares it by hand (docs/reduction.md).
+    let models: Vec<CheckModel> = bundled()
+        .iter()
+        .filter(|s| s.name != "lifecycle")
+        .flat_map(apart_models)
+        .collect();
+    // Each search on one thread: the models themselves share the cores.
+    let steps = par_map(&models, |on| {
+        let off = on.clone().with_sleep_sets(false);
+        let name = label(on);
+        let search = |m: &CheckModel| run_search(m, Limits::new(1), Search::Bfs, |_| {});
+        let (found_on, found_off) = (search(on), search(&off));
+        assert!(found_on.exhaustive() && found_off.exhaustive(), "{name}");
+        agrees(&name, &found_on, &found_off);
+        let ((states, on_steps), (off_states, off_steps)) =
+            (states_and_steps(on), states_and_steps(&off));
+        assert_eq!(states, off_states, "{name}: the states reached");
+        assert!(
+            on_steps <= off_steps,
+            "{name}: {on_steps} steps, {off_steps} without"
+        );
+        (on_steps, off_steps)
+    });
+    let compared = steps.len();
+    let fewer = steps.iter().filter(|(on, off)| on < off).count();
+    let steps_on: usize = steps.iter().map(|s| s.0).sum();
+    let steps_off: usize = steps.iter().map(|s| s.1).sum();
     println!("{compared} compared, {fewer} with fewer steps: {steps_on} against {steps_off}");
     assert!(compared >= 30, "{compared}");
     assert!(fewer >= 5, "only {fewer} models took fewer steps");

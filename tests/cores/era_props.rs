@@ -7,9 +7,7 @@
 //! and no request hangs. `GO_SDK_1_7`'s client, which never notices its
 //! listen ended, is caught (M4) with the shrunk case printed.
 
-mod common;
-
-use common::{pick, runner};
+use crate::common::{pick, runner};
 
 use mcp_streamable::client::{ClientEra, ClientEvent};
 use mcp_streamable::ids::{HttpId, RequestId};
@@ -110,7 +108,7 @@ impl Run {
 
     fn server_ids(&self) -> Vec<RequestId> {
         let pending = &self.p.server_pending;
-        pending.iter().map(|(_, id, _)| id.clone()).collect()
+        pending.iter().map(|(_, id, _, _)| id.clone()).collect()
     }
 
     fn apply(&mut self, op: &Op) {

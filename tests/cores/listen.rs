@@ -250,7 +250,7 @@ fn listen_needs_the_modern_era_and_is_bounded() {
 
 #[test]
 fn unlisten_while_waiting_to_listen_again_is_over_for_the_monitor_too() {
-    // Found by tests/era_props.rs: the stream broke, the re-listen waited,
+    // Found by tests/cores/era_props.rs: the stream broke, the re-listen waited,
     // the application stopped the listen; a change then is no stale list.
     let mut w = world(Relisten::AndRelist);
     let l = w.listen_on(0).unwrap();

@@ -11,9 +11,7 @@ use mcp_streamable::server::{Admission, Cause, EndpointConfig, UnreadBody};
 use mcp_streamable::version::ProtocolVersion;
 use mcp_streamable_hyper::everything::Counting;
 
-mod common;
-
-use common::driver::{sse_events, DriverHarness as Harness};
+use crate::common::driver::{sse_events, DriverHarness as Harness};
 
 impl Harness {
     fn post(&mut self, session: Option<&SessionId>, body: &str) -> HttpId {

@@ -45,9 +45,9 @@ impl Answer {
     }
 }
 
-mod common;
+use crate::common;
 
-use common::driver::{sse_events, DriverHarness as Harness};
+use crate::common::driver::{sse_events, DriverHarness as Harness};
 
 impl Harness {
     /// A modern POST with the standard headers (`name`: `Mcp-Name`).

@@ -1,9 +1,9 @@
 //! The server endpoint's status codes and the FIXED session's flows, each
 //! watched by the monitor (which must stay silent).
 
-mod common;
+use crate::common;
 
-use common::Harness;
+use crate::common::Harness;
 use mcp_streamable::headers;
 use mcp_streamable::ids::RequestId;
 use mcp_streamable::jsonrpc::Message;

@@ -1,9 +1,9 @@
 //! Each preset's signature behaviour, reproduced on the core and caught by the
 //! monitor; FIXED in the same scenario stays clean.
 
-mod common;
+use crate::common;
 
-use common::Harness;
+use crate::common::Harness;
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{Cause, Content, EndReason};
 

@@ -3,9 +3,9 @@
 //! step of random runs with large messages, and the monitor stays silent
 //! (trimming loses replay depth, never order, never a duplicate).
 
-mod common;
+use crate::common;
 
-use common::{pick, Harness};
+use crate::common::{pick, Harness};
 use mcp_streamable::jsonrpc::{Message, RawJson};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{Cause, EndpointConfig, ServerEvent};

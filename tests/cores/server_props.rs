@@ -3,9 +3,7 @@
 //! FIXED must never be caught; each buggy preset must be caught, and the test
 //! prints the shrunk operation sequence that shows it.
 
-mod common;
-
-use common::{pick, runner, Harness, Scheduled};
+use crate::common::{pick, runner, Harness, Scheduled};
 use mcp_streamable::ids::{HttpId, SessionId};
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::server::{Cause, RequestHead};

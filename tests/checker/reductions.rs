@@ -4,12 +4,7 @@
 //! states and, where clients are interchangeable, far fewer; naming by
 //! exchange folds the orders in which requests arrive.
 
-mod check_support;
-
-use check_support::{bundled, verdict};
-
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use crate::check_support::{bundled, par_map, verdict};
 
 use mcp_streamable_check::sim::Naming;
 use mcp_streamable_check::{run_search, Action, CheckModel, Limits, Outcome, Search};
@@ -27,8 +22,9 @@ struct Baseline {
     outcome: Outcome,
 }
 
+/// Breadth first on one thread: the models share the cores (`par_map`).
 fn search(m: &CheckModel) -> Outcome {
-    let out = run_search(m, Limits::new(2), Search::Bfs, |_| {});
+    let out = run_search(m, Limits::new(1), Search::Bfs, |_| {});
     assert!(out.exhaustive());
     out
 }
@@ -36,51 +32,55 @@ fn search(m: &CheckModel) -> Outcome {
 fn baselines() -> &'static [Baseline] {
     static RUNS: OnceLock<Vec<Baseline>> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let mut runs = Vec::new();
+        // lifecycle is the biggest one-client model (756,756 states by
+        // arrival), and the two models with a hijacking client fork
+        // four exchanges at once (millions of states by arrival);
+        // `check --arrival-naming` cross-checks them by hand
+        // (docs/reduction.md).
+        let by_hand = [
+            "lifecycle",
+            "session_hijack",
+            "resume_from_another_sessions_event",
+        ];
+        let mut pairs = Vec::new();
         for s in bundled() {
-            // lifecycle is the biggest one-client model (756,756 states by
-            // arrival), and the two models with a hijacking client fork
-            // four exchanges at once (millions of states by arrival);
-            // `check --arrival-naming` cross-checks them by hand
-            // (docs/reduction.md).
-            let by_hand = [
-                "lifecycle",
-                "session_hijack",
-                "resume_from_another_sessions_event",
-            ];
             if by_hand.contains(&s.name.as_str()) {
                 continue;
             }
             for e in &s.expect {
                 let m = CheckModel::for_expectation(&s, e).expect("presets");
-                // k interchangeable clients fold at most k! states into one,
-                // and nearly that many when few states are symmetric to themselves.
-                let orbit: usize = m
-                    .symmetry
-                    .groups()
-                    .iter()
-                    .map(|g| (1..=g.len()).product::<usize>())
-                    .product();
-                let model = m.with_symmetry(true).with_naming(Naming::Arrival);
-                runs.push(Baseline {
-                    label: format!("{} {} x {}", s.name, e.server, e.client),
-                    interchangeable: orbit > 1,
-                    orbit,
-                    outcome: search(&model),
-                    model,
-                });
+                pairs.push((format!("{} {} x {}", s.name, e.server, e.client), m));
             }
         }
-        runs
+        par_map(&pairs, |(label, m)| {
+            // k interchangeable clients fold at most k! states into one,
+            // and nearly that many when few states are symmetric to themselves.
+            let orbit: usize = m
+                .symmetry
+                .groups()
+                .iter()
+                .map(|g| (1..=g.len()).product::<usize>())
+                .product();
+            let model = m.clone().with_symmetry(true).with_naming(Naming::Arrival);
+            Baseline {
+                label: label.clone(),
+                interchangeable: orbit > 1,
+                orbit,
+                outcome: search(&model),
+                model,
+            }
+        })
     })
 }
 
 #[test]
 fn symmetry_on_and_off_agree_on_every_bundled_model() {
     let (mut compared, mut reduced) = (0, 0);
-    for b in baselines() {
+    let offs = par_map(baselines(), |b| {
+        search(&b.model.clone().with_symmetry(false))
+    });
+    for (b, off) in baselines().iter().zip(offs) {
         let (label, on) = (&b.label, &b.outcome);
-        let off = search(&b.model.clone().with_symmetry(false));
         assert_eq!(
             verdict(on),
             verdict(&off),
@@ -111,9 +111,11 @@ fn symmetry_on_and_off_agree_on_every_bundled_model() {
 #[test]
 fn naming_by_exchange_and_by_arrival_agree_on_every_bundled_model() {
     let (mut compared, mut folded) = (0, 0);
-    for b in baselines() {
+    let exchanges = par_map(baselines(), |b| {
+        search(&b.model.clone().with_naming(Naming::ByExchange))
+    });
+    for (b, by_exchange) in baselines().iter().zip(exchanges) {
         let (label, arrival) = (&b.label, &b.outcome);
-        let by_exchange = search(&b.model.clone().with_naming(Naming::ByExchange));
         assert_eq!(
             verdict(arrival),
             verdict(&by_exchange),

@@ -12,10 +12,7 @@
 //! `RANDOM_MODELS_STEPS` the longest client script (4) and
 //! `RANDOM_MODELS_DROPS` the most drops (1).
 
-mod check_support;
-
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use crate::check_support;
 
 use mcp_streamable::client::ClientEra;
 use mcp_streamable_check::scenario::{Bounds, Settings};
