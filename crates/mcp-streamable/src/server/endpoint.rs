@@ -933,10 +933,9 @@ impl ServerEndpoint {
         }
         let is_listen =
             matches!(&message, Message::Request { method, .. } if method == "subscriptions/listen");
-        if let Some(id) = self.shared_stateless.clone().filter(|_| !is_listen) {
-            let Some(s) = self.sessions.get_mut(&id) else {
-                return Err(RequestError::Overloaded);
-            };
+        let shared = self.shared_stateless.as_ref().filter(|_| !is_listen);
+        if let Some((id, s)) = shared.and_then(|id| Some((id.clone(), self.sessions.get_mut(id)?)))
+        {
             let outcome = s.handle_post(http, Body::Single(message), now);
             *session = Some(id);
             return outcome;
