@@ -5,9 +5,13 @@
 #   @modelcontextprotocol/conformance@0.1.16
 #   @modelcontextprotocol/conformance@0.2.0-alpha.12 (its 2026-07-28 requirement set), in conformance-alpha/
 #   @modelcontextprotocol/sdk@1.32.2 (+ express, zod) for the TypeScript peers
+#   @modelcontextprotocol/sdk@1.25.3 and 1.26.0 (+ express, zod) in ts125/, ts126/: one stateless
+#     transport reused across requests, before and after CVE-2026-25536's fix
 #   @modelcontextprotocol/client@2.4.0 (the TS SDK 2.x client: legacy, auto, pinned 2026-07-28), in ts2/
 #   @modelcontextprotocol/server@2.4.0 (the TS SDK 2.x server, both eras on one endpoint), in ts2/
 #   Python mcp==2.3.0 in a venv for the Python peers
+#   Python mcp==1.27.1 and 1.27.2 in py1271/, py1272/: sessions answering any principal
+#     (CVE-2026-52869), and bound to the principal that opened them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS="${PEERS_DIR:-$PWD/.peers}"
@@ -36,6 +40,15 @@ if [ ! -d "$PEERS/ts/node_modules/@modelcontextprotocol/sdk" ]; then
         && npm i --no-audit --no-fund @modelcontextprotocol/sdk@1.32.2 express@5 zod@3 >/dev/null)
 fi
 
+for v in 1.25.3 1.26.0; do
+    dir="$PEERS/ts$(echo "$v" | cut -d. -f1,2 | tr -d .)"
+    if [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ]; then
+        mkdir -p "$dir"
+        (cd "$dir" && npm init -y >/dev/null && npm pkg set type=module >/dev/null \
+            && npm i --no-audit --no-fund "@modelcontextprotocol/sdk@$v" express@5 zod@3 >/dev/null)
+    fi
+done
+
 if [ ! -d "$PEERS/ts2/node_modules/@modelcontextprotocol/client" ]; then
     mkdir -p "$PEERS/ts2"
     (cd "$PEERS/ts2" && npm init -y >/dev/null && npm pkg set type=module >/dev/null \
@@ -49,4 +62,11 @@ if [ "${SKIP_PYTHON:-}" != 1 ] && [ ! -x "$PEERS/py/bin/python" ]; then
     python3 -m venv "$PEERS/py"
     "$PEERS/py/bin/pip" install -q mcp==2.3.0 uvicorn
 fi
+for v in 1.27.1 1.27.2; do
+    dir="$PEERS/py$(echo "$v" | tr -d .)"
+    if [ "${SKIP_PYTHON:-}" != 1 ] && [ ! -x "$dir/bin/python" ]; then
+        python3 -m venv "$dir"
+        "$dir/bin/pip" install -q "mcp==$v" uvicorn
+    fi
+done
 echo "peers installed in $PEERS"

@@ -5,6 +5,8 @@
 #   the conformance client scenarios initialize, tools_call, sse-retry with `call`,
 #   the alpha's non-OAuth 2026-07-28 client scenarios (but SEP-2243's custom headers) with `call`,
 #   our client and `probe` against the TS and Python SDK servers,
+#   `probe` against one stateless TS transport reused across requests (1.25.3, 1.26.0)
+#   and against Python mcp 1.27.1 and 1.27.2 with two principals' bearer tokens,
 #   rmcp 3.9's client in its initialize, discover and auto modes;
 #   the TS SDK 2.x client in its legacy, auto and pinned 2026-07-28 modes;
 #   examples/blocking_client.rs against each SDK server,
@@ -242,6 +244,39 @@ for peer in "ts $((PORT + 1)) B10,F1,R42" "python $((PORT + 2)) B10" "ts2 $((POR
     [ "$got" = "$3" ] || { echo "expected $3; $1 server log:"; tail -20 "$LOG/$1-server.log"; status=1; }
 done
 kill $TS_SERVER $PY_SERVER $TS2_SERVER 2>/dev/null || true
+
+# The prober against one stateless TS SDK transport reused across requests
+# (scripts/peers/ts-stateless-shared.mjs): below 1.26.0 two callers under one id
+# get each other's progress and answer (CVE-2026-25536), which the prober must find
+# unaided as I1; 1.26.0 refuses the reuse (every request after the first is a 500),
+# so I1 has nothing to judge. Both refuse the discover probe as no 2025 server should (F1).
+# Then the Python SDK with bearer tokens (scripts/peers/py-auth-server.py), probed as
+# alice with bob as the intruder: mcp 1.27.1 serves bob in alice's session
+# (CVE-2026-52869: I2), 1.27.2 does not; B10, F1 and R36 are FastMCP 1.27's own.
+for peer in "ts125 $((PORT + 10)) F1,I1" "ts126 $((PORT + 11)) F1" "py1271 $((PORT + 12)) B10,F1,I2,R36" "py1272 $((PORT + 13)) B10,F1,R36"; do
+    set -- $peer
+    echo "== probe against the $1 SDK server"
+    case $1 in
+        ts*) cp scripts/peers/ts-stateless-shared.mjs "$PEERS/$1/"
+             (cd "$PEERS/$1" && exec "$NODE" ts-stateless-shared.mjs "$2") > "$LOG/$1-server.log" 2>&1 &
+             who=() ;;
+        py*) "$PEERS/$1/bin/python" scripts/peers/py-auth-server.py "$2" > "$LOG/$1-server.log" 2>&1 &
+             who=(--bearer token-a --intruder-bearer token-b) ;;
+    esac
+    PEER=$!
+    for _ in $(seq 100); do answers "$2" && break; sleep 0.1; done
+    timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "${who[@]}" "http://127.0.0.1:$2/mcp" > "$LOG/probe-$1.json" || true
+    kill "$PEER" 2>/dev/null || true
+    got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-$1.json" 2>/dev/null || echo "unreadable")
+    echo "violations: $got"
+    [ "$got" = "$3" ] || { echo "expected $3; $1 server log:"; tail -20 "$LOG/$1-server.log"; status=1; }
+done
+    timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$2/mcp" > "$LOG/probe-$1.json" || true
+    kill "$SHARED" 2>/dev/null || true
+    got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-$1.json" 2>/dev/null || echo "unreadable")
+    echo "violations: $got"
+    [ "$got" = "$3" ] || { echo "expected $3; $1 server log:"; tail -20 "$LOG/$1-server.log"; status=1; }
+done
 
 # The prober against rmcp 3.9.0 on its own LocalSessionManager (examples/rmcp_server.rs
 # --session-manager local, rmcp built from crates.io): it must find on its own what

@@ -29,6 +29,12 @@ const NOTIFY: [&str; 4] = [
     r#"{"delay_ms":100}"#,
 ];
 
+/// Two principals' tokens for `serve`, and the prober's credentials: its
+/// own and the intruder's (I2).
+const TOKEN_A: [&str; 2] = ["--auth-token", "token-a=alice"];
+const TOKEN_B: [&str; 2] = ["--auth-token", "token-b=bob"];
+const WHO: [&str; 4] = ["--bearer", "token-a", "--intruder-bearer", "token-b"];
+
 /// Runs the prober; its exit code and the rules by verdict.
 fn probe(url: &str, extra: &[&str]) -> (Option<i32>, BTreeSet<String>, BTreeSet<String>, String) {
     let out = bin()
@@ -52,18 +58,94 @@ fn probe(url: &str, extra: &[&str]) -> (Option<i32>, BTreeSet<String>, BTreeSet<
 
 #[test]
 fn fixed_holds_every_rule_it_can_test() {
-    let s = serve("FIXED", &["--registration-notice"]);
-    let (code, violated, held, text) = probe(&s.url, &NOTIFY);
+    // Two principals: every rule runs authenticated, and I2 can be tested.
+    let s = serve(
+        "FIXED",
+        &[&["--registration-notice"][..], &TOKEN_A, &TOKEN_B].concat(),
+    );
+    let args = [&NOTIFY[..], &WHO[..]].concat();
+    let (code, violated, held, text) = probe(&s.url, &args);
     assert_eq!(code, Some(0), "{text}");
     assert!(violated.is_empty(), "{violated:?}\n{text}");
     for rule in [
-        "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B9", "B10", "I1", "B1",
-        "R18", "B4", "B2", "B3", "B8", // The 2026-07-28 era, on the same endpoint.
+        "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B9", "B10", "I1", "I2",
+        "B1", "R18", "B4", "B2", "B3", "B8", // The 2026-07-28 era, on the same endpoint.
         "D1", "H1", "H2", "H3", "H4", "H5", "H6", "V1", "U1", "G1", "M1", "M2", "M3", "J1",
     ] {
         assert!(held.contains(rule), "{rule} not shown to hold\n{text}");
     }
     assert!(!text.contains("could_not_test"), "{text}");
+    let one_id = finding(&text, "I1", "2026-07-28 callers under one request id");
+    assert_eq!(one_id["verdict"], "holds", "{text}");
+    let sessionless = finding(&text, "I1", "sessionless callers under one request id");
+    assert_eq!(
+        sessionless["verdict"], "not_applicable",
+        "FIXED mints sessions\n{text}"
+    );
+}
+
+fn findings(text: &str) -> Vec<Value> {
+    let v: Value = serde_json::from_str(text).unwrap();
+    v.as_array().unwrap().clone()
+}
+
+/// The one finding of `rule` whose `what` contains `what`.
+fn finding(text: &str, rule: &str, what: &str) -> Value {
+    let findings = findings(text);
+    let mut hits = findings
+        .iter()
+        .filter(|f| f["rule"] == rule && f["what"].as_str().unwrap().contains(what));
+    let hit = hits
+        .next()
+        .unwrap_or_else(|| panic!("no {rule} {what:?}\n{text}"));
+    assert!(hits.next().is_none(), "two {rule} {what:?}\n{text}");
+    hit.clone()
+}
+
+#[test]
+fn a_shared_stateless_transport_answers_one_caller_on_the_others_exchange() {
+    let s = serve("TS_SDK_1_25_SHARED", &[]);
+    let (code, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert_eq!(code, Some(1), "I1 is a MUST: {text}");
+    let one_id = finding(&text, "I1", "2026-07-28 callers under one request id");
+    assert_eq!(one_id["verdict"], "violates", "{text}");
+    let evidence = one_id["evidence"].as_str().unwrap();
+    assert!(evidence.contains("carried A's"), "{evidence}");
+    assert_eq!(
+        violated,
+        BTreeSet::from(["I1".to_owned()]),
+        "the session era is FIXED's\n{text}"
+    );
+}
+
+/// `serve` with two principals' tokens, probed as the first with the
+/// second as the intruder; the I2 finding.
+fn probe_two_principals(preset: &str) -> (Value, String) {
+    let s = serve(preset, &[TOKEN_A, TOKEN_B].concat());
+    let (_, _, _, text) = probe(&s.url, &WHO);
+    (finding(&text, "I2", "another principal's session"), text)
+}
+
+#[test]
+fn a_session_bound_to_its_principal_refuses_another() {
+    let (i2, text) = probe_two_principals("FIXED");
+    assert_eq!(i2["verdict"], "holds", "{text}");
+    let evidence = i2["evidence"].as_str().unwrap();
+    assert!(evidence.contains("the owner is still served"), "{evidence}");
+    let (_, _, _, text) = probe(&serve("FIXED", &[]).url, &[]);
+    let i2 = finding(&text, "I2", "another principal's session");
+    assert_eq!(i2["verdict"], "could_not_test", "one credential: {text}");
+}
+
+#[test]
+fn python_1_27_1_serves_another_principal_in_the_session() {
+    let (i2, text) = probe_two_principals("PYTHON_1_27_1");
+    assert_eq!(i2["verdict"], "violates", "{text}");
+    let evidence = i2["evidence"].as_str().unwrap();
+    assert!(
+        evidence.contains("its tools/list was answered"),
+        "{evidence}"
+    );
 }
 
 #[test]
@@ -120,9 +202,17 @@ fn rmcp_3_0_beta_answers_a_call_with_its_progress() {
         BTreeSet::from(["J1".to_owned()]),
         "only the framing differs from FIXED\n{text}"
     );
+    // I2 needs two principals; the overlapping calls' I1 gets progress
+    // for answers, the bug J1 shows, so it cannot judge them.
+    let untested: Vec<String> = findings(&text)
+        .into_iter()
+        .filter(|f| f["verdict"] == "could_not_test" && f["rule"] != "I2")
+        .filter(|f| !f["what"].as_str().unwrap().contains("under one request id"))
+        .map(|f| f["rule"].as_str().unwrap().to_owned())
+        .collect();
     assert!(
-        !text.contains("could_not_test"),
-        "a listen is no JSON answer\n{text}"
+        untested.is_empty(),
+        "a listen is no JSON answer: {untested:?}\n{text}"
     );
 }
 

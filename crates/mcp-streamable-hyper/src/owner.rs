@@ -344,13 +344,26 @@ impl<A: App> Owner<A> {
             return;
         }
         // A modern request's own session is nobody's to name: not routed to,
-        // not counted by admission.
-        let Some(sid) = self.driver.endpoint().named_session_ids().next().cloned() else {
+        // not counted by admission; but the one a shared transport keeps
+        // (a preset's) is where every stateless request goes.
+        let endpoint = self.driver.endpoint();
+        let stateless = endpoint.shared_stateless_session().cloned();
+        let Some(sid) = endpoint
+            .named_session_ids()
+            .next()
+            .cloned()
+            .or(stateless.clone())
+        else {
             return;
         };
         if let Some(shared) = self.shared() {
             if let Ok(mut t) = shared.table.write() {
                 t.insert(sid.clone(), Slot::running(self.inbox.clone()));
+            }
+            if stateless.as_ref() == Some(&sid) {
+                if let Ok(mut s) = shared.stateless_shared.lock() {
+                    *s = Some(sid.clone());
+                }
             }
         }
         self.registered = Some(sid);
@@ -361,6 +374,11 @@ impl<A: App> Owner<A> {
             return;
         };
         if let Some(sid) = self.registered.take() {
+            if let Ok(mut s) = shared.stateless_shared.lock() {
+                if s.as_ref() == Some(&sid) {
+                    *s = None;
+                }
+            }
             if let Ok(mut t) = shared.table.write() {
                 t.remove(&sid);
                 if let Ok(mut a) = shared.admission.lock() {

@@ -43,7 +43,7 @@ use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::principal::Principal;
 use mcp_streamable::server::wire::{WireHead, Write};
 use mcp_streamable::server::{upload_len, Upload, Uploads};
-use mcp_streamable::server::{Admission, EndpointConfig, UnreadBody};
+use mcp_streamable::server::{Admission, EndpointConfig, ServerEndpoint, UnreadBody};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -363,6 +363,12 @@ pub(super) struct Shared<A: App> {
     pub(super) broadcasts: broadcast::Sender<Arc<Broadcast>>,
     /// Request bodies being read, counted by session.
     pub(super) reading: Reading,
+    /// The session every stateless request joins under a preset that shares
+    /// one transport ([`ServerEndpoint::shared_stateless_session`]), once an
+    /// owner holds it; always `None` under FIXED.
+    ///
+    /// [`ServerEndpoint::shared_stateless_session`]: mcp_streamable::server::ServerEndpoint::shared_stateless_session
+    pub(super) stateless_shared: Mutex<Option<SessionId>>,
 }
 
 /// A request body the shell can read: hyper's `Incoming`, axum's `Body`,
@@ -581,6 +587,7 @@ impl Server {
             shutdown: shutdown_rx,
             live: live.clone(),
             reading: Reading::default(),
+            stateless_shared: Mutex::new(None),
         });
         let handle = ServerHandle {
             addr: None,
@@ -867,9 +874,22 @@ async fn serve_one<A: App, B: RequestBody>(
         Err(refused) => return Ok(refused),
     };
     let (reply, rx) = oneshot::channel();
-    let sid = head
+    let named = head
         .header(headers::MCP_SESSION_ID)
         .and_then(|s| s.parse::<SessionId>().ok());
+    let sid = named.or_else(|| {
+        let joins = body.as_ref().is_ok_and(|body| {
+            ServerEndpoint::joins_shared_stateless(
+                &shared.endpoint,
+                shared.options.policy,
+                &head,
+                body,
+            )
+        });
+        joins
+            .then(|| shared.stateless_shared.lock().ok()?.clone())
+            .flatten()
+    });
     let mut request = Box::new(RequestForOwner {
         head,
         body,

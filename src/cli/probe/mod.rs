@@ -7,13 +7,16 @@
 //!
 //! The prober makes the server notify only through a tool the user names
 //! (`--notify-tool`); without one, the rules that need a notification are
-//! "could not test". Rule ids: `R*` are the spec's (docs/spec), `A*`/`B*`/`C*`/`I*`
+//! "could not test"; the session-binding rule (I2) needs two principals'
+//! credentials (`--bearer`, `--intruder-bearer`). Rule ids: `R*` are the spec's (docs/spec), `A*`/`B*`/`C*`/`I*`
 //! the race invariants (docs/properties.md), `D*`/`F*`/`H*`/`V*`/`U*`/`G*`
 //! and `M*` the 2026-07-28 era's (`modern.rs`; `M*` as in docs/properties.md).
 
 mod before_get;
 mod isolation;
 mod modern;
+mod one_id;
+mod principals;
 mod questions;
 mod race_a;
 mod race_b;
@@ -52,6 +55,14 @@ pub struct ProbeArgs {
     /// elicitation). Default: `test_elicitation` if the server lists it.
     #[arg(long)]
     ask_tool: Option<String>,
+    /// A bearer token every request carries: the principal the probe's
+    /// sessions are opened by, on a server that requires one.
+    #[arg(long, value_name = "TOKEN")]
+    bearer: Option<String>,
+    /// A second principal's bearer token, for I2: requests naming a session
+    /// of `--bearer`'s principal are sent with it, and must be refused.
+    #[arg(long, value_name = "TOKEN", requires = "bearer")]
+    intruder_bearer: Option<String>,
 }
 
 /// A rule's verdict.
@@ -98,6 +109,8 @@ pub struct Probe {
     notify: Option<(String, Value)>,
     poll_tool: Option<String>,
     ask_tool: Option<String>,
+    /// The `Authorization` of a second principal (`--intruder-bearer`).
+    intruder: Option<String>,
     next_id: Cell<u64>,
     findings: Vec<Finding>,
 }
@@ -225,23 +238,13 @@ impl Probe {
 
     /// The tool names the server lists.
     async fn tools(&mut self, sid: &str) -> Vec<String> {
-        let Some((id, o)) = self
+        match self
             .request(Some(sid), "tools/list", json!({}), QUICK)
             .await
-        else {
-            return Vec::new();
-        };
-        o.messages()
-            .iter()
-            .filter(|m| wire::is_response_to(m, id))
-            .filter_map(|m| {
-                m.pointer("/result/tools")
-                    .and_then(Value::as_array)
-                    .cloned()
-            })
-            .flatten()
-            .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
-            .collect()
+        {
+            Some((id, o)) => one_id::tool_names(&o, id),
+            None => Vec::new(),
+        }
     }
 
     async fn delete(&self, sid: &str) {
@@ -274,10 +277,12 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
                 authority,
                 path,
                 failure: Default::default(),
+                authorization: args.bearer.as_ref().map(|t| format!("Bearer {t}")),
             },
             notify: args.notify_tool.map(|n| (n, notify_args)),
             poll_tool: args.poll_tool,
             ask_tool: args.ask_tool,
+            intruder: args.intruder_bearer.map(|t| format!("Bearer {t}")),
             next_id: Cell::new(1),
             findings: Vec::new(),
         };
@@ -287,6 +292,8 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         race_c::run(&mut p).await;
         race_b::run(&mut p).await;
         isolation::run(&mut p).await;
+        one_id::sessionless(&mut p).await;
+        principals::run(&mut p).await;
         questions::run(&mut p).await;
         modern::run(&mut p).await;
         Ok::<_, String>(p.findings)

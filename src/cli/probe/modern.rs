@@ -26,12 +26,14 @@
 //! - J1: a call whose tool reports progress (`test_tool_with_progress`, the
 //!   conformance suite's) gets its result: in an SSE answer after the
 //!   progress, never a JSON body that is the progress (rmcp #980).
+//! - I1 (`one_id.rs`): two callers' calls under one id at once each get
+//!   only their own progress and answer (CVE-2026-25536).
 //! - M2: a listen's first message is its acknowledgement, naming it.
 //! - M3: a change broadcast after the acknowledgement reaches the listen
 //!   once, named (needs `--notify-tool`).
 
 use super::wire::{describe, is_response_to, Open};
-use super::{Probe, Verdict, NOTIFY_WAIT, QUICK};
+use super::{one_id, Probe, Verdict, NOTIFY_WAIT, QUICK};
 use mcp_streamable::headers;
 use mcp_streamable::server::modern::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID,
@@ -235,6 +237,7 @@ pub async fn run(p: &mut Probe) {
         .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
         .collect();
     progress_rule(p, &listed).await;
+    one_id_rule(p, &listed).await;
     headers_rules(p).await;
     param_headers_rule(p, &listing).await;
     versions_and_methods(p).await;
@@ -271,6 +274,38 @@ async fn progress_rule(p: &mut Probe, listed: &[String]) {
     let answered = answer_to(&o, id).is_some_and(|m| m.get("result").is_some());
     let evidence = format!("tools/call {PROGRESS_TOOL}: {}", o.summary());
     p.add("J1", true, J1_WHAT, Verdict::of(answered), evidence);
+}
+
+/// I1 for 2026-07-28 requests: two callers' overlapping calls under one
+/// id (`one_id.rs`).
+async fn one_id_rule(p: &mut Probe, listed: &[String]) {
+    let what = one_id::MODERN_WHAT;
+    let Some((tool, args_a, args_b)) = one_id::slow_tool(listed) else {
+        p.add(
+            "I1",
+            true,
+            what,
+            Verdict::CouldNotTest,
+            one_id::no_slow_tool(),
+        );
+        return;
+    };
+    let id = p.id();
+    let caller = |args: Value, token: String| {
+        let call = Call {
+            method: "tools/call",
+            name: Some(tool),
+            params: one_id::call_params(tool, args, &token),
+        };
+        one_id::Caller {
+            headers: modern_headers(&call, MODERN),
+            body: one_id::body(id, &call.params(MODERN)),
+            token,
+        }
+    };
+    let a = caller(args_a, format!("i1-a-{id}"));
+    let b = caller(args_b, format!("i1-b-{id}"));
+    one_id::judge_overlap(p, what, id, a, b).await;
 }
 
 /// F1, for a server that did not answer the probe as a modern server would.

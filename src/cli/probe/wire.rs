@@ -108,6 +108,29 @@ impl Open {
         }
     }
 
+    /// An ended SSE answer carrying `messages`, for the rules' unit tests.
+    #[cfg(test)]
+    pub fn canned(status: u16, messages: &[Value]) -> Open {
+        let (_tx, rx) = mpsc::channel(1);
+        let idle = || tokio::spawn(async {});
+        let mut o = Open::new(
+            status,
+            headers::MIME_SSE.to_owned(),
+            None,
+            rx,
+            [idle(), idle()],
+        );
+        for m in messages {
+            o.take(Chunk::Item(SseItem::Message {
+                id: None,
+                event: None,
+                data: m.to_string(),
+            }));
+        }
+        o.ended = true;
+        o
+    }
+
     /// Takes in one chunk; whether anything kept changed (past the bounds
     /// nothing does, so a condition already false stays false).
     fn take(&mut self, c: Chunk) -> bool {
@@ -287,6 +310,9 @@ pub struct Target {
     pub path: String,
     /// Why the last request got no answer ([`Target::no_answer`]).
     pub failure: std::sync::Mutex<Option<String>>,
+    /// The `Authorization` every request carries unless it names its own
+    /// (`probe --bearer`): the principal the probe's sessions belong to.
+    pub authorization: Option<String>,
 }
 
 impl Target {
@@ -334,6 +360,12 @@ impl Target {
             .header(headers::HOST, self.authority.as_str());
         for (n, v) in headers {
             b = b.header(n.as_str(), v.as_str());
+        }
+        let own = headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(headers::AUTHORIZATION));
+        if let (Some(a), false) = (&self.authorization, own) {
+            b = b.header(headers::AUTHORIZATION, a.as_str());
         }
         let req = b.body(Full::new(Bytes::from(body.to_owned()))).ok()?;
         let resp = match tokio::time::timeout(HEAD_TIMEOUT, sender.send_request(req)).await {
@@ -543,6 +575,7 @@ mod tests {
             authority: "x".into(),
             path: "/mcp".into(),
             failure: Default::default(),
+            authorization: None,
         };
         assert_eq!(t.no_answer(), "no answer");
         let _: Option<()> = t.failed("connect timed out");

@@ -273,6 +273,34 @@ impl ServerEndpoint {
             .map(|(id, _)| id)
     }
 
+    /// The one session every stateless request joins under
+    /// [`StatelessRequests::SharedTransport`] (the TS SDK's transport reused
+    /// across requests, CVE-2026-25536), once the first one made it; `None`
+    /// under FIXED. A shell that gives each session an endpoint of its own
+    /// sends the requests [`joins_shared_stateless`](Self::joins_shared_stateless)
+    /// picks to the endpoint holding it.
+    pub fn shared_stateless_session(&self) -> Option<&SessionId> {
+        self.shared_stateless.as_ref()
+    }
+
+    /// Whether a request naming no session goes into the shared stateless
+    /// session: under [`StatelessRequests::SharedTransport`], every
+    /// 2026-07-28 POST but a listen, as [`handle_request`](Self::handle_request)
+    /// decides it. Always `false` under FIXED.
+    pub fn joins_shared_stateless(
+        config: &EndpointConfig,
+        policy: ServerPolicy,
+        head: &RequestHead,
+        body: &[u8],
+    ) -> bool {
+        policy.stateless_requests == StatelessRequests::SharedTransport
+            && config.modern_era
+            && head.method == Method::Post
+            && head.header(headers::MCP_METHOD) != Some("subscriptions/listen")
+            && request::protocol_version_of(head, body)
+                .is_ok_and(|version| modern::is_modern(version, body))
+    }
+
     /// The session an exchange belongs to.
     pub fn route(&self, http: HttpId) -> Option<&SessionId> {
         self.routes.get(&http)
