@@ -265,6 +265,9 @@ impl Diagram {
                         format!("app: ({id}) needs input, round {round}")
                     }
                     ClientEvent::ServerRequest { method, .. } => format!("app: asked {method}"),
+                    ClientEvent::ServerRequestCancelled { id, .. } => {
+                        format!("app: ({id}) withdrawn by the server")
+                    }
                     ClientEvent::Notification { method, .. } => format!("app: {method}"),
                     ClientEvent::SessionLost => "app: session lost".into(),
                     ClientEvent::BackgroundDisabled => "app: no background GET".into(),

@@ -235,6 +235,7 @@ impl CheckModel {
         c.server.session.retry_ms = st.retry_ms;
         c.server.session.events_max = st.events_max;
         c.server.session.outbound_timeout_ms = st.outbound_timeout_ms;
+        c.server.session.first_request_number = st.first_request_number;
         c.server.session.response_mode = st.response_mode;
         c.client.request_timeout_ms = st.request_timeout_ms;
         c.client.connections_max = st.connections_max;

@@ -16,6 +16,12 @@ pub enum ClientStep {
     Notify,
     /// Cancel the oldest request still pending.
     Cancel,
+    /// The application answers the oldest request of the server it holds
+    /// (`ClientSession::asked`: asked, not answered, not withdrawn by the
+    /// server); enabled once it holds one. For an application that answers
+    /// later than it is asked: with `settings.clients_answer` false,
+    /// nothing else answers.
+    Answer,
     /// DELETE the session.
     Close,
     /// Listen for tool list changes (`subscriptions/listen`, 2026-07-28;
@@ -144,6 +150,15 @@ pub struct Settings {
     /// (`ClientConfig::connections_max`, which the client is told too).
     #[serde(default)]
     pub connections_max: Option<usize>,
+    /// The number of the server's first request to a client in a session
+    /// (1, the default; 0 as most SDKs number theirs:
+    /// `SessionConfig::first_request_number`).
+    #[serde(default = "default_first_request")]
+    pub first_request_number: i64,
+}
+
+fn default_first_request() -> i64 {
+    1
 }
 
 fn default_outbound_timeout() -> Option<u64> {
@@ -192,6 +207,7 @@ impl Default for Settings {
             outbound_timeout_ms: default_outbound_timeout(),
             response_mode: mcp_streamable::server::ResponseMode::Sse,
             connections_max: None,
+            first_request_number: default_first_request(),
         }
     }
 }

@@ -5,6 +5,7 @@
 use super::scenario::ClientStep;
 use crate::sim::{Servers, World};
 use mcp_streamable::ids::{RequestId, SessionId};
+use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable::server::SessionConfig;
 
 /// Whether client `c` of `w` can run `step` now.
@@ -14,6 +15,7 @@ pub(crate) fn client_step_enabled<S: Servers>(w: &World<S>, c: usize, step: Clie
         ClientStep::Initialize => client.can_initialize(),
         ClientStep::Call | ClientStep::Notify => client.is_ready(),
         ClientStep::Cancel => client.pending().next().is_some(),
+        ClientStep::Answer => client.asked().next().is_some(),
         ClientStep::Close => true,
         ClientStep::Listen => client.is_ready() && client.is_modern(),
         ClientStep::Hijack => w.victim_of(c).is_some(),
@@ -43,6 +45,11 @@ pub(crate) fn run_client_step<S: Servers>(
         ClientStep::Cancel => {
             let id = w.clients[c].pending().next()?;
             let _ = w.clients[c].cancel(&id, now);
+            w.pump();
+        }
+        ClientStep::Answer => {
+            let id = w.clients[c].asked().next()?.clone();
+            let _ = w.clients[c].respond(id, Ok(RawJson::empty_object()), now);
             w.pump();
         }
         ClientStep::Close => {

@@ -12,6 +12,21 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use std::fmt;
 
+/// The notification that withdraws a request (`basic/utilities/cancellation.mdx`).
+pub const CANCELLED: &str = "notifications/cancelled";
+
+/// The request a `notifications/cancelled` names (its `requestId`), with
+/// its `reason` if it gives one.
+pub fn cancelled_request(params: Option<&RawJson>) -> Option<(RequestId, Option<String>)> {
+    let params = params?.to_value();
+    let id = serde_json::from_value(params.get("requestId")?.clone()).ok()?;
+    let reason = params
+        .get("reason")
+        .and_then(|r| r.as_str())
+        .map(str::to_owned);
+    Some((id, reason))
+}
+
 /// Parse error: the body is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
 /// The JSON is not a valid JSON-RPC message.

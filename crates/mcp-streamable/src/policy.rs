@@ -1112,6 +1112,38 @@ impl ResumeCursor {
     }
 }
 
+/// Which of the server's `notifications/cancelled` the client obeys: the
+/// request it names, handed to the application and not yet answered, is
+/// withdrawn from it ([`ClientEvent::ServerRequestCancelled`]) and never
+/// answered (`basic/utilities/cancellation.mdx`: the receiver SHOULD stop
+/// processing and not send a response).
+///
+/// [`ClientEvent::ServerRequestCancelled`]: crate::client::ClientEvent::ServerRequestCancelled
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerCancels {
+    /// Every one, whatever the id.
+    #[default]
+    Obeyed,
+    /// Every one but a cancellation of request id `0`, which reads as "no
+    /// id" and is ignored: the application's handler runs on and answers a
+    /// request the server withdrew. The TypeScript SDK before 2.1.0
+    /// (typescript-sdk #2654, "Treat request id `0` as a real id":
+    /// `Protocol`'s truthiness checks on `requestId`), where `0` is the
+    /// first id of every peer, so the first request the server sends.
+    IdZeroIgnored,
+}
+
+impl ServerCancels {
+    /// Whether a cancellation naming `id` is obeyed.
+    pub fn obeys(self, id: &crate::ids::RequestId) -> bool {
+        match self {
+            Self::Obeyed => true,
+            Self::IdZeroIgnored => *id != crate::ids::RequestId::Num(0),
+        }
+    }
+}
+
 /// What the client does with a request whose stream ended without the
 /// response and with nothing to resume from (no event id), or whose
 /// resumptions are exhausted.
@@ -1164,6 +1196,8 @@ pub struct ClientPolicy {
     pub resume_cursor: ResumeCursor,
     /// See [`LostStream`].
     pub lost_stream: LostStream,
+    /// See [`ServerCancels`].
+    pub server_cancels: ServerCancels,
 }
 
 impl ClientPolicy {
@@ -1181,6 +1215,7 @@ impl ClientPolicy {
         json_without_response: JsonWithoutResponse::Fail,
         resume_cursor: ResumeCursor::Stream,
         lost_stream: LostStream::Fail,
+        server_cancels: ServerCancels::Obeyed,
     };
 
     /// Whether this policy has scheduling points the driver must choose.
@@ -1288,6 +1323,16 @@ impl ClientPolicy {
         ..ClientPolicy::TS_SDK_1_32
     };
 
+    /// The TypeScript SDK 2.0.x client (`@modelcontextprotocol/client`
+    /// before 2.1.0, typescript-sdk #2654): a server's cancellation of its
+    /// request `0` is ignored ([`ServerCancels::IdZeroIgnored`]), so the
+    /// application answers a request the server withdrew (C6). Its
+    /// transport is 2.4.0's ([`ClientPolicy::TS_SDK_2_4`]).
+    pub const TS_SDK_2_0: ClientPolicy = ClientPolicy {
+        server_cancels: ServerCancels::IdZeroIgnored,
+        ..ClientPolicy::TS_SDK_2_4
+    };
+
     /// The Python SDK client (`mcp` 2.3.0, `client/streamable_http.py`),
     /// as `probe-client` found it: a resumption that ends cleanly without
     /// the response starts the attempt count anew
@@ -1378,6 +1423,10 @@ impl ClientPolicy {
             NamedClientPolicy {
                 name: "TS_SDK_2_4",
                 policy: ClientPolicy::TS_SDK_2_4,
+            },
+            NamedClientPolicy {
+                name: "TS_SDK_2_0",
+                policy: ClientPolicy::TS_SDK_2_0,
             },
             NamedClientPolicy {
                 name: "PYTHON_2_3",

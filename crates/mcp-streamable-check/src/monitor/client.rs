@@ -7,8 +7,8 @@ use mcp_streamable::client::{ClientEvent, ClientTransmit, ClientTransmitKind, Pu
 use mcp_streamable::head::Method;
 use mcp_streamable::headers;
 use mcp_streamable::ids::{HttpId, RequestId};
-use mcp_streamable::jsonrpc::Message;
-use std::collections::BTreeMap;
+use mcp_streamable::jsonrpc::{self, Message};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One client's side of the run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -32,6 +32,11 @@ pub(super) struct ClientSide {
     /// L3: the GETs resuming each request's stream since a message of it
     /// was last read.
     resumes: BTreeMap<RequestId, u32>,
+    /// C6: the server's requests this client has read and not answered
+    /// (server-side ids), and those of them whose `notifications/cancelled`
+    /// it read after.
+    asked: BTreeSet<RequestId>,
+    withdrawn: BTreeSet<RequestId>,
 }
 
 /// What the monitor knows of one request of a client.
@@ -108,7 +113,10 @@ impl ClientSide {
         flags: &mut Vec<Flag>,
     ) {
         match &t.kind {
-            ClientTransmitKind::Send { head, .. } => {
+            ClientTransmitKind::Send { head, body } => {
+                if t.purpose == Purpose::Notify {
+                    self.on_answers(t.http, body, flags);
+                }
                 if let (Purpose::Request(r), Method::Get) = (&t.purpose, &head.method) {
                     self.resumed(r, resumes_max, t.http, flags);
                 }
@@ -167,8 +175,48 @@ impl ClientSide {
         }
     }
 
+    /// The client POSTs answers to the server's requests: C6 for one whose
+    /// cancellation it read after the request (the receiver SHOULD NOT
+    /// answer a cancelled request, `basic/utilities/cancellation.mdx`).
+    /// An answered request is forgotten: nothing is left to judge of it,
+    /// and a record would tell apart runs that differ in nothing else.
+    fn on_answers(&mut self, http: HttpId, body: &[u8], flags: &mut Vec<Flag>) {
+        if self.asked.is_empty() && self.withdrawn.is_empty() {
+            return;
+        }
+        for m in mcp_streamable::observe::body_messages(body).unwrap_or_default() {
+            let Some(id) = m.id().filter(|_| m.is_response()) else {
+                continue;
+            };
+            self.asked.remove(id);
+            if self.withdrawn.remove(id) {
+                flags.push(Flag::new(
+                    "C6",
+                    Some(http),
+                    format!("answered the server's request {id} after reading its cancellation"),
+                ));
+            }
+        }
+    }
+
     /// The client read `message` on exchange `http`.
     pub(super) fn on_received(&mut self, http: HttpId, message: &Message, flags: &mut Vec<Flag>) {
+        match message {
+            Message::Request { id, .. } => {
+                self.asked.insert(id.clone());
+            }
+            // A cancellation of a request not read yet may be ignored
+            // ("MAY ignore … if the referenced request is unknown"); one of
+            // a request read is not to be answered.
+            Message::Notification { method, params } if method == jsonrpc::CANCELLED => {
+                if let Some((id, _)) = jsonrpc::cancelled_request(params.as_ref()) {
+                    if self.asked.remove(&id) {
+                        self.withdrawn.insert(id);
+                    }
+                }
+            }
+            _ => {}
+        }
         if let Some(Some(r)) = self.open.get(&http) {
             // Progress on the request's stream: its resumptions count anew.
             self.resumes.remove(r);
@@ -435,5 +483,49 @@ mod tests {
         );
         answer(&mut side, 2, serde_json::json!({"content": []}));
         assert_eq!(ids(&side, Vec::new()), ["C2"]);
+    }
+
+    /// C6: an answer to a request of the server after reading its
+    /// cancellation; never one answered before, nor one whose cancellation
+    /// came before the request (a receiver may ignore that one).
+    #[test]
+    fn an_answer_after_the_servers_cancellation_is_c6() {
+        let read = |side: &mut ClientSide, m: serde_json::Value| {
+            let m: Message = serde_json::from_value(m).unwrap();
+            side.on_received(HttpId(1), &m, &mut Vec::new());
+        };
+        let ask = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"});
+        let cancel = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}});
+        let reply = |side: &mut ClientSide| {
+            let mut flags = Vec::new();
+            let t = ClientTransmit {
+                http: HttpId(9),
+                purpose: Purpose::Notify,
+                kind: ClientTransmitKind::Send {
+                    head: RequestHead::post(None, None),
+                    body: br#"{"jsonrpc":"2.0","id":0,"result":{}}"#.to_vec(),
+                },
+            };
+            side.on_transmit(&t, 3, &mut flags);
+            flags.iter().map(|f| f.id).collect::<Vec<_>>()
+        };
+        let mut after = ClientSide::default();
+        read(&mut after, ask.clone());
+        read(&mut after, cancel.clone());
+        assert_eq!(reply(&mut after), ["C6"]);
+
+        let mut before = ClientSide::default();
+        read(&mut before, ask.clone());
+        assert!(reply(&mut before).is_empty(), "answered in time");
+        read(&mut before, cancel.clone());
+        assert!(reply(&mut before).is_empty(), "forgotten once answered");
+
+        let mut early = ClientSide::default();
+        read(&mut early, cancel);
+        read(&mut early, ask);
+        assert!(
+            reply(&mut early).is_empty(),
+            "the cancellation named a request not read yet"
+        );
     }
 }

@@ -34,9 +34,9 @@ pub use retire::RetiredPart;
 /// Every property id the monitor can report, as `docs/properties.md` lists
 /// them: what a model may name in `invariants`, `judge` and `violates` (a
 /// name not here would judge nothing and make every run "hold").
-pub const PROPERTIES: [&str; 33] = [
+pub const PROPERTIES: [&str; 34] = [
     "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10",
-    "C1", "C2", "C3", "C4", "C5", "I1", "I2", "L1", "L2", "L3", "M1", "M2", "M3", "M4", "M5",
+    "C1", "C2", "C3", "C4", "C5", "C6", "I1", "I2", "L1", "L2", "L3", "M1", "M2", "M3", "M4", "M5",
     "R13", "R21", "R32",
 ];
 pub use mcp_streamable::observe::{body_messages, Observation};

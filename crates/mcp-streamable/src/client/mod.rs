@@ -67,6 +67,10 @@ pub struct ClientConfig {
     /// calls go out without them (a server refuses those with -32020 until
     /// the tools are listed again).
     pub tool_headers_bytes_max: usize,
+    /// Server requests handed to the application and not yet answered, at
+    /// most; one past it is answered at once with -32603 (internal error),
+    /// so a server cannot grow the client's memory without bound.
+    pub asked_max: usize,
     /// Connections the transport keeps to the server at once, its pool
     /// (`None`: as many as asked). An HTTP/1.1 client carries one exchange
     /// per connection, and one a pool has no room for waits for a free
@@ -109,6 +113,7 @@ impl Default for ClientConfig {
             relisten_failures_max: 3,
             input_rounds_max: 10,
             tool_headers_bytes_max: 256 << 10,
+            asked_max: 256,
             connections_max: None,
         }
     }
@@ -359,6 +364,15 @@ pub enum ClientEvent {
         method: String,
         /// Parameters.
         params: Option<RawJson>,
+    },
+    /// The server withdrew its request `id` (`notifications/cancelled`)
+    /// before the application answered: stop working on it; `respond`
+    /// would refuse it now, since the server expects no answer.
+    ServerRequestCancelled {
+        /// The request.
+        id: RequestId,
+        /// The server's reason, if it gave one.
+        reason: Option<String>,
     },
     /// A server notification.
     Notification {

@@ -196,6 +196,15 @@ fn notify_and_respond_post_in_the_session_era_only_and_only_when_ready() {
     let mut fresh = ClientSession::new(ClientConfig::default(), ClientPolicy::FIXED);
     refused(&mut fresh, ClientUsageError::NotReady);
     let (mut c, _) = legacy(ClientPolicy::FIXED);
+    // The server asks 7 and 8 on a call's stream: `respond` answers only
+    // what the server asked.
+    let (_, call) = streaming(&mut c, "tools/call");
+    for id in [7, 8] {
+        let ask = json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"});
+        sse(&mut c, call.http, ask);
+    }
+    assert_eq!(events(&mut c).len(), 2);
+    assert!(sent(&mut c).is_empty());
     c.notify("notifications/roots/list_changed", None, NOW)
         .unwrap();
     c.respond(RequestId::Num(7), Ok(RawJson::empty_object()), NOW)
@@ -835,4 +844,91 @@ fn the_standalone_get_leaves_the_pools_last_connection_to_requests() {
         let later = sent(&mut c);
         assert_eq!(gets(&later), n - 1, "pool of {n}, the POST done");
     }
+}
+
+/// A call whose stream carries the server's request `0` and then its
+/// cancellation: what the application hears, and whether it may answer.
+fn question_then_cancel(policy: ClientPolicy) -> (ClientSession, Vec<ClientEvent>) {
+    let (mut c, _) = legacy(policy);
+    let (_, post) = streaming(&mut c, "tools/call");
+    sse(
+        &mut c,
+        post.http,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"}),
+    );
+    let asked = events(&mut c);
+    assert!(
+        matches!(
+            &asked[..],
+            [ClientEvent::ServerRequest {
+                id: RequestId::Num(0),
+                ..
+            }]
+        ),
+        "{asked:?}"
+    );
+    assert_eq!(c.asked().collect::<Vec<_>>(), [&RequestId::Num(0)]);
+    sse(
+        &mut c,
+        post.http,
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0, "reason": "timed out"}}),
+    );
+    let heard = events(&mut c);
+    (c, heard)
+}
+
+#[test]
+fn a_request_the_server_cancels_is_withdrawn_and_never_answered() {
+    let (mut c, heard) = question_then_cancel(ClientPolicy::FIXED);
+    assert!(
+        matches!(&heard[..], [ClientEvent::ServerRequestCancelled { id: RequestId::Num(0), reason: Some(r) }] if r == "timed out"),
+        "{heard:?}"
+    );
+    assert_eq!(c.asked().count(), 0);
+    assert!(matches!(
+        c.respond(RequestId::Num(0), Ok(RawJson::empty_object()), NOW),
+        Err(ClientUsageError::UnknownRequest(_))
+    ));
+    assert!(
+        sent(&mut c).is_empty(),
+        "nothing answers a withdrawn request"
+    );
+}
+
+#[test]
+fn ts_sdk_2_0_ignores_a_cancellation_of_request_zero_and_answers_it() {
+    let (mut c, heard) = question_then_cancel(ClientPolicy::TS_SDK_2_0);
+    assert!(
+        matches!(&heard[..], [ClientEvent::Notification { method, .. }] if method == "notifications/cancelled"),
+        "passed on as a notice, not a withdrawal: {heard:?}"
+    );
+    c.respond(RequestId::Num(0), Ok(RawJson::empty_object()), NOW)
+        .unwrap();
+    let answer = sent(&mut c);
+    assert_eq!(answer.len(), 1);
+    assert_eq!(answer[0].body["id"], 0, "answered after its cancellation");
+}
+
+#[test]
+fn a_request_answered_once_cannot_be_answered_again_and_a_flood_is_refused() {
+    let (mut c, _) = legacy_with(|cfg| cfg.asked_max = 1, ClientPolicy::FIXED);
+    let (_, post) = streaming(&mut c, "tools/call");
+    for id in [7, 8] {
+        let ask = json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"});
+        sse(&mut c, post.http, ask);
+    }
+    assert_eq!(
+        events(&mut c).len(),
+        1,
+        "one held: the second past asked_max"
+    );
+    let refusal = sent(&mut c);
+    assert_eq!(refusal.len(), 1);
+    assert_eq!(refusal[0].body["id"], 8);
+    assert_eq!(refusal[0].body["error"]["code"], -32603);
+    c.respond(RequestId::Num(7), Ok(RawJson::empty_object()), NOW)
+        .unwrap();
+    assert!(c
+        .respond(RequestId::Num(7), Ok(RawJson::empty_object()), NOW)
+        .is_err());
 }

@@ -7,6 +7,7 @@
 //!                                                              close (DELETE) ─▶ Closed
 //! ```
 
+mod asked;
 mod drain;
 mod listen;
 mod modern;
@@ -185,6 +186,8 @@ pub struct ClientSession {
     rounds: BTreeMap<i64, mrtr::Rounds>,
     /// The custom headers (SEP-2243) of the tools listed in the modern era.
     tool_headers: crate::tool_headers::ToolHeaderTable,
+    /// The server's requests the application holds, unanswered.
+    asked: asked::Asked,
 }
 
 impl ClientSession {
@@ -212,6 +215,7 @@ impl ClientSession {
             strangers: 0,
             init_params: None,
             probe_repeated: false,
+            asked: asked::Asked::default(),
             listens: BTreeMap::new(),
             next_listen: 1,
             rounds: BTreeMap::new(),
@@ -250,6 +254,12 @@ impl ClientSession {
     /// `KeepRunning`), by the id the application knows them by.
     pub fn pending(&self) -> impl Iterator<Item = RequestId> + '_ {
         self.pending.values().map(|p| RequestId::Num(p.handle))
+    }
+
+    /// The server's requests the application holds: asked, not yet
+    /// answered, not withdrawn by the server; oldest id first.
+    pub fn asked(&self) -> impl Iterator<Item = &RequestId> {
+        self.asked.iter()
     }
 
     /// Exchanges the client is running.
@@ -365,6 +375,10 @@ impl ClientSession {
         self.check_ready()?;
         if self.is_modern() {
             return Err(ClientUsageError::ModernEra);
+        }
+        if !self.asked.answer(&id) {
+            // Never asked, answered already, or withdrawn by the server.
+            return Err(ClientUsageError::UnknownRequest(id));
         }
         let msg = match result {
             Ok(result) => Message::Response { id, result },
@@ -674,12 +688,35 @@ impl ClientSession {
                     self.send_post(Role::Notify, &answer);
                 }
             }
-            Message::Request { id, method, params } => self
-                .events
-                .push_back(ClientEvent::ServerRequest { id, method, params }),
-            Message::Notification { method, params } => self
-                .events
-                .push_back(ClientEvent::Notification { method, params }),
+            Message::Request { id, method, params } => {
+                if self.asked.hand_out(&id, self.config.asked_max) {
+                    self.events
+                        .push_back(ClientEvent::ServerRequest { id, method, params });
+                } else if self.check_ready().is_ok() {
+                    let error = ErrorObject::new(
+                        jsonrpc::INTERNAL_ERROR,
+                        "too many requests of the server unanswered, or this id already is",
+                    );
+                    let answer = Message::Error {
+                        id: Some(id),
+                        error,
+                    };
+                    self.send_post(Role::Notify, &answer);
+                }
+            }
+            Message::Notification { method, params } => {
+                if method == jsonrpc::CANCELLED {
+                    let withdrawn = jsonrpc::cancelled_request(params.as_ref())
+                        .filter(|(id, _)| self.asked.cancel(id, self.policy.server_cancels));
+                    if let Some((id, reason)) = withdrawn {
+                        self.events
+                            .push_back(ClientEvent::ServerRequestCancelled { id, reason });
+                        return;
+                    }
+                }
+                self.events
+                    .push_back(ClientEvent::Notification { method, params })
+            }
         }
     }
 
@@ -942,6 +979,7 @@ impl ClientSession {
         self.session_id = None;
         self.version = None;
         self.phase = Phase::Lost;
+        self.asked.clear();
         self.events.push_back(ClientEvent::SessionLost);
     }
 

@@ -1168,8 +1168,7 @@ impl ServerSession {
 
 /// The request a `notifications/cancelled` names (its `requestId`).
 pub(crate) fn cancelled_id(params: Option<&RawJson>) -> Option<RequestId> {
-    let raw = params?.to_value().get("requestId").cloned()?;
-    serde_json::from_value(raw).ok()
+    crate::jsonrpc::cancelled_request(params).map(|(id, _)| id)
 }
 
 #[cfg(test)]
