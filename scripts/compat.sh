@@ -2,7 +2,7 @@
 # The compatibility table: `mcp-streamable probe` against the official TS SDK
 # 1.32.2 (with its own example event store too), 1.25.3 and 1.26.0 (one stateless
 # transport reused across requests) and 2.4.0, Python mcp 1.27.1 and 1.27.2 with two
-# principals' bearer tokens, and Python mcp 2.3.0 servers, rmcp 3.9.0 on its own session
+# principals' bearer tokens, rmcp 2.2.0 in its stateless JSON mode, and Python mcp 2.3.0 servers, rmcp 3.9.0 on its own session
 # manager and on ours (examples/rmcp_server.rs, the same handler), and `serve`
 # under FIXED and every buggy preset, all on loopback. Writes the raw JSON to $OUT (default a
 # temporary directory) and, with --write, regenerates docs/compatibility.md.
@@ -48,7 +48,12 @@ probe "rmcp 3.9.0" $((PORT + 2)) "$RMCP" --addr "127.0.0.1:$((PORT + 2))" --sess
 cp scripts/peers/ts2-server.mjs "$PEERS/ts2/"
 probe "TypeScript SDK 2.4.0" $((PORT + 3)) bash -c "cd '$PEERS/ts2' && exec '$NODE' ts2-server.mjs $((PORT + 3))"
 probe "rmcp 3.9.0 on mcp-streamable" $((PORT + 14)) "$RMCP" --addr "127.0.0.1:$((PORT + 14))" --session-manager core
+# rmcp 2.2.0 in its stateless JSON mode (benches/peers/rmcp22-server), the last release
+# with rust-sdk #980: a call's first message, its progress, is the JSON body (J1).
+(cd benches/peers/rmcp22-server && CARGO_TARGET_DIR="$PWD/../../../target/peers" cargo build --release -q)
 # A port each: a server just stopped may still hold its own.
+p=23
+probe "rmcp 2.2.0, stateless JSON" $((PORT + p)) "$PWD/target/peers/release/rmcp22-interop-server" --addr "127.0.0.1:$((PORT + p))"
 p=18
 for v in 1.25.3 1.26.0; do
     dir="$PEERS/ts$(echo "$v" | cut -d. -f1,2 | tr -d .)"

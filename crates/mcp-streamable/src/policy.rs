@@ -651,12 +651,16 @@ impl ServerPolicy {
         ..ServerPolicy::FIXED
     };
 
-    /// rmcp 3.0.0's betas (modelcontextprotocol/rust-sdk #980; PR #990 fixed
-    /// it, #973 brought it back, PR #1005 fixed it for 3.0.0): in the
-    /// stateless JSON mode the first outbound message became the HTTP body,
-    /// so a tool that reports progress answered with the progress
-    /// notification and its result was lost ([`JsonAnswer::FirstMessage`]).
-    /// Only that framing is modelled; the rest is FIXED.
+    /// rmcp's stateless JSON mode from 0.17.0 (its `json_response` option)
+    /// through 2.2.0, the last release before 3.0.0-beta.1
+    /// (modelcontextprotocol/rust-sdk #980; PR #990 fixed it, #973 brought
+    /// it back on the direct path during 3.0's development, PR #1005 fixed
+    /// that before any beta was published): the first outbound message
+    /// became the HTTP body, so a tool that reports progress answered with
+    /// the progress notification and its result was lost
+    /// ([`JsonAnswer::FirstMessage`]). Only that framing is modelled; the
+    /// rest is FIXED. Named for the development line the thread is about;
+    /// every published 3.x release is fixed.
     pub const RMCP_3_0_BETA: ServerPolicy = ServerPolicy {
         json_answer: JsonAnswer::FirstMessage,
         ..ServerPolicy::FIXED

@@ -22,6 +22,7 @@ mod race_a;
 mod race_b;
 mod race_c;
 mod session_rules;
+mod sessionless;
 mod wire;
 
 use mcp_streamable::headers;
@@ -292,7 +293,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         race_c::run(&mut p).await;
         race_b::run(&mut p).await;
         isolation::run(&mut p).await;
-        one_id::sessionless(&mut p).await;
+        sessionless::run(&mut p).await;
         principals::run(&mut p).await;
         questions::run(&mut p).await;
         modern::run(&mut p).await;

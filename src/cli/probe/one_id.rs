@@ -17,7 +17,7 @@
 //! is the violation.
 
 use super::wire::{is_response_to, Open};
-use super::{Probe, Verdict, QUICK, VERSION};
+use super::{Probe, Verdict};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -44,36 +44,11 @@ pub fn slow_tool(listed: &[String]) -> Option<(&'static str, Value, Value)> {
         .then(|| ("test_tool_with_progress", json!({}), json!({})))
 }
 
-/// The 2025 form: a server whose `initialize` mints no session is asked
-/// twice under one id; one that mints sessions keeps callers apart by them.
-pub async fn sessionless(p: &mut Probe) {
+/// The 2025 form, on a server whose `initialize` minted no session
+/// (`sessionless.rs`) and that lists `listed`.
+pub async fn sessionless(p: &mut Probe, listed: &[String]) {
     let what = SESSIONLESS_WHAT;
-    let params = json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "mcp-streamable-probe", "version": env!("CARGO_PKG_VERSION")}});
-    let Some((id, o)) = p.request(None, "initialize", params, QUICK).await else {
-        p.add("I1", true, what, Verdict::CouldNotTest, p.t.no_answer());
-        return;
-    };
-    if let Some(s) = &o.session {
-        let why = format!("initialize minted session {s}: each caller's ids are its session's");
-        p.add("I1", true, what, Verdict::NotApplicable, why);
-        p.delete(s).await;
-        return;
-    }
-    if !o
-        .messages()
-        .iter()
-        .any(|m| is_response_to(m, id) && m.get("result").is_some())
-    {
-        let why = format!("initialize was not served: {}", o.summary());
-        p.add("I1", true, what, Verdict::NotApplicable, why);
-        return;
-    }
-    let Some((id, o)) = p.request(None, "tools/list", json!({}), QUICK).await else {
-        p.add("I1", true, what, Verdict::CouldNotTest, p.t.no_answer());
-        return;
-    };
-    let listed = tool_names(&o, id);
-    let Some((tool, args_a, args_b)) = slow_tool(&listed) else {
+    let Some((tool, args_a, args_b)) = slow_tool(listed) else {
         p.add("I1", true, what, Verdict::CouldNotTest, no_slow_tool());
         return;
     };
