@@ -243,7 +243,7 @@ impl Probe {
             .request(Some(sid), "tools/list", json!({}), QUICK)
             .await
         {
-            Some((id, o)) => one_id::tool_names(&o, id),
+            Some((id, o)) => wire::tool_names(&o, id),
             None => Vec::new(),
         }
     }

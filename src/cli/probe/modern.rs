@@ -32,7 +32,7 @@
 //! - M3: a change broadcast after the acknowledgement reaches the listen
 //!   once, named (needs `--notify-tool`).
 
-use super::wire::{describe, is_response_to, Open};
+use super::wire::{describe, has_result, is_response_to, Open, PROGRESS_TOOL};
 use super::{one_id, Probe, Verdict, NOTIFY_WAIT, QUICK};
 use mcp_streamable::headers;
 use mcp_streamable::server::modern::{
@@ -182,7 +182,6 @@ const G1_WHAT: &str = "GET and DELETE with the 2026-07-28 version header get 405
 const M2_WHAT: &str = "a listen opens with its acknowledgement, naming it";
 const J1_WHAT: &str =
     "a call whose tool reports progress gets its result (never the progress as its JSON body)";
-const PROGRESS_TOOL: &str = "test_tool_with_progress";
 const M3_WHAT: &str = "a change after the acknowledgement reaches the listen once, named";
 
 pub async fn run(p: &mut Probe) {
@@ -271,7 +270,7 @@ async fn progress_rule(p: &mut Probe, listed: &[String]) {
         p.add("J1", true, J1_WHAT, Verdict::CouldNotTest, p.t.no_answer());
         return;
     };
-    let answered = answer_to(&o, id).is_some_and(|m| m.get("result").is_some());
+    let answered = has_result(&o, id);
     let evidence = format!("tools/call {PROGRESS_TOOL}: {}", o.summary());
     p.add("J1", true, J1_WHAT, Verdict::of(answered), evidence);
 }

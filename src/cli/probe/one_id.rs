@@ -16,7 +16,7 @@
 //! token, or an exchange left without its answer while the other got one,
 //! is the violation.
 
-use super::wire::{is_response_to, Open};
+use super::wire::{is_response_to, Open, PROGRESS_TOOL};
 use super::{Probe, Verdict};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -40,8 +40,8 @@ pub fn slow_tool(listed: &[String]) -> Option<(&'static str, Value, Value)> {
     }
     listed
         .iter()
-        .any(|t| t == "test_tool_with_progress")
-        .then(|| ("test_tool_with_progress", json!({}), json!({})))
+        .any(|t| t == PROGRESS_TOOL)
+        .then(|| (PROGRESS_TOOL, json!({}), json!({})))
 }
 
 /// The 2025 form, on a server whose `initialize` minted no session
@@ -61,21 +61,6 @@ pub async fn sessionless(p: &mut Probe, listed: &[String]) {
     let a = caller(args_a, &format!("i1-a-{id}"));
     let b = caller(args_b, &format!("i1-b-{id}"));
     judge_overlap(p, what, id, a, b).await;
-}
-
-/// The tool names a `tools/list` answer to `id` lists.
-pub fn tool_names(o: &Open, id: u64) -> Vec<String> {
-    o.messages()
-        .iter()
-        .filter(|m| is_response_to(m, id))
-        .filter_map(|m| {
-            m.pointer("/result/tools")
-                .and_then(Value::as_array)
-                .cloned()
-        })
-        .flatten()
-        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
-        .collect()
 }
 
 /// What the missing slow tool means for the finding.

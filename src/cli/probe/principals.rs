@@ -8,7 +8,7 @@
 //! id alone serves the intruder in the owner's session (python-sdk
 //! CVE-2026-52869, `mcp` 1.27.1 and earlier; the preset `PYTHON_1_27_1`).
 
-use super::wire::is_response_to;
+use super::wire::has_result;
 use super::{Probe, Verdict, QUICK};
 use mcp_streamable::headers;
 use serde_json::json;
@@ -39,11 +39,7 @@ pub async fn run(p: &mut Probe) {
     let h = as_intruder(Probe::post_headers(Some(&sid)));
     match p.t.send("POST", &h, &body.to_string(), QUICK).await {
         Some(o) => {
-            let answered = o
-                .messages()
-                .iter()
-                .any(|m| is_response_to(m, id) && m.get("result").is_some());
-            if answered {
+            if has_result(&o, id) {
                 served.push("its tools/list was answered");
             }
             seen.push(format!("tools/list {}", o.summary()));
@@ -75,13 +71,7 @@ pub async fn run(p: &mut Probe) {
     let owner = p
         .request(Some(&sid), "tools/list", json!({}), QUICK)
         .await
-        .map(|(id, o)| {
-            let kept = o
-                .messages()
-                .iter()
-                .any(|m| is_response_to(m, id) && m.get("result").is_some());
-            (kept, o.summary())
-        });
+        .map(|(id, o)| (has_result(&o, id), o.summary()));
     match &owner {
         Some((true, _)) => seen.push("the owner is still served".to_owned()),
         Some((false, s)) => {

@@ -11,13 +11,12 @@
 //! A server that mints sessions keeps its callers apart by them: each rule
 //! is then not applicable.
 
-use super::wire::{describe, is_response_to};
+use super::wire::{describe, has_result, tool_names, PROGRESS_TOOL};
 use super::{one_id, Probe, Verdict, NOTIFY_WAIT, QUICK, VERSION};
 use serde_json::json;
 
 const J1_WHAT: &str =
     "a sessionless call whose tool reports progress gets its result (never the progress as its JSON body)";
-const PROGRESS_TOOL: &str = "test_tool_with_progress";
 
 pub async fn run(p: &mut Probe) {
     let whats = [("I1", one_id::SESSIONLESS_WHAT), ("J1", J1_WHAT)];
@@ -36,11 +35,7 @@ pub async fn run(p: &mut Probe) {
         p.delete(s).await;
         return;
     }
-    if !o
-        .messages()
-        .iter()
-        .any(|m| is_response_to(m, id) && m.get("result").is_some())
-    {
+    if !has_result(&o, id) {
         let why = format!("initialize was not served: {}", o.summary());
         for (rule, what) in whats {
             p.add(rule, true, what, Verdict::NotApplicable, why.clone());
@@ -48,7 +43,7 @@ pub async fn run(p: &mut Probe) {
         return;
     }
     let listed = match p.request(None, "tools/list", json!({}), QUICK).await {
-        Some((id, o)) => one_id::tool_names(&o, id),
+        Some((id, o)) => tool_names(&o, id),
         None => Vec::new(),
     };
     progress(p, &listed).await;
@@ -68,10 +63,7 @@ async fn progress(p: &mut Probe, listed: &[String]) {
         p.add("J1", true, J1_WHAT, Verdict::CouldNotTest, p.t.no_answer());
         return;
     };
-    let answered = o
-        .messages()
-        .iter()
-        .any(|m| is_response_to(m, id) && m.get("result").is_some());
+    let answered = has_result(&o, id);
     let got: Vec<String> = o.messages().iter().map(describe).collect();
     let evidence = format!(
         "tools/call {PROGRESS_TOOL}: {} carrying [{}]",

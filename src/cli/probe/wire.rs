@@ -272,6 +272,31 @@ fn describe_event(e: &Event) -> String {
     }
 }
 
+/// The conformance suite's tool that reports progress before its result.
+pub const PROGRESS_TOOL: &str = "test_tool_with_progress";
+
+/// Whether `o` carries a result (not an error) for request `id`.
+pub fn has_result(o: &Open, id: u64) -> bool {
+    o.messages()
+        .iter()
+        .any(|m| is_response_to(m, id) && m.get("result").is_some())
+}
+
+/// The tool names a `tools/list` answer to `id` lists.
+pub fn tool_names(o: &Open, id: u64) -> Vec<String> {
+    o.messages()
+        .iter()
+        .filter(|m| is_response_to(m, id))
+        .filter_map(|m| {
+            m.pointer("/result/tools")
+                .and_then(Value::as_array)
+                .cloned()
+        })
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
 /// `method` for requests and notifications, `response#id` for responses.
 pub fn describe(m: &Value) -> String {
     if let Some(method) = m.get("method").and_then(Value::as_str) {
