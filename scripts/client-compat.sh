@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The client compatibility table: `mcp-streamable probe-client` against the
-# official TS SDK 1.32.2 and 2.4.0 clients (2.4.0 also hearing list changes
-# through its `listChanged` option), the Python mcp 2.3.0 client and rmcp
-# 3.9.0's client (each in its session-era and auto modes), our own client,
-# and (unless --check) our client under every buggy client preset. Writes the raw
-# JSON to $OUT (default a temporary directory) and:
+# official TS SDK 1.32.2, 2.4.0 (also hearing list changes through its
+# `listChanged` option) and 2.0.0 clients (2.0.0: before typescript-sdk
+# #2654's fix), the Python mcp 2.3.0 client and rmcp 3.9.0's client (each
+# in its session-era and auto modes), our own client, and (unless --check)
+# our client under every buggy client preset. Writes the raw JSON to $OUT
+# (default a temporary directory) and:
 #   --write  regenerates docs/client-compatibility.md
 #   --check  fails unless every client's findings (violates, hangs, loops) are
 #            the ones the committed table shows (what CI runs)
@@ -44,16 +45,11 @@ run "rmcp 3.9.0 initialize" "$RMCP_CLIENT" probe initialize
 run "rmcp 3.9.0 auto" "$RMCP_CLIENT" probe auto
 run "call FIXED legacy" "$BIN" call --background-get
 run "call FIXED auto" "$BIN" call --era auto
+# The TS SDK 2.0.0 client, before typescript-sdk #2654's fix (a withdrawal of
+# request 0 ignored: withdrawn-request-id-0).
+cp scripts/peers/ts2-probe-client.mjs "$PEERS/ts2-2.0/"
+run "TypeScript SDK 2.0.0 legacy" "$NODE" "$PEERS/ts2-2.0/ts2-probe-client.mjs" legacy
 if [ "$MODE" != "--check" ]; then
-    # A client from the registry that no script of this repository installs
-    # otherwise: the TS SDK 2.0.0 client (before typescript-sdk #2654's fix).
-    if [ ! -d "$PEERS/ts2-2.0/node_modules/@modelcontextprotocol/client" ]; then
-        mkdir -p "$PEERS/ts2-2.0"
-        (cd "$PEERS/ts2-2.0" && npm init -y >/dev/null && npm pkg set type=module >/dev/null \
-            && npm i --no-audit --no-fund @modelcontextprotocol/client@2.0.0 >/dev/null)
-    fi
-    cp scripts/peers/ts2-probe-client.mjs "$PEERS/ts2-2.0/"
-    run "TypeScript SDK 2.0.0 legacy" "$NODE" "$PEERS/ts2-2.0/ts2-probe-client.mjs" legacy
     for preset in TS_SDK_1_32 PYTHON_2_3 RMCP_3_9 CSHARP_BASELINE CSHARP_PR1381 EVENTSOURCE_RECONNECT GO_SDK_1_7 RMCP_1_7 RMCP_3_3; do
         run "call $preset" "$BIN" call --background-get --preset "$preset"
     done

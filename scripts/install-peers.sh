@@ -9,6 +9,8 @@
 #     transport reused across requests, before and after CVE-2026-25536's fix
 #   @modelcontextprotocol/client@2.4.0 (the TS SDK 2.x client: legacy, auto, pinned 2026-07-28), in ts2/
 #   @modelcontextprotocol/server@2.4.0 (the TS SDK 2.x server, both eras on one endpoint), in ts2/
+#   @modelcontextprotocol/client@2.0.0 in ts2-2.0/: before typescript-sdk #2654's fix (a
+#     withdrawal of request 0 ignored)
 #   Python mcp==2.3.0 in a venv for the Python peers
 #   Python mcp==1.27.1 and 1.27.2 in py1271/, py1272/: sessions answering any principal
 #     (CVE-2026-52869), and bound to the principal that opened them
@@ -56,6 +58,11 @@ if [ ! -d "$PEERS/ts2/node_modules/@modelcontextprotocol/client" ]; then
 fi
 if [ ! -d "$PEERS/ts2/node_modules/@modelcontextprotocol/server" ]; then
     (cd "$PEERS/ts2" && npm i --no-audit --no-fund @modelcontextprotocol/server@2.4.0 >/dev/null)
+fi
+if [ ! -d "$PEERS/ts2-2.0/node_modules/@modelcontextprotocol/client" ]; then
+    mkdir -p "$PEERS/ts2-2.0"
+    (cd "$PEERS/ts2-2.0" && npm init -y >/dev/null && npm pkg set type=module >/dev/null \
+        && npm i --no-audit --no-fund @modelcontextprotocol/client@2.0.0 >/dev/null)
 fi
 
 if [ "${SKIP_PYTHON:-}" != 1 ] && [ ! -x "$PEERS/py/bin/python" ]; then

@@ -272,6 +272,21 @@ for peer in "ts125 $((PORT + 10)) F1,I1" "ts126 $((PORT + 11)) F1" "py1271 $((PO
     [ "$got" = "$3" ] || { echo "expected $3; $1 server log:"; tail -20 "$LOG/$1-server.log"; status=1; }
 done
 
+# rmcp 2.2.0 in its stateless JSON mode (benches/peers/rmcp22-server, rmcp from
+# crates.io), the last release with rust-sdk #980: a call's first message, its
+# progress, is the JSON body, which the prober must find unaided as J1 (and F1: the
+# discover probe answered 200 with an error).
+echo "== probe against rmcp 2.2.0, stateless JSON"
+(cd benches/peers/rmcp22-server && CARGO_TARGET_DIR="$PWD/../../../target/peers" cargo build --release -q) || status=1
+"$PWD/target/peers/release/rmcp22-interop-server" --addr "127.0.0.1:$((PORT + 14))" > "$LOG/rmcp22-server.log" 2>&1 &
+PEER=$!
+for _ in $(seq 100); do answers $((PORT + 14)) && break; sleep 0.1; done
+timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$((PORT + 14))/mcp" > "$LOG/probe-rmcp22.json" || true
+kill "$PEER" 2>/dev/null || true
+got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-rmcp22.json" 2>/dev/null || echo "unreadable")
+echo "violations: $got"
+[ "$got" = "F1,J1" ] || { echo "expected F1,J1; rmcp 2.2.0 server log:"; tail -20 "$LOG/rmcp22-server.log"; status=1; }
+
 # The prober against rmcp 3.9.0 on its own LocalSessionManager (examples/rmcp_server.rs
 # --session-manager local, rmcp built from crates.io): it must find on its own what
 # peers.md measured by hand, and H6 (rmcp compares an integer's Mcp-Param header as a

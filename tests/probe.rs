@@ -193,8 +193,8 @@ fn rmcp_3_9_starves_the_shadow_streams() {
 }
 
 #[test]
-fn rmcp_3_0_beta_answers_a_call_with_its_progress() {
-    let s = serve("RMCP_3_0_BETA", &[]);
+fn rmcp_2_2_answers_a_call_with_its_progress() {
+    let s = serve("RMCP_2_2", &[]);
     let (code, violated, _, text) = probe(&s.url, &NOTIFY);
     assert_eq!(code, Some(1), "J1 is a MUST: {text}");
     assert_eq!(

@@ -50,8 +50,8 @@ fn our_client_holds_every_scenario_it_takes() {
     assert_eq!(code, Some(0), "{v:?}");
     assert_eq!(
         with(&v, "holds").len(),
-        14,
-        "baseline and the thirteen session-era scenarios: {v:?}"
+        16,
+        "baseline and the fifteen session-era scenarios: {v:?}"
     );
     assert_eq!(
         with(&v, "not_applicable"),
@@ -184,6 +184,20 @@ fn each_buggy_client_preset_is_caught_by_its_scenario() {
     );
     assert_eq!(code, Some(1));
     assert_eq!(v["response-on-open-get"], "violates", "{v:?}");
+    // typescript-sdk #2654: a withdrawal of request 0 is ignored and the
+    // application's late answer sent; request 1's is obeyed.
+    let (code, v) = probe_client(
+        &[
+            "--scenario",
+            "withdrawn-request",
+            "--scenario",
+            "withdrawn-request-id-0",
+        ],
+        &["--preset", "TS_SDK_2_0"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(v["withdrawn-request-id-0"], "violates", "{v:?}");
+    assert_eq!(v["withdrawn-request"], "holds", "{v:?}");
     // csharp-sdk PR #1381's C5: initialize completes before its session id
     // is committed, so the first call goes without it.
     let (code, v) = probe_client(&["--scenario", "baseline"], &["--preset", "CSHARP_PR1381"]);

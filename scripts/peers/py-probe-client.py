@@ -23,6 +23,8 @@ from mcp.types import ElicitResult
 
 
 async def elicit(context, params):
+    # The application takes MCP_PROBE_ANSWER_DELAY_MS to answer (0: at once).
+    await anyio.sleep(int(os.environ.get("MCP_PROBE_ANSWER_DELAY_MS") or "0") / 1000)
     return ElicitResult(action="accept", content={"response": "probe"})
 
 

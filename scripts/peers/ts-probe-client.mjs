@@ -18,7 +18,12 @@ const calls = Math.max(1, Number(process.env.MCP_PROBE_CALLS || '1') || 1);
 // holds (node would otherwise exit 13 and hide a hang).
 setInterval(() => {}, 1000);
 const client = new Client({ name: 'ts-probe-client', version: '0.0.1' }, { capabilities: { elicitation: {} } });
-client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { response: 'probe' } }));
+// The application takes MCP_PROBE_ANSWER_DELAY_MS to answer (0: at once).
+const delay = Number(process.env.MCP_PROBE_ANSWER_DELAY_MS || '0') || 0;
+client.setRequestHandler(ElicitRequestSchema, async () => {
+  await new Promise((resolve) => setTimeout(resolve, delay));
+  return { action: 'accept', content: { response: 'probe' } };
+});
 try {
   await client.connect(new StreamableHTTPClientTransport(url));
   // MCP_PROBE_CALLS calls at once, each settled on its own: one that hangs

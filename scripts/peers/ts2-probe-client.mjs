@@ -37,7 +37,12 @@ const client = new Client(
   { name: 'ts2-probe-client', version: '0.0.1' },
   { capabilities: { elicitation: {} }, versionNegotiation: { mode }, listChanged },
 );
-client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { response: 'probe' } }));
+// The application takes MCP_PROBE_ANSWER_DELAY_MS to answer (0: at once).
+const delay = Number(process.env.MCP_PROBE_ANSWER_DELAY_MS || '0') || 0;
+client.setRequestHandler('elicitation/create', async () => {
+  await new Promise((resolve) => setTimeout(resolve, delay));
+  return { action: 'accept', content: { response: 'probe' } };
+});
 const fail = (e) => {
   console.error(`ts2-probe-client ${mode}: ${e?.stack ?? e}`);
   process.exit(1);

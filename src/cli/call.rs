@@ -20,7 +20,10 @@
 //! tool-list changes before the calls (2026-07-28; the session era hears
 //! them on its GET) and ends only once a change is learned: by its
 //! notification, or by the list made again after a re-listen's
-//! acknowledgement.
+//! acknowledgement. `MCP_PROBE_ANSWER_DELAY_MS=N` answers each server
+//! request N ms after it came (as `--elicit` says, or declined), unless
+//! the server withdrew it meanwhile: the core no longer holds it then, and
+//! the answer is not sent.
 
 use mcp_streamable::client::{ClientEra, ClientEvent};
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson, METHOD_NOT_FOUND};
@@ -105,6 +108,7 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
     if elicit.is_none() && scenario == "sep-2322-client-request-state" {
         elicit = Some(serde_json::json!({"action": "accept", "content": {"confirmed": true}}));
     }
+    let elicit_given = elicit.is_some();
     let era = args.era.unwrap_or_else(|| {
         match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").as_deref() {
             Ok("2026-07-28") => Era::Modern,
@@ -133,6 +137,12 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         _ => 1,
     };
     let listen_for_tools = std::env::var("MCP_PROBE_LISTEN").is_ok_and(|l| l == "tools");
+    let answer_delay_ms: u64 = match std::env::var("MCP_PROBE_ANSWER_DELAY_MS") {
+        Ok(n) if !n.is_empty() => n
+            .parse()
+            .map_err(|_| format!("MCP_PROBE_ANSWER_DELAY_MS={n}: expected milliseconds"))?,
+        _ => 0,
+    };
     let verbose = args.verbose;
     let background_get = args.background_get;
     let use_monitor = args.monitor;
@@ -154,14 +164,19 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
             Era::Modern => ClientEra::Modern,
             Era::Auto => ClientEra::Auto,
         };
-        if let Some(answer) = elicit {
-            options.handler = Some(Box::new(move |method, _| match method {
-                "elicitation/create" => Ok(RawJson::from(answer.clone())),
-                _ => Err(ErrorObject::new(
-                    METHOD_NOT_FOUND,
-                    format!("{method}: not here"),
-                )),
-            }));
+        let answer: AnswerFor = Arc::new(move |method: &str| match (method, &elicit) {
+            ("elicitation/create", Some(answer)) => Ok(RawJson::from(answer.clone())),
+            _ => Err(ErrorObject::new(
+                METHOD_NOT_FOUND,
+                format!("{method}: not here"),
+            )),
+        });
+        let delayed = answer_delay_ms > 0;
+        if delayed {
+            options.answer_later = true;
+        } else if elicit_given {
+            let answer = answer.clone();
+            options.handler = Some(Box::new(move |method, _| answer(method)));
         }
         let monitor = Arc::new(Mutex::new(Monitor::new()));
         if use_monitor {
@@ -176,6 +191,14 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
             .await
             .map_err(|e| format!("initialize: {e}"))?;
         eprintln!("initialized: {}", init.as_str());
+        let answerer = delayed.then(|| {
+            answer_later(
+                client.responder(),
+                client.subscribe(),
+                answer_delay_ms,
+                answer,
+            )
+        });
         let watcher = {
             let mut events = client.subscribe();
             tokio::spawn(async move {
@@ -258,6 +281,9 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         }
         client.close().await;
         watcher.abort();
+        if let Some(a) = answerer {
+            a.abort();
+        }
         if use_monitor {
             let mut m = monitor.lock().map_err(|_| "monitor poisoned")?;
             m.finish(&[]);
@@ -441,4 +467,37 @@ fn plan(scenario: &str, context: Option<&str>) -> Vec<Step> {
         "http-standard-headers" => vec![Step::List, call("test_headers", none)],
         _ => vec![Step::List],
     }
+}
+
+/// What the application answers a server request of a method.
+type AnswerFor = Arc<dyn Fn(&str) -> Result<RawJson, ErrorObject> + Send + Sync>;
+
+/// Answers each server request `delay_ms` after it came, with `answer`'s
+/// word for its method; one the server withdrew meanwhile is refused by the
+/// core (it holds it no longer) and said so on stderr.
+fn answer_later(
+    responder: mcp_streamable_hyper::client::Responder,
+    mut events: broadcast::Receiver<ClientEvent>,
+    delay_ms: u64,
+    answer: AnswerFor,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Ok(e) = events.recv().await {
+            match e {
+                ClientEvent::ServerRequest { id, method, .. } => {
+                    let (responder, answer) = (responder.clone(), answer.clone());
+                    tokio::spawn(async move {
+                        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+                        if let Err(e) = responder.respond(id.clone(), answer(&method)).await {
+                            eprintln!("server request {id} not answered: {e}");
+                        }
+                    });
+                }
+                ClientEvent::ServerRequestCancelled { id, .. } => {
+                    eprintln!("server request {id} withdrawn by the server");
+                }
+                _ => {}
+            }
+        }
+    })
 }

@@ -498,7 +498,7 @@ fn csharp_before_1212_drops_what_comes_between_the_gets_200_and_its_wiring() {
 /// cancelled: the progress went out as the answer and the result was lost
 /// (A2). FIXED turns the answer SSE once anything precedes the response.
 #[test]
-fn rmcp_3_0_beta_answers_a_call_with_its_first_progress() {
+fn rmcp_2_2_answers_a_call_with_its_first_progress() {
     use mcp_streamable::jsonrpc::Message;
     use mcp_streamable::server::ResponseMode;
     let run = |policy: ServerPolicy| {
@@ -527,7 +527,7 @@ fn rmcp_3_0_beta_answers_a_call_with_its_first_progress() {
     assert_eq!(content, Some(Content::Sse));
     assert!(answered, "the result reaches the client");
     assert!(violations.is_empty(), "{violations:?}");
-    let (content, answered, violations) = run(ServerPolicy::RMCP_3_0_BETA);
+    let (content, answered, violations) = run(ServerPolicy::RMCP_2_2);
     assert_eq!(content, Some(Content::Json));
     assert!(!answered, "the result is lost");
     assert_eq!(violations, ["A2"]);

@@ -1404,6 +1404,77 @@ fn a_request_to_the_client_ends_at_its_deadline() {
     assert!(h.violations().is_empty(), "{:?}", h.violations());
 }
 
+/// A request asked for a call the session still serves is withdrawn on
+/// that call's stream, where the client reads and where the request went:
+/// at its deadline (the application hears `REQUEST_TIMEOUT`), or when the
+/// application withdraws it (`cancel_request`: it hears nothing, the id is
+/// no longer awaited, a second withdrawal is refused, a late answer is
+/// counted late). Nothing goes to the standalone GET.
+#[test]
+fn a_request_for_a_served_call_is_withdrawn_on_the_calls_stream() {
+    use mcp_streamable::error::UsageError;
+    use mcp_streamable::jsonrpc::REQUEST_TIMEOUT;
+    use mcp_streamable::server::ServerEvent;
+    use mcp_streamable::time::Instant;
+    let mut config = common::test_config();
+    config.session.outbound_timeout_ms = Some(500);
+    let mut h = ready_with(config);
+    let get = h.get(None);
+    let (post, call) = h.call();
+    h.drain();
+    let sid = h.session.clone().unwrap();
+    let t0 = h.now;
+    let s = h.ep.session_mut(&sid).unwrap();
+    let cause = Cause::Request(call.clone());
+    let (timed, _) = s.request("roots/list", None, cause.clone(), t0).unwrap();
+    let (withdrawn, _) = s.request("roots/list", None, cause, t0).unwrap();
+    s.cancel_request(&withdrawn, "no longer needed", t0)
+        .unwrap();
+    assert!(matches!(
+        s.cancel_request(&withdrawn, "again", t0),
+        Err(UsageError::NotAwaited(_))
+    ));
+    let awaited: Vec<&RequestId> = s.awaited_answers().collect();
+    assert_eq!(awaited, [&timed]);
+    h.drain();
+    h.now = Instant::from_millis(t0.as_millis() + 500);
+    h.ep.handle_timeout(h.now);
+    let mut failed = Vec::new();
+    while let Some((_, e)) = h.ep.poll_event() {
+        if let ServerEvent::Response { id, result } = e {
+            failed.push((id, result.err().map(|e| e.code)));
+        }
+    }
+    h.drain();
+    assert_eq!(
+        failed,
+        [(timed.clone(), Some(REQUEST_TIMEOUT))],
+        "the application hears of the deadline, not of its own withdrawal"
+    );
+    let cancelled = |h: &Harness, http| -> Vec<serde_json::Value> {
+        h.log[&http]
+            .messages()
+            .iter()
+            .filter_map(|m| match m {
+                Message::Notification { method, params } if method == "notifications/cancelled" => {
+                    Some(params.as_ref().unwrap().to_value()["requestId"].clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let id = |r: &RequestId| serde_json::to_value(r).unwrap();
+    assert_eq!(cancelled(&h, post), [id(&withdrawn), id(&timed)]);
+    assert!(cancelled(&h, get).is_empty(), "nothing on the GET");
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"roots":[]}}}}"#,
+        id(&withdrawn)
+    );
+    h.post(&answer);
+    assert_eq!(h.ep.session(&sid).unwrap().late_responses(), 1);
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
 /// Every verb on a session, from whoever `h.caller` is now: a call POSTed
 /// into it, a GET, a GET resuming from `event`, a DELETE. Their statuses.
 fn every_verb(h: &mut Harness, event: &str) -> [Option<u16>; 4] {

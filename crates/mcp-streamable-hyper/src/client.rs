@@ -57,9 +57,15 @@ pub struct ClientOptions {
     pub policy: ClientPolicy,
     /// `initialize` parameters besides `protocolVersion` (capabilities, clientInfo).
     pub initialize: RawJson,
-    /// Answers server requests; without one, the core answers each -32601
-    /// (method not found).
+    /// Answers server requests; without one (and without
+    /// `answer_later`), the core answers each -32601 (method not found).
     pub handler: Option<RequestHandler>,
+    /// Without a handler, server requests are the application's to answer
+    /// when it is ready: each comes through [`Client::subscribe`] as
+    /// [`ClientEvent::ServerRequest`] and is answered with
+    /// [`Client::respond`]; one the server withdraws first comes as
+    /// [`ClientEvent::ServerRequestCancelled`], and is no longer answered.
+    pub answer_later: bool,
     /// Sees every observation (for the monitor).
     pub tap: Option<super::Tap>,
     /// The bearer token for each request (`Authorization: Bearer …`), asked
@@ -82,6 +88,7 @@ impl Default for ClientOptions {
                 "clientInfo": {"name": "mcp-streamable", "version": env!("CARGO_PKG_VERSION")}
             })),
             handler: None,
+            answer_later: false,
             tap: None,
             bearer: None,
         }
@@ -118,6 +125,11 @@ enum Cmd {
         params: Option<RawJson>,
     },
     Cancel(RequestId),
+    Respond {
+        id: RequestId,
+        result: Result<RawJson, ErrorObject>,
+        reply: oneshot::Sender<Result<(), ShellError>>,
+    },
     Listen(ListenFilter, oneshot::Sender<Result<ListenId, ShellError>>),
     Unlisten(ListenId),
     Close(oneshot::Sender<()>),
@@ -153,7 +165,7 @@ impl Client {
         let owner = Owner {
             core: ClientSession::new(
                 ClientConfig {
-                    server_requests: if options.handler.is_some() {
+                    server_requests: if options.handler.is_some() || options.answer_later {
                         ServerRequests::Application
                     } else {
                         ServerRequests::Decline
@@ -263,6 +275,23 @@ impl Client {
             .map_err(|_| ShellError::Stopped)
     }
 
+    /// Answers server request `id` (held for the application with
+    /// [`ClientOptions::answer_later`]) ([`Responder::respond`]).
+    pub async fn respond(
+        &self,
+        id: RequestId,
+        result: Result<RawJson, ErrorObject>,
+    ) -> Result<(), ShellError> {
+        self.responder().respond(id, result).await
+    }
+
+    /// A handle that answers server requests from another task.
+    pub fn responder(&self) -> Responder {
+        Responder {
+            tx: self.tx.clone(),
+        }
+    }
+
     /// Listens for the change notifications `filter` names (2026-07-28
     /// only; the session era hears them on its background GET). The
     /// acknowledgement comes as [`ClientEvent::Listening`] (list what you
@@ -298,6 +327,30 @@ impl Client {
             let _ = rx.await;
         }
         let _ = self.owner.await;
+    }
+}
+
+/// Answers the server requests a [`Client`] holds for its application
+/// ([`ClientOptions::answer_later`]), from any task.
+#[derive(Clone)]
+pub struct Responder {
+    tx: mpsc::Sender<Cmd>,
+}
+
+impl Responder {
+    /// Answers server request `id`. Refused for a request that is not held:
+    /// answered already, withdrawn by the server, or never asked.
+    pub async fn respond(
+        &self,
+        id: RequestId,
+        result: Result<RawJson, ErrorObject>,
+    ) -> Result<(), ShellError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Cmd::Respond { id, result, reply })
+            .await
+            .map_err(|_| ShellError::Stopped)?;
+        rx.await.map_err(|_| ShellError::Stopped)?
     }
 }
 
@@ -393,6 +446,10 @@ impl<C: Connect> Owner<C> {
             }
             Cmd::Cancel(id) => {
                 let _ = self.core.cancel(&id, now);
+            }
+            Cmd::Respond { id, result, reply } => {
+                let done = self.core.respond(id, result, now);
+                let _ = reply.send(done.map_err(|e| ShellError::Usage(e.to_string())));
             }
             Cmd::Listen(filter, reply) => {
                 let listen = self.core.listen(filter, now);

@@ -44,6 +44,25 @@ enum Pending {
     NotifyThenAnswer { id: RequestId },
     /// Send the registration-time notification.
     RegistrationNotice,
+    /// Withdraw request `asked` (an elicitation for call `id`) if the client
+    /// has not answered it yet, then answer the call `then_ms` later.
+    Withdraw {
+        id: RequestId,
+        asked: RequestId,
+        then_ms: u64,
+    },
+    /// Answer call `id`, whose elicitation was withdrawn.
+    Withdrawn { id: RequestId },
+}
+
+/// When an eliciting tool withdraws its question (`withdraw_after_ms`,
+/// at most 10 s) and how long after that it answers its call
+/// (`answer_after_ms`, default 0, at most 10 s): none for a tool that
+/// waits for its answer. A client must drop a question the server
+/// withdrew, not answer it (C6).
+pub fn withdrawal(args: &Value) -> Option<(u64, u64)> {
+    let ms = |k: &str| args.get(k).and_then(Value::as_u64).map(|v| v.min(10_000));
+    Some((ms("withdraw_after_ms")?, ms("answer_after_ms").unwrap_or(0)))
 }
 
 /// How a progress-reporting tool counts: `steps` notifications, `step_ms`
@@ -173,7 +192,9 @@ pub fn tools() -> Value {
         {"name": "test_sampling", "description": "Tests server-initiated sampling (LLM completion request)",
          "inputSchema": object(json!({"prompt": {"type": "string", "description": "The prompt to send to the LLM"}}), &["prompt"])},
         {"name": "test_elicitation", "description": "Tests server-initiated elicitation (user input request)",
-         "inputSchema": object(json!({"message": {"type": "string", "description": "The message to show the user"}}), &["message"])},
+         "inputSchema": object(json!({"message": {"type": "string", "description": "The message to show the user"},
+            "withdraw_after_ms": {"type": "integer", "minimum": 0, "maximum": 10000, "description": "Withdraw the question (notifications/cancelled) if it is not answered by then"},
+            "answer_after_ms": {"type": "integer", "minimum": 0, "maximum": 10000, "description": "After a withdrawal, answer the call this much later"}}), &["message"])},
         {"name": "test_elicitation_sep1034_defaults", "description": "Tests elicitation with default values per SEP-1034", "inputSchema": empty},
         {"name": "test_elicitation_sep1330_enums", "description": "Tests elicitation with enum schema improvements per SEP-1330", "inputSchema": empty},
         {"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613, SEP-2106: $defs with $anchor, composition, conditionals)",
@@ -457,17 +478,28 @@ impl EverythingApp {
         );
     }
 
-    fn ask(&mut self, cx: &mut Cx<'_>, id: RequestId, method: &str, params: Value, p: Pending) {
+    /// Asks the client for call `id`; the request's id, or none when it
+    /// could not be sent (the call is answered so).
+    fn ask(
+        &mut self,
+        cx: &mut Cx<'_>,
+        id: RequestId,
+        method: &str,
+        params: Value,
+        p: Pending,
+    ) -> Option<RequestId> {
         match cx.request(
             method,
             Some(RawJson::from(params)),
             Cause::Request(id.clone()),
         ) {
             Some(asked) => {
-                self.asked.insert((cx.session().clone(), asked), p);
+                self.asked.insert((cx.session().clone(), asked.clone()), p);
+                Some(asked)
             }
             None => {
                 cx.respond(&id, text_answer("Could not ask the client"));
+                None
             }
         }
     }
@@ -484,7 +516,11 @@ impl EverythingApp {
                 id: id.clone(),
                 prefix,
             };
-            self.ask(cx, id, "elicitation/create", params, p);
+            let asked = self.ask(cx, id.clone(), "elicitation/create", params, p);
+            if let (Some(asked), Some((after, then_ms))) = (asked, withdrawal(&args)) {
+                let w = Pending::Withdraw { id, asked, then_ms };
+                self.later(cx, after, w);
+            }
             return;
         }
         let answer = match name {
@@ -527,13 +563,8 @@ impl EverythingApp {
             }
             "test_sampling" => {
                 let params = sampling(&args);
-                self.ask(
-                    cx,
-                    id.clone(),
-                    "sampling/createMessage",
-                    params,
-                    Pending::Sampling { id },
-                );
+                let p = Pending::Sampling { id: id.clone() };
+                let _ = self.ask(cx, id, "sampling/createMessage", params, p);
                 return;
             }
             // An unknown tool is a protocol error, not a tool's failed
@@ -798,6 +829,23 @@ impl App for EverythingApp {
             }
             Pending::RegistrationNotice => {
                 Self::notify_unrelated(cx, "notifications/resources/list_changed")
+            }
+            Pending::Withdraw { id, asked, then_ms } => {
+                // Answered already: nothing to withdraw.
+                if self
+                    .asked
+                    .remove(&(cx.session().clone(), asked.clone()))
+                    .is_some()
+                {
+                    cx.cancel_request(&asked, "withdrawn by the tool");
+                    self.later(cx, then_ms, Pending::Withdrawn { id });
+                }
+            }
+            Pending::Withdrawn { id } => {
+                cx.respond(
+                    &id,
+                    text_answer("Elicitation withdrawn: the question was not answered in time"),
+                );
             }
             Pending::Sampling { .. } | Pending::Elicitation { .. } => {}
         }

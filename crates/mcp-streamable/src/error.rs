@@ -284,4 +284,8 @@ pub enum UsageError {
     /// The `initialize` answer was already sent: the version is settled.
     #[error("the initialize answer was already sent")]
     AlreadyInitialized,
+    /// No request to the client with this id is awaited: never sent,
+    /// answered, or given up already.
+    #[error("request {0} to the client is not awaited")]
+    NotAwaited(RequestId),
 }

@@ -659,9 +659,9 @@ impl ServerPolicy {
     /// became the HTTP body, so a tool that reports progress answered with
     /// the progress notification and its result was lost
     /// ([`JsonAnswer::FirstMessage`]). Only that framing is modelled; the
-    /// rest is FIXED. Named for the development line the thread is about;
-    /// every published 3.x release is fixed.
-    pub const RMCP_3_0_BETA: ServerPolicy = ServerPolicy {
+    /// rest is FIXED. Named for the last release with the bug; every
+    /// published 3.x release is fixed.
+    pub const RMCP_2_2: ServerPolicy = ServerPolicy {
         json_answer: JsonAnswer::FirstMessage,
         ..ServerPolicy::FIXED
     };
@@ -798,8 +798,8 @@ impl ServerPolicy {
                 policy: ServerPolicy::CSHARP_BEFORE_1212,
             },
             NamedServerPolicy {
-                name: "RMCP_3_0_BETA",
-                policy: ServerPolicy::RMCP_3_0_BETA,
+                name: "RMCP_2_2",
+                policy: ServerPolicy::RMCP_2_2,
             },
             NamedServerPolicy {
                 name: "PYTHON_1_27_1",
@@ -1304,12 +1304,16 @@ impl ClientPolicy {
     /// a `404` to a resumption reports an error and completes nothing
     /// ([`SessionLoss::OrphanInFlight`]), and a `200` JSON body that is
     /// another message is dispatched while the request waits
-    /// ([`JsonWithoutResponse::WaitAfterMessages`]).
+    /// ([`JsonWithoutResponse::WaitAfterMessages`]). Like 2.0.x it reads a
+    /// cancellation of request `0` as naming none
+    /// ([`ServerCancels::IdZeroIgnored`], typescript-sdk #2654, never fixed
+    /// on 1.x: `probe-client`'s `withdrawn-request-id-0`).
     pub const TS_SDK_1_32: ClientPolicy = ClientPolicy {
         resume_cursor: ResumeCursor::Connection,
         lost_stream: LostStream::Leave,
         session_loss: SessionLoss::OrphanInFlight,
         json_without_response: JsonWithoutResponse::WaitAfterMessages,
+        server_cancels: ServerCancels::IdZeroIgnored,
         ..ClientPolicy::FIXED
     };
 
@@ -1321,9 +1325,11 @@ impl ClientPolicy {
     /// `'remote'`: it never listens again and never calls `onChanged`, so
     /// the application believes it is listening and hears no change again
     /// ([`Relisten::Unnoticed`], M4). Its session-era transport is 1.32.2's
-    /// ([`ClientPolicy::TS_SDK_1_32`]).
+    /// ([`ClientPolicy::TS_SDK_1_32`]), with typescript-sdk #2654 fixed
+    /// (since 2.1.0): a cancellation of request `0` is obeyed.
     pub const TS_SDK_2_4: ClientPolicy = ClientPolicy {
         relisten: Relisten::Unnoticed,
+        server_cancels: ServerCancels::Obeyed,
         ..ClientPolicy::TS_SDK_1_32
     };
 

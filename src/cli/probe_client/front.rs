@@ -33,6 +33,9 @@ pub const RECORDED_MAX: usize = 4096;
 /// resumption hit only the call's own, found by these).
 pub const CALL_IDS_MAX: usize = 1024;
 
+/// Withdrawals of server requests a run records ([`Record::withdrawn`]).
+pub const WITHDRAWN_MAX: usize = 64;
+
 /// One JSON-RPC message of a POST, as the judge needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rpc {
@@ -118,6 +121,11 @@ pub struct Record {
     gone: Option<String>,
     /// The event ids the server sent on streams that carried a `tools/call`.
     call_ids: std::collections::BTreeSet<String>,
+    /// Each server request withdrawn on a stream (`notifications/cancelled`
+    /// naming it, its id as JSON text) and when that passed down to the
+    /// client, in ms since the scenario started; the first
+    /// [`WITHDRAWN_MAX`] of them.
+    pub withdrawn: Vec<(String, u64)>,
     /// How many requests had reached the front when a listen was cut
     /// ([`Fault::CutListen`]): those after are the client's recovery.
     pub cut_after: Option<usize>,
@@ -229,8 +237,18 @@ impl Front {
         self.record.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The answer, its SSE event ids remembered as the call's as they pass.
-    fn tap_ids(self: &Arc<Self>, resp: Response<Body>) -> Response<Body> {
+    /// The answer, read as it passes: its SSE event ids remembered as the
+    /// call's (when it is `of_the_call`), and its withdrawals of server
+    /// requests with the moment they passed.
+    fn tap(self: &Arc<Self>, resp: Response<Body>, of_the_call: bool) -> Response<Body> {
+        let sse = resp
+            .headers()
+            .get(headers::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        if !sse {
+            return resp;
+        }
         let front = self.clone();
         let mut decoder = mcp_streamable::sse::SseDecoder::default();
         let mut items = Vec::new();
@@ -238,12 +256,22 @@ impl Front {
             body.map_frame(move |frame| {
                 if let Some(data) = frame.data_ref() {
                     let _ = decoder.feed(data, &mut items);
+                    let at_ms = front.started.elapsed().as_millis() as u64;
                     let mut r = front.record();
                     for item in items.drain(..) {
-                        let id = match item {
-                            SseItem::Message { id, .. } | SseItem::NoMessage { id } => id,
-                            SseItem::Retry(_) => None,
+                        let (id, data) = match item {
+                            SseItem::Message { id, data, .. } => (id, Some(data)),
+                            SseItem::NoMessage { id } => (id, None),
+                            SseItem::Retry(_) => (None, None),
                         };
+                        if let Some(withdrawn) = data.as_deref().and_then(withdrawn_id) {
+                            if r.withdrawn.len() < WITHDRAWN_MAX {
+                                r.withdrawn.push((withdrawn, at_ms));
+                            }
+                        }
+                        if !of_the_call {
+                            continue;
+                        }
                         if let Some(id) = id.filter(|_| r.call_ids.len() < CALL_IDS_MAX) {
                             r.call_ids.insert(id);
                         }
@@ -368,10 +396,10 @@ impl Front {
         // last is answered, and the record must still show it.
         let listen = self.fault == Fault::CutListen && seen.calls("subscriptions/listen");
         let at = self.keep(seen);
-        let resp = self.forward(parts, body).await.map(|r| match of_the_call {
-            true => self.tap_ids(r),
-            false => r,
-        });
+        let resp = self
+            .forward(parts, body)
+            .await
+            .map(|r| self.tap(r, of_the_call));
         let status = resp.as_ref().map_or(0, |r| r.status().as_u16());
         if let Some(i) = at {
             if let Some(s) = self.record().seen.get_mut(i) {
@@ -413,6 +441,23 @@ impl Front {
         let resp = sender.send_request(req).await.ok()?;
         Some(resp.map(|b| b.map_err(BoxError::from).boxed()))
     }
+}
+
+/// The id (as JSON text) of the request an event's data withdraws: a
+/// `notifications/cancelled` naming it; none for any other message.
+fn withdrawn_id(data: &str) -> Option<String> {
+    if !data.contains("notifications/cancelled") {
+        return None;
+    }
+    use mcp_streamable::jsonrpc::{cancelled_request, parse_message, Message};
+    let Message::Notification { method, params } = parse_message(data).ok()? else {
+        return None;
+    };
+    if method != "notifications/cancelled" {
+        return None;
+    }
+    let (id, _) = cancelled_request(params.as_ref())?;
+    serde_json::to_string(&id).ok()
 }
 
 /// Where, in a chunk of a listen's stream, the event carrying a list change
@@ -502,6 +547,24 @@ mod tests {
             ]
         );
         assert!(messages(b"{not json").is_empty());
+    }
+
+    #[test]
+    fn a_withdrawal_is_read_as_the_id_it_names() {
+        let cancel = |id: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"r"}}}}"#
+            )
+        };
+        assert_eq!(withdrawn_id(&cancel("0")).as_deref(), Some("0"));
+        assert_eq!(withdrawn_id(&cancel(r#""a""#)).as_deref(), Some(r#""a""#));
+        assert_eq!(
+            withdrawn_id(
+                r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"notifications/cancelled"}}"#
+            ),
+            None
+        );
+        assert_eq!(withdrawn_id("not json notifications/cancelled"), None);
     }
 
     #[test]

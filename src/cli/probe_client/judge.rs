@@ -162,6 +162,7 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
                 ),
             }
         }
+        Expect::DropsWithdrawn => withdrawn(rec, ok, &exit),
         Expect::ResumesAgain => {
             let Some(at) = rec.seen.iter().position(|r| r.faulted && r.is_resume()) else {
                 return (
@@ -358,6 +359,55 @@ fn stuck(rec: &Record, bound_ms: u64) -> (Verdict, String) {
     )
 }
 
+/// [`Expect::DropsWithdrawn`]: whether the client answered a server
+/// request after its withdrawal had passed down to it. An answer that
+/// reached the front before the withdrawal crossed it (the spec allows
+/// that race) is not judged, nor a client the withdrawal never reached.
+fn withdrawn(rec: &Record, ok: bool, exit: &str) -> (Verdict, String) {
+    let Some((id, at)) = rec.withdrawn.first() else {
+        return (
+            Verdict::NotApplicable,
+            format!("the server's withdrawal never passed down to the client ({exit})"),
+        );
+    };
+    let answers: Vec<u64> = rec
+        .seen
+        .iter()
+        .filter(|r| {
+            r.rpc
+                .iter()
+                .any(|m| matches!(m, super::front::Rpc::Answer { id: a } if a == id))
+        })
+        .map(|r| r.at_ms)
+        .collect();
+    if let Some(late) = answers.iter().find(|t| **t > *at) {
+        return (
+            Verdict::Violates,
+            format!(
+                "answered the server's request {id} at {late} ms, after the server withdrew it at {at} ms ({exit})"
+            ),
+        );
+    }
+    if let Some(early) = answers.first() {
+        return (
+            Verdict::NotApplicable,
+            format!(
+                "answered request {id} at {early} ms, before its withdrawal at {at} ms (the application did not wait MCP_PROBE_ANSWER_DELAY_MS) ({exit})"
+            ),
+        );
+    }
+    match ok {
+        true => (
+            Verdict::Holds,
+            format!("dropped the server's request {id}, withdrawn at {at} ms; the call succeeded"),
+        ),
+        false => (
+            Verdict::Violates,
+            format!("dropped the withdrawn request {id} but the call failed ({exit})"),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::front::Rpc;
@@ -378,6 +428,45 @@ mod tests {
 
     fn record(seen: Vec<Seen>) -> Record {
         Record::of(seen)
+    }
+
+    /// A withdrawn request answered after the withdrawal passed violates;
+    /// answered before it (the race the spec allows) or never reached, it
+    /// is not judged; dropped, with the call done, it holds.
+    #[test]
+    fn an_answer_after_the_withdrawal_violates() {
+        let s = named("withdrawn-request-id-0").unwrap();
+        let call = |at| {
+            let rpc = vec![Rpc::Call {
+                method: "initialize".into(),
+                id: Some("1".into()),
+            }];
+            seen(at, "POST", None, rpc)
+        };
+        let answer = |at| seen(at, "POST", None, vec![Rpc::Answer { id: "0".into() }]);
+        let run = |seen: Vec<Seen>, withdrawn: Option<u64>, code| {
+            let mut r = record(seen);
+            r.withdrawn = withdrawn
+                .map(|at| ("0".to_owned(), at))
+                .into_iter()
+                .collect();
+            judge(s, &r, &Ending::Exited(Some(code)), 5000).0
+        };
+        let at = Some(300);
+        assert_eq!(run(vec![call(0), answer(900)], at, 0), Verdict::Violates);
+        assert_eq!(
+            run(vec![call(0), answer(250)], at, 0),
+            Verdict::NotApplicable
+        );
+        assert_eq!(run(vec![call(0)], None, 0), Verdict::NotApplicable);
+        assert_eq!(run(vec![call(0)], at, 0), Verdict::Holds);
+        assert_eq!(run(vec![call(0)], at, 1), Verdict::Violates);
+        let other = seen(900, "POST", None, vec![Rpc::Answer { id: "1".into() }]);
+        assert_eq!(
+            run(vec![call(0), other], at, 0),
+            Verdict::Holds,
+            "another request's answer"
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! client mode does. The command is told what to call in the environment:
 //! `MCP_PROBE_SCENARIO`, `MCP_PROBE_TOOL` and `MCP_PROBE_ARGUMENTS` (JSON),
 //! `MCP_PROBE_CALLS` (how many calls of the tool to make at once, 1 unless a
-//! scenario is about requests in flight together), `MCP_PROBE_LISTEN`
+//! scenario is about requests in flight together), `MCP_PROBE_ANSWER_DELAY_MS`
+//! (how long the application takes to answer a server request, 0 unless a
+//! scenario withdraws the request first), `MCP_PROBE_LISTEN`
 //! (`tools`: listen for tool-list changes first, 2026-07-28 clients, and
 //! end only once one is learned; empty otherwise), and, for conformance
 //! client drivers, `MCP_CONFORMANCE_SCENARIO` and a
@@ -236,6 +238,7 @@ async fn run_client(
         .env("MCP_PROBE_TOOL", s.tool)
         .env("MCP_PROBE_ARGUMENTS", arguments.to_string())
         .env("MCP_PROBE_CALLS", s.calls.to_string())
+        .env("MCP_PROBE_ANSWER_DELAY_MS", s.answer_delay_ms.to_string())
         .env("MCP_PROBE_LISTEN", if s.listen { "tools" } else { "" })
         .env(
             "MCP_CONFORMANCE_SCENARIO",

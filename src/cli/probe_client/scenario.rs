@@ -62,6 +62,12 @@ pub enum Expect {
     Answers,
     /// As [`Expect::Answers`], and the answer names the request's id `0`.
     AnswersIdZero,
+    /// The server withdraws its request (`notifications/cancelled` on the
+    /// call's stream) before the client's application answers it
+    /// (`MCP_PROBE_ANSWER_DELAY_MS`): the client drops it instead of
+    /// answering (C6), and the call succeeds. A client the withdrawal never
+    /// reached, or that answered before it, is not judged.
+    DropsWithdrawn,
     /// As [`Expect::Answers`], for a request sent on the standalone GET: a
     /// client that opens none is not judged (it cannot hear the request;
     /// the server breaks B8 by sending it there).
@@ -109,6 +115,9 @@ pub struct Scenario {
     /// How many calls of the tool the client makes at once
     /// (`MCP_PROBE_CALLS`): a scenario about requests in flight together.
     pub calls: u32,
+    /// How long the client's application takes to answer a server request,
+    /// in ms (`MCP_PROBE_ANSWER_DELAY_MS`; 0: at once).
+    pub answer_delay_ms: u64,
     /// Whether the client listens for tool-list changes before its call and
     /// ends only once it has learned of one (`MCP_PROBE_LISTEN=tools`): a
     /// 2026-07-28 client with `subscriptions/listen`; a session-era client
@@ -154,6 +163,7 @@ const CALL: Scenario = Scenario {
     expect: Expect::Completes,
     session_era: true,
     calls: 1,
+    answer_delay_ms: 0,
     listen: false,
 };
 
@@ -269,6 +279,25 @@ pub const SCENARIOS: &[Scenario] = &[
         arguments: r#"{"message":"probe-client asks"}"#,
         first_request_number: 0,
         expect: Expect::AnswersIdZero,
+        ..CALL
+    },
+    Scenario {
+        name: "withdrawn-request",
+        what: "the server asks the client (elicitation) for the call and withdraws the question 200 ms later (notifications/cancelled on the call's stream), before the client's application answers at 800 ms: the client must drop it, not answer",
+        tool: "test_elicitation",
+        arguments: r#"{"message":"probe-client asks","withdraw_after_ms":200,"answer_after_ms":1000}"#,
+        expect: Expect::DropsWithdrawn,
+        answer_delay_ms: 800,
+        ..CALL
+    },
+    Scenario {
+        name: "withdrawn-request-id-0",
+        what: "as withdrawn-request, the question numbered 0 (typescript-sdk #2654: a cancellation of request 0 read as naming none, and ignored)",
+        tool: "test_elicitation",
+        arguments: r#"{"message":"probe-client asks","withdraw_after_ms":200,"answer_after_ms":1000}"#,
+        first_request_number: 0,
+        expect: Expect::DropsWithdrawn,
+        answer_delay_ms: 800,
         ..CALL
     },
     Scenario {

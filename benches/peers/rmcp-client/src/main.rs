@@ -5,7 +5,7 @@
 //! `rmcp-interop-client probe MODE URL`: `probe-client`'s command. Connects
 //! in MODE with the transport's defaults, calls `MCP_PROBE_TOOL` with
 //! `MCP_PROBE_ARGUMENTS` (JSON; elicitations get rmcp's default answer, a
-//! decline) `MCP_PROBE_CALLS` times at once (default 1; every call settled
+//! decline, `MCP_PROBE_ANSWER_DELAY_MS` after they came) `MCP_PROBE_CALLS` times at once (default 1; every call settled
 //! before it judges, so one that hangs keeps it waiting), prints the
 //! results; exit 1 on any failure, and no deadline of its own: the prober
 //! bounds the run. With `MCP_PROBE_LISTEN=tools` (and a MODE other than
@@ -18,6 +18,25 @@
 use rmcp::model::{CallToolRequestParams, ProtocolVersion, ServerNotification, SubscriptionFilter};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
+
+/// The prober's application: rmcp's default answers, an elicitation's
+/// after `delay_ms` (the time an application takes to ask its user).
+struct Prober {
+    delay_ms: u64,
+}
+
+impl rmcp::ClientHandler for Prober {
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        tokio::time::sleep(std::time::Duration::from_millis(self.delay_ms)).await;
+        Ok(rmcp::model::ElicitResult::new(
+            rmcp::model::ElicitationAction::Decline,
+        ))
+    }
+}
 
 #[tokio::main]
 async fn main() {
@@ -60,11 +79,15 @@ async fn main() {
             .and_then(|n| n.parse().ok())
             .filter(|n| *n >= 1)
             .unwrap_or(1);
-        let listen = mode != "initialize"
-            && std::env::var("MCP_PROBE_LISTEN").is_ok_and(|l| l == "tools");
+        let listen =
+            mode != "initialize" && std::env::var("MCP_PROBE_LISTEN").is_ok_and(|l| l == "tools");
+        let delay_ms = std::env::var("MCP_PROBE_ANSWER_DELAY_MS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
         let run = async {
             let transport = StreamableHttpClientTransport::from_uri(url);
-            let client = ()
+            let client = Prober { delay_ms }
                 .serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| format!("connect: {e}"))?;
@@ -143,10 +166,10 @@ async fn main() {
     }
     let run = async {
         let transport = StreamableHttpClientTransport::from_uri(url);
-        let client = ()
-            .serve_with_lifecycle(transport, lifecycle)
-            .await
-            .map_err(|e| format!("connect: {e}"))?;
+        let client =
+            ().serve_with_lifecycle(transport, lifecycle)
+                .await
+                .map_err(|e| format!("connect: {e}"))?;
         let version = client
             .peer_info()
             .map(|i| i.protocol_version.to_string())
@@ -156,11 +179,7 @@ async fn main() {
             .await
             .map_err(|e| format!("tools/list: {e}"))?;
         let mut params = CallToolRequestParams::new("echo");
-        params.arguments = Some(
-            [("text".to_owned(), "rmcp".into())]
-                .into_iter()
-                .collect(),
-        );
+        params.arguments = Some([("text".to_owned(), "rmcp".into())].into_iter().collect());
         let result = client
             .call_tool(params)
             .await
@@ -212,7 +231,10 @@ async fn learn_of_a_change(
                     .list_all_tools()
                     .await
                     .map_err(|e| format!("tools/list: {e}"))?;
-                return Ok(format!("listening again; tools/list: {} tools", tools.len()));
+                return Ok(format!(
+                    "listening again; tools/list: {} tools",
+                    tools.len()
+                ));
             }
         }
     }

@@ -172,6 +172,16 @@ impl Cx<'_> {
         Some(id)
     }
 
+    /// Withdraws request `id` sent with [`Cx::request`]: the client is told
+    /// (`notifications/cancelled`) and [`App::on_response`] is not called
+    /// for it. Returns false if it is not awaited.
+    pub fn cancel_request(&mut self, id: &RequestId, reason: &str) -> bool {
+        let now = self.now;
+        self.ep
+            .session_mut(&self.session)
+            .is_some_and(|s| s.cancel_request(id, reason, now).is_ok())
+    }
+
     /// Closes the connection of request `id`'s stream; the client resumes (polling).
     pub fn close_connection(&mut self, id: &RequestId) -> bool {
         let now = self.now;

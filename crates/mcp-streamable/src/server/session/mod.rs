@@ -826,6 +826,32 @@ impl ServerSession {
         Ok((id, key))
     }
 
+    /// The application withdraws its request `id` to the client: it no
+    /// longer awaits the answer (an answer that comes is dropped as late),
+    /// and the client is told with `notifications/cancelled`, on the stream
+    /// of the call it was asked for while that call is served. The
+    /// application hears nothing more of it ([`App::on_response`] is not
+    /// called). Refused for a request that is not awaited.
+    ///
+    /// [`App::on_response`]: crate::app::App::on_response
+    pub fn cancel_request(
+        &mut self,
+        id: &RequestId,
+        reason: &str,
+        now: Instant,
+    ) -> Result<(), UsageError> {
+        if self.phase == Phase::Ended {
+            return Err(UsageError::SessionEnded);
+        }
+        let call = self
+            .outbound
+            .withdraw(id)
+            .ok_or_else(|| UsageError::NotAwaited(id.clone()))?;
+        self.tell_withdrawn(id, call, reason, now);
+        self.update_timers(now);
+        Ok(())
+    }
+
     /// Closes the connection carrying request `id`'s stream without ending the
     /// stream (polling, R37): the client resumes with `Last-Event-ID` after
     /// `retry`. Only after an id-bearing event, so on a stream that was primed.
@@ -1092,23 +1118,50 @@ impl ServerSession {
     fn cancel_outbound_of(&mut self, call: &RequestId, now: Instant) {
         let asked = self.outbound.give_up_for(call);
         let reason = "the request it was sent for was cancelled";
+        let asked = asked.into_iter().map(|id| (id, None)).collect();
         self.give_up_outbound(asked, REQUEST_CANCELLED, reason, now);
     }
 
-    /// Requests to the client no longer awaited: each fails to the
-    /// application (`code`, `reason`), and the client is told.
-    fn give_up_outbound(&mut self, ids: Vec<RequestId>, code: i64, reason: &str, now: Instant) {
-        for id in ids {
+    /// Requests to the client no longer awaited, each with the client
+    /// request it was sent for while that one is still served: each fails
+    /// to the application (`code`, `reason`), and the client is told
+    /// ([`Self::tell_withdrawn`]).
+    fn give_up_outbound(
+        &mut self,
+        ids: Vec<(RequestId, Option<RequestId>)>,
+        code: i64,
+        reason: &str,
+        now: Instant,
+    ) {
+        for (id, call) in ids {
             self.events.push_back(ServerEvent::Response {
                 id: id.clone(),
                 result: Err(ErrorObject::new(code, reason)),
             });
-            let params = serde_json::json!({ "requestId": id, "reason": reason });
-            let notice =
-                Message::notification("notifications/cancelled", Some(RawJson::from(params)));
-            // Refused only once the session ended, when nobody waits.
-            let _ = self.send(notice, Cause::Unrelated, now);
+            self.tell_withdrawn(&id, call, reason, now);
         }
+    }
+
+    /// Tells the client that request `id` is no longer awaited
+    /// (`notifications/cancelled`): on the stream of the call it was asked
+    /// for while that call is still served, where the client reads and
+    /// where the request itself went, else unrelated. A client that holds
+    /// the request then drops it instead of answering (C6).
+    fn tell_withdrawn(
+        &mut self,
+        id: &RequestId,
+        call: Option<RequestId>,
+        reason: &str,
+        now: Instant,
+    ) {
+        let params = serde_json::json!({ "requestId": id, "reason": reason });
+        let notice = Message::notification("notifications/cancelled", Some(RawJson::from(params)));
+        let cause = match call {
+            Some(call) if self.in_flight.contains_key(&call) => Cause::Request(call),
+            _ => Cause::Unrelated,
+        };
+        // Refused only once the session ended, when nobody waits.
+        let _ = self.send(notice, cause, now);
     }
 
     fn accept_without_stream(&mut self, http: HttpId) {

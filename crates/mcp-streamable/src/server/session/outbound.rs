@@ -75,18 +75,23 @@ impl Outbound {
     }
 
     /// The requests whose deadline is at or before `now`, no longer
-    /// awaited, in id order.
-    pub(super) fn expire(&mut self, now: Instant) -> Vec<RequestId> {
+    /// awaited, in id order, each with the client request it was sent for.
+    pub(super) fn expire(&mut self, now: Instant) -> Vec<(RequestId, Option<RequestId>)> {
         let due: Vec<RequestId> = self
             .awaited
             .iter()
             .filter(|(_, a)| a.deadline.is_some_and(|d| d <= now))
             .map(|(id, _)| id.clone())
             .collect();
-        for id in &due {
-            self.awaited.remove(id);
-        }
-        due
+        due.into_iter()
+            .filter_map(|id| self.awaited.remove(&id).map(|a| (id, a.call)))
+            .collect()
+    }
+
+    /// The application withdrew `id`: whether it was awaited, and the
+    /// client request it was sent for.
+    pub(super) fn withdraw(&mut self, id: &RequestId) -> Option<Option<RequestId>> {
+        self.awaited.remove(id).map(|a| a.call)
     }
 
     /// The client answered `id`: whether it was awaited (an answer to
@@ -95,13 +100,13 @@ impl Outbound {
         self.awaited.remove(id).is_some()
     }
 
-    /// The client cancelled `call`: the requests sent for it, no longer
-    /// awaited, in id order.
     /// Whether a request sent for client request `call` is awaited.
     pub(super) fn asked_for(&self, call: &RequestId) -> bool {
         self.awaited.values().any(|a| a.call.as_ref() == Some(call))
     }
 
+    /// The client cancelled `call`: the requests sent for it, no longer
+    /// awaited, in id order.
     pub(super) fn give_up_for(&mut self, call: &RequestId) -> Vec<RequestId> {
         let asked: Vec<RequestId> = self
             .awaited
@@ -155,9 +160,16 @@ mod tests {
         o.sent(None, None);
         assert_eq!(o.next_deadline(), Instant::from_millis(100).into());
         assert!(o.expire(Instant::from_millis(99)).is_empty());
-        assert_eq!(o.expire(Instant::from_millis(100)), [RequestId::Num(2)]);
+        assert_eq!(
+            o.expire(Instant::from_millis(100)),
+            [(RequestId::Num(2), Some(RequestId::Num(7)))],
+            "with the call it was sent for"
+        );
         assert_eq!(o.next_deadline(), at(300));
-        assert_eq!(o.expire(Instant::from_millis(1_000)), [RequestId::Num(1)]);
+        assert_eq!(
+            o.expire(Instant::from_millis(1_000)),
+            [(RequestId::Num(1), None)]
+        );
         assert_eq!(o.next_deadline(), None, "one without a deadline waits");
         assert!(
             !o.answered(&RequestId::Num(1)),
