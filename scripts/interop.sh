@@ -234,8 +234,11 @@ done
 # records (the TS example app checks Host but not Origin; TS 1.32.2 refuses the
 # server/discover probe with id null: F1; TS 2.4.0 routes a body-less GET to its
 # sessions whatever its version header: G1; none of the three holds a notification
-# sent before the client's GET opens: B10, java-sdk #1114's window), nothing more.
-for peer in "ts $((PORT + 1)) B10,F1,R42" "python $((PORT + 2)) B10" "ts2 $((PORT + 6)) B10,G1"; do
+# sent before the client's GET opens: B10, java-sdk #1114's window; Python 2.3.0
+# and TS 2.4.0 answer a resumption of a finished stream at its last id with an
+# empty 200 stream, from which an EventSource reader reconnects for ever: B5,
+# rust-sdk #958's loop; TS 1.32.2 answers it 409), nothing more.
+for peer in "ts $((PORT + 1)) B10,F1,R42" "python $((PORT + 2)) B10,B5" "ts2 $((PORT + 6)) B10,B5,G1"; do
     set -- $peer
     echo "== probe against the $1 SDK server"
     timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$2/mcp" > "$LOG/probe-$1.json" || true
@@ -289,8 +292,10 @@ echo "violations: $got"
 
 # The prober against rmcp 3.9.0 on its own LocalSessionManager (examples/rmcp_server.rs
 # --session-manager local, rmcp built from crates.io): it must find on its own what
-# peers.md measured by hand, and H6 (rmcp compares an integer's Mcp-Param header as a
-# string: 42.0 for 42 refused).
+# peers.md measured by hand, H6 (rmcp compares an integer's Mcp-Param header as a
+# string: 42.0 for 42 refused) and B5 (rust-sdk #958: a resumption with nothing to
+# replay answered with an empty 200 stream, from which an EventSource reader
+# reconnects for ever; `tower.rs` does so on either manager).
 echo "== probe against rmcp 3.9.0 on its own session manager"
 cargo build --profile "$EXAMPLE_PROFILE" -q --features "$EXAMPLE_FEATURES" --example rmcp_server || status=1
 RMCP_BIN="$EXAMPLES/rmcp_server"
@@ -301,7 +306,7 @@ for _ in $(seq 100); do answers $((PORT + 3)) && break; sleep 0.1; done
 timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$((PORT + 3))/mcp" > "$LOG/probe-rmcp.json" || true
 got=$(python3 -c 'import json,sys; v=sorted({f["rule"] for f in json.load(open(sys.argv[1])) if f["verdict"]=="violates"}); print(",".join(v) or "-")' "$LOG/probe-rmcp.json" 2>/dev/null || echo "unreadable")
 echo "violations: $got"
-[ "$got" = "B2,B4,H6,R18,R42" ] || { echo "expected B2,B4,H6,R18,R42; rmcp server log:"; tail -20 "$LOG/rmcp-server.log"; status=1; }
+[ "$got" = "B2,B4,B5,H6,R18,R42" ] || { echo "expected B2,B4,B5,H6,R18,R42; rmcp server log:"; tail -20 "$LOG/rmcp-server.log"; status=1; }
 kill $RMCP_SERVER 2>/dev/null || true
 
 # rmcp 3.9 on our core with bearer tokens (the manager's layer behind a bearer check):
@@ -364,8 +369,9 @@ against_example axum $((PORT + 5))
 # rmcp 3.9 on our core (feature rmcp): rmcp's HTTP service and handler, our
 # CoreSessionManager. rmcp still answers a bad Origin itself (R42: docs/rmcp.md),
 # checks modern requests' headers itself (comparing an integer's Mcp-Param as a
-# string: H6), and has no subscriptions/listen (so no py-listen).
-against_example rmcp_server $((PORT + 7)) H6,R42 no
+# string: H6), turns the core's refusal of a resumption with nothing to replay
+# into an empty 200 stream (B5), and has no subscriptions/listen (so no py-listen).
+against_example rmcp_server $((PORT + 7)) B5,H6,R42 no
 
 [ "$status" = 0 ] && echo "interop: all passed" || echo "interop: FAILED (logs in $LOG)"
 exit "$status"

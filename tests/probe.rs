@@ -69,7 +69,8 @@ fn fixed_holds_every_rule_it_can_test() {
     assert!(violated.is_empty(), "{violated:?}\n{text}");
     for rule in [
         "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B9", "B10", "I1", "I2",
-        "B1", "R18", "B4", "B2", "B3", "B8", // The 2026-07-28 era, on the same endpoint.
+        "B1", "R18", "B4", "B2", "B3", "B5",
+        "B8", // The 2026-07-28 era, on the same endpoint.
         "D1", "H1", "H2", "H3", "H4", "H5", "H6", "V1", "U1", "G1", "M1", "M2", "M3", "J1",
     ] {
         assert!(held.contains(rule), "{rule} not shown to hold\n{text}");
@@ -183,13 +184,24 @@ fn rmcp_0_16_ends_streams_replays_inclusively_and_across_streams() {
 }
 
 #[test]
-fn rmcp_3_9_starves_the_shadow_streams() {
+fn rmcp_3_9_starves_the_shadow_streams_and_resumes_into_nothing() {
     let s = serve("RMCP_3_9", &[]);
     let (code, violated, _, text) = probe(&s.url, &NOTIFY);
     assert_eq!(code, Some(1), "{text}");
-    for rule in ["B4", "R18", "B2"] {
+    for rule in ["B4", "R18", "B2", "B5"] {
         assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
     }
+    let b5 = finding(
+        &text,
+        "B5",
+        "a resumption with nothing to replay does not end empty again and again",
+    );
+    assert!(
+        b5["evidence"]
+            .as_str()
+            .is_some_and(|e| e.contains("3 resumptions")),
+        "{text}"
+    );
 }
 
 #[test]

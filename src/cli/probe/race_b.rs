@@ -10,7 +10,11 @@
 //! - B2: replay is strictly after `Last-Event-ID` (rmcp replays the named
 //!   event again);
 //! - B3 (R35, MUST): resuming a POST stream replays nothing of another
-//!   stream; R34: resuming a finished POST stream is not a server error.
+//!   stream; R34: resuming a finished POST stream is not a server error;
+//! - B5: a resumption with nothing left to replay tells the reader so
+//!   (`204`, a 4xx) or holds the stream open; an SSE stream that ends with no
+//!   message, again and again, keeps an EventSource-style reader reconnecting
+//!   with the same `Last-Event-ID` for ever (rmcp #958).
 //!
 //! The delivery rules need `--notify-tool`.
 
@@ -66,6 +70,9 @@ const R18_WHAT: &str = "a notification goes to exactly one stream, once";
 const B4_WHAT: &str = "with a GET open, a notification reaches an open GET";
 const B2_WHAT: &str = "replay is strictly after Last-Event-ID";
 const B3_WHAT: &str = "resuming a POST stream replays only that stream (R35)";
+const B5_WHAT: &str = "a resumption with nothing to replay does not end empty again and again";
+/// How many times B5's reader resumes, as an EventSource reader would.
+const B5_RESUMES: usize = 3;
 const A5_WHAT: &str = "a resumption the server accepts delivers what followed the cursor";
 const B4_RESUMED_WHAT: &str = "a resumed GET carries the notifications sent after it";
 
@@ -399,5 +406,47 @@ async fn cross_stream(p: &mut Probe, sid: &str) {
         "resuming a finished POST stream is no server error",
         Verdict::of(r.status < 500),
         evidence,
+    );
+    // The reader goes on from the newest id it read: the resumption's, else the stream's.
+    if let Some(last) = r.last_id().or_else(|| o.last_id()) {
+        empty_resumptions(p, sid, &tool, last).await;
+    }
+}
+
+/// B5: resumes a finished POST stream at the newest event id read, where
+/// nothing is left to replay, as an EventSource reader does: again from the
+/// newest id each time the stream ends. A violation is every resumption answered with
+/// an SSE stream that ends without a message: that reader never stops.
+async fn empty_resumptions(p: &mut Probe, sid: &str, tool: &str, mut cursor: String) {
+    let mut answers = Vec::with_capacity(B5_RESUMES);
+    for _ in 0..B5_RESUMES {
+        let Some(mut r) = p.get(sid, Some(&cursor)).await else {
+            p.add("B5", false, B5_WHAT, Verdict::CouldNotTest, p.t.no_answer());
+            return;
+        };
+        r.until(QUICK, |o| !o.messages().is_empty()).await;
+        answers.push(format!("Last-Event-ID {cursor:?}: {}", r.summary()));
+        let ended_empty = r.status == 200 && r.is_sse() && r.ended && r.messages().is_empty();
+        if !ended_empty {
+            p.add(
+                "B5",
+                false,
+                B5_WHAT,
+                Verdict::Holds,
+                format!("{tool} stream finished; {}", answers.join("; ")),
+            );
+            return;
+        }
+        cursor = r.last_id().unwrap_or(cursor);
+    }
+    p.add(
+        "B5",
+        false,
+        B5_WHAT,
+        Verdict::Violates,
+        format!(
+            "{tool} stream finished; {B5_RESUMES} resumptions, each an SSE stream that ended with no message (an EventSource reader reconnects for ever): {}",
+            answers.join("; ")
+        ),
     );
 }
