@@ -554,6 +554,47 @@ fn a_later_request_reusing_the_initialize_id_is_not_stamped() {
     assert_eq!(result.to_value(), serde_json::json!({}));
 }
 
+/// `initialize` is never cancelled (R50) while it is served; once it is
+/// answered its id names nothing, and a later request reusing it can be.
+#[test]
+fn a_cancellation_names_the_initialize_only_while_it_is_served() {
+    let mut h = Harness::new(ServerPolicy::FIXED);
+    let init = h.next_id();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{init},"method":"initialize","params":{{"protocolVersion":"{}","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#,
+        ProtocolVersion::V2025_11_25
+    );
+    let first = h.request(&RequestHead::post(None, None), body.as_bytes());
+    h.session = h.ep.route(first).cloned();
+    let cancel = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{init}}}}}"#
+    );
+    h.post(&cancel);
+    h.respond(&init);
+    let Some(Message::Response { result, .. }) = h.log[&first].messages().last().cloned().cloned()
+    else {
+        panic!("the initialize answer: {:?}", h.log[&first]);
+    };
+    assert!(
+        result.to_value().get("protocolVersion").is_some(),
+        "answered and stamped: {result:?}"
+    );
+    h.initialized();
+    // The same id, reused by a call after the handshake, is cancellable.
+    let reused = h.post(&format!(
+        r#"{{"jsonrpc":"2.0","id":{init},"method":"ping"}}"#
+    ));
+    h.post(&cancel);
+    h.respond(&init);
+    assert!(
+        h.log[&reused].messages().iter().all(|m| !m.is_response()),
+        "{:?}",
+        h.log[&reused]
+    );
+    assert_eq!(h.dropped.len(), 1, "its late response dropped, visibly");
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
 #[test]
 fn a_session_that_never_sends_initialized_expires_at_the_init_timeout() {
     let mut config = common::test_config();

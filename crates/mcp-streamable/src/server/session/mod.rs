@@ -1,9 +1,9 @@
 //! [`ServerSession`]: one MCP session's streams, routing and replay.
 //!
 //! ```text
-//!  New ──initialize response──▶ AwaitingInitialized ──notifications/initialized──▶ Ready
-//!   │                                  │                                             │
-//!   └──────────────── DELETE, close, idle expiry ──────────────────────────────────────┴──▶ Ended
+//!  New ──initialize──▶ Initializing ──its answer──▶ AwaitingInitialized ──notifications/initialized──▶ Ready
+//!   │                      │                              │                                              │
+//!   └──────────────────────┴──────── DELETE, close, idle or init expiry ─────────────────────────────────┴──▶ Ended
 //! ```
 //!
 //! Routing under FIXED is causal: what the application emits for request R
@@ -188,12 +188,37 @@ pub enum SessionTimer {
     Outbound,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Where the session is in its lifecycle (the diagram above); a phase
+/// keeps what only it needs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Phase {
+    /// No `initialize` handled yet: the opener and the version may still
+    /// be set.
     New,
+    /// `initialize` (request `id`) is being served, its answer due on
+    /// `stream`: that answer is stamped with the agreed version and ends
+    /// the phase; a cancellation of `id` is ignored (R50).
+    Initializing { id: RequestId, stream: StreamId },
+    /// The `initialize` answer went out; `notifications/initialized` is
+    /// awaited, and unrelated messages are held for it (R49).
     AwaitingInitialized,
+    /// The handshake is over (or there is none: a 2026-07-28 request, a
+    /// session adopted from another instance of a fleet).
     Ready,
+    /// Deleted, closed or expired: every input is refused.
     Ended,
+}
+
+impl Phase {
+    /// Before the `initialize` answer: the version may still be agreed.
+    fn before_initialize_answer(&self) -> bool {
+        matches!(self, Phase::New | Phase::Initializing { .. })
+    }
+
+    /// Whether `id` is the `initialize` being served.
+    fn initializing(&self, id: &RequestId) -> bool {
+        matches!(self, Phase::Initializing { id: i, .. } if i == id)
+    }
 }
 
 /// What an open HTTP exchange of the session carries.
@@ -242,8 +267,6 @@ pub struct ServerSession {
     /// Client requests being served: the stream each answers on, and its
     /// size (`in_flight_bytes_max` bounds their sum).
     in_flight: BTreeMap<RequestId, Flight>,
-    initialize_id: Option<RequestId>,
-    initialize_stream: Option<StreamId>,
     cancelled: VecDeque<RequestId>,
     /// The requests this session sent the client and awaits answers to.
     outbound: Outbound,
@@ -299,8 +322,6 @@ impl ServerSession {
             next_stream: base.wrapping_add(1),
             exchanges: BTreeMap::new(),
             in_flight: BTreeMap::new(),
-            initialize_id: None,
-            initialize_stream: None,
             cancelled: VecDeque::new(),
             outbound: Outbound::new(first_request),
             held: VecDeque::new(),
@@ -600,8 +621,12 @@ impl ServerSession {
             for m in messages {
                 if let Message::Request { id, method, params } = m {
                     if method == "initialize" {
-                        self.initialize_id = Some(id.clone());
-                        self.initialize_stream = self.in_flight.get(&id).map(|f| f.stream);
+                        if let Some(f) = self.in_flight.get(&id) {
+                            self.phase = Phase::Initializing {
+                                id: id.clone(),
+                                stream: f.stream,
+                            };
+                        }
                     }
                     if self.version.is_modern() {
                         self.modern_method = Some(method.as_str().into());
@@ -744,8 +769,7 @@ impl ServerSession {
         };
         // Only the answer to the pending `initialize` is stamped: a later
         // request may reuse its id.
-        let answers_initialize =
-            self.phase == Phase::New && self.initialize_id.as_ref() == Some(id);
+        let answers_initialize = self.phase.initializing(id);
         let message = match result {
             Ok(result) if answers_initialize => Message::Response {
                 id: id.clone(),
@@ -767,13 +791,15 @@ impl ServerSession {
                 error,
             },
         };
-        if answers_initialize {
-            self.phase = Phase::AwaitingInitialized;
-        }
         let out = self.outgoing(Cause::Request(id.clone()), message);
         let key = out.key;
         self.drain_competing_into(stream);
+        // Written while the phase still names the stream (some codecs leave
+        // the `initialize` answer unnumbered).
         self.write_response(stream, id, out);
+        if answers_initialize {
+            self.phase = Phase::AwaitingInitialized;
+        }
         self.update_timers(now);
         Ok(key)
     }
@@ -889,7 +915,7 @@ impl ServerSession {
         if version.is_modern() {
             return Err(UsageError::ModernEra("2026-07-28 has no sessions"));
         }
-        if self.phase != Phase::New {
+        if !self.phase.before_initialize_answer() {
             return Err(UsageError::AlreadyInitialized);
         }
         self.version = version;
@@ -1084,7 +1110,7 @@ impl ServerSession {
         let Some(id) = cancelled_id(params) else {
             return;
         };
-        if self.initialize_id.as_ref() == Some(&id) {
+        if self.phase.initializing(&id) {
             return; // initialize is never cancelled (R50)
         }
         // Also when the call already finished here: its answer may never

@@ -245,8 +245,8 @@ impl ServerSession {
         };
         let seq = s.push(Some(out.clone()), bound);
         if let Some(http) = attached {
-            let unnumbered =
-                self.codec.initialize_unnumbered() && self.initialize_stream == Some(sid);
+            let unnumbered = self.codec.initialize_unnumbered()
+                && matches!(self.phase, Phase::Initializing { stream, .. } if stream == sid);
             let numbered = !unnumbered && !self.version.is_modern();
             let id = numbered.then(|| self.codec.render(EventId { stream: sid, seq }));
             self.tx(
@@ -527,8 +527,8 @@ impl ServerSession {
             }
             _ => self.timers.stop(SessionTimer::Idle),
         }
-        match (self.phase, self.config.init_timeout_ms) {
-            (Phase::New | Phase::AwaitingInitialized, Some(ms)) => {
+        match (&self.phase, self.config.init_timeout_ms) {
+            (Phase::New | Phase::Initializing { .. } | Phase::AwaitingInitialized, Some(ms)) => {
                 if self.timers.get(SessionTimer::Init).is_none() {
                     self.timers
                         .set(SessionTimer::Init, now + Duration::from_millis(ms));
