@@ -36,13 +36,49 @@ use crate::version::ProtocolVersion;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Where the client is in its lifecycle (the diagram above); a phase keeps
+/// what only it needs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Phase {
+    /// No session: `initialize` may be called.
     Fresh,
+    /// `initialize` (or the `server/discover` probe) is in flight.
     Initializing,
-    Ready,
+    /// The answer is parsed, its commit left to a scheduling point
+    /// ([`SessionCommit::AfterForegroundStep`]): requests may be sent, and
+    /// carry no session yet. FIXED commits as it parses, and never has it.
+    Committing(Staged),
+    /// Requests may be sent, under what the handshake committed.
+    Ready(Committed),
+    /// The server answered a request that carried the session id with
+    /// `404`: `initialize` may be called again.
     Lost,
-    Closed,
+    /// Closed by the application; what was committed, if anything, still
+    /// answers [`ClientSession::session_id`] and [`ClientSession::version`].
+    Closed(Option<Committed>),
+}
+
+impl Phase {
+    /// Whether requests may be sent.
+    fn ready(&self) -> bool {
+        matches!(self, Phase::Ready(_) | Phase::Committing(_))
+    }
+
+    /// What the handshake committed, while it holds.
+    fn committed(&self) -> Option<&Committed> {
+        match self {
+            Phase::Ready(c) | Phase::Closed(Some(c)) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// What a handshake commits: the session id (none from a server without
+/// sessions, or in the 2026-07-28 era) and the protocol version.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Committed {
+    session_id: Option<SessionId>,
+    version: ProtocolVersion,
 }
 
 /// What an exchange is doing, internally (ids as numbers the client minted).
@@ -157,9 +193,6 @@ pub struct ClientSession {
     config: ClientConfig,
     policy: ClientPolicy,
     phase: Phase,
-    session_id: Option<SessionId>,
-    version: Option<ProtocolVersion>,
-    staged: Option<Staged>,
     next_http: u64,
     next_id: i64,
     next_reader: u32,
@@ -197,9 +230,6 @@ impl ClientSession {
             config,
             policy,
             phase: Phase::Fresh,
-            session_id: None,
-            version: None,
-            staged: None,
             next_http: 1,
             next_id: 1,
             next_reader: 1,
@@ -227,12 +257,12 @@ impl ClientSession {
 
     /// The committed session id.
     pub fn session_id(&self) -> Option<&SessionId> {
-        self.session_id.as_ref()
+        self.phase.committed().and_then(|c| c.session_id.as_ref())
     }
 
     /// The committed protocol version.
     pub fn version(&self) -> Option<ProtocolVersion> {
-        self.version
+        self.phase.committed().map(|c| c.version)
     }
 
     /// Whether `initialize` may be called now (no session, not closed).
@@ -242,7 +272,7 @@ impl ClientSession {
 
     /// Whether requests can be sent.
     pub fn is_ready(&self) -> bool {
-        self.phase == Phase::Ready
+        self.phase.ready()
     }
 
     /// The policy in force.
@@ -294,13 +324,13 @@ impl ClientSession {
         now: Instant,
     ) -> Result<RequestId, ClientUsageError> {
         match self.phase {
-            Phase::Closed => return Err(ClientUsageError::Closed),
-            Phase::Initializing | Phase::Ready => return Err(ClientUsageError::AlreadyInitialized),
+            Phase::Closed(_) => return Err(ClientUsageError::Closed),
+            Phase::Initializing | Phase::Committing(_) | Phase::Ready(_) => {
+                return Err(ClientUsageError::AlreadyInitialized)
+            }
             Phase::Fresh | Phase::Lost => {}
         }
         if self.config.era != super::ClientEra::Legacy {
-            self.session_id = None;
-            self.version = None;
             self.probe_repeated = false;
             return Ok(self.discover(params, now));
         }
@@ -313,8 +343,6 @@ impl ClientSession {
         params: RawJson,
         now: Instant,
     ) -> Result<RequestId, ClientUsageError> {
-        self.session_id = None;
-        self.version = None;
         self.background = Background::default();
         let n = self.mint_id();
         let mut v = params.to_value();
@@ -412,18 +440,19 @@ impl ClientSession {
 
     /// Ends the session: DELETE (R26), every exchange aborted, every request failed.
     pub fn close(&mut self, now: Instant) {
-        if self.phase == Phase::Closed {
+        if matches!(self.phase, Phase::Closed(_)) {
             return;
         }
         self.abort_everything(ClientError::Closed, now);
-        if let Some(sid) = self.session_id.clone() {
-            let mut head = RequestHead::delete(&sid);
-            if let Some(v) = self.version {
-                head = head.with(crate::headers::MCP_PROTOCOL_VERSION, v.as_str());
+        let committed = self.phase.committed().cloned();
+        if let Some(c) = &committed {
+            if let Some(sid) = &c.session_id {
+                let head = RequestHead::delete(sid)
+                    .with(crate::headers::MCP_PROTOCOL_VERSION, c.version.as_str());
+                self.open(Role::Delete, head, Vec::new());
             }
-            self.open(Role::Delete, head, Vec::new());
         }
-        self.phase = Phase::Closed;
+        self.phase = Phase::Closed(committed);
     }
 
     // ---- inputs --------------------------------------------------------
@@ -454,7 +483,7 @@ impl ClientSession {
             return;
         };
         let ok = ex.status.is_some_and(|s| (200..300).contains(&s));
-        let version = self.version.unwrap_or(ProtocolVersion::V2025_03_26);
+        let version = self.version().unwrap_or(ProtocolVersion::V2025_03_26);
         let parsed = jsonrpc::parse_body(body, ProtocolVersion::V2025_03_26.min(version));
         match parsed {
             Ok(b) if ok => {
@@ -565,8 +594,8 @@ impl ClientSession {
 
     fn check_ready(&self) -> Result<(), ClientUsageError> {
         match self.phase {
-            Phase::Ready => Ok(()),
-            Phase::Closed => Err(ClientUsageError::Closed),
+            Phase::Ready(_) | Phase::Committing(_) => Ok(()),
+            Phase::Closed(_) => Err(ClientUsageError::Closed),
             _ => Err(ClientUsageError::NotReady),
         }
     }
@@ -600,11 +629,11 @@ impl ClientSession {
 
     /// Headers every request after initialize carries (R22, R29).
     fn session_headers(&self, mut head: RequestHead) -> RequestHead {
-        if let Some(sid) = &self.session_id {
-            head = head.with(crate::headers::MCP_SESSION_ID, sid.as_str());
-        }
-        if let Some(v) = self.version {
-            head = head.with(crate::headers::MCP_PROTOCOL_VERSION, v.as_str());
+        if let Some(c) = self.phase.committed() {
+            if let Some(sid) = &c.session_id {
+                head = head.with(crate::headers::MCP_SESSION_ID, sid.as_str());
+            }
+            head = head.with(crate::headers::MCP_PROTOCOL_VERSION, c.version.as_str());
         }
         head
     }
@@ -892,8 +921,7 @@ impl ClientSession {
                 self.commit_session(session_id.clone(), version, now);
             }
             SessionCommit::AfterForegroundStep => {
-                self.phase = Phase::Ready;
-                self.staged = Some(Staged {
+                self.phase = Phase::Committing(Staged {
                     http: via,
                     session_id: session_id.clone(),
                     version,
@@ -916,9 +944,10 @@ impl ClientSession {
         version: ProtocolVersion,
         _now: Instant,
     ) {
-        self.session_id = session_id;
-        self.version = Some(version);
-        self.phase = Phase::Ready;
+        self.phase = Phase::Ready(Committed {
+            session_id,
+            version,
+        });
         self.send_post(
             Role::Notify,
             &Message::notification("notifications/initialized", None),
@@ -951,7 +980,7 @@ impl ClientSession {
         let handle = self.handle_of(n);
         self.end_rounds(handle);
         self.retire(n);
-        if tell_server && self.phase == Phase::Ready && !was_initialize {
+        if tell_server && self.phase.ready() && !was_initialize {
             let params = serde_json::json!({"requestId": n, "reason": error.to_string()});
             self.send_post(
                 Role::Notify,
@@ -969,15 +998,16 @@ impl ClientSession {
 
     /// 404 on a request that carried the session id: the session is gone (R25).
     fn lose_session(&mut self, now: Instant) {
-        if !matches!(self.phase, Phase::Ready | Phase::Initializing) {
+        if !matches!(
+            self.phase,
+            Phase::Ready(_) | Phase::Committing(_) | Phase::Initializing
+        ) {
             return;
         }
         match self.policy.session_loss {
             SessionLoss::FailPending => self.abort_everything(ClientError::SessionLost, now),
             SessionLoss::OrphanInFlight => self.drop_streams(),
         }
-        self.session_id = None;
-        self.version = None;
         self.phase = Phase::Lost;
         self.asked.clear();
         self.events.push_back(ClientEvent::SessionLost);
@@ -995,7 +1025,6 @@ impl ClientSession {
         self.readers.clear();
         self.listens.clear();
         self.background = Background::default();
-        self.staged = None;
         self.timers = Timers::default();
     }
 
@@ -1039,10 +1068,10 @@ pub(super) fn purpose_of(role: Role) -> Purpose {
 /// None under FIXED, which commits the session as it parses the answer.
 impl Scheduled for ClientSession {
     fn scheduling_points(&self) -> Vec<(HttpId, SchedulingPoint)> {
-        self.staged
-            .iter()
-            .map(|s| (s.http, SchedulingPoint::ForegroundStep))
-            .collect()
+        match &self.phase {
+            Phase::Committing(s) => vec![(s.http, SchedulingPoint::ForegroundStep)],
+            _ => Vec::new(),
+        }
     }
 
     fn handle_scheduling_point(
@@ -1054,15 +1083,17 @@ impl Scheduled for ClientSession {
         if point != SchedulingPoint::ForegroundStep {
             return false;
         }
-        match self.staged.take() {
-            Some(s) if s.http == http => {
-                self.commit_session(s.session_id, s.version, now);
+        match &self.phase {
+            Phase::Committing(s) if s.http == http => {
+                let Staged {
+                    session_id,
+                    version,
+                    ..
+                } = s.clone();
+                self.commit_session(session_id, version, now);
                 true
             }
-            other => {
-                self.staged = other;
-                false
-            }
+            _ => false,
         }
     }
 }

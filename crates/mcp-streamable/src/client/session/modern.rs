@@ -18,7 +18,7 @@
 //! with another body or none, an error result, a broken probe) means a
 //! session-era server: `initialize`.
 
-use super::{ClientSession, Phase, Role};
+use super::{ClientSession, Committed, Phase, Role};
 use crate::client::{ClientError, ClientEvent};
 use crate::head::RequestHead;
 use crate::headers;
@@ -52,7 +52,7 @@ const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 impl ClientSession {
     /// Whether the client speaks the modern era with its server.
     pub fn is_modern(&self) -> bool {
-        self.version.is_some_and(ProtocolVersion::is_modern)
+        self.version().is_some_and(ProtocolVersion::is_modern)
     }
 
     /// Probes with `server/discover`; `params` are what `initialize` would
@@ -126,7 +126,7 @@ impl ClientSession {
     /// ([`ClientEvent::ToolRejected`]). The result as it came when nothing
     /// is left out.
     pub(super) fn learn_tools(&mut self, listing: RawJson) -> RawJson {
-        if self.version != Some(ProtocolVersion::MODERN) {
+        if self.version() != Some(ProtocolVersion::MODERN) {
             return listing;
         }
         let annotated = listing.as_str().contains(crate::tool_headers::ANNOTATION);
@@ -177,9 +177,10 @@ impl ClientSession {
         });
         match result {
             Ok(result) if speaks_modern => {
-                self.version = Some(ProtocolVersion::MODERN);
-                self.session_id = None;
-                self.phase = Phase::Ready;
+                self.phase = Phase::Ready(Committed {
+                    session_id: None,
+                    version: ProtocolVersion::MODERN,
+                });
                 self.events.push_back(ClientEvent::Initialized {
                     id: RequestId::Num(n),
                     session_id: None,

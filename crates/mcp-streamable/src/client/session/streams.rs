@@ -3,7 +3,7 @@
 //! bounded), the background GET (reconnect with its own last id; a 405
 //! disables it), EventSource-style readers (preset), and timers.
 
-use super::{ClientSession, Phase, Reader, Role};
+use super::{ClientSession, Reader, Role};
 use crate::client::{ClientError, ClientTimer};
 use crate::head::{Content, Method, RequestHead};
 use crate::headers;
@@ -124,7 +124,7 @@ impl ClientSession {
         if p.http.is_some() {
             return;
         }
-        let Some(last) = p.last_id.clone().filter(|_| self.phase == Phase::Ready) else {
+        let Some(last) = p.last_id.clone().filter(|_| self.phase.ready()) else {
             // The session is gone: a timer that did nothing would leave the
             // caller waiting for its deadline.
             self.give_up(n, ClientError::StreamLost, false, now);
@@ -151,8 +151,7 @@ impl ClientSession {
     /// take the pool's last free connection (`BackgroundGet::On`): then
     /// once one is freed.
     pub(super) fn open_background(&mut self) {
-        if self.background.disabled || self.background.http.is_some() || self.phase != Phase::Ready
-        {
+        if self.background.disabled || self.background.http.is_some() || !self.phase.ready() {
             return;
         }
         let spare = self
@@ -182,7 +181,7 @@ impl ClientSession {
             return;
         }
         self.background.http = None;
-        if self.background.disabled || self.phase != Phase::Ready {
+        if self.background.disabled || !self.phase.ready() {
             return;
         }
         match ex.status {
@@ -235,10 +234,7 @@ impl ClientSession {
         reader.http = None;
         // WHATWG: a non-200 or non-event-stream answer fails the EventSource.
         let clean = ex.status == Some(200) && ex.content == Content::Sse;
-        if !clean
-            || reader.reconnects >= self.config.reader_reconnects_max
-            || self.phase != Phase::Ready
-        {
+        if !clean || reader.reconnects >= self.config.reader_reconnects_max || !self.phase.ready() {
             self.readers.remove(&r);
             return;
         }
@@ -251,7 +247,7 @@ impl ClientSession {
         let Some(reader) = self.readers.get(&r) else {
             return;
         };
-        if reader.http.is_some() || self.phase != Phase::Ready {
+        if reader.http.is_some() || !self.phase.ready() {
             return;
         }
         let last = reader.last_id.clone();
