@@ -78,6 +78,8 @@ fn fixed_holds_every_rule_it_can_test() {
     assert!(!text.contains("could_not_test"), "{text}");
     let one_id = finding(&text, "I1", "2026-07-28 callers under one request id");
     assert_eq!(one_id["verdict"], "holds", "{text}");
+    let resumed = finding(&text, "A5", "finished POST stream");
+    assert_eq!(resumed["verdict"], "holds", "{text}");
     let sessionless = finding(&text, "I1", "sessionless callers under one request id");
     assert_eq!(
         sessionless["verdict"], "not_applicable",
@@ -202,6 +204,10 @@ fn rmcp_3_9_starves_the_shadow_streams_and_resumes_into_nothing() {
             .is_some_and(|e| e.contains("3 resumptions")),
         "{text}"
     );
+    // The finished stream is forgotten: resumed from before its response,
+    // it answers an empty stream (rust-sdk PR #799's review).
+    let resumed = finding(&text, "A5", "finished POST stream");
+    assert_eq!(resumed["verdict"], "violates", "{text}");
 }
 
 #[test]

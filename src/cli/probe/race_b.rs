@@ -11,6 +11,10 @@
 //!   event again);
 //! - B3 (R35, MUST): resuming a POST stream replays nothing of another
 //!   stream; R34: resuming a finished POST stream is not a server error;
+//!   A5: a resumption of it the server accepts, from an id before its
+//!   response, delivers that response (a client that lost the connection
+//!   before reading it has no other way to get it: rmcp forgets a finished
+//!   stream, PR #799's review);
 //! - B5: a resumption with nothing left to replay tells the reader so
 //!   (`204`, a 4xx) or holds the stream open; an SSE stream that ends with no
 //!   message, again and again, keeps an EventSource-style reader reconnecting
@@ -18,7 +22,7 @@
 //!
 //! The delivery rules need `--notify-tool`.
 
-use super::wire::{is_list_changed, Open};
+use super::wire::{is_list_changed, is_response_to, Open};
 use super::{Probe, Verdict, NOTIFY_WAIT, QUICK, SETTLE};
 use serde_json::json;
 use std::time::Duration;
@@ -74,6 +78,8 @@ const B5_WHAT: &str = "a resumption with nothing to replay does not end empty ag
 /// How many times B5's reader resumes, as an EventSource reader would.
 const B5_RESUMES: usize = 3;
 const A5_WHAT: &str = "a resumption the server accepts delivers what followed the cursor";
+const A5_POST_WHAT: &str =
+    "a resumption of a finished POST stream the server accepts delivers its response";
 const B4_RESUMED_WHAT: &str = "a resumed GET carries the notifications sent after it";
 
 pub async fn run(p: &mut Probe) {
@@ -358,7 +364,7 @@ async fn cross_stream(p: &mut Probe, sid: &str) {
         );
         return;
     };
-    let Some((_, o)) = p
+    let Some((call, o)) = p
         .request(
             Some(sid),
             "tools/call",
@@ -405,8 +411,15 @@ async fn cross_stream(p: &mut Probe, sid: &str) {
         false,
         "resuming a finished POST stream is no server error",
         Verdict::of(r.status < 500),
-        evidence,
+        evidence.clone(),
     );
+    // The resumption came from the stream's first id, before its response.
+    let verdict = if (200..300).contains(&r.status) && r.is_sse() {
+        Verdict::of(r.messages().iter().any(|m| is_response_to(m, call)))
+    } else {
+        Verdict::NotApplicable
+    };
+    p.add("A5", false, A5_POST_WHAT, verdict, evidence);
     // The reader goes on from the newest id it read: the resumption's, else the stream's.
     if let Some(last) = r.last_id().or_else(|| o.last_id()) {
         empty_resumptions(p, sid, &tool, last).await;
