@@ -730,9 +730,9 @@ fn streams_max_forgets_the_oldest_detached_stream_past_the_bound() {
     assert!(h.violations().is_empty(), "{:?}", h.violations());
 }
 
-/// A POST stream that finished while its client was away stays replayable
-/// until `streams_max` evicts it (then 400); one that finished on a live
-/// connection had nothing left to resume and is forgotten at once (400).
+/// A POST stream that finished stays replayable until `streams_max` evicts
+/// it (then 400), also one that finished on a connection the server took
+/// for live: that connection may have died unnoticed with the response.
 #[test]
 fn finished_request_streams_are_forgotten_past_streams_max() {
     finished_request_streams_with(1);
@@ -744,12 +744,19 @@ fn finished_request_streams_with(streams_max: usize) {
     config.session.streams_max = streams_max;
     let mut h = ready_with(config);
     let first = |h: &Harness, http| h.log[&http].events[0].0.clone().expect("priming id");
-    // Finished on a live connection: forgotten.
+    // Finished on a connection that died unnoticed: kept, the response
+    // replayed; resumed at its last id, nothing follows (204, which stops
+    // an EventSource reader).
     let (live, id) = h.call();
+    h.client_drop(live, false);
     h.respond(&id);
     let cursor_live = first(&h, live);
     let r = h.get(Some(&cursor_live));
-    assert_eq!(status(&h, r), 400, "nothing left to resume: forgotten");
+    assert_eq!(status(&h, r), 200, "kept for its resumption");
+    assert!(h.log[&r].messages().iter().any(|m| m.is_response()));
+    let last = h.log[&r].last_id().expect("the replay's ids").to_owned();
+    let again = h.get(Some(&last));
+    assert_eq!(status(&h, again), 204, "nothing follows the last id");
     // Finished while detached: kept for its resumption.
     let (a, id_a) = h.call();
     h.client_drop(a, true);

@@ -974,8 +974,7 @@ impl ServerSession {
     /// `init_timeout_ms` while the client goes on).
     pub fn confirm_initialized(&mut self, now: Instant) {
         if self.phase == Phase::AwaitingInitialized {
-            self.phase = Phase::Ready;
-            self.flush_held(now);
+            self.become_ready(now);
             self.update_timers(now);
         }
     }
@@ -1075,12 +1074,17 @@ impl ServerSession {
 
     // ---- internals: receiving -----------------------------------------
 
+    /// The handshake is over: what was held for it goes out.
+    fn become_ready(&mut self, now: Instant) {
+        self.phase = Phase::Ready;
+        self.flush_held(now);
+    }
+
     fn recv_non_request(&mut self, message: Message, now: Instant) {
         match message {
             Message::Notification { method, params } => {
                 if method == "notifications/initialized" && self.phase != Phase::Ended {
-                    self.phase = Phase::Ready;
-                    self.flush_held(now);
+                    self.become_ready(now);
                 }
                 if method == "notifications/cancelled" {
                     self.recv_cancel(params.as_ref(), now);

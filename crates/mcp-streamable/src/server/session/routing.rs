@@ -303,19 +303,26 @@ impl ServerSession {
             }
         }
         s.finished = true;
+        // Kept for a resumption: an event stream whose events carry ids,
+        // but the `initialize` answer's (a client that lost it has no
+        // session to resume in: it initializes again).
+        let keep = s.format == Format::Sse
+            && !self.version.is_modern()
+            && !matches!(self.phase, Phase::Initializing { stream, .. } if stream == sid);
         let attached = s.attached.take();
         if let Some(http) = attached {
             self.end(http, EndReason::Complete);
             if !self.has_listener(http) {
                 self.forget_exchange(http);
             }
-            // Everything went out on a live connection, the response last:
-            // nothing is left to resume, so the stream is forgotten at once.
-            // (A stream that finished while detached stays for its resumption.)
-            if sid != COMMON {
+            if !keep && sid != COMMON {
                 self.streams.remove(&sid);
             }
         }
+        // A resumable finished stream stays for its resumption (the oldest
+        // past `streams_max` go first), also when its response went out on
+        // a connection the server took for live: one that died unnoticed
+        // lost it, and the client resumes from the last id it read.
         self.trim_streams();
     }
 
@@ -330,16 +337,22 @@ impl ServerSession {
 
     /// Forgets the oldest finished or detached standalone streams past `streams_max`.
     pub(super) fn trim_streams(&mut self) {
-        let idle: Vec<StreamId> = self
+        let idle = |s: &&Stream| {
+            s.id != COMMON && s.attached.is_none() && (s.finished || s.is_standalone())
+        };
+        // Counted first: most calls find nothing to trim, and allocate nothing.
+        let count = self.streams.values().filter(idle).count();
+        if count <= self.config.streams_max {
+            return;
+        }
+        let past: Vec<StreamId> = self
             .streams_oldest_first()
-            .filter(|s| s.id != COMMON && s.attached.is_none())
-            .filter(|s| s.finished || s.is_standalone())
+            .filter(idle)
             .map(|s| s.id)
+            .take(count - self.config.streams_max)
             .collect();
-        if idle.len() > self.config.streams_max {
-            for sid in &idle[..idle.len() - self.config.streams_max] {
-                self.streams.remove(sid);
-            }
+        for sid in &past {
+            self.streams.remove(sid);
         }
     }
 
