@@ -454,11 +454,9 @@ impl Monitor {
     }
 
     /// End-of-run checks, at quiescence. `queued` lists keys the core still
-    /// holds legitimately (waiting for a stream); an unrelated key that is
-    /// neither delivered, dropped by policy, nor queued was lost (A5), and so
-    /// was any key, a response included, written on a stream the client
-    /// resumed and never delivered (A5). An unrelated key still queued while
-    /// a standalone GET is open breaks B4.
+    /// holds legitimately (waiting for a stream); a key that is neither
+    /// delivered, dropped by policy, nor queued was lost (A5). An unrelated key
+    /// still queued while a standalone GET is open breaks B4.
     pub fn finish(&mut self, queued: &[(String, MsgKey)]) {
         // Sessions with a standalone GET open (B4 is judged per session).
         let open_standalone = self.open_standalone();
@@ -474,31 +472,12 @@ impl Monitor {
             .map(|(k, c)| (k.clone(), c.clone()))
             .collect();
         for (key, cause) in sent {
-            if self.delivered.contains(&key)
+            if cause != Cause::Unrelated
+                || self.delivered.contains(&key)
                 || self.rare.dropped.contains(&key)
                 || self.rare.sessions_ended.contains(&key.0)
                 || self.rare.sessions_deleted.contains(&key.0)
             {
-                continue;
-            }
-            if let Cause::Request(r) = &cause {
-                // A request's messages, its response last, are its stream's:
-                // lost with a connection unless the client resumed the
-                // stream, whose replay must then bring them.
-                let resumed = self
-                    .fresh_writes
-                    .get(&key)
-                    .is_some_and(|l| l.iter().any(|l| self.lineages[l].resumed));
-                if resumed {
-                    self.flag_end(
-                        "A5",
-                        None,
-                        format!(
-                            "{} (for request {r:?}) was written on a stream the client resumed, yet never delivered",
-                            key.1
-                        ),
-                    );
-                }
                 continue;
             }
             let (_, k) = &key;

@@ -1253,38 +1253,3 @@ fn an_answer_written_on_another_callers_exchange_under_the_same_id_is_i1() {
         assert_eq!(run(None, 2, sse), [] as [&str; 0], "no origin named");
     }
 }
-
-#[test]
-fn a_response_written_on_a_stream_the_client_resumed_and_never_delivered_is_a5() {
-    let response = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
-    // The response went out on a connection already dead; the client resumes
-    // from the last id it read. Replayed there: delivered. Not replayed (the
-    // stream forgotten): A5. The resumption refused: the network's loss.
-    for (status, replays, a5) in [(200, true, false), (200, false, true), (404, false, false)] {
-        let mut m = issued(None);
-        m.observe(&post(1));
-        m.observe(&head(1, 200, Content::Sse));
-        m.observe(&event(1, Some("e1"), 1, Some(1), PROGRESS));
-        m.observe(&Observation::Closed { http: HttpId(1) });
-        m.observe(&Observation::Sent {
-            session: "s".into(),
-            key: MsgKey(2),
-            cause: Cause::Request(mcp_streamable::ids::RequestId::Num(1)),
-            origin: None,
-        });
-        m.observe(&event(1, Some("e2"), 2, Some(1), response));
-        m.observe(&get(2, Some("e1")));
-        m.observe(&head(2, status, Content::Sse));
-        if replays {
-            m.observe(&event(2, Some("e2"), 2, Some(1), response));
-        }
-        m.observe(&end(2, EndReason::Complete));
-        m.finish(&[]);
-        assert_eq!(
-            ids(&m).contains(&"A5"),
-            a5,
-            "{status} {replays}: {:?}",
-            m.violations()
-        );
-    }
-}
