@@ -219,6 +219,11 @@ impl Phase {
     fn initializing(&self, id: &RequestId) -> bool {
         matches!(self, Phase::Initializing { id: i, .. } if i == id)
     }
+
+    /// Whether `sid` is the stream the `initialize` being served answers on.
+    fn initialize_stream(&self, sid: StreamId) -> bool {
+        matches!(self, Phase::Initializing { stream, .. } if *stream == sid)
+    }
 }
 
 /// What an open HTTP exchange of the session carries.

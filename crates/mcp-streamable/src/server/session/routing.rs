@@ -245,8 +245,8 @@ impl ServerSession {
         };
         let seq = s.push(Some(out.clone()), bound);
         if let Some(http) = attached {
-            let unnumbered = self.codec.initialize_unnumbered()
-                && matches!(self.phase, Phase::Initializing { stream, .. } if stream == sid);
+            let unnumbered =
+                self.codec.initialize_unnumbered() && self.phase.initialize_stream(sid);
             let numbered = !unnumbered && !self.version.is_modern();
             let id = numbered.then(|| self.codec.render(EventId { stream: sid, seq }));
             self.tx(
@@ -308,7 +308,7 @@ impl ServerSession {
         // session to resume in: it initializes again).
         let keep = s.format == Format::Sse
             && !self.version.is_modern()
-            && !matches!(self.phase, Phase::Initializing { stream, .. } if stream == sid);
+            && !self.phase.initialize_stream(sid);
         let attached = s.attached.take();
         if let Some(http) = attached {
             self.end(http, EndReason::Complete);
