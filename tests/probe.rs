@@ -211,6 +211,33 @@ fn rmcp_3_9_starves_the_shadow_streams_and_resumes_into_nothing() {
 }
 
 #[test]
+fn frontmcp_before_529_replays_another_sessions_events_from_one_endpoint() {
+    // `serve` gives this preset one endpoint for every session, where its
+    // lookup across sessions acts; FIXED in the same layout keeps them apart.
+    let what = "Last-Event-ID of another session";
+    let s = serve("FRONTMCP_BEFORE_529", &[]);
+    let (code, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert_eq!(code, Some(1), "I1 is a MUST: {text}");
+    let i1 = finding(&text, "I1", what);
+    assert_eq!(i1["verdict"], "violates", "{text}");
+    assert!(
+        i1["evidence"]
+            .as_str()
+            .is_some_and(|e| e.contains("replayed A's")),
+        "{text}"
+    );
+    assert_eq!(
+        violated,
+        BTreeSet::from(["I1".to_owned()]),
+        "only the lookup differs from FIXED\n{text}"
+    );
+    let s = serve("FIXED", &["--store", "memory"]);
+    let (code, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert_eq!(code, Some(0), "{violated:?}\n{text}");
+    assert_eq!(finding(&text, "I1", what)["verdict"], "holds", "{text}");
+}
+
+#[test]
 fn rmcp_2_2_answers_a_call_with_its_progress() {
     let s = serve("RMCP_2_2", &[]);
     let (code, violated, _, text) = probe(&s.url, &NOTIFY);

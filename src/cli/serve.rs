@@ -1,7 +1,7 @@
 //! `mcp-streamable serve`: the reference server (the conformance suite's tool
 //! set) on 127.0.0.1; `--preset` serves a buggy preset for demonstrations.
 
-use mcp_streamable::policy::ServerPolicy;
+use mcp_streamable::policy::{ResumeLookup, ServerPolicy};
 use mcp_streamable_check::monitor::Monitor;
 use mcp_streamable_hyper::auth::{Auth, ResourceMetadata, StaticTokens};
 use mcp_streamable_hyper::{EverythingApp, Server, ServerOptions, Tap};
@@ -109,6 +109,24 @@ fn auth(args: &ServeArgs) -> Result<Auth, String> {
     Ok(Auth::with(tokens).metadata(metadata))
 }
 
+/// The layout a preset needs when its bug lives between sessions of one
+/// endpoint: a `Last-Event-ID` looked up across sessions
+/// ([`ResumeLookup::AnySession`]) reaches no other session in the plain
+/// server, which gives each session an endpoint of its own. Such a preset is
+/// served as one fleet instance alone (`--store memory`), whose one endpoint
+/// holds every session, as an embedding of the bare core would.
+fn one_endpoint(args: &ServeArgs, policy: ServerPolicy) -> Option<String> {
+    if policy.resume_lookup != ResumeLookup::AnySession {
+        return None;
+    }
+    eprintln!(
+        "preset {}: its lookup crosses sessions, so every session is served by one \
+         endpoint (as --store memory)",
+        args.preset.to_uppercase()
+    );
+    Some("memory".to_owned())
+}
+
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let policy = ServerPolicy::preset(&args.preset).ok_or_else(|| {
         let names = ServerPolicy::preset_names();
@@ -147,7 +165,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         options.app_secret = Some(parse_secret(hex)?);
     }
     options.auth = auth(&args)?;
-    if let Some(store) = args.store.clone() {
+    if let Some(store) = args.store.clone().or_else(|| one_endpoint(&args, policy)) {
         return super::serve_fleet::run(args.addr, args.instance, &store, options, args.threads);
     }
     let rt = runtime(args.threads)?;

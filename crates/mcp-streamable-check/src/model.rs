@@ -371,7 +371,11 @@ impl CheckModel {
         if self.server_step_enabled(s) {
             f(Action::ServerStep)?;
         }
+        let awaits = self.scenario.settings.calls_await_questions;
         for (session, id, _, _) in &w.server_pending {
+            if awaits && crate::sim::Servers::awaits_answers_for(&*w.server, session, id) {
+                continue;
+            }
             f(Action::ServerRespond {
                 session: session.clone(),
                 id: id.clone(),

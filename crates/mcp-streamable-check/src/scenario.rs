@@ -155,6 +155,12 @@ pub struct Settings {
     /// `SessionConfig::first_request_number`).
     #[serde(default = "default_first_request")]
     pub first_request_number: i64,
+    /// Whether the application answers a call only once every request it
+    /// sent the client for that call has ended (answered, failed, given
+    /// up): a tool that awaits its elicitation. `false` (the default): the
+    /// application may answer a call at any moment.
+    #[serde(default)]
+    pub calls_await_questions: bool,
 }
 
 fn default_first_request() -> i64 {
@@ -208,6 +214,7 @@ impl Default for Settings {
             response_mode: mcp_streamable::server::ResponseMode::Sse,
             connections_max: None,
             first_request_number: default_first_request(),
+            calls_await_questions: false,
         }
     }
 }

@@ -1148,6 +1148,32 @@ impl ServerCancels {
     }
 }
 
+/// When the client hands the application a request the server sent on the
+/// standalone GET (an elicitation, a sampling request, `roots/list`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StandaloneRequests {
+    /// As it arrives, whatever the client is waiting for.
+    #[default]
+    OnArrival,
+    /// Only once none of the client's own requests is in flight: a request
+    /// the server sends on the GET while it serves a call, for that call
+    /// (mcp-go before PR #933), waits for the call, which waits for its
+    /// answer (mcp-go #932: Codex Desktop "not dispatched while the client
+    /// was waiting for the `tools/call` POST response. This creates a
+    /// circular wait"). A request on the call's own stream is handed out
+    /// at once either way.
+    AfterCalls,
+}
+
+impl StandaloneRequests {
+    /// Whether a request the server sent on the standalone GET is held back
+    /// while the client has `in_flight` requests of its own.
+    pub fn holds_back(self, in_flight: usize) -> bool {
+        self == Self::AfterCalls && in_flight > 0
+    }
+}
+
 /// What the client does with a request whose stream ended without the
 /// response and with nothing to resume from (no event id), or whose
 /// resumptions are exhausted.
@@ -1202,6 +1228,8 @@ pub struct ClientPolicy {
     pub lost_stream: LostStream,
     /// See [`ServerCancels`].
     pub server_cancels: ServerCancels,
+    /// See [`StandaloneRequests`].
+    pub standalone_requests: StandaloneRequests,
 }
 
 impl ClientPolicy {
@@ -1220,6 +1248,7 @@ impl ClientPolicy {
         resume_cursor: ResumeCursor::Stream,
         lost_stream: LostStream::Fail,
         server_cancels: ServerCancels::Obeyed,
+        standalone_requests: StandaloneRequests::OnArrival,
     };
 
     /// Whether this policy has scheduling points the driver must choose.
@@ -1257,6 +1286,18 @@ impl ClientPolicy {
     /// queued behind it. Only that is modelled; the rest is FIXED.
     pub const CSHARP_1637: ClientPolicy = ClientPolicy {
         background_get: BackgroundGet::IgnoringPool,
+        ..ClientPolicy::FIXED
+    };
+
+    /// Codex Desktop's client as mark3labs/mcp-go #932 reports it (July
+    /// 2026): a server request read on the standalone GET is dispatched
+    /// only once the client's POST is answered
+    /// ([`StandaloneRequests::AfterCalls`]). Against a server that puts a
+    /// call's elicitation on the GET (mcp-go before PR #933) the call and
+    /// the elicitation wait for each other (L1, L2) until a deadline ends
+    /// one. Only that is modelled; the rest is FIXED.
+    pub const CODEX_DESKTOP_2026_07: ClientPolicy = ClientPolicy {
+        standalone_requests: StandaloneRequests::AfterCalls,
         ..ClientPolicy::FIXED
     };
 
@@ -1409,6 +1450,10 @@ impl ClientPolicy {
             NamedClientPolicy {
                 name: "CSHARP_1637",
                 policy: ClientPolicy::CSHARP_1637,
+            },
+            NamedClientPolicy {
+                name: "CODEX_DESKTOP_2026_07",
+                policy: ClientPolicy::CODEX_DESKTOP_2026_07,
             },
             NamedClientPolicy {
                 name: "EVENTSOURCE_RECONNECT",

@@ -9,7 +9,9 @@
 //! what it had not sent the store yet and what the store had not delivered
 //! to it; the store keeps what it has (its heartbeat then runs out).
 
-use super::servers::{awaited_in, queued_in, OutputHandler, Servers, SERVER_HTTP_STRIDE};
+use super::servers::{
+    awaited_in, awaits_in, queued_in, OutputHandler, Servers, SERVER_HTTP_STRIDE,
+};
 use super::store_links::{ConnKey, StoreLinks};
 use super::world::World;
 use crate::monitor::Observation;
@@ -282,6 +284,13 @@ impl Servers for Fleet {
             .flatten()
             .flat_map(|i| awaited_in(i.endpoint()))
             .collect()
+    }
+
+    fn awaits_answers_for(&self, sid: &SessionId, call: &RequestId) -> bool {
+        self.instances
+            .iter()
+            .flatten()
+            .any(|i| awaits_in(i.endpoint(), sid, call))
     }
 
     fn queued(&self) -> Vec<(String, MsgKey)> {

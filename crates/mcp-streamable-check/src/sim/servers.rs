@@ -120,6 +120,10 @@ pub trait Servers: Clone + Debug + PartialEq + Eq + Hash {
     /// happen).
     fn awaited_answers(&self) -> Vec<RequestId>;
 
+    /// Whether a live session `sid` awaits the client's answer to a request
+    /// it sent for client request `call`, on any server.
+    fn awaits_answers_for(&self, sid: &SessionId, call: &RequestId) -> bool;
+
     /// Gives every part it shares by a reference count a copy of its own
     /// ([`World::localize`](super::World::localize)). Nothing it means
     /// changes; a server side with nothing shared does nothing.
@@ -224,6 +228,10 @@ impl Servers for ServerEndpoint {
         awaited_in(self).collect()
     }
 
+    fn awaits_answers_for(&self, sid: &SessionId, call: &RequestId) -> bool {
+        awaits_in(self, sid, call)
+    }
+
     fn has_output(&self) -> bool {
         ServerEndpoint::has_output(self)
     }
@@ -252,6 +260,11 @@ pub(crate) fn awaited_in(ep: &ServerEndpoint) -> impl Iterator<Item = RequestId>
         .filter_map(|sid| ep.session(sid))
         .filter(|s| !s.is_ended())
         .flat_map(|s| s.awaited_answers().cloned())
+}
+
+pub(crate) fn awaits_in(ep: &ServerEndpoint, sid: &SessionId, call: &RequestId) -> bool {
+    ep.session(sid)
+        .is_some_and(|s| !s.is_ended() && s.awaits_answers_for(call))
 }
 
 pub(crate) fn queued_in(ep: &ServerEndpoint) -> Vec<(String, MsgKey)> {

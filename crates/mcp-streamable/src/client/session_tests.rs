@@ -932,3 +932,58 @@ fn a_request_answered_once_cannot_be_answered_again_and_a_flood_is_refused() {
         .respond(RequestId::Num(7), Ok(RawJson::empty_object()), NOW)
         .is_err());
 }
+
+/// A call in flight, and the server's elicitation for it sent on the
+/// standalone GET (mcp-go before PR #933); then the call's own response.
+fn question_on_the_get_during_a_call(policy: ClientPolicy) -> (Vec<ClientEvent>, Vec<ClientEvent>) {
+    let (mut c, after) = legacy(policy);
+    let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
+    stream_head(&mut c, get);
+    let (_, post) = streaming(&mut c, "tools/call");
+    sse(
+        &mut c,
+        get,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create"}),
+    );
+    let during = events(&mut c);
+    sse(
+        &mut c,
+        post.http,
+        json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}}),
+    );
+    (during, events(&mut c))
+}
+
+#[test]
+fn a_request_on_the_get_waits_for_the_calls_only_under_after_calls() {
+    let asked = |e: &ClientEvent| {
+        matches!(
+            e,
+            ClientEvent::ServerRequest {
+                id: RequestId::Num(0),
+                ..
+            }
+        )
+    };
+    let (during, after) = question_on_the_get_during_a_call(ClientPolicy::FIXED);
+    assert!(during.iter().any(asked), "FIXED: on arrival {during:?}");
+    assert!(!after.iter().any(asked), "{after:?}");
+    let (during, after) = question_on_the_get_during_a_call(ClientPolicy::CODEX_DESKTOP_2026_07);
+    assert!(
+        !during.iter().any(asked),
+        "held back while the call is in flight {during:?}"
+    );
+    assert!(
+        matches!(&after[..], [ClientEvent::Response { .. }, e] if asked(e)),
+        "handed out once the call ended, after its response {after:?}"
+    );
+    // On the call's own stream it is handed out at once.
+    let (mut c, _) = legacy(ClientPolicy::CODEX_DESKTOP_2026_07);
+    let (_, post) = streaming(&mut c, "tools/call");
+    sse(
+        &mut c,
+        post.http,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create"}),
+    );
+    assert!(events(&mut c).iter().any(asked));
+}

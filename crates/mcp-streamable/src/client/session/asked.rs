@@ -4,14 +4,25 @@
 //! request the server cancelled is never answered (the receiver of a
 //! cancellation "SHOULD NOT send a response", `basic/utilities/cancellation.mdx`).
 //!
+//! A request held back from the application
+//! ([`StandaloneRequests::AfterCalls`](crate::policy::StandaloneRequests::AfterCalls))
+//! is held here too, and waits to be handed out:
+//!
 //! ```text
-//!  ServerRequest ──▶ held ──respond──▶ answered (POSTed)
-//!                     └──notifications/cancelled, obeyed──▶ withdrawn (ServerRequestCancelled)
+//!  arrived ──▶ waiting ──the client's own requests all ended──┐
+//!     │          └──notifications/cancelled, obeyed──▶ dropped │ (never seen)
+//!     └──────────────────────────────────────────────────────┴──▶ ServerRequest ──▶ held
+//!  held ──respond──▶ answered (POSTed)
+//!    └──notifications/cancelled, obeyed──▶ withdrawn (ServerRequestCancelled)
 //! ```
 
 use crate::ids::RequestId;
+use crate::jsonrpc::RawJson;
 use crate::policy::ServerCancels;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
+
+/// A server request not handed to the application yet: id, method, params.
+pub(super) type Waiting = (RequestId, String, Option<RawJson>);
 
 /// The held requests, at most `max` (`ClientConfig::asked_max`). A
 /// cancellation of a request not held (answered already, or not come yet,
@@ -21,6 +32,9 @@ use std::collections::BTreeSet;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) struct Asked {
     held: BTreeSet<RequestId>,
+    /// Held, and not handed out yet, oldest first (empty unless the policy
+    /// holds requests back).
+    waiting: VecDeque<Waiting>,
 }
 
 impl Asked {
@@ -35,26 +49,55 @@ impl Asked {
         true
     }
 
-    /// The application answers `id`; whether it was held (else nothing is
-    /// sent).
+    /// A request [`hand_out`](Self::hand_out) took, kept from the
+    /// application until [`release`](Self::release).
+    pub(super) fn wait(&mut self, request: Waiting) {
+        self.waiting.push_back(request);
+    }
+
+    /// The requests kept waiting, oldest first, for the application now.
+    pub(super) fn release(&mut self) -> impl Iterator<Item = Waiting> + '_ {
+        self.waiting.drain(..)
+    }
+
+    /// The application answers `id`; whether it was held and handed out
+    /// (else nothing is sent).
     pub(super) fn answer(&mut self, id: &RequestId) -> bool {
-        self.held.remove(id)
+        !self.is_waiting(id) && self.held.remove(id)
     }
 
     /// The server cancelled `id`; whether it is withdrawn from the
-    /// application (held, and a cancellation `cancels` obeys).
+    /// application (held, handed out, and a cancellation `cancels` obeys).
+    /// One still waiting is dropped unseen.
     pub(super) fn cancel(&mut self, id: &RequestId, cancels: ServerCancels) -> bool {
-        cancels.obeys(id) && self.held.remove(id)
+        if !cancels.obeys(id) || !self.held.remove(id) {
+            return false;
+        }
+        let seen = !self.is_waiting(id);
+        self.waiting.retain(|(w, _, _)| w != id);
+        seen
+    }
+
+    /// The client closes: what waits is never handed out.
+    pub(super) fn drop_waiting(&mut self) {
+        for (id, _, _) in self.waiting.drain(..) {
+            self.held.remove(&id);
+        }
     }
 
     /// The session ended: nothing it asked can be answered.
     pub(super) fn clear(&mut self) {
         self.held.clear();
+        self.waiting.clear();
     }
 
-    /// The held requests, oldest id first.
+    fn is_waiting(&self, id: &RequestId) -> bool {
+        self.waiting.iter().any(|(w, _, _)| w == id)
+    }
+
+    /// The requests the application holds (handed out), oldest id first.
     pub(super) fn iter(&self) -> impl Iterator<Item = &RequestId> {
-        self.held.iter()
+        self.held.iter().filter(|id| !self.is_waiting(id))
     }
 }
 
@@ -86,6 +129,30 @@ mod tests {
         assert!(!a.cancel(&zero, ignored));
         assert!(a.cancel(&one, ignored));
         assert!(a.answer(&zero), "still held: answered after its cancel");
+    }
+
+    #[test]
+    fn a_waiting_request_is_answered_only_once_released_and_dropped_unseen_when_cancelled() {
+        let mut a = Asked::default();
+        let (one, two) = (RequestId::Num(1), RequestId::Num(2));
+        for id in [&one, &two] {
+            assert!(a.hand_out(id, 2));
+            a.wait((id.clone(), "elicitation/create".into(), None));
+        }
+        assert!(
+            !a.hand_out(&RequestId::Num(3), 2),
+            "the bound counts waiting ones"
+        );
+        assert!(!a.answer(&one), "not handed out yet");
+        assert!(!a.cancel(&two, OBEYED), "never seen: nothing to withdraw");
+        let released: Vec<RequestId> = a.release().map(|(id, _, _)| id).collect();
+        assert_eq!(
+            released,
+            std::slice::from_ref(&one),
+            "the withdrawn one is gone"
+        );
+        assert!(a.answer(&one));
+        assert_eq!(a.iter().count(), 0);
     }
 
     #[test]

@@ -443,6 +443,8 @@ impl ClientSession {
         if matches!(self.phase, Phase::Closed(_)) {
             return;
         }
+        // Held back for a call that now fails: never handed out.
+        self.asked.drop_waiting();
         self.abort_everything(ClientError::Closed, now);
         let committed = self.phase.committed().cloned();
         if let Some(c) = &committed {
@@ -719,8 +721,14 @@ impl ClientSession {
             }
             Message::Request { id, method, params } => {
                 if self.asked.hand_out(&id, self.config.asked_max) {
-                    self.events
-                        .push_back(ClientEvent::ServerRequest { id, method, params });
+                    let on_the_get = self.background.http == Some(http);
+                    let in_flight = self.pending.len();
+                    if on_the_get && self.policy.standalone_requests.holds_back(in_flight) {
+                        self.asked.wait((id, method, params));
+                    } else {
+                        self.events
+                            .push_back(ClientEvent::ServerRequest { id, method, params });
+                    }
                 } else if self.check_ready().is_ok() {
                     let error = ErrorObject::new(
                         jsonrpc::INTERNAL_ERROR,
@@ -844,9 +852,17 @@ impl ClientSession {
         }
     }
 
-    /// Forgets request `n`: aborts its exchanges and stops its timers (C2, C3).
+    /// Forgets request `n`: aborts its exchanges and stops its timers (C2,
+    /// C3). The last one in flight releases the server's requests held back
+    /// for it ([`StandaloneRequests::AfterCalls`](crate::policy::StandaloneRequests::AfterCalls)).
     fn retire(&mut self, n: i64) {
         self.pending.remove(&n);
+        if self.pending.is_empty() {
+            for (id, method, params) in self.asked.release() {
+                self.events
+                    .push_back(ClientEvent::ServerRequest { id, method, params });
+            }
+        }
         self.timers.stop(ClientTimer::Deadline(n));
         self.timers.stop(ClientTimer::Resume(n));
         let mine: Vec<HttpId> = self
@@ -1004,12 +1020,13 @@ impl ClientSession {
         ) {
             return;
         }
+        // First: nothing the session asked is handed out as its requests fail.
+        self.asked.clear();
         match self.policy.session_loss {
             SessionLoss::FailPending => self.abort_everything(ClientError::SessionLost, now),
             SessionLoss::OrphanInFlight => self.drop_streams(),
         }
         self.phase = Phase::Lost;
-        self.asked.clear();
         self.events.push_back(ClientEvent::SessionLost);
     }
 

@@ -1003,6 +1003,13 @@ impl ServerSession {
         self.outbound.ids()
     }
 
+    /// Whether this session awaits the client's answer to a request it sent
+    /// for client request `call` (an application that answers `call` only
+    /// once what it asked for it is answered waits for that).
+    pub fn awaits_answers_for(&self, call: &RequestId) -> bool {
+        self.outbound.asked_for(call)
+    }
+
     /// The client's answer to a request this session sent, posted to
     /// another instance of a fleet and forwarded here: as if posted here
     /// ([`ServerEvent::Response`]; an answer to nothing outstanding is
