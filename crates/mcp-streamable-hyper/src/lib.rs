@@ -21,6 +21,7 @@ mod head_watch;
 mod io;
 mod owner;
 pub mod server;
+mod shared;
 pub mod sync;
 
 pub use everything::EverythingApp;

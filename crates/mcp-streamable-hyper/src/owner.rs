@@ -33,18 +33,15 @@
 //! explores the task, the inline owner, and the reopened inbox).
 
 use super::exchanges::{ConnCut, Exchanges, Reply};
-use super::server::{
-    evict, Broadcast, Inbox, Live, RequestForOwner, Shared, Slot, SlotState, ToOwner,
-    HTTP_IDS_PER_TASK,
-};
+use super::server::{Inbox, Live, RequestForOwner, ToOwner};
+use super::shared::{Broadcast, NewDriver, Shared, SlotState};
 use bytes::Bytes;
-use mcp_streamable::app::{App, Fanout};
+use mcp_streamable::app::App;
 use mcp_streamable::head::RequestHead;
 use mcp_streamable::ids::{HttpId, SessionId};
-use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable::principal::{Caller, Principal};
 use mcp_streamable::server::wire::Write;
-use mcp_streamable::server::{ServerDriver, ServerEndpoint, SessionState, UnreadBody};
+use mcp_streamable::server::{ServerDriver, SessionState, UnreadBody};
 use mcp_streamable::time::Instant;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -67,7 +64,7 @@ pub(super) struct Owner<A: App> {
     last_peer: Option<SocketAddr>,
     /// What the shared admission table last heard of the session.
     reported: Option<SessionState>,
-    pub(super) inbox: Arc<Inbox>,
+    inbox: Arc<Inbox>,
     /// Weak: a parked owner sits in the table, which the shared state holds.
     shared: Weak<Shared<A>>,
     /// How many owners are live, and the clock's epoch (see [`Live`]).
@@ -94,54 +91,30 @@ impl<A: App> Owner<A> {
     /// no live session (the core decides whether it starts one). Counted
     /// live until it parks or ends.
     pub(super) fn fresh(shared: &Arc<Shared<A>>) -> Box<Self> {
-        let inbox = Inbox::new(shared.options.requests_queued_max);
-        let (driver, registered, broadcasts, origin) = {
-            {
-                // A fresh endpoint draws its ids from its own fork of the source.
-                let mut ids = match shared.ids.lock() {
-                    Ok(mut parent) => parent.fork(),
-                    Err(poisoned) => poisoned.into_inner().fork(),
-                };
-                let seed = ids.next_u64();
-                let n = shared.tasks.fetch_add(1, Ordering::Relaxed) as u64 + 1;
-                let mut ep = ServerEndpoint::with_shared_config(
-                    shared.endpoint.clone(),
-                    n * HTTP_IDS_PER_TASK,
-                    shared.options.policy,
-                    ids,
-                );
-                if let Some(secret) = shared.options.app_secret {
-                    ep.set_app_secret(secret);
-                }
-                // The application's broadcasts reach the other owners' endpoints.
-                let to_others = shared.broadcasts.clone();
-                let fanout: Fanout = Arc::new(move |method: &str, params: Option<&RawJson>| {
-                    let _ = to_others.send(Arc::new(Broadcast {
-                        from: n,
-                        method: method.to_owned(),
-                        params: params.cloned(),
-                    }));
-                });
-                let driver = ServerDriver::new(ep, (shared.make_app)(), seed)
-                    .with_tap(shared.tap.clone())
-                    .with_fanout(Some(fanout));
-                let broadcasts = shared.broadcasts.subscribe();
-                (driver, None, broadcasts, n)
-            }
-        };
-        shared.live.count.fetch_add(1, Ordering::AcqRel);
+        let inbox = Inbox::new(shared.options().requests_queued_max);
+        let NewDriver {
+            driver,
+            broadcasts,
+            origin,
+        } = shared.new_driver();
+        shared.live().count.fetch_add(1, Ordering::AcqRel);
         Box::new(Owner {
             driver,
             broadcasts,
             origin,
-            exchanges: Exchanges::new(shared.options.queue_bounds()),
+            exchanges: Exchanges::new(shared.options().queue_bounds()),
             reported: None,
-            registered,
+            registered: None,
             last_peer: None,
             inbox,
             shared: Arc::downgrade(shared),
-            live: shared.live.clone(),
+            live: shared.live().clone(),
         })
+    }
+
+    /// Where requests for this owner's session go.
+    pub(super) fn inbox(&self) -> &Arc<Inbox> {
+        &self.inbox
     }
 
     /// A parked owner taken out of its slot by a request (or the sweeper),
@@ -264,7 +237,7 @@ impl<A: App> Owner<A> {
     }
 
     async fn run(mut self: Box<Self>) {
-        let Some(mut shutdown) = self.shared().map(|s| s.shutdown.clone()) else {
+        let Some(mut shutdown) = self.shared().map(|s| s.shutdown()) else {
             return self.end(true);
         };
         let inbox = self.inbox.clone();
@@ -357,14 +330,7 @@ impl<A: App> Owner<A> {
             return;
         };
         if let Some(shared) = self.shared() {
-            if let Ok(mut t) = shared.table.write() {
-                t.insert(sid.clone(), Slot::running(self.inbox.clone()));
-            }
-            if stateless.as_ref() == Some(&sid) {
-                if let Ok(mut s) = shared.stateless_shared.lock() {
-                    *s = Some(sid.clone());
-                }
-            }
+            shared.register(&sid, self.inbox.clone(), stateless.as_ref() == Some(&sid));
         }
         self.registered = Some(sid);
     }
@@ -374,17 +340,7 @@ impl<A: App> Owner<A> {
             return;
         };
         if let Some(sid) = self.registered.take() {
-            if let Ok(mut s) = shared.stateless_shared.lock() {
-                if s.as_ref() == Some(&sid) {
-                    *s = None;
-                }
-            }
-            if let Ok(mut t) = shared.table.write() {
-                t.remove(&sid);
-                if let Ok(mut a) = shared.admission.lock() {
-                    a.remove(&sid);
-                }
-            }
+            shared.unregister(&sid);
         }
     }
 
@@ -407,9 +363,7 @@ impl<A: App> Owner<A> {
             return;
         }
         if let Some(shared) = self.shared() {
-            if let Ok(mut a) = shared.admission.lock() {
-                a.handle_session(sid, state);
-            }
+            shared.report(sid, state);
         }
         self.reported = Some(state);
     }
@@ -438,11 +392,7 @@ impl<A: App> Owner<A> {
         let Some(session) = self.registered.clone() else {
             return Some(self);
         };
-        let slot = match shared.table.read() {
-            Ok(t) => t.get(&session).cloned(),
-            Err(_) => None,
-        };
-        let Some(slot) = slot else {
+        let Some(slot) = shared.slot(&session) else {
             return Some(self);
         };
         let deadline = self
@@ -465,7 +415,7 @@ impl<A: App> Owner<A> {
             None
         });
         if parked.is_none() {
-            not_live(&shared.live);
+            not_live(shared.live());
         }
         parked
     }
@@ -496,21 +446,22 @@ impl<A: App> Owner<A> {
             Ok(b) if self.driver.endpoint().session_ids().next().is_none() => {
                 let mut evicted = Vec::new();
                 let shared = self.shared();
-                let admission = shared.as_ref().map(|s| s.admission.lock());
-                let http = match admission {
-                    Some(Ok(mut a)) => {
-                        let http = self
-                            .driver
-                            .handle_request_admitting(&head, b, &caller, &mut a, now);
+                let driver = &mut self.driver;
+                let admitted = shared.as_ref().and_then(|s| {
+                    s.admitting(|a| {
+                        let http = driver.handle_request_admitting(&head, b, &caller, a, now);
                         evicted.extend(std::iter::from_fn(|| a.poll_evicted()));
                         http
-                    }
-                    _ => self.driver.handle_request(&head, Ok(b), &caller, now),
+                    })
+                });
+                let http = match admitted {
+                    Some(http) => http,
+                    None => self.driver.handle_request(&head, Ok(b), &caller, now),
                 };
                 // The admission guard is gone by now (lock order: table first).
                 if let Some(shared) = &shared {
                     for victim in evicted {
-                        evict(shared, victim);
+                        shared.evict(victim);
                     }
                 }
                 http

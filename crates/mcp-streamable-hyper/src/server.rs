@@ -27,6 +27,7 @@ use super::exchanges::{ConnCut, QueueBounds, Reply};
 use super::head_watch::{HeadWatch, Watched};
 use super::io::Listen;
 use super::owner::Owner;
+use super::shared::{Shared, Target};
 use crate::sync::{Mailbox, SendError};
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -38,18 +39,17 @@ use mcp_streamable::head::{Method, RequestHead};
 use mcp_streamable::headers;
 use mcp_streamable::id_source::IdSource;
 use mcp_streamable::ids::SessionId;
-use mcp_streamable::jsonrpc::RawJson;
 use mcp_streamable::policy::ServerPolicy;
 use mcp_streamable::principal::Principal;
 use mcp_streamable::server::wire::{WireHead, Write};
 use mcp_streamable::server::{upload_len, Upload, Uploads};
-use mcp_streamable::server::{Admission, EndpointConfig, ServerEndpoint, UnreadBody};
+use mcp_streamable::server::{EndpointConfig, UnreadBody};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::{broadcast, oneshot, watch, Notify};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 
 /// Settings of the server shell.
@@ -154,9 +154,6 @@ impl Default for ServerOptions {
         }
     }
 }
-
-/// Exchange ids of one task start at `task number * HTTP_IDS_PER_TASK`.
-pub(super) const HTTP_IDS_PER_TASK: u64 = 1 << 32;
 
 /// A running server.
 pub struct ServerHandle {
@@ -299,76 +296,6 @@ pub(crate) async fn read_body<B: RequestBody>(
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(UnreadBody::TooLarge),
         Ok(Err(_)) => Err(UnreadBody::Unreadable),
     }
-}
-
-/// A session in the routing table. Who owns it is decided under the slot's
-/// own lock, taken only with the table's (read or write) lock held, except
-/// by the owner parking itself: the routing table's map changes only when a
-/// session starts or ends.
-pub(super) struct Slot<A: App> {
-    pub(super) state: Mutex<SlotState<A>>,
-}
-
-/// Who owns a session.
-pub(super) enum SlotState<A: App> {
-    /// An owner serves it (a task, or a connection task inline): requests go
-    /// to its inbox.
-    Running(Arc<Inbox>),
-    /// Idle: the owner itself, whole, with its closed inbox (no task, no
-    /// channel touched to wake it: the next request takes the box), and
-    /// when its core next needs time (its idle expiry).
-    Parked(Box<Owner<A>>, Option<tokio::time::Instant>),
-    /// Evicted while parked: no owner any more (the table no longer has it).
-    Gone,
-}
-
-impl<A: App> Slot<A> {
-    pub(super) fn running(inbox: Arc<Inbox>) -> Arc<Self> {
-        Arc::new(Slot {
-            state: Mutex::new(SlotState::Running(inbox)),
-        })
-    }
-
-    pub(super) fn with<R>(&self, f: impl FnOnce(&mut SlotState<A>) -> R) -> R {
-        match self.state.lock() {
-            Ok(mut g) => f(&mut g),
-            Err(poisoned) => f(&mut poisoned.into_inner()),
-        }
-    }
-}
-
-/// An application's broadcast, on its way to every session task but the
-/// one it was made in (`from`, the origin of the driver that made it).
-pub(super) struct Broadcast {
-    pub(super) from: u64,
-    pub(super) method: String,
-    pub(super) params: Option<RawJson>,
-}
-
-/// What every connection and session task shares: handles and settings.
-pub(super) struct Shared<A: App> {
-    pub(super) options: ServerOptions,
-    /// `options.endpoint`, one copy for every session's endpoint.
-    pub(super) endpoint: mcp_streamable::shared::Shared<EndpointConfig>,
-    pub(super) make_app: Box<dyn Fn() -> A + Send + Sync>,
-    pub(super) table: RwLock<BTreeMap<SessionId, Arc<Slot<A>>>>,
-    /// Who may open a session, for all session tasks at once (the core's
-    /// table; lock order: `table`, then `admission`).
-    pub(super) admission: Mutex<Admission>,
-    pub(super) ids: Mutex<IdSource>,
-    pub(super) tasks: AtomicUsize,
-    pub(super) tap: Option<Arc<Mutex<super::Tap>>>,
-    pub(super) shutdown: watch::Receiver<bool>,
-    pub(super) live: Arc<Live>,
-    pub(super) broadcasts: broadcast::Sender<Arc<Broadcast>>,
-    /// Request bodies being read, counted by session.
-    pub(super) reading: Reading,
-    /// The session every stateless request joins under a preset that shares
-    /// one transport ([`ServerEndpoint::shared_stateless_session`]), once an
-    /// owner holds it; always `None` under FIXED.
-    ///
-    /// [`ServerEndpoint::shared_stateless_session`]: mcp_streamable::server::ServerEndpoint::shared_stateless_session
-    pub(super) stateless_shared: Mutex<Option<SessionId>>,
 }
 
 /// A request body the shell can read: hyper's `Incoming`, axum's `Body`,
@@ -569,26 +496,13 @@ impl Server {
     ) -> (McpService<A>, ServerHandle) {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let live = Live::new(0);
-        let (broadcasts, _) = broadcast::channel(options.broadcasts_queued_max.max(1));
-        let mut options = options;
-        let mut ids = options.ids.clone();
-        let secret = options.app_secret.unwrap_or_else(|| ids.secret());
-        options.app_secret = Some(secret);
-        let shared = Arc::new(Shared {
-            broadcasts,
-            endpoint: mcp_streamable::shared::Shared::new(options.endpoint.clone()),
-            ids: Mutex::new(ids),
+        let shared = Arc::new(Shared::new(
             options,
-            make_app: Box::new(make_app),
-            table: RwLock::new(BTreeMap::new()),
-            admission: Mutex::new(Admission::default()),
-            tasks: AtomicUsize::new(0),
-            tap: tap.map(|t| Arc::new(Mutex::new(t))),
-            shutdown: shutdown_rx,
-            live: live.clone(),
-            reading: Reading::default(),
-            stateless_shared: Mutex::new(None),
-        });
+            Box::new(make_app),
+            tap,
+            shutdown_rx,
+            live.clone(),
+        ));
         let handle = ServerHandle {
             addr: None,
             shutdown,
@@ -654,7 +568,7 @@ impl Server {
     ) -> ServerHandle {
         let (service, mut handle) = Self::start(options, make_app, tap);
         let stop = handle.shutdown.subscribe();
-        let options = service.shared.options.clone();
+        let options = service.shared.options().clone();
         handle.accept = tokio::spawn(accept_loop(listener, options, service, stop));
         handle
     }
@@ -869,27 +783,12 @@ async fn serve_one<A: App, B: RequestBody>(
         body,
         principal,
         upload: _reading,
-    } = match take_request(req, &shared.options, &shared.reading).await {
+    } = match take_request(req, shared.options(), shared.reading()).await {
         Ok(taken) => taken,
         Err(refused) => return Ok(refused),
     };
     let (reply, rx) = oneshot::channel();
-    let named = head
-        .header(headers::MCP_SESSION_ID)
-        .and_then(|s| s.parse::<SessionId>().ok());
-    let sid = named.or_else(|| {
-        let joins = body.as_ref().is_ok_and(|body| {
-            ServerEndpoint::joins_shared_stateless(
-                &shared.endpoint,
-                shared.options.policy,
-                &head,
-                body,
-            )
-        });
-        joins
-            .then(|| shared.stateless_shared.lock().ok()?.clone())
-            .flatten()
-    });
+    let sid = shared.session_for(&head, &body);
     let mut request = Box::new(RequestForOwner {
         head,
         body,
@@ -901,7 +800,7 @@ async fn serve_one<A: App, B: RequestBody>(
     let mut delivered = false;
     // An owner that has just parked closes its mailbox: look the session up again.
     for _ in 0..4 {
-        let inbox = match target(&shared, sid.as_ref()) {
+        let inbox = match shared.target(sid.as_ref()) {
             // A fresh endpoint answers here, on this task (crates/mcp-streamable-hyper/src/owner.rs).
             Target::Nobody => {
                 Owner::fresh(&shared).serve_inline(*request);
@@ -1048,101 +947,18 @@ pub(crate) fn request_head(req: &hyper::http::request::Parts) -> RequestHead {
     }
 }
 
-/// Who serves a request for a session.
-enum Target<A: App> {
-    /// Its owner, running: the request goes to its inbox.
-    Running(Arc<Inbox>),
-    /// It was parked: the caller owns it now (the slot says `Running` with
-    /// its reopened inbox, so concurrent requests queue there).
-    Woken(Box<Owner<A>>),
-    /// No such session lives here (or none was named): a fresh endpoint
-    /// answers (404, or a new session for an `initialize`).
-    Nobody,
-}
-
-/// Who serves a request naming `sid`. Lock order: the table, then the slot.
-fn target<A: App>(shared: &Arc<Shared<A>>, sid: Option<&SessionId>) -> Target<A> {
-    let Some(sid) = sid else {
-        return Target::Nobody;
-    };
-    let Ok(table) = shared.table.read() else {
-        return Target::Nobody;
-    };
-    let Some(slot) = table.get(sid) else {
-        return Target::Nobody;
-    };
-    slot.with(|state| match std::mem::replace(state, SlotState::Gone) {
-        SlotState::Running(inbox) => {
-            *state = SlotState::Running(inbox.clone());
-            Target::Running(inbox)
-        }
-        SlotState::Parked(owner, _) => {
-            let owner = owner.woken();
-            *state = SlotState::Running(owner.inbox.clone());
-            Target::Woken(owner)
-        }
-        SlotState::Gone => Target::Nobody,
-    })
-}
-
-/// Ends session `victim`, evicted by the admission table to make room: a
-/// parked one is dropped on the spot, a running one is told by its owner.
-pub(super) fn evict<A: App>(shared: &Arc<Shared<A>>, victim: SessionId) {
-    let parked = {
-        let Ok(mut t) = shared.table.write() else {
-            return;
-        };
-        let Some(slot) = t.get(&victim).cloned() else {
-            return;
-        };
-        let parked = slot.with(|state| match std::mem::replace(state, SlotState::Gone) {
-            SlotState::Parked(owner, _) => Some(owner),
-            running => {
-                if let SlotState::Running(inbox) = &running {
-                    // Closed: it is ending; either way it is leaving.
-                    let _ = inbox.send(ToOwner::Evict(victim.clone()));
-                }
-                *state = running;
-                None
-            }
-        });
-        if parked.is_some() {
-            t.remove(&victim);
-        }
-        parked
-    };
-    if let Some(mut owner) = parked {
-        // A parked session has no open exchange: nothing to write.
-        owner.evicted(&victim);
-    }
-}
-
 /// Wakes parked sessions whose idle deadline has passed, so their cores can
 /// expire them (every `period`).
 async fn sweep<A: App>(shared: Arc<Shared<A>>, period: std::time::Duration) {
-    let mut shutdown = shared.shutdown.clone();
+    let mut shutdown = shared.shutdown();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
             _ = shutdown.changed() => return,
         }
-        let due: Vec<SessionId> = match shared.table.read() {
-            Ok(t) => t
-                .iter()
-                .filter_map(|(sid, slot)| {
-                    slot.with(|state| match state {
-                        SlotState::Parked(_, deadline) => deadline
-                            .filter(|d| *d <= tokio::time::Instant::now())
-                            .map(|_| sid.clone()),
-                        _ => None,
-                    })
-                })
-                .collect(),
-            Err(_) => continue,
-        };
         // Woken as tasks, which see their deadline passed and expire them.
-        for sid in due {
-            if let Target::Woken(owner) = target(&shared, Some(&sid)) {
+        for sid in shared.due(tokio::time::Instant::now()) {
+            if let Target::Woken(owner) = shared.target(Some(&sid)) {
                 owner.spawn();
             }
         }
