@@ -10,7 +10,13 @@
 //! B1–B9 (competing GET streams, resumption, what a GET carries), C1 (responses on foreign streams), C2–C5
 //! (per client, `monitor::client`), I1 (isolation between sessions), and the spec
 //! rules R13, R21 and R32 that a server's output shows.
+//!
+//! The hub here keeps the records (exchanges, lineages, event ids, what was
+//! sent and delivered) and asks each property's own function, in
+//! `assertions`, when an observation concerns it; those judge and change
+//! nothing.
 
+mod assertions;
 mod client;
 mod headers;
 mod listen;
@@ -18,6 +24,7 @@ mod retire;
 #[cfg(test)]
 mod tests;
 
+use assertions::{Part, Rewrite};
 use client::ClientSide;
 use mcp_streamable::client::{ClientEvent, ClientTransmitKind};
 use mcp_streamable::ids::{HttpId, MsgKey, RequestId};
@@ -482,13 +489,8 @@ impl Monitor {
             }
             let (_, k) = &key;
             if queued.iter().any(|(s, q)| **s == *key.0 && *q == key.1) {
-                if open_standalone.contains(&key.0) {
-                    self.flag_end(
-                        "B4",
-                        None,
-                        format!("{k} still queued while a standalone GET is open"),
-                    );
-                }
+                let get_open = open_standalone.contains(&key.0);
+                self.judge_end(assertions::b4_not_held_beside_a_get(*k, get_open));
                 continue;
             }
             // Written only into connections that were already dead: lost to the
@@ -499,19 +501,9 @@ impl Monitor {
                 .get(&key)
                 .map(|l| l.iter().copied().collect())
                 .unwrap_or_default();
-            if written_on.is_empty() {
-                self.flag_end(
-                    "A5",
-                    None,
-                    format!("{k} was dequeued and lost: never written, never dropped by policy"),
-                );
-            } else if written_on.iter().any(|l| self.lineages[l].resumed) {
-                self.flag_end(
-                    "A5",
-                    None,
-                    format!("{k} was written on a stream the client resumed, yet never delivered"),
-                );
-            }
+            let resumed = written_on.iter().any(|l| self.lineages[l].resumed);
+            let written = !written_on.is_empty();
+            self.judge_end(assertions::a5_not_lost(*k, written, resumed));
         }
     }
 
@@ -623,6 +615,22 @@ impl Monitor {
         }
     }
 
+    /// Raises what an assertion found now; whether it found anything.
+    fn judge(&mut self, found: Option<Flag>) -> bool {
+        let Some(f) = found else {
+            return false;
+        };
+        self.flag(f.id, f.http, f.detail);
+        true
+    }
+
+    /// Raises what an end-of-run assertion found.
+    fn judge_end(&mut self, found: Option<Flag>) {
+        if let Some(f) = found {
+            self.flag_end(f.id, f.http, f.detail);
+        }
+    }
+
     fn flag(&mut self, id: &'static str, http: Option<HttpId>, detail: String) {
         debug_assert!(PROPERTIES.contains(&id), "{id} is not in PROPERTIES");
         self.violations.0.push(Violation {
@@ -718,13 +726,8 @@ impl Monitor {
             let n = self.rare.gets_per_session.entry(s.clone()).or_default();
             *n += 1;
             let n = *n;
-            if let Some(max) = self.gets_max.filter(|m| self.faults == 0 && n > *m) {
-                self.flag(
-                    "B5",
-                    Some(http),
-                    format!("{n} GETs on one session with no fault (bound {max})"),
-                );
-            }
+            let max = self.gets_max.filter(|_| self.faults == 0);
+            self.judge(assertions::b5_gets_bounded(http, n, max));
         }
         let lineage = match &kind {
             Kind::PostRequests(r) => self.new_lineage(http, r.clone()),
@@ -776,12 +779,11 @@ impl Monitor {
         let Some(ex) = self.exchanges.get(&http).cloned() else {
             return; // a request the harness did not report: nothing to judge against
         };
-        if ex.ended && !matches!(t.kind, TransmitKind::End(_)) {
-            self.flag(
-                "A4",
-                Some(http),
-                format!("{:?} written after the response ended", kind_name(&t.kind)),
-            );
+        let part = part_of(&t.kind);
+        if ex.ended
+            && part != Part::End
+            && self.judge(assertions::a4_response_in_order(http, &ex, part))
+        {
             return;
         }
         if let TransmitKind::Head(head) = &t.kind {
@@ -817,13 +819,12 @@ impl Monitor {
                 self.on_json(http, &ex, m)
             }
             TransmitKind::Event { id, message, .. } => {
-                if let (true, Some(id)) = (ex.modern, id) {
-                    self.flag(
-                        "M1",
-                        Some(http),
-                        format!("modern stream event carries id {id:?}: nothing is resumable"),
-                    );
-                }
+                self.judge(assertions::m1_no_session_state(
+                    http,
+                    &ex,
+                    None,
+                    id.as_deref(),
+                ));
                 // Why a message was sent is the application's word (`Sent`)
                 // where the monitor has it: a copy a fleet instance relays
                 // from the store knows the message, not its cause.
@@ -844,25 +845,18 @@ impl Monitor {
                     }
                     self.check_listen(http, &ex, m);
                 }
-                if let (Some(o), Some(s)) = (message, &ex.session) {
-                    if o.session.as_str() != &**s {
-                        self.flag(
-                            "I1",
-                            Some(http),
-                            format!(
-                                "{} of another session written on this session's stream",
-                                describe(&o.message)
-                            ),
-                        );
+                if let Some(o) = message {
+                    let of = o.session.as_str();
+                    if self.judge(assertions::i1_own_sessions_message(
+                        http, &ex, of, &o.message,
+                    )) {
                         return;
                     }
                 }
                 self.on_event(http, &ex, id.as_deref(), key, msg, cause.as_ref());
             }
             TransmitKind::Comment => {
-                if ex.status.is_none() {
-                    self.flag("A4", Some(http), "comment before the head".into());
-                }
+                self.judge(assertions::a4_response_in_order(http, &ex, part));
             }
             TransmitKind::End(reason) => self.on_end(http, &ex, *reason),
         }
@@ -904,12 +898,11 @@ impl Monitor {
         content: Content,
         session_id: Option<&str>,
     ) {
-        if ex.status.is_some() {
-            self.flag(
-                "A4",
-                Some(http),
-                format!("second head ({status}) on one response"),
-            );
+        if self.judge(assertions::a4_response_in_order(
+            http,
+            ex,
+            Part::Head(status),
+        )) {
             return;
         }
         if matches!(ex.kind, Kind::GetResume(_)) && (200..300).contains(&status) {
@@ -924,54 +917,27 @@ impl Monitor {
                 e.session = session_id.map(Text::from);
             }
         }
-        if ex.modern {
-            if let Some(sid) = session_id {
-                self.flag(
-                    "M1",
-                    Some(http),
-                    format!("modern answer carries Mcp-Session-Id {sid:?}"),
-                );
-            }
-        }
+        self.judge(assertions::m1_no_session_state(http, ex, session_id, None));
         if let Some(sid) = session_id {
-            if !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) || sid.is_empty() {
-                self.flag(
-                    "R21",
-                    Some(http),
-                    format!("session id {sid:?} is not visible ASCII"),
-                );
-            }
+            self.judge(assertions::r21_session_id_visible(http, sid));
             if matches!(ex.kind, Kind::Initialize(_)) && (200..300).contains(&status) {
-                if !self.rare.sessions_issued.insert(sid.into()) {
-                    self.flag(
-                        "I1",
-                        Some(http),
-                        format!("session id {sid:?} issued to a second initialize"),
-                    );
-                } else {
+                let fresh = self.rare.sessions_issued.insert(sid.into());
+                if fresh {
                     self.rare.owners.insert(sid.into(), ex.principal.clone());
                 }
+                self.judge(assertions::i1_session_issued_once(http, sid, fresh));
             }
         }
         self.check_foreign_answer(http, ex, status);
         let accepted = (200..300).contains(&status);
-        match &ex.kind {
-            Kind::PostAccepted if accepted && status != 202 => {
-                self.flag(
-                    "A1",
-                    Some(http),
-                    format!("notification/response POST answered {status}, not 202"),
-                );
-            }
-            Kind::GetPlain if accepted && content != Content::Sse => {
-                self.flag(
-                    "R13",
-                    Some(http),
-                    format!("standalone GET answered {status} without text/event-stream"),
-                );
-            }
-            _ => {}
-        }
+        self.judge(assertions::a1_accepted_without_a_body(
+            http,
+            ex,
+            Part::Head(status),
+        ));
+        self.judge(assertions::r13_standalone_get_is_a_stream(
+            http, ex, status, content,
+        ));
         self.check_session_status(http, ex, status);
         if matches!(ex.kind, Kind::Delete) && accepted {
             if let Some(s) = &ex.session {
@@ -1141,39 +1107,12 @@ impl Monitor {
     }
 
     fn on_json(&mut self, http: HttpId, ex: &Exchange, m: &Message) {
-        if ex.status.is_none() {
-            self.flag("A4", Some(http), "body before the head".into());
-        }
+        self.judge(assertions::a4_response_in_order(http, ex, Part::Json));
         if let Some(e) = self.exchanges.get_mut(&http) {
             e.json_bodies += 1;
         }
-        let ok_status = ex.status.is_some_and(|s| (200..300).contains(&s));
-        match &ex.kind {
-            Kind::PostAccepted if ok_status => {
-                self.flag("A1", Some(http), "202 response with a body".into());
-            }
-            Kind::PostRequests(_) | Kind::Initialize(_) if ok_status => {
-                let ids = match &ex.kind {
-                    Kind::Initialize(id) => vec![id.clone()],
-                    Kind::PostRequests(ids) => ids.clone(),
-                    _ => Vec::new(),
-                };
-                if ex.json_bodies >= 1 {
-                    self.flag(
-                        "A2",
-                        Some(http),
-                        "second JSON message in one application/json body".into(),
-                    );
-                } else if !m.is_response() || !m.id().is_some_and(|id| ids.contains(id)) {
-                    self.flag(
-                        "A2",
-                        Some(http),
-                        format!("JSON body is not the response to {ids:?}: {}", m.to_json()),
-                    );
-                }
-            }
-            _ => {}
-        }
+        self.judge(assertions::a1_accepted_without_a_body(http, ex, Part::Json));
+        self.judge(assertions::a2_json_is_the_response(http, ex, m));
     }
 
     fn on_event(
@@ -1185,25 +1124,17 @@ impl Monitor {
         message: Option<&Message>,
         cause: Option<&Cause>,
     ) {
-        if ex.status.is_none() {
-            self.flag("A4", Some(http), "SSE event before the head".into());
-        }
-        let ok_status = ex.status.is_some_and(|s| (200..300).contains(&s));
-        if matches!(ex.kind, Kind::PostAccepted) && ok_status {
-            self.flag(
-                "A1",
-                Some(http),
-                "notification/response POST carries SSE events".into(),
-            );
-        }
-        if ex.closed && key.is_some() && self.superseded(http, ex.lineage) {
-            self.flag(
-                "B4",
-                Some(http),
-                "message written to a dead connection although the client resumed its stream elsewhere".into(),
-            );
-        }
-        let replayed = self.check_event_id(http, ex, id, key);
+        self.judge(assertions::a4_response_in_order(http, ex, Part::Event));
+        self.judge(assertions::a1_accepted_without_a_body(
+            http,
+            ex,
+            Part::Event,
+        ));
+        let superseded = ex.closed && key.is_some() && self.superseded(http, ex.lineage);
+        self.judge(assertions::b4_not_on_a_superseded_connection(
+            http, ex, superseded,
+        ));
+        let replayed = self.on_event_id(http, ex, id, key);
         if let (Some(k), Some(session)) = (key, ex.session.clone()) {
             let sk = (session, k);
             if !ex.closed {
@@ -1212,13 +1143,11 @@ impl Monitor {
             if !replayed {
                 let writes = self.fresh_writes.entry(sk.clone()).or_default();
                 writes.insert(ex.lineage);
-                if writes.len() > 1 && self.sent.get(&sk) == Some(&Cause::Unrelated) {
-                    self.flag(
-                        "A5",
-                        Some(http),
-                        format!("{k} written on two different streams"),
-                    );
-                }
+                let streams = writes.len();
+                let unrelated = self.sent.get(&sk) == Some(&Cause::Unrelated);
+                self.judge(assertions::a5_written_on_one_stream(
+                    http, k, streams, unrelated,
+                ));
             }
         }
         let Some(message) = message else { return };
@@ -1229,7 +1158,6 @@ impl Monitor {
         self.check_causality(http, ex, message, cause);
     }
 
-    /// B2, B3, R32 from event ids. Returns whether this write is a legal replay.
     /// B8: a request or notification for a client request goes on that
     /// request's stream, never on a standalone GET (whose lineage carries
     /// no request). A response there is C1's.
@@ -1260,7 +1188,10 @@ impl Monitor {
         }
     }
 
-    fn check_event_id(
+    /// An event id written on exchange `http`: recorded where it is new
+    /// to its session, else judged as written again (R32, B2, B3, B7).
+    /// Whether this write is a legal replay.
+    fn on_event_id(
         &mut self,
         http: HttpId,
         ex: &Exchange,
@@ -1290,60 +1221,38 @@ impl Monitor {
             );
             return false;
         };
+        let rewrite = self.rewrite(ex, &session, &first, key);
+        self.judge(assertions::r32_event_id_names_one_message(
+            http, id, &rewrite,
+        ));
+        self.judge(assertions::b2_replayed_after_the_cursor(http, id, &rewrite));
+        self.judge(assertions::b3_replayed_from_its_stream(http, id, &rewrite));
+        self.judge(assertions::b7_replay_before_new(http, id, &rewrite));
+        rewrite.replays()
+    }
+
+    /// What writing again the event first recorded as `first` is, on `ex`.
+    fn rewrite(
+        &self,
+        ex: &Exchange,
+        session: &Text,
+        first: &EventRecord,
+        key: Option<MsgKey>,
+    ) -> Rewrite {
         if first.key != key {
-            self.flag(
-                "R32",
-                Some(http),
-                format!("event id {id:?} reused for a different message"),
-            );
-            return false;
+            return Rewrite::OtherMessage;
         }
         let Kind::GetResume(last) = &ex.kind else {
-            self.flag(
-                "B2",
-                Some(http),
-                format!("event {id:?} written again on a stream that resumed nothing"),
-            );
-            return false;
+            return Rewrite::NotResumed;
         };
-        let from = self
-            .event_ids
-            .get(&(session, last.as_str().into()))
-            .cloned();
+        let from = self.event_ids.get(&(session.clone(), last.as_str().into()));
+        let last = last.clone();
         match from {
-            Some(from) if from.lineage != first.lineage => {
-                self.flag(
-                    "B3",
-                    Some(http),
-                    format!("resuming from {last:?} replayed {id:?} of another stream"),
-                );
-                false
-            }
-            Some(from) if from.position >= first.position => {
-                self.flag(
-                    "B2",
-                    Some(http),
-                    format!("resuming from {last:?} re-sent {id:?}, not strictly after it"),
-                );
-                false
-            }
-            Some(_) if ex.wrote_new_id => {
-                self.flag(
-                    "B7",
-                    Some(http),
-                    format!("replayed {id:?} after an id new to its stream on the same connection"),
-                );
-                true
-            }
-            Some(_) => true,
-            None => {
-                self.flag(
-                    "B3",
-                    Some(http),
-                    format!("resuming from unknown {last:?} replayed {id:?}"),
-                );
-                false
-            }
+            Some(from) if from.lineage != first.lineage => Rewrite::OtherStream { last },
+            Some(from) if from.position >= first.position => Rewrite::NotAfter { last },
+            Some(_) if ex.wrote_new_id => Rewrite::AfterNewId,
+            Some(_) => Rewrite::Replay,
+            None => Rewrite::UnknownCursor { last },
         }
     }
 
@@ -1362,7 +1271,9 @@ impl Monitor {
         })
     }
 
-    /// A3 and C1: what a stream may carry, by the request it belongs to.
+    /// What a stream may carry, by the request it belongs to: a response
+    /// only on its request's stream (C1), which it answers; otherwise only
+    /// what its requests caused, while one is unanswered (A3).
     fn check_causality(
         &mut self,
         http: HttpId,
@@ -1370,55 +1281,34 @@ impl Monitor {
         message: &Message,
         cause: Option<&Cause>,
     ) {
-        let requests = self.lineages[&ex.lineage].requests.clone();
-        let session = ex.session.clone().unwrap_or_default();
         if message.is_response() {
             let Some(rid) = message.id().cloned() else {
                 return;
             };
-            if !requests.contains(&rid) {
-                self.flag(
-                    "C1",
-                    Some(http),
-                    format!("response to {rid} on a stream that is not its request's"),
-                );
+            let lineage = &self.lineages[&ex.lineage];
+            if self.judge(assertions::c1_response_on_its_stream(http, lineage, &rid)) {
                 return;
             }
-            // A second copy on its own stream is a replay, judged by check_event_id.
+            // A second copy on its own stream is a replay, judged by on_event_id.
             if let Some(l) = self.lineages.get_mut(&ex.lineage) {
                 l.answered.insert(rid);
             }
             return;
         }
-        if requests.is_empty() {
-            return; // standalone stream: unrelated messages belong here
-        }
-        let all_answered = requests.iter().all(|r| {
-            self.lineages[&ex.lineage].answered.contains(r)
+        let session = ex.session.clone().unwrap_or_default();
+        let lineage = &self.lineages[&ex.lineage];
+        let all_answered = lineage.requests.iter().all(|r| {
+            lineage.answered.contains(r)
                 || self.rare.cancelled.contains(&(session.clone(), r.clone()))
         });
-        if all_answered {
-            self.flag(
-                "A3",
-                Some(http),
-                format!("{} after the stream's last response", describe(message)),
-            );
-            return;
-        }
-        match cause {
-            Some(Cause::Request(r)) if requests.contains(r) => {}
-            Some(_) => {
-                self.flag(
-                    "A3",
-                    Some(http),
-                    format!(
-                        "{} on the stream of {requests:?} is not caused by it",
-                        describe(message)
-                    ),
-                );
-            }
-            None => {}
-        }
+        let found = assertions::a3_caused_by_the_streams_requests(
+            http,
+            lineage,
+            all_answered,
+            message,
+            cause,
+        );
+        self.judge(found);
     }
 
     fn on_end(&mut self, http: HttpId, ex: &Exchange, reason: EndReason) {
@@ -1430,16 +1320,9 @@ impl Monitor {
                 self.rare.sessions_ended.insert(s.clone());
             }
         }
-        if reason == EndReason::Replaced && !ex.closed {
-            self.flag(
-                "B1",
-                Some(http),
-                "a GET ended another live stream of the session".into(),
-            );
-        }
-        if ex.status.is_none() {
-            self.flag("A4", Some(http), "response ended without a head".into());
-        }
+        let replaced = reason == EndReason::Replaced;
+        self.judge(assertions::b1_no_stream_replaced(http, ex, replaced));
+        self.judge(assertions::a4_response_in_order(http, ex, Part::End));
         if reason == EndReason::Polling {
             self.check_polling_close(http, ex);
         }
@@ -1465,15 +1348,88 @@ impl Monitor {
             );
         }
     }
+
+    // ---- retiring a finished client (`monitor/retire.rs`) --------------
+
+    /// Judges `part`'s end-of-run checks and forgets its records. The
+    /// caller vouches that nothing of the part can change again; the
+    /// records every session shares (which session ids were issued and
+    /// deleted: I1 and B6 judge other clients' requests against them) are
+    /// kept.
+    pub fn retire(&mut self, part: RetiredPart<'_>) {
+        let RetiredPart {
+            client,
+            sessions,
+            owns,
+            queued,
+            deadline,
+        } = part;
+        let mine = |s: &Text| sessions.contains(s);
+        // The part alone, through the same end-of-run checks as a whole
+        // run (`finish`): its client side, its listens' debts, its
+        // sessions' messages. The exchanges stay whole: the checks read
+        // them by session and lineage.
+        let mut alone = self.clone();
+        alone.violations = Found::default();
+        alone.retired = Shared::default();
+        alone.clients.retain(|c, _| *c == client);
+        alone.owed.retain(owns);
+        alone.sent.retain(|(s, _), _| mine(s));
+        alone.finish(queued);
+        let flags = alone
+            .violations
+            .0
+            .into_iter()
+            .map(|v| Flag::new(v.id, v.http, v.detail))
+            .collect();
+
+        self.exchanges.retain(|h, _| !owns(*h));
+        self.lineages.retain(|h, _| !owns(*h));
+        self.event_ids.retain(|(s, _), _| !mine(s));
+        self.sent.retain(|(s, _), _| !mine(s));
+        self.delivered.retain(|(s, _)| !mine(s));
+        self.fresh_writes.retain(|(s, _), _| !mine(s));
+        Rare::forget(&mut self.rare, mine);
+        self.clients.remove(&client);
+        self.owed.retain(|h| !owns(h));
+        self.retired.insert(client, Retired::new(flags, deadline));
+    }
+
+    /// Whether `client` was retired.
+    pub fn is_retired(&self, client: usize) -> bool {
+        self.retired.contains_key(&client)
+    }
+
+    /// The ids of the end-of-run violations the retired clients left, to be
+    /// raised at quiescence.
+    pub fn retired_flag_ids(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.retired
+            .values()
+            .flat_map(|r| r.flags().iter().map(|f| f.id))
+    }
+
+    /// Whether a retired client left a deadline behind: the run is then not
+    /// over (see `Retired`).
+    pub fn retired_deadline(&self) -> bool {
+        self.retired.values().any(Retired::deadline)
+    }
+
+    /// The retired clients' end-of-run flags, for [`Monitor::finish`].
+    fn retired_flags(&self) -> Vec<Flag> {
+        self.retired
+            .values()
+            .flat_map(|r| r.flags().iter().cloned())
+            .collect()
+    }
 }
 
-fn kind_name(k: &TransmitKind) -> &'static str {
+fn part_of(k: &TransmitKind) -> Part {
     match k {
-        TransmitKind::Head(_) => "head",
-        TransmitKind::Json(_) => "JSON body",
-        TransmitKind::Event { .. } => "SSE event",
-        TransmitKind::Comment => "comment",
-        TransmitKind::End(_) => "end",
+        TransmitKind::Head(head) => Part::Head(head.status),
+        TransmitKind::Json(_) => Part::Json,
+        TransmitKind::Event { .. } => Part::Event,
+        TransmitKind::Comment => Part::Comment,
+        TransmitKind::End(_) => Part::End,
     }
 }
 

@@ -6,11 +6,12 @@
 //! sessions again. What the monitor keeps of it from then on (its
 //! exchanges, its sessions' event ids and messages, its client side) only
 //! tells apart end states that behave the same, and the next client runs
-//! once per such end state. [`Monitor::retire`] runs that part's end-of-run
-//! checks now, keeps their flags (raised by [`Monitor::finish`] at
-//! quiescence, as they would have been) and forgets the rest.
+//! once per such end state. [`Monitor::retire`](super::Monitor::retire) runs
+//! that part's end-of-run checks now, keeps their flags (raised by
+//! [`Monitor::finish`](super::Monitor::finish) at quiescence, as they would
+//! have been) and forgets the rest.
 
-use super::{Flag, Found, Monitor, Rare, Text};
+use super::{Flag, Rare, Text};
 use mcp_streamable::ids::{HttpId, MsgKey};
 use mcp_streamable::shared::Shared;
 use std::collections::BTreeSet;
@@ -41,76 +42,20 @@ pub struct RetiredPart<'a> {
     pub deadline: bool,
 }
 
-impl Monitor {
-    /// Judges `part`'s end-of-run checks and forgets its records. The
-    /// caller vouches that nothing of the part can change again; the
-    /// records every session shares (which session ids were issued and
-    /// deleted: I1 and B6 judge other clients' requests against them) are
-    /// kept.
-    pub fn retire(&mut self, part: RetiredPart<'_>) {
-        let RetiredPart {
-            client,
-            sessions,
-            owns,
-            queued,
-            deadline,
-        } = part;
-        let mine = |s: &Text| sessions.contains(s);
-        // The part alone, through the same end-of-run checks as a whole
-        // run (`finish`): its client side, its listens' debts, its
-        // sessions' messages. The exchanges stay whole: the checks read
-        // them by session and lineage.
-        let mut alone = self.clone();
-        alone.violations = Found::default();
-        alone.retired = Shared::default();
-        alone.clients.retain(|c, _| *c == client);
-        alone.owed.retain(owns);
-        alone.sent.retain(|(s, _), _| mine(s));
-        alone.finish(queued);
-        let flags = alone
-            .violations
-            .0
-            .into_iter()
-            .map(|v| Flag::new(v.id, v.http, v.detail))
-            .collect();
-
-        self.exchanges.retain(|h, _| !owns(*h));
-        self.lineages.retain(|h, _| !owns(*h));
-        self.event_ids.retain(|(s, _), _| !mine(s));
-        self.sent.retain(|(s, _), _| !mine(s));
-        self.delivered.retain(|(s, _)| !mine(s));
-        self.fresh_writes.retain(|(s, _), _| !mine(s));
-        Rare::forget(&mut self.rare, mine);
-        self.clients.remove(&client);
-        self.owed.retain(|h| !owns(h));
-        self.retired.insert(client, Retired { flags, deadline });
+impl Retired {
+    /// A retired client's end-of-run `flags`, and whether it left a deadline.
+    pub(super) fn new(flags: Vec<Flag>, deadline: bool) -> Self {
+        Retired { flags, deadline }
     }
 
-    /// Whether `client` was retired.
-    pub fn is_retired(&self, client: usize) -> bool {
-        self.retired.contains_key(&client)
+    /// Its end-of-run flags.
+    pub(super) fn flags(&self) -> &[Flag] {
+        &self.flags
     }
 
-    /// The ids of the end-of-run violations the retired clients left, to be
-    /// raised at quiescence.
-    pub fn retired_flag_ids(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.retired
-            .values()
-            .flat_map(|r| r.flags.iter().map(|f| f.id))
-    }
-
-    /// Whether a retired client left a deadline behind: the run is then not
-    /// over (see `Retired`).
-    pub fn retired_deadline(&self) -> bool {
-        self.retired.values().any(|r| r.deadline)
-    }
-
-    /// The retired clients' end-of-run flags, for [`Monitor::finish`].
-    pub(super) fn retired_flags(&self) -> Vec<Flag> {
-        self.retired
-            .values()
-            .flat_map(|r| r.flags.iter().cloned())
-            .collect()
+    /// Whether one of its sessions still had a deadline.
+    pub(super) fn deadline(&self) -> bool {
+        self.deadline
     }
 }
 
@@ -118,7 +63,7 @@ impl Rare {
     /// Forgets what was recorded of the sessions `mine` names (not whether
     /// they were issued or deleted: I1 and B6 judge ids for the whole
     /// run). The record is copied only when it holds something of theirs.
-    fn forget(rare: &mut Shared<Self>, mine: impl Fn(&Text) -> bool) {
+    pub(super) fn forget(rare: &mut Shared<Self>, mine: impl Fn(&Text) -> bool) {
         let holds = rare.cancelled.iter().any(|(s, _)| mine(s))
             || rare.dropped.iter().any(|(s, _)| mine(s))
             || rare.sessions_ended.iter().any(&mine)

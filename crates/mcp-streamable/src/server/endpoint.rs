@@ -6,6 +6,7 @@
 //! `Mcp-Session-Id`. Its outputs are the sessions' outputs, merged.
 
 use super::admission::{Admission, AdmissionLimits};
+use super::drain::{observe_dropped, BroadcastOrigin, ServerOutput};
 use super::modern;
 use super::request::{self, AllowList, UnreadBody};
 use super::session::{ServerSession, SessionConfig, SessionTimer};
@@ -16,6 +17,7 @@ use crate::headers;
 use crate::id_source::IdSource;
 use crate::ids::{HttpId, MsgKey, SessionId};
 use crate::jsonrpc::{self, Body, ErrorObject, Message, RawJson, METHOD_NOT_FOUND};
+use crate::observe::Observation;
 use crate::policy::{ResumeLookup, ServerPolicy, SessionErrorStatus, StatelessRequests};
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::principal::{Caller, Principal};
@@ -749,6 +751,69 @@ impl ServerEndpoint {
             .values()
             .filter_map(|s| s.poll_timeout())
             .min()
+    }
+
+    /// Drains the core until it is quiet: events first (so an application
+    /// answering at once has its answer out in the same drain as the head
+    /// it belongs to), then transmits, each shown to `observe` before
+    /// `handle` gets it (with the observer, for what it observes itself). Returns whether anything came out.
+    pub fn drain_observed(
+        &mut self,
+        observe: &mut dyn FnMut(&Observation),
+        mut handle: impl FnMut(&mut ServerEndpoint, ServerOutput, &mut dyn FnMut(&Observation)),
+    ) -> bool {
+        let mut any = false;
+        loop {
+            let mut progressed = false;
+            while let Some((session, event)) = self.poll_event() {
+                progressed = true;
+                observe_dropped(&session, &event, observe);
+                handle(self, ServerOutput::Event(session, event), observe);
+            }
+            while let Some(t) = self.poll_transmit() {
+                progressed = true;
+                // Observed by reference, then moved on: no copy of the body.
+                let o = Observation::Transmit(t);
+                observe(&o);
+                if let Observation::Transmit(t) = o {
+                    handle(self, ServerOutput::Transmit(t), observe);
+                }
+            }
+            if !progressed {
+                return any;
+            }
+            any = true;
+        }
+    }
+
+    /// [`ServerEndpoint::broadcast`], observed, written once for every loop
+    /// that broadcasts (the driver, the application's `Cx`, the checker's
+    /// world): the broadcast itself when it originates here, then each
+    /// message it sent. Returns how many got it.
+    pub fn broadcast_observed(
+        &mut self,
+        method: &str,
+        params: Option<RawJson>,
+        now: Instant,
+        origin: BroadcastOrigin,
+        observe: &mut dyn FnMut(&Observation),
+    ) -> usize {
+        if origin == BroadcastOrigin::Here {
+            observe(&Observation::Broadcast {
+                method: method.to_owned(),
+                params: params.clone(),
+            });
+        }
+        let sent = self.broadcast(method, params, now);
+        for (session, key, cause) in &sent {
+            observe(&Observation::Sent {
+                session: session.to_string(),
+                key: *key,
+                cause: cause.clone(),
+                origin: None,
+            });
+        }
+        sent.len()
     }
 
     // ---- internals -----------------------------------------------------
