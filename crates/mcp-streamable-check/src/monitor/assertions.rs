@@ -201,24 +201,24 @@ pub(super) fn b4_not_on_a_superseded_connection(
 
 /// What an event id written again is, against what it first named.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Rewrite {
+pub(super) enum Rewrite<'a> {
     /// It named another message.
     OtherMessage,
     /// On a stream that resumed nothing.
     NotResumed,
     /// Replayed by a resumption from `last`, of another stream.
-    OtherStream { last: String },
+    OtherStream { last: &'a str },
     /// Replayed by a resumption from `last`, not strictly after it.
-    NotAfter { last: String },
+    NotAfter { last: &'a str },
     /// Replayed by a resumption from `last`, which names nothing known.
-    UnknownCursor { last: String },
+    UnknownCursor { last: &'a str },
     /// Replayed in order, after an id new to its stream on this connection.
     AfterNewId,
     /// Replayed in order.
     Replay,
 }
 
-impl Rewrite {
+impl Rewrite<'_> {
     /// Whether the write is a legal replay (judged when first written).
     pub(super) fn replays(&self) -> bool {
         matches!(self, Rewrite::Replay | Rewrite::AfterNewId)
@@ -226,7 +226,11 @@ impl Rewrite {
 }
 
 /// R32, an event id names one message.
-pub(super) fn r32_event_id_names_one_message(http: HttpId, id: &str, r: &Rewrite) -> Option<Flag> {
+pub(super) fn r32_event_id_names_one_message(
+    http: HttpId,
+    id: &str,
+    r: &Rewrite<'_>,
+) -> Option<Flag> {
     (*r == Rewrite::OtherMessage).then(|| {
         Flag::new(
             "R32",
@@ -237,7 +241,11 @@ pub(super) fn r32_event_id_names_one_message(http: HttpId, id: &str, r: &Rewrite
 }
 
 /// B2, an event is written again only by a resumption from before it.
-pub(super) fn b2_replayed_after_the_cursor(http: HttpId, id: &str, r: &Rewrite) -> Option<Flag> {
+pub(super) fn b2_replayed_after_the_cursor(
+    http: HttpId,
+    id: &str,
+    r: &Rewrite<'_>,
+) -> Option<Flag> {
     let detail = match r {
         Rewrite::NotResumed => {
             format!("event {id:?} written again on a stream that resumed nothing")
@@ -251,7 +259,7 @@ pub(super) fn b2_replayed_after_the_cursor(http: HttpId, id: &str, r: &Rewrite) 
 }
 
 /// B3, a resumption replays only the stream its cursor names.
-pub(super) fn b3_replayed_from_its_stream(http: HttpId, id: &str, r: &Rewrite) -> Option<Flag> {
+pub(super) fn b3_replayed_from_its_stream(http: HttpId, id: &str, r: &Rewrite<'_>) -> Option<Flag> {
     let detail = match r {
         Rewrite::OtherStream { last } => {
             format!("resuming from {last:?} replayed {id:?} of another stream")
@@ -265,7 +273,7 @@ pub(super) fn b3_replayed_from_its_stream(http: HttpId, id: &str, r: &Rewrite) -
 }
 
 /// B7, on one connection the replay comes before anything new.
-pub(super) fn b7_replay_before_new(http: HttpId, id: &str, r: &Rewrite) -> Option<Flag> {
+pub(super) fn b7_replay_before_new(http: HttpId, id: &str, r: &Rewrite<'_>) -> Option<Flag> {
     (*r == Rewrite::AfterNewId).then(|| {
         Flag::new(
             "B7",

@@ -1232,13 +1232,13 @@ impl Monitor {
     }
 
     /// What writing again the event first recorded as `first` is, on `ex`.
-    fn rewrite(
+    fn rewrite<'a>(
         &self,
-        ex: &Exchange,
+        ex: &'a Exchange,
         session: &Text,
         first: &EventRecord,
         key: Option<MsgKey>,
-    ) -> Rewrite {
+    ) -> Rewrite<'a> {
         if first.key != key {
             return Rewrite::OtherMessage;
         }
@@ -1246,7 +1246,7 @@ impl Monitor {
             return Rewrite::NotResumed;
         };
         let from = self.event_ids.get(&(session.clone(), last.as_str().into()));
-        let last = last.clone();
+        let last = last.as_str();
         match from {
             Some(from) if from.lineage != first.lineage => Rewrite::OtherStream { last },
             Some(from) if from.position >= first.position => Rewrite::NotAfter { last },

@@ -31,18 +31,22 @@ pub(super) type Waiting = (RequestId, String, Option<RawJson>);
 /// cancellation for as long as the session lives.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) struct Asked {
+    /// Handed to the application.
     held: BTreeSet<RequestId>,
-    /// Held, and not handed out yet, oldest first (empty unless the policy
+    /// Taken, not handed out yet, oldest first (empty unless the policy
     /// holds requests back).
     waiting: VecDeque<Waiting>,
 }
 
 impl Asked {
     /// The server asked `id`; whether the application may have it (not
-    /// when `max` are held already, nor when `id` is held: a second request
-    /// under one id could not be told apart when answered).
+    /// when `max` are taken already, held or waiting, nor when `id` is: a
+    /// second request under one id could not be told apart when answered).
     pub(super) fn hand_out(&mut self, id: &RequestId, max: usize) -> bool {
-        if self.held.len() >= max || self.held.contains(id) {
+        if self.held.len() + self.waiting.len() >= max
+            || self.held.contains(id)
+            || self.is_waiting(id)
+        {
             return false;
         }
         self.held.insert(id.clone());
@@ -52,37 +56,37 @@ impl Asked {
     /// A request [`hand_out`](Self::hand_out) took, kept from the
     /// application until [`release`](Self::release).
     pub(super) fn wait(&mut self, request: Waiting) {
+        self.held.remove(&request.0);
         self.waiting.push_back(request);
     }
 
-    /// The requests kept waiting, oldest first, for the application now.
+    /// The requests kept waiting, oldest first, handed to the application now.
     pub(super) fn release(&mut self) -> impl Iterator<Item = Waiting> + '_ {
+        self.held
+            .extend(self.waiting.iter().map(|(id, _, _)| id.clone()));
         self.waiting.drain(..)
     }
 
-    /// The application answers `id`; whether it was held and handed out
-    /// (else nothing is sent).
+    /// The application answers `id`; whether it was held (else nothing is
+    /// sent).
     pub(super) fn answer(&mut self, id: &RequestId) -> bool {
-        !self.is_waiting(id) && self.held.remove(id)
+        self.held.remove(id)
     }
 
     /// The server cancelled `id`; whether it is withdrawn from the
-    /// application (held, handed out, and a cancellation `cancels` obeys).
-    /// One still waiting is dropped unseen.
+    /// application (held, and a cancellation `cancels` obeys). One still
+    /// waiting is dropped unseen.
     pub(super) fn cancel(&mut self, id: &RequestId, cancels: ServerCancels) -> bool {
-        if !cancels.obeys(id) || !self.held.remove(id) {
+        if !cancels.obeys(id) {
             return false;
         }
-        let seen = !self.is_waiting(id);
         self.waiting.retain(|(w, _, _)| w != id);
-        seen
+        self.held.remove(id)
     }
 
     /// The client closes: what waits is never handed out.
     pub(super) fn drop_waiting(&mut self) {
-        for (id, _, _) in self.waiting.drain(..) {
-            self.held.remove(&id);
-        }
+        self.waiting.clear();
     }
 
     /// The session ended: nothing it asked can be answered.
@@ -95,9 +99,9 @@ impl Asked {
         self.waiting.iter().any(|(w, _, _)| w == id)
     }
 
-    /// The requests the application holds (handed out), oldest id first.
+    /// The held requests, oldest id first.
     pub(super) fn iter(&self) -> impl Iterator<Item = &RequestId> {
-        self.held.iter().filter(|id| !self.is_waiting(id))
+        self.held.iter()
     }
 }
 
