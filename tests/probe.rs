@@ -80,6 +80,10 @@ fn fixed_holds_every_rule_it_can_test() {
     assert_eq!(one_id["verdict"], "holds", "{text}");
     let resumed = finding(&text, "A5", "finished POST stream");
     assert_eq!(resumed["verdict"], "holds", "{text}");
+    // The aimed rounds: a change made as a stream opens.
+    for (rule, what) in [("B4", "sent as a GET opens"), ("M2", "starts as a change")] {
+        assert_eq!(finding(&text, rule, what)["verdict"], "holds", "{text}");
+    }
     let sessionless = finding(&text, "I1", "sessionless callers under one request id");
     assert_eq!(
         sessionless["verdict"], "not_applicable",
@@ -190,7 +194,10 @@ fn rmcp_3_9_starves_the_shadow_streams_and_resumes_into_nothing() {
     let s = serve("RMCP_3_9", &[]);
     let (code, violated, _, text) = probe(&s.url, &NOTIFY);
     assert_eq!(code, Some(1), "{text}");
-    for rule in ["B4", "R18", "B2", "B5"] {
+    // M3: its listen is acknowledged before it is registered; `serve`
+    // holds the registration back for its step delay, and the change the
+    // prober makes once acknowledged is lost there.
+    for rule in ["B4", "R18", "B2", "B5", "M3"] {
         assert!(violated.contains(rule), "{rule}: {violated:?}\n{text}");
     }
     let b5 = finding(
@@ -300,6 +307,60 @@ fn java_sdk_2_0_drops_what_it_sends_before_the_get() {
     let (_, violated, _, text) = probe(&s.url, &NOTIFY);
     assert!(violated.contains("B10"), "{violated:?}\n{text}");
     assert_eq!(violated.len(), 1, "only the window: {violated:?}\n{text}");
+}
+
+#[test]
+fn go_sdk_1_7_lets_a_change_precede_the_acknowledgement() {
+    // `serve` holds the listen's acknowledgement back for its step delay,
+    // as a slow scheduler would; a change aimed into that window goes
+    // first. Taken in the same turn, the window is closed to the wire.
+    let what = "starts as a change is made";
+    let s = serve("GO_SDK_1_7", &[]);
+    let (code, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert_eq!(code, Some(1), "M2 is a MUST: {text}");
+    assert_eq!(
+        violated,
+        BTreeSet::from(["M2".to_owned()]),
+        "only the listen's start differs from FIXED\n{text}"
+    );
+    let m2 = finding(&text, "M2", what);
+    assert_eq!(m2["verdict"], "violates", "{text}");
+    assert!(
+        m2["evidence"]
+            .as_str()
+            .is_some_and(|e| e.contains("tools/list_changed")),
+        "{text}"
+    );
+    assert_eq!(
+        finding(&text, "M2", "opens with its acknowledgement, naming it")["verdict"],
+        "holds",
+        "a listen alone is acknowledged first: {text}"
+    );
+    let s = serve("GO_SDK_1_7", &["--step-delay-ms", "0"]);
+    let (code, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert_eq!(code, Some(0), "{violated:?}\n{text}");
+    assert_eq!(finding(&text, "M2", what)["verdict"], "holds", "{text}");
+}
+
+#[test]
+fn csharp_before_1212_drops_what_is_sent_as_a_get_opens() {
+    // With the registration notice held for the session's first GET (as
+    // `scripts/compat.sh` serves it): the prober reads that off first.
+    let what = "sent as a GET opens";
+    let s = serve("CSHARP_BEFORE_1212", &["--registration-notice"]);
+    let (_, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert_eq!(
+        violated,
+        BTreeSet::from(["B4".to_owned()]),
+        "only the GET's wiring differs from FIXED\n{text}"
+    );
+    let b4 = finding(&text, "B4", what);
+    assert_eq!(b4["verdict"], "violates", "{text}");
+    assert_eq!(
+        finding(&text, "B4", "with a GET open")["verdict"],
+        "holds",
+        "a GET open for a while is wired: {text}"
+    );
 }
 
 #[test]

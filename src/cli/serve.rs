@@ -41,6 +41,15 @@ pub struct ServeArgs {
     /// with `--preset MCP_GO_0_44` this reproduces race A.
     #[arg(long)]
     registration_notice: bool,
+    /// Under a preset whose steps leave a window (GO_SDK_1_7's listen
+    /// registered before its acknowledgement, CSHARP_BEFORE_1212's GET
+    /// `200` before its stream is wired, PYTHON_PR2934's writer not started
+    /// yet), how long each such step waits, in ms, as a slow scheduler
+    /// would: what a client sends meanwhile lands in the window, so a
+    /// prober sees over the wire what the checker explores. 0 takes each
+    /// step in the turn that enabled it. FIXED has no such steps.
+    #[arg(long, default_value_t = 200)]
+    step_delay_ms: u64,
     /// Open connections at once (newcomers wait in the backlog past it).
     #[arg(long, value_parser = super::at_least_one::<usize>)]
     connections_max: Option<usize>,
@@ -137,6 +146,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     })?;
     let mut options = ServerOptions {
         policy,
+        step_delay: (args.step_delay_ms > 0)
+            .then(|| std::time::Duration::from_millis(args.step_delay_ms)),
         ..ServerOptions::default()
     };
     options.endpoint.session.retry_ms = args.retry_ms;

@@ -398,6 +398,79 @@ fn under_mcp_go_the_driver_fires_the_scheduling_points_that_send_a_notification(
     );
 }
 
+/// Under CSHARP_BEFORE_1212 a GET's `200` goes out before its stream is
+/// wired. Taken in the GET's own turn, the wiring leaves no window; held
+/// back by a step delay, as a slow scheduler would, it leaves one that a
+/// broadcast lands in and is lost (the monitor's B4), until the driver's
+/// own timer wires the stream. Competing points are not held: mcp-go's
+/// handler still answers its notification in the same turn.
+#[test]
+fn a_step_delay_holds_the_window_steps_back_until_their_timer() {
+    let list = "notifications/tools/list_changed";
+    for delay in [None, Some(200)] {
+        let mut h =
+            Harness::with_policy(EndpointConfig::default(), ServerPolicy::CSHARP_BEFORE_1212);
+        if let Some(ms) = delay {
+            h = h.with_step_delay(ms);
+        }
+        let sid = h.initialize();
+        let get = h.get(&sid);
+        let opened = h.now();
+        assert_eq!(h.driver.has_held_steps(), delay.is_some());
+        if let Some(ms) = delay {
+            let due = opened + std::time::Duration::from_millis(ms);
+            assert_eq!(h.driver.poll_timeout(), Some(due));
+        }
+        h.now += 50;
+        let now = h.now();
+        h.driver.handle_broadcast(list, None, now);
+        let lost = count_on(&h.writes(), get, list) == 0;
+        assert_eq!(lost, delay.is_some(), "{delay:?}");
+        let violations: Vec<&str> = {
+            let m = h.monitor.lock().unwrap();
+            m.violations().iter().map(|v| v.id).collect()
+        };
+        assert_eq!(
+            violations.contains(&"B4"),
+            delay.is_some(),
+            "{violations:?}"
+        );
+        if let Some(ms) = delay {
+            // Not yet due, then due: the driver wires the stream itself.
+            h.driver.handle_timeout(h.now());
+            assert!(h.driver.has_held_steps());
+            h.now = opened.as_millis() + ms;
+            h.driver.handle_timeout(h.now());
+            assert!(!h.driver.has_held_steps());
+        }
+        let now = h.now();
+        h.driver.handle_broadcast(list, None, now);
+        assert_eq!(count_on(&h.writes(), get, list), 1, "wired: {delay:?}");
+    }
+    let mut h = Harness::with_policy(EndpointConfig::default(), ServerPolicy::MCP_GO_0_44)
+        .with_step_delay(200);
+    h.post(None, INITIALIZE);
+    let writes = h.writes();
+    let sid: SessionId = match &writes[..] {
+        [(_, Write::Whole { head, .. } | Write::Open { head, .. })] => {
+            head.header("mcp-session-id").unwrap().parse().unwrap()
+        }
+        _ => panic!("{writes:?}"),
+    };
+    let initialized = h.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    let writes = h.writes();
+    assert!(
+        writes
+            .iter()
+            .any(|(http, w)| *http == initialized && w.ends()),
+        "{writes:?}"
+    );
+    assert!(!h.driver.has_held_steps());
+}
+
 /// A tap sees each request as the driver takes it and each exchange the
 /// peer closed (what the monitor judges the server's side by).
 #[test]

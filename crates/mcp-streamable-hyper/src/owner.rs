@@ -374,6 +374,7 @@ impl<A: App> Owner<A> {
         self.registered.is_some()
             && self.exchanges.is_empty()
             && !self.driver.has_app_timers()
+            && !self.driver.has_held_steps()
             && self.driver.endpoint().poll_timeout().is_none_or(|(_, t)| {
                 matches!(
                     t,

@@ -113,6 +113,15 @@ pub struct ServerOptions {
     /// put in the request's extensions, else nobody. Sessions are bound to
     /// the principal that opened them.
     pub auth: crate::auth::Auth,
+    /// Under a preset whose steps leave a window (a listen registered before
+    /// its acknowledgement, a GET's `200` before its stream is wired), how
+    /// long each such step waits before it runs
+    /// ([`ServerDriver::with_step_delay`]): what arrives meanwhile lands in
+    /// the window, as it would under a slow scheduler. `None` takes each
+    /// step in the turn that enabled it. Nothing changes under FIXED.
+    ///
+    /// [`ServerDriver::with_step_delay`]: mcp_streamable::server::ServerDriver::with_step_delay
+    pub step_delay: Option<std::time::Duration>,
 }
 
 impl ServerOptions {
@@ -151,6 +160,7 @@ impl Default for ServerOptions {
             accept_backoff_max: std::time::Duration::from_secs(1),
             path: Some(Arc::from(DEFAULT_PATH)),
             auth: crate::auth::Auth::default(),
+            step_delay: None,
         }
     }
 }

@@ -360,9 +360,12 @@ impl<A: App> Shared<A> {
                 params: params.cloned(),
             }));
         });
-        let driver = ServerDriver::new(ep, (self.make_app)(), seed)
+        let mut driver = ServerDriver::new(ep, (self.make_app)(), seed)
             .with_tap(self.tap.clone())
             .with_fanout(Some(fanout));
+        if let Some(delay) = self.options.step_delay {
+            driver = driver.with_step_delay(delay);
+        }
         NewDriver {
             driver,
             broadcasts: self.broadcasts.subscribe(),

@@ -61,6 +61,32 @@ pub enum SchedulingPoint {
     ForegroundStep,
 }
 
+impl SchedulingPoint {
+    /// Whether the point finishes a step its preset split in two, so that
+    /// what matters is what else happens in between (a listen registered
+    /// before its acknowledgement, a GET's `200` out before its stream is
+    /// wired, a writer not started yet), rather than which of several
+    /// competing tasks runs first (mcp-go's listeners, a handler's steps).
+    ///
+    /// A driver that takes such a point in the turn that enabled it closes
+    /// the window before any other input can land in it: correct, and
+    /// invisible over the wire. [`ServerDriver::with_step_delay`] holds
+    /// these points back to show the window; the competing ones keep being
+    /// taken at once, in a seeded order, since their race is between
+    /// themselves.
+    ///
+    /// [`ServerDriver::with_step_delay`]: crate::server::ServerDriver::with_step_delay
+    pub fn leaves_a_window(self) -> bool {
+        match self {
+            SchedulingPoint::ListenerWake | SchedulingPoint::HandlerStep => false,
+            SchedulingPoint::ListenStep
+            | SchedulingPoint::RegisterGet
+            | SchedulingPoint::StartWriter
+            | SchedulingPoint::ForegroundStep => true,
+        }
+    }
+}
+
 /// A core whose preset leaves some steps' order to the driver.
 pub trait Scheduled {
     /// The scheduling points that may fire now, in a stable order (none

@@ -16,11 +16,11 @@ use std::time::Duration;
 const B10_WHAT: &str = "a notification sent before the client's GET opens arrives on that GET";
 
 pub async fn run(p: &mut Probe) {
-    let Some((_, args)) = p.notify.clone() else {
+    if p.notify.is_none() {
         let why = "needs --notify-tool";
         p.add("B10", false, B10_WHAT, Verdict::CouldNotTest, why);
         return;
-    };
+    }
     let Some(sid) = p.ready_session().await else {
         p.add(
             "B10",
@@ -31,8 +31,8 @@ pub async fn run(p: &mut Probe) {
         );
         return;
     };
-    let delay = args.get("delay_ms").and_then(|d| d.as_u64()).unwrap_or(0);
-    let (verdict, evidence) = judge(p, &sid, Duration::from_millis(delay) + SETTLE).await;
+    let due = p.notify_delay() + SETTLE;
+    let (verdict, evidence) = judge(p, &sid, due).await;
     p.add("B10", false, B10_WHAT, verdict, evidence);
     p.delete(&sid).await;
 }

@@ -103,6 +103,10 @@ const QUICK: Duration = Duration::from_millis(500);
 /// Time for the server to notice a closed connection.
 const SETTLE: Duration = Duration::from_millis(300);
 const VERSION: &str = "2025-11-25";
+/// How long after a stream's request goes out an aimed notification is
+/// made ([`Probe::aimed`]): past the server's handling of that request,
+/// inside any window that request leaves open.
+const AIM: Duration = Duration::from_millis(30);
 
 /// The prober's state: the target, its options, and the report so far.
 pub struct Probe {
@@ -172,7 +176,7 @@ impl Probe {
 
     /// POSTs request `method` with a fresh id; reads until the body ends or `window`.
     async fn request(
-        &mut self,
+        &self,
         sid: Option<&str>,
         method: &str,
         params: Value,
@@ -224,7 +228,7 @@ impl Probe {
     }
 
     /// Calls the notify tool; its reply, read until it ends (bounded).
-    async fn trigger(&mut self, sid: &str) -> Option<Open> {
+    async fn trigger(&self, sid: &str) -> Option<Open> {
         let (name, args) = self.notify.clone()?;
         let (_, o) = self
             .request(
@@ -235,6 +239,44 @@ impl Probe {
             )
             .await?;
         Some(o)
+    }
+
+    /// How long the notify tool waits before it notifies: its `delay_ms`
+    /// argument, if given.
+    fn notify_delay(&self) -> Duration {
+        let ms = self
+            .notify
+            .as_ref()
+            .and_then(|(_, args)| args.get("delay_ms"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        Duration::from_millis(ms)
+    }
+
+    /// Runs `open` (a request that opens a stream) and `trigger` (a call of
+    /// the notify tool) so that the notification comes [`AIM`] after
+    /// `open`'s request went out: in the window, if the server leaves one,
+    /// between taking a stream and being ready to write it (a listen
+    /// registered before its acknowledgement, a GET's `200` out before its
+    /// stream is wired). A server without one holds either way.
+    async fn aimed<O, T>(
+        &self,
+        open: impl std::future::Future<Output = O>,
+        trigger: impl std::future::Future<Output = T>,
+    ) -> (O, T) {
+        let delay = self.notify_delay();
+        let lead = delay.saturating_sub(AIM);
+        let lag = AIM.saturating_sub(delay);
+        tokio::join!(
+            async {
+                tokio::time::sleep(lead).await;
+                open.await
+            },
+            async {
+                tokio::time::sleep(lag).await;
+                trigger.await
+            }
+        )
     }
 
     /// The tool names the server lists.

@@ -95,7 +95,7 @@ fn modern_headers(call: &Call, version: &str) -> Vec<(String, String)> {
 impl Probe {
     /// POSTs `call` as a modern request, headers changed by `tweak`; its id and answer.
     async fn modern(
-        &mut self,
+        &self,
         call: &Call<'_>,
         tweak: impl FnOnce(&mut Vec<(String, String)>),
         window: std::time::Duration,
@@ -104,7 +104,7 @@ impl Probe {
     }
 
     async fn modern_at(
-        &mut self,
+        &self,
         call: &Call<'_>,
         version: &str,
         tweak: impl FnOnce(&mut Vec<(String, String)>),
@@ -116,12 +116,12 @@ impl Probe {
     }
 
     /// Opens a modern POST and leaves it open (a listen).
-    async fn modern_open(&mut self, call: &Call<'_>) -> Option<(u64, Open)> {
+    async fn modern_open(&self, call: &Call<'_>) -> Option<(u64, Open)> {
         self.modern_open_at(call, MODERN, |_| {}).await
     }
 
     async fn modern_open_at(
-        &mut self,
+        &self,
         call: &Call<'_>,
         version: &str,
         tweak: impl FnOnce(&mut Vec<(String, String)>),
@@ -183,6 +183,8 @@ const M2_WHAT: &str = "a listen opens with its acknowledgement, naming it";
 const J1_WHAT: &str =
     "a call whose tool reports progress gets its result (never the progress as its JSON body)";
 const M3_WHAT: &str = "a change after the acknowledgement reaches the listen once, named";
+const M2_UNDER_CHANGE_WHAT: &str =
+    "a listen that starts as a change is made still opens with its acknowledgement";
 
 pub async fn run(p: &mut Probe) {
     let discover = Call {
@@ -644,30 +646,55 @@ async fn versions_and_methods(p: &mut Probe) {
     );
 }
 
-/// M2 and M3; M1's evidence from the listen stream, if any.
-async fn listen_rules(p: &mut Probe) -> Option<String> {
-    let listen = Call {
+/// A listen for tool list changes.
+fn listen_call() -> Call<'static> {
+    Call {
         method: "subscriptions/listen",
         name: None,
         params: json!({"notifications": {"toolsListChanged": true}}),
-    };
-    let Some((id, mut o)) = p.modern_open(&listen).await else {
+    }
+}
+
+/// A modern call of the notify tool `tool` with `args`.
+fn notify_call<'a>(tool: &'a str, args: &Value) -> Call<'a> {
+    Call {
+        method: "tools/call",
+        name: Some(tool),
+        params: json!({"name": tool, "arguments": args}),
+    }
+}
+
+/// Whether `m` names subscription `id`.
+fn names_subscription(m: &Value, id: u64) -> bool {
+    m.pointer(&format!(
+        "/params/_meta/{}",
+        pointer_key(META_SUBSCRIPTION_ID)
+    ))
+    .and_then(Value::as_u64)
+        == Some(id)
+}
+
+/// Reads listen `id` until its first message; whether that message is
+/// the acknowledgement naming it (M2), and the message as evidence.
+async fn first_is_acknowledgement(o: &mut Open, id: u64) -> (bool, String) {
+    let first = |o: &Open| o.messages().into_iter().next();
+    o.until(QUICK, |o| first(o).is_some()).await;
+    let m = first(o);
+    let acknowledged = m.as_ref().is_some_and(|m| {
+        m.get("method").and_then(Value::as_str) == Some(ACKNOWLEDGED) && names_subscription(m, id)
+    });
+    let shown = m.map_or("none".to_owned(), |m| m.to_string());
+    (acknowledged, format!("first message {shown}"))
+}
+
+/// M2 and M3; M1's evidence from the listen stream, if any.
+async fn listen_rules(p: &mut Probe) -> Option<String> {
+    let Some((id, mut o)) = p.modern_open(&listen_call()).await else {
         p.add("M2", true, M2_WHAT, Verdict::CouldNotTest, p.t.no_answer());
         return None;
     };
-    let first = |o: &Open| o.messages().into_iter().next();
-    o.until(QUICK, |o| first(o).is_some()).await;
-    let named = |m: &Value| {
-        m.pointer(&format!(
-            "/params/_meta/{}",
-            pointer_key(META_SUBSCRIPTION_ID)
-        ))
-        .and_then(Value::as_u64)
-            == Some(id)
-    };
-    let acknowledged = first(&o).is_some_and(|m| {
-        m.get("method").and_then(Value::as_str) == Some(ACKNOWLEDGED) && named(&m)
-    });
+    let (acknowledged, evidence) = first_is_acknowledgement(&mut o, id).await;
+    let named = |m: &Value| names_subscription(m, id);
     if !o.is_sse() {
         p.add(
             "M2",
@@ -678,16 +705,7 @@ async fn listen_rules(p: &mut Probe) -> Option<String> {
         );
         return stateful("subscriptions/listen", &o);
     }
-    p.add(
-        "M2",
-        true,
-        M2_WHAT,
-        Verdict::of(acknowledged),
-        format!(
-            "first message {}",
-            first(&o).map_or("none".to_owned(), |m| m.to_string())
-        ),
-    );
+    p.add("M2", true, M2_WHAT, Verdict::of(acknowledged), evidence);
     if !acknowledged {
         return stateful("subscriptions/listen", &o);
     }
@@ -701,11 +719,7 @@ async fn listen_rules(p: &mut Probe) -> Option<String> {
         );
         return stateful("subscriptions/listen", &o);
     };
-    let call = Call {
-        method: "tools/call",
-        name: Some(&tool),
-        params: json!({"name": tool, "arguments": args}),
-    };
+    let call = notify_call(&tool, &args);
     let changed = |m: &Value| {
         m.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed")
     };
@@ -732,7 +746,44 @@ async fn listen_rules(p: &mut Probe) -> Option<String> {
             kinds
         ),
     );
-    stateful("subscriptions/listen", &o)
+    let seen = stateful("subscriptions/listen", &o);
+    drop(o);
+    listen_under_a_change(p, &tool, &args).await;
+    seen
+}
+
+/// M2 again, for a listen that starts as a change is made: the change
+/// is aimed just after the listen's request ([`Probe::aimed`]), so a
+/// server that registers a listen for changes before it writes the
+/// acknowledgement, with nothing holding a change back between (go-sdk
+/// v1.7.0, ruby-sdk before PR #532), lets the change out first.
+async fn listen_under_a_change(p: &mut Probe, tool: &str, args: &Value) {
+    let listen = listen_call();
+    let call = notify_call(tool, args);
+    let (opened, _) = p
+        .aimed(p.modern_open(&listen), p.modern(&call, |_| {}, QUICK))
+        .await;
+    let Some((id, mut o)) = opened else {
+        p.add(
+            "M2",
+            true,
+            M2_UNDER_CHANGE_WHAT,
+            Verdict::CouldNotTest,
+            p.t.no_answer(),
+        );
+        return;
+    };
+    let (acknowledged, evidence) = first_is_acknowledgement(&mut o, id).await;
+    let verdict = if o.is_sse() {
+        Verdict::of(acknowledged)
+    } else {
+        Verdict::CouldNotTest
+    };
+    let evidence = format!(
+        "a change made {} ms after the listen: {evidence}",
+        super::AIM.as_millis()
+    );
+    p.add("M2", true, M2_UNDER_CHANGE_WHAT, verdict, evidence);
 }
 
 /// A JSON pointer token for `key` (RFC 6901: `~` and `/` escaped).

@@ -81,6 +81,7 @@ const A5_WHAT: &str = "a resumption the server accepts delivers what followed th
 const A5_POST_WHAT: &str =
     "a resumption of a finished POST stream the server accepts delivers its response";
 const B4_RESUMED_WHAT: &str = "a resumed GET carries the notifications sent after it";
+const B4_AT_OPEN_WHAT: &str = "a notification sent as a GET opens reaches that GET";
 
 pub async fn run(p: &mut Probe) {
     let Some(sid) = p.ready_session().await else {
@@ -155,6 +156,61 @@ pub async fn run(p: &mut Probe) {
         delivery(p, &sid, s).await;
     }
     cross_stream(p, &sid).await;
+    p.delete(&sid).await;
+    if p.notify.is_some() {
+        at_open(p).await;
+    }
+}
+
+/// B4 for a GET that opens as a notification is made: the notification
+/// is aimed just after the GET's request ([`Probe::aimed`]), on a fresh
+/// session with no other GET, so a server that writes the GET's `200`
+/// before it wires the stream to the session (csharp-sdk before PR
+/// #1212, rust-mcp-sdk before PR #197) drops it while the client reads
+/// the stream. What the session held from before (a notice sent as it
+/// registered) is read off on a first GET, closed, so that only the aimed
+/// notification can reach the second.
+async fn at_open(p: &mut Probe) {
+    let Some(sid) = p.ready_session().await else {
+        let why = p.t.no_answer();
+        p.add("B4", false, B4_AT_OPEN_WHAT, Verdict::CouldNotTest, why);
+        return;
+    };
+    if let Some(mut backlog) = p.get(&sid, None).await {
+        backlog.gather(SETTLE).await;
+        drop(backlog);
+        tokio::time::sleep(SETTLE).await;
+    }
+    let (get, call) = p.aimed(p.get(&sid, None), p.trigger(&sid)).await;
+    let (verdict, evidence) = match get {
+        Some(mut g) if g.status == 200 => {
+            let on_call = call
+                .as_ref()
+                .is_some_and(|c| c.messages().iter().any(is_list_changed));
+            let arrived = g
+                .until(NOTIFY_WAIT, |o| Streams::notifications(o) > 0)
+                .await;
+            let verdict = if on_call {
+                // It rode on the tool's own answer (race A's A3): the GET
+                // was not what the server chose.
+                Verdict::CouldNotTest
+            } else {
+                Verdict::of(arrived)
+            };
+            let evidence = format!(
+                "a notification made {} ms after the GET: GET {}",
+                super::AIM.as_millis(),
+                g.summary()
+            );
+            (verdict, evidence)
+        }
+        Some(g) => (
+            Verdict::NotApplicable,
+            format!("no standalone GET: {}", g.summary()),
+        ),
+        None => (Verdict::CouldNotTest, p.t.no_answer()),
+    };
+    p.add("B4", false, B4_AT_OPEN_WHAT, verdict, evidence);
     p.delete(&sid).await;
 }
 

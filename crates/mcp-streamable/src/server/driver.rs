@@ -25,14 +25,15 @@ use crate::app::{App, Cx, Fanout, Tap};
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
 use crate::observe::Observation;
-use crate::preset::Scheduled;
+use crate::preset::{Scheduled, SchedulingPoint};
 use crate::principal::Caller;
 use crate::release::Release;
 use crate::rng::SeededRng;
 use crate::server::Admission;
 use crate::time::Instant;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// An application timer: when, for which session, and the token to hand back.
 pub type AppTimer = (Instant, SessionId, u64);
@@ -49,6 +50,12 @@ pub struct ServerDriver<A: App> {
     /// Picks among the core's scheduling points, for presets that have them
     /// (mcp-go's competing listeners): seeded, so a run can be repeated.
     scheduler: SeededRng,
+    /// How long a scheduling point that leaves a window waits before it
+    /// may fire ([`with_step_delay`](Self::with_step_delay)); `None`: in
+    /// the turn that enabled it.
+    step_delay: Option<Duration>,
+    /// Each such point enabled now, and when it may fire.
+    held_steps: BTreeMap<(HttpId, SchedulingPoint), Instant>,
     tap: Option<Arc<Mutex<Tap>>>,
     fanout: Option<Fanout>,
 }
@@ -65,9 +72,24 @@ impl<A: App> ServerDriver<A> {
             wire: Wire::new(),
             writes: VecDeque::new(),
             scheduler: SeededRng::new(seed),
+            step_delay: None,
+            held_steps: BTreeMap::new(),
             tap: None,
             fanout: None,
         }
+    }
+
+    /// Holds each scheduling point that leaves a window
+    /// ([`SchedulingPoint::leaves_a_window`]) for `delay` after it is
+    /// enabled, as a slow scheduler would, instead of taking it in the same
+    /// turn: requests, broadcasts and closes that arrive meanwhile land in
+    /// the preset's window, so a prober over the wire sees what the
+    /// checker explores (`serve --preset` uses it). Competing points are
+    /// still taken at once. Nothing changes under FIXED, which has no
+    /// scheduling points.
+    pub fn with_step_delay(mut self, delay: Duration) -> Self {
+        self.step_delay = Some(delay);
+        self
     }
 
     /// Sends the application's broadcasts to `fanout` too (a transport
@@ -108,6 +130,13 @@ impl<A: App> ServerDriver<A> {
     /// Whether the application has a timer set.
     pub fn has_app_timers(&self) -> bool {
         !self.timers.is_empty()
+    }
+
+    /// Whether a scheduling point is held back for later
+    /// ([`with_step_delay`](Self::with_step_delay)): the driver has work
+    /// of its own due at [`poll_timeout`](Self::poll_timeout).
+    pub fn has_held_steps(&self) -> bool {
+        !self.held_steps.is_empty()
     }
 
     // ----- handle_* -----
@@ -275,7 +304,12 @@ impl<A: App> ServerDriver<A> {
 
     /// When the driver next needs [`handle_timeout`](Self::handle_timeout).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        earliest(self.ep.poll_timeout().map(|(t, _)| t), &self.timers)
+        let core = earliest(self.ep.poll_timeout().map(|(t, _)| t), &self.timers);
+        let held = self.held_steps.values().min().copied();
+        match (core, held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     // ----- the loop -----
@@ -293,16 +327,27 @@ impl<A: App> ServerDriver<A> {
 
     /// Under a preset with scheduling points (mcp-go's competing goroutines),
     /// plays the Go scheduler: fires enabled points in a seeded random order
-    /// until one changes something. Under FIXED there are none.
+    /// until one changes something. Under FIXED there are none. A point
+    /// held back by [`with_step_delay`](Self::with_step_delay) is offered
+    /// once its delay has passed.
     fn schedule_one(&mut self, now: Instant) -> bool {
         if !self.ep.policy().has_scheduling_points() {
             return false;
         }
         let mut points = self.ep.scheduling_points();
+        if let Some(delay) = self.step_delay {
+            let held = &mut self.held_steps;
+            held.retain(|p, _| points.contains(p));
+            for p in points.iter().filter(|(_, point)| point.leaves_a_window()) {
+                held.entry(*p).or_insert(now + delay);
+            }
+            points.retain(|p| held.get(p).is_none_or(|due| *due <= now));
+        }
         while !points.is_empty() {
             let i = (self.scheduler.next_u64() % points.len() as u64) as usize;
             let (http, point) = points.swap_remove(i);
             if self.ep.handle_scheduling_point(http, point, now) {
+                self.held_steps.remove(&(http, point));
                 return true;
             }
         }
