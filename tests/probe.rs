@@ -169,6 +169,30 @@ fn mcp_go_0_44_leaks_the_registration_notification() {
     }
 }
 
+/// A fleet instance takes a preset's scheduling points as the plain
+/// server does: mcp-go's handler steps answer its notification POSTs (race
+/// A shows there too), and GO_SDK_1_7's held acknowledgement leaves its
+/// window open to the same aimed change.
+#[test]
+fn a_fleet_instance_plays_a_presets_scheduling_points() {
+    let s = serve(
+        "MCP_GO_0_44",
+        &["--registration-notice", "--store", "memory"],
+    );
+    let (_, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert!(
+        violated.contains("A1") || violated.contains("A3"),
+        "{violated:?}\n{text}"
+    );
+    let s = serve("GO_SDK_1_7", &["--store", "memory"]);
+    let (_, violated, _, text) = probe(&s.url, &NOTIFY);
+    assert_eq!(
+        violated,
+        BTreeSet::from(["M2".to_owned()]),
+        "as on the plain server\n{text}"
+    );
+}
+
 #[test]
 fn toolhive_4075_still_leaks_a_later_notification() {
     let s = serve("TOOLHIVE_4075", &["--registration-notice"]);

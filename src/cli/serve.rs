@@ -177,7 +177,15 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     }
     options.auth = auth(&args)?;
     if let Some(store) = args.store.clone().or_else(|| one_endpoint(&args, policy)) {
-        return super::serve_fleet::run(args.addr, args.instance, &store, options, args.threads);
+        let app = EverythingApp::with_registration_notice(args.registration_notice);
+        return super::serve_fleet::run(
+            args.addr,
+            args.instance,
+            &store,
+            options,
+            app,
+            args.threads,
+        );
     }
     let rt = runtime(args.threads)?;
     let monitor = Arc::new(Mutex::new(Monitor::new()));

@@ -10,12 +10,13 @@ use mcp_streamable_hyper::{EverythingApp, ServerOptions};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-/// Serves instance `instance` on `addr` with the store at `store`.
+/// Serves `app` as instance `instance` on `addr` with the store at `store`.
 pub fn run(
     addr: SocketAddr,
     instance: u16,
     store: &str,
     server: ServerOptions,
+    app: EverythingApp,
     threads: usize,
 ) -> Result<ExitCode, String> {
     let rt = super::serve::runtime(threads)?;
@@ -31,7 +32,7 @@ pub fn run(
         };
         let path = server.path.clone().unwrap_or_else(|| "/".into());
         let options = FleetOptions { server, instance };
-        let handle = FleetServer::bind(addr, options, EverythingApp::default(), link)
+        let handle = FleetServer::bind(addr, options, app, link)
             .await
             .map_err(|e| format!("{addr}: {e}"))?;
         let local = handle.addr.unwrap_or(addr);

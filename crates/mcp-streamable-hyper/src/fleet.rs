@@ -100,13 +100,19 @@ impl FleetServer {
         store: StoreLink,
     ) -> Result<ServerHandle, FleetConfigError> {
         let server = options.server;
+        // Only a preset's scheduling points use the seed: this instance's
+        // own number keeps its runs repeatable and apart from its peers'.
+        let seed = u64::from(options.instance.id.0);
         let instance = Instance::new(
             options.instance,
             server.endpoint.clone(),
             server.policy,
             server.ids.clone(),
         )?;
-        let mut driver = FleetDriver::new(instance, app);
+        let mut driver = FleetDriver::new(instance, app).with_seed(seed);
+        if let Some(delay) = server.step_delay {
+            driver = driver.with_step_delay(delay);
+        }
         if let Some(secret) = server.app_secret {
             driver.set_app_secret(secret);
         }

@@ -29,12 +29,14 @@ use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
 use crate::principal::Caller;
 use crate::server::driver::{dispatch, earliest, run_app, take_due, AppTimer, Parts};
+use crate::server::scheduler::{earlier, Scheduler};
 use crate::server::wire::{Wire, Write};
 use crate::server::{RequestHead, UnreadBody};
 use crate::time::Instant;
 use std::collections::VecDeque as Fifo;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Broadcasts an application turn made, for the instance.
 #[derive(Default)]
@@ -72,6 +74,9 @@ pub struct FleetDriver<A: App> {
     /// counted).
     broadcasted: Arc<Mutex<Queued>>,
     fanout: Option<Fanout>,
+    /// Takes the endpoint's scheduling points, for presets that have them,
+    /// as [`ServerDriver`](crate::server::ServerDriver) does.
+    scheduler: Scheduler,
 }
 
 impl<A: App> FleetDriver<A> {
@@ -95,7 +100,22 @@ impl<A: App> FleetDriver<A> {
             writes: VecDeque::new(),
             broadcasted,
             fanout: Some(fanout),
+            scheduler: Scheduler::new(0),
         }
+    }
+
+    /// Seeds the choice among scheduling points (presets only; FIXED has
+    /// none).
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.scheduler = Scheduler::new(seed);
+        self
+    }
+
+    /// Holds each scheduling point that leaves a window for `delay`
+    /// ([`ServerDriver::with_step_delay`](crate::server::ServerDriver::with_step_delay)).
+    pub fn with_step_delay(mut self, delay: Duration) -> Self {
+        self.scheduler.set_step_delay(delay);
+        self
     }
 
     // ----- getters -----
@@ -224,7 +244,8 @@ impl<A: App> FleetDriver<A> {
 
     /// When the driver next needs [`handle_timeout`](Self::handle_timeout).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        earliest(self.instance.poll_timeout(), &self.timers)
+        let core = earliest(self.instance.poll_timeout(), &self.timers);
+        earlier(core, self.scheduler.poll_timeout())
     }
 
     // ----- the loop -----
@@ -265,9 +286,16 @@ impl<A: App> FleetDriver<A> {
                 }
                 self.writes.push_back((http, write));
             }
-            if !moved {
+            if !moved && !self.schedule_one(now) {
                 return;
             }
         }
+    }
+
+    /// Under a preset with scheduling points, one that changes something;
+    /// under FIXED there are none.
+    fn schedule_one(&mut self, now: Instant) -> bool {
+        self.instance.endpoint().policy().has_scheduling_points()
+            && self.scheduler.fire_one(&mut self.instance, now)
     }
 }

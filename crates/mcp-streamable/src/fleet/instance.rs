@@ -51,6 +51,7 @@ use crate::id_source::IdSource;
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
 use crate::jsonrpc::{parse_body, Message, RawJson};
 use crate::policy::{EventIdScheme, ServerPolicy};
+use crate::preset::{Scheduled, SchedulingPoint};
 use crate::principal::Caller;
 use crate::server::event_ids::EventIdCodec;
 use crate::server::{
@@ -1837,6 +1838,28 @@ fn expects_reply(op: &StoreOp) -> bool {
             | StoreOp::Unsubscribe { .. }
             | StoreOp::Beat { .. }
     )
+}
+
+/// The endpoint's scheduling points (a preset's; none under FIXED): a
+/// session a point changes is synced at the next [`Instance::flush`], as
+/// after an application's turn.
+impl Scheduled for Instance {
+    fn scheduling_points(&self) -> Vec<(HttpId, SchedulingPoint)> {
+        self.endpoint.scheduling_points()
+    }
+
+    fn handle_scheduling_point(
+        &mut self,
+        http: HttpId,
+        point: SchedulingPoint,
+        now: Instant,
+    ) -> bool {
+        let Some(sid) = self.endpoint.session_of_point(http, point) else {
+            return false;
+        };
+        self.touched.insert(sid);
+        self.endpoint.handle_scheduling_point(http, point, now)
+    }
 }
 
 #[cfg(test)]

@@ -19,19 +19,18 @@
 //!        └────────── an exchange the driver ended ◄──────┘
 //! ```
 
+use super::scheduler::{earlier, Scheduler};
 use super::wire::{Wire, Write};
 use super::{BroadcastOrigin, RequestHead, ServerEndpoint, ServerEvent, ServerOutput, UnreadBody};
 use crate::app::{App, Cx, Fanout, Tap};
 use crate::ids::{HttpId, SessionId};
 use crate::jsonrpc::RawJson;
 use crate::observe::Observation;
-use crate::preset::{Scheduled, SchedulingPoint};
 use crate::principal::Caller;
 use crate::release::Release;
-use crate::rng::SeededRng;
 use crate::server::Admission;
 use crate::time::Instant;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -47,15 +46,9 @@ pub struct ServerDriver<A: App> {
     open: BTreeSet<HttpId>,
     wire: Wire,
     writes: VecDeque<(HttpId, Write)>,
-    /// Picks among the core's scheduling points, for presets that have them
-    /// (mcp-go's competing listeners): seeded, so a run can be repeated.
-    scheduler: SeededRng,
-    /// How long a scheduling point that leaves a window waits before it
-    /// may fire ([`with_step_delay`](Self::with_step_delay)); `None`: in
-    /// the turn that enabled it.
-    step_delay: Option<Duration>,
-    /// Each such point enabled now, and when it may fire.
-    held_steps: BTreeMap<(HttpId, SchedulingPoint), Instant>,
+    /// Takes the core's scheduling points, for presets that have them
+    /// (mcp-go's competing listeners; a step a preset split in two).
+    scheduler: Scheduler,
     tap: Option<Arc<Mutex<Tap>>>,
     fanout: Option<Fanout>,
 }
@@ -71,16 +64,14 @@ impl<A: App> ServerDriver<A> {
             open: BTreeSet::new(),
             wire: Wire::new(),
             writes: VecDeque::new(),
-            scheduler: SeededRng::new(seed),
-            step_delay: None,
-            held_steps: BTreeMap::new(),
+            scheduler: Scheduler::new(seed),
             tap: None,
             fanout: None,
         }
     }
 
     /// Holds each scheduling point that leaves a window
-    /// ([`SchedulingPoint::leaves_a_window`]) for `delay` after it is
+    /// ([`SchedulingPoint::leaves_a_window`](crate::preset::SchedulingPoint::leaves_a_window)) for `delay` after it is
     /// enabled, as a slow scheduler would, instead of taking it in the same
     /// turn: requests, broadcasts and closes that arrive meanwhile land in
     /// the preset's window, so a prober over the wire sees what the
@@ -88,7 +79,7 @@ impl<A: App> ServerDriver<A> {
     /// still taken at once. Nothing changes under FIXED, which has no
     /// scheduling points.
     pub fn with_step_delay(mut self, delay: Duration) -> Self {
-        self.step_delay = Some(delay);
+        self.scheduler.set_step_delay(delay);
         self
     }
 
@@ -136,7 +127,7 @@ impl<A: App> ServerDriver<A> {
     /// ([`with_step_delay`](Self::with_step_delay)): the driver has work
     /// of its own due at [`poll_timeout`](Self::poll_timeout).
     pub fn has_held_steps(&self) -> bool {
-        !self.held_steps.is_empty()
+        self.scheduler.has_held()
     }
 
     // ----- handle_* -----
@@ -305,11 +296,7 @@ impl<A: App> ServerDriver<A> {
     /// When the driver next needs [`handle_timeout`](Self::handle_timeout).
     pub fn poll_timeout(&self) -> Option<Instant> {
         let core = earliest(self.ep.poll_timeout().map(|(t, _)| t), &self.timers);
-        let held = self.held_steps.values().min().copied();
-        match (core, held) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earlier(core, self.scheduler.poll_timeout())
     }
 
     // ----- the loop -----
@@ -325,33 +312,10 @@ impl<A: App> ServerDriver<A> {
         }
     }
 
-    /// Under a preset with scheduling points (mcp-go's competing goroutines),
-    /// plays the Go scheduler: fires enabled points in a seeded random order
-    /// until one changes something. Under FIXED there are none. A point
-    /// held back by [`with_step_delay`](Self::with_step_delay) is offered
-    /// once its delay has passed.
+    /// Under a preset with scheduling points, one that changes something
+    /// ([`Scheduler::fire_one`]); under FIXED there are none.
     fn schedule_one(&mut self, now: Instant) -> bool {
-        if !self.ep.policy().has_scheduling_points() {
-            return false;
-        }
-        let mut points = self.ep.scheduling_points();
-        if let Some(delay) = self.step_delay {
-            let held = &mut self.held_steps;
-            held.retain(|p, _| points.contains(p));
-            for p in points.iter().filter(|(_, point)| point.leaves_a_window()) {
-                held.entry(*p).or_insert(now + delay);
-            }
-            points.retain(|p| held.get(p).is_none_or(|due| *due <= now));
-        }
-        while !points.is_empty() {
-            let i = (self.scheduler.next_u64() % points.len() as u64) as usize;
-            let (http, point) = points.swap_remove(i);
-            if self.ep.handle_scheduling_point(http, point, now) {
-                self.held_steps.remove(&(http, point));
-                return true;
-            }
-        }
-        false
+        self.ep.policy().has_scheduling_points() && self.scheduler.fire_one(&mut self.ep, now)
     }
 
     /// The observed drain ([`ServerEndpoint::drain_observed`]): events to
@@ -418,11 +382,7 @@ pub(crate) fn take_due(timers: &mut Vec<AppTimer>, now: Instant) -> Vec<AppTimer
 
 /// The earlier of the core's deadline and the application's timers.
 pub(crate) fn earliest(core: Option<Instant>, timers: &[AppTimer]) -> Option<Instant> {
-    let app = timers.iter().map(|(t, _, _)| *t).min();
-    match (core, app) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    earlier(core, timers.iter().map(|(t, _, _)| *t).min())
 }
 
 /// What the application's turn borrows of the driver (or of the fleet's).

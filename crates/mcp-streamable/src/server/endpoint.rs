@@ -1156,6 +1156,21 @@ enum AdmitTo<'a> {
 /// An empty table to stand in while the endpoint's own is lent out.
 static EMPTY_ADMISSION: LazyLock<Arc<Admission>> = LazyLock::new(Arc::default);
 
+impl ServerEndpoint {
+    /// The session that offers scheduling point `point` of exchange `http`.
+    pub(crate) fn session_of_point(
+        &self,
+        http: HttpId,
+        point: SchedulingPoint,
+    ) -> Option<SessionId> {
+        // Not by `routes`: a listener can outlive its HTTP exchange.
+        self.sessions
+            .iter()
+            .find(|(_, s)| s.scheduling_points().contains(&(http, point)))
+            .map(|(sid, _)| sid.clone())
+    }
+}
+
 /// The sessions' scheduling points (mcp-go's competing goroutines, a
 /// listen's split start; none under FIXED): the driver picks which fires.
 impl Scheduled for ServerEndpoint {
@@ -1172,13 +1187,7 @@ impl Scheduled for ServerEndpoint {
         point: SchedulingPoint,
         now: Instant,
     ) -> bool {
-        // Not by `routes`: a listener can outlive its HTTP exchange.
-        let Some(sid) = self
-            .sessions
-            .iter()
-            .find(|(_, s)| s.scheduling_points().contains(&(http, point)))
-            .map(|(sid, _)| sid.clone())
-        else {
+        let Some(sid) = self.session_of_point(http, point) else {
             return false;
         };
         let Some(s) = self.session_mut(&sid) else {

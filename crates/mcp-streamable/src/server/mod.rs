@@ -9,6 +9,7 @@ pub mod event_ids;
 pub mod modern;
 pub(crate) mod modern_result;
 pub mod request;
+pub(crate) mod scheduler;
 mod session;
 pub mod stream;
 pub mod uploads;
