@@ -249,6 +249,24 @@ impl Harness {
         )
     }
 
+    /// `initialize`, whatever its answer's framing, then
+    /// `notifications/initialized`, not read: the session and that POST.
+    fn initialize_then_post_initialized(&mut self) -> (SessionId, HttpId) {
+        self.post(None, INITIALIZE);
+        let writes = self.writes();
+        let sid: SessionId = match &writes[..] {
+            [(_, Write::Whole { head, .. } | Write::Open { head, .. })] => {
+                head.header("mcp-session-id").unwrap().parse().unwrap()
+            }
+            _ => panic!("{writes:?}"),
+        };
+        let initialized = self.post(
+            Some(&sid),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        (sid, initialized)
+    }
+
     /// A standalone GET of `sid`, open.
     fn get(&mut self, sid: &SessionId) -> HttpId {
         let get = self.send_get(sid);
@@ -361,18 +379,7 @@ fn a_broadcast_from_elsewhere_and_the_app_run_from_outside_reach_the_gets() {
 #[test]
 fn under_mcp_go_the_driver_fires_the_scheduling_points_that_send_a_notification() {
     let mut h = Harness::with_policy(EndpointConfig::default(), ServerPolicy::MCP_GO_0_44);
-    h.post(None, INITIALIZE);
-    let writes = h.writes();
-    let sid: SessionId = match &writes[..] {
-        [(_, Write::Whole { head, .. } | Write::Open { head, .. })] => {
-            head.header("mcp-session-id").unwrap().parse().unwrap()
-        }
-        _ => panic!("{writes:?}"),
-    };
-    let initialized = h.post(
-        Some(&sid),
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    );
+    let (sid, initialized) = h.initialize_then_post_initialized();
     // Its handler's two steps (write the 202 head, then return) are
     // scheduling points too: the head and the end go out only because the
     // driver fires them.
@@ -449,18 +456,7 @@ fn a_step_delay_holds_the_window_steps_back_until_their_timer() {
     }
     let mut h = Harness::with_policy(EndpointConfig::default(), ServerPolicy::MCP_GO_0_44)
         .with_step_delay(200);
-    h.post(None, INITIALIZE);
-    let writes = h.writes();
-    let sid: SessionId = match &writes[..] {
-        [(_, Write::Whole { head, .. } | Write::Open { head, .. })] => {
-            head.header("mcp-session-id").unwrap().parse().unwrap()
-        }
-        _ => panic!("{writes:?}"),
-    };
-    let initialized = h.post(
-        Some(&sid),
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    );
+    let (_, initialized) = h.initialize_then_post_initialized();
     let writes = h.writes();
     assert!(
         writes
