@@ -49,6 +49,37 @@ pub fn apart_models(s: &Scenario) -> Vec<CheckModel> {
         .collect()
 }
 
+/// Every bundled model but `lifecycle` (the biggest; compared by hand,
+/// docs/reduction.md) under [`apart_models`], each with its run by
+/// breadth first on one thread, every reduction on. Searched once per test
+/// binary: the tests that hold one reduction to the search without it
+/// (ample sets, sleep sets) compare against the same runs.
+pub fn apart_runs() -> &'static [(CheckModel, Outcome)] {
+    static RUNS: std::sync::OnceLock<Vec<(CheckModel, Outcome)>> = std::sync::OnceLock::new();
+    RUNS.get_or_init(|| {
+        let models: Vec<CheckModel> = bundled()
+            .iter()
+            .filter(|s| s.name != "lifecycle")
+            .flat_map(apart_models)
+            .collect();
+        let runs = par_map(&models, bfs_on_one_thread);
+        models.into_iter().zip(runs).collect()
+    })
+}
+
+/// Breadth first over all of `m` on one thread (the models share the
+/// cores: [`par_map`]); it must finish within the model's bounds.
+pub fn bfs_on_one_thread(m: &CheckModel) -> Outcome {
+    let out = mcp_streamable_check::run_search(
+        m,
+        mcp_streamable_check::Limits::new(1),
+        mcp_streamable_check::Search::Bfs,
+        |_| {},
+    );
+    assert!(out.exhaustive(), "{}", m.scenario.name);
+    out
+}
+
 /// Every action enabled in `s`, reduced or not.
 pub fn all_enabled(m: &CheckModel, s: &State) -> Vec<Action> {
     let mut out = Vec::new();

@@ -6,11 +6,9 @@
 //! model, the reduction keeps every verdict and counterexample length while
 //! it explores fewer states.
 
-use crate::check_support::{agrees, all_enabled, apart_models, bundled, par_map};
+use crate::check_support::{agrees, all_enabled, apart_runs, bfs_on_one_thread, bundled, par_map};
 use mcp_streamable_check::sim::Clocks;
-use mcp_streamable_check::{
-    run_search, Action, CheckModel, Limits, NotifyReach, Outcome, Scenario, Search, State,
-};
+use mcp_streamable_check::{Action, CheckModel, NotifyReach, Scenario, State};
 use std::collections::{HashSet, VecDeque};
 
 fn scenario(name: &str) -> Scenario {
@@ -262,27 +260,15 @@ fn a_notify_reaching_every_session_at_once_is_caught_as_dependent() {
     );
 }
 
-/// Breadth first on one thread: the models share the cores (`par_map`).
-fn search(m: &CheckModel) -> Outcome {
-    let out = run_search(m, Limits::new(1), Search::Bfs, |_| {});
-    assert!(out.exhaustive(), "{}", m.scenario.name);
-    out
-}
-
 #[test]
 fn the_reduction_keeps_every_verdict_and_counterexample_length() {
     // lifecycle is the biggest (one client: nothing to fold);
     // `check --clocks per-component --notify per-session` with and
     // without `--no-reduction` compares it by hand (docs/reduction.md).
-    let models: Vec<CheckModel> = bundled()
-        .iter()
-        .filter(|s| s.name != "lifecycle")
-        .flat_map(apart_models)
-        .collect();
-    let ratios = par_map(&models, |m| {
+    let ratios = par_map(apart_runs(), |(m, on)| {
         let label = format!("{} {} x {}", m.scenario.name, m.server_name, m.client_name);
-        let (on, off) = (search(m), search(&m.clone().with_reduction(false)));
-        let ratio = agrees(&label, &on, &off);
+        let off = bfs_on_one_thread(&m.clone().with_reduction(false));
+        let ratio = agrees(&label, on, &off);
         // The drops' reservation copies the early levels once per
         // client; where the reduction hardly acts it costs a little.
         if let Some(r) = ratio.filter(|r| *r < 3.0) {

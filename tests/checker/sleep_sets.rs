@@ -4,8 +4,10 @@
 //! they keep every state, verdict and counterexample length while the
 //! search takes fewer steps.
 
-use crate::check_support::{agrees, all_enabled, apart_models, bundled, explored, par_map};
-use mcp_streamable_check::{run_search, Action, CheckModel, Limits, Search};
+use crate::check_support::{
+    agrees, all_enabled, apart_models, apart_runs, bfs_on_one_thread, bundled, explored, par_map,
+};
+use mcp_streamable_check::{Action, CheckModel};
 use std::collections::{HashSet, VecDeque};
 
 fn label(m: &CheckModel) -> String {
@@ -127,19 +129,11 @@ fn states_and_steps(m: &CheckModel) -> (usize, usize) {
 fn sleep_sets_keep_every_state_verdict_and_counterexample_length() {
     // lifecycle is the biggest: `check --no-reduction` against `check`
     // compares it by hand (docs/reduction.md).
-    let models: Vec<CheckModel> = bundled()
-        .iter()
-        .filter(|s| s.name != "lifecycle")
-        .flat_map(apart_models)
-        .collect();
-    // Each search on one thread: the models themselves share the cores.
-    let steps = par_map(&models, |on| {
+    let steps = par_map(apart_runs(), |(on, found_on)| {
         let off = on.clone().with_sleep_sets(false);
         let name = label(on);
-        let search = |m: &CheckModel| run_search(m, Limits::new(1), Search::Bfs, |_| {});
-        let (found_on, found_off) = (search(on), search(&off));
-        assert!(found_on.exhaustive() && found_off.exhaustive(), "{name}");
-        agrees(&name, &found_on, &found_off);
+        let found_off = bfs_on_one_thread(&off);
+        agrees(&name, found_on, &found_off);
         let ((states, on_steps), (off_states, off_steps)) =
             (states_and_steps(on), states_and_steps(&off));
         assert_eq!(states, off_states, "{name}: the states reached");
