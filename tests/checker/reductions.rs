@@ -4,10 +4,10 @@
 //! states and, where clients are interchangeable, far fewer; naming by
 //! exchange folds the orders in which requests arrive.
 
-use crate::check_support::{bundled, par_map, verdict};
+use crate::check_support::{bfs_on_one_thread, bundled, par_map, verdict};
 
 use mcp_streamable_check::sim::Naming;
-use mcp_streamable_check::{run_search, Action, CheckModel, Limits, Outcome, Search};
+use mcp_streamable_check::{Action, CheckModel, Outcome};
 use std::sync::OnceLock;
 
 /// One bundled pair's run: its label, model, whether it has
@@ -20,13 +20,6 @@ struct Baseline {
     interchangeable: bool,
     orbit: usize,
     outcome: Outcome,
-}
-
-/// Breadth first on one thread: the models share the cores (`par_map`).
-fn search(m: &CheckModel) -> Outcome {
-    let out = run_search(m, Limits::new(1), Search::Bfs, |_| {});
-    assert!(out.exhaustive());
-    out
 }
 
 fn baselines() -> &'static [Baseline] {
@@ -66,7 +59,7 @@ fn baselines() -> &'static [Baseline] {
                 label: label.clone(),
                 interchangeable: orbit > 1,
                 orbit,
-                outcome: search(&model),
+                outcome: bfs_on_one_thread(&model),
                 model,
             }
         })
@@ -77,7 +70,7 @@ fn baselines() -> &'static [Baseline] {
 fn symmetry_on_and_off_agree_on_every_bundled_model() {
     let (mut compared, mut reduced) = (0, 0);
     let offs = par_map(baselines(), |b| {
-        search(&b.model.clone().with_symmetry(false))
+        bfs_on_one_thread(&b.model.clone().with_symmetry(false))
     });
     for (b, off) in baselines().iter().zip(offs) {
         let (label, on) = (&b.label, &b.outcome);
@@ -112,7 +105,7 @@ fn symmetry_on_and_off_agree_on_every_bundled_model() {
 fn naming_by_exchange_and_by_arrival_agree_on_every_bundled_model() {
     let (mut compared, mut folded) = (0, 0);
     let exchanges = par_map(baselines(), |b| {
-        search(&b.model.clone().with_naming(Naming::ByExchange))
+        bfs_on_one_thread(&b.model.clone().with_naming(Naming::ByExchange))
     });
     for (b, by_exchange) in baselines().iter().zip(exchanges) {
         let (label, arrival) = (&b.label, &b.outcome);

@@ -50,16 +50,10 @@ impl DriverHarness {
     /// The driver holds each step that leaves a preset's window back for
     /// `ms` ([`ServerDriver::with_step_delay`]).
     pub fn with_step_delay(self, ms: u64) -> Self {
-        let DriverHarness {
-            driver,
-            monitor,
-            now,
-        } = self;
-        let driver = driver.with_step_delay(std::time::Duration::from_millis(ms));
+        let delay = std::time::Duration::from_millis(ms);
         DriverHarness {
-            driver,
-            monitor,
-            now,
+            driver: self.driver.with_step_delay(delay),
+            ..self
         }
     }
 
