@@ -47,7 +47,7 @@ async fn main() {
     let local = listener.local_addr().unwrap_or(addr);
     // One application per session, each run by the session's own driver.
     let mut options = ServerOptions::default();
-    // The tools whose arguments a modern call mirrors as Mcp-Param-*
+    // The tools whose arguments a 2026-07-28 call mirrors as Mcp-Param-*
     // headers (SEP-2243), as the application lists them: checked at the door.
     options.endpoint.tool_headers = mcp_streamable_hyper::everything::tool_headers();
     if !tokens.is_empty() {

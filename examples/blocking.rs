@@ -103,7 +103,7 @@ fn main() {
         }
     }
     let listener = TcpListener::bind(addr).unwrap_or_else(|e| exit(&format!("{addr}: {e}")));
-    // The tools whose arguments a modern call mirrors as Mcp-Param-*
+    // The tools whose arguments a 2026-07-28 call mirrors as Mcp-Param-*
     // headers (SEP-2243), as the application lists them: checked at the door.
     let config = EndpointConfig {
         tool_headers: mcp_streamable_hyper::everything::tool_headers(),

@@ -8,7 +8,7 @@
 //!
 //! ```sh
 //! cargo run --release --example blocking_client -- --url http://127.0.0.1:3001/mcp \
-//!     [--tool echo] [--args '{"text":"hi"}'] [--era legacy|modern|auto]
+//!     [--tool echo] [--args '{"text":"hi"}'] [--era v2025|v2026|auto]
 //! ```
 //!
 //! The main thread owns the core: it hands each exchange the core starts to
@@ -424,7 +424,7 @@ fn args() -> Args {
     let mut url = "http://127.0.0.1:3001/mcp".to_owned();
     let mut tool = "echo".to_owned();
     let mut arguments = serde_json::json!({"text": "hello from std::net"});
-    let mut era = ClientEra::Legacy;
+    let mut era = ClientEra::V2025;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match (arg.as_str(), it.next()) {
@@ -435,13 +435,13 @@ fn args() -> Args {
             }
             ("--era", Some(e)) => {
                 era = match e.as_str() {
-                    "legacy" => ClientEra::Legacy,
-                    "modern" => ClientEra::Modern,
+                    "v2025" => ClientEra::V2025,
+                    "v2026" => ClientEra::V2026,
                     "auto" => ClientEra::Auto,
-                    _ => exit("--era legacy|modern|auto"),
+                    _ => exit("--era v2025|v2026|auto"),
                 }
             }
-            _ => exit("usage: blocking_client [--url http://HOST:PORT/PATH] [--tool NAME] [--args JSON] [--era legacy|modern|auto]"),
+            _ => exit("usage: blocking_client [--url http://HOST:PORT/PATH] [--tool NAME] [--args JSON] [--era v2025|v2026|auto]"),
         }
     }
     let rest = url

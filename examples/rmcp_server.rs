@@ -215,7 +215,7 @@ impl ServerHandler for Reference {
         .expect("the reference server's self-description is an InitializeResult")
     }
 
-    /// The tool as listed: rmcp checks a modern call's `Mcp-Param-*`
+    /// The tool as listed: rmcp checks a 2026-07-28 call's `Mcp-Param-*`
     /// headers (SEP-2243) against the schema this returns, and checks none
     /// for a tool it does not know (`#[tool_handler]` writes this method;
     /// a handler that lists its tools by hand must too).

@@ -43,7 +43,7 @@ run "Python mcp 2.3.0 legacy" "$PEERS/py/bin/python" scripts/peers/py-probe-clie
 run "Python mcp 2.3.0 auto" "$PEERS/py/bin/python" scripts/peers/py-probe-client.py auto
 run "rmcp 3.9.0 initialize" "$RMCP_CLIENT" probe initialize
 run "rmcp 3.9.0 auto" "$RMCP_CLIENT" probe auto
-run "call FIXED legacy" "$BIN" call --background-get
+run "call FIXED v2025" "$BIN" call --background-get
 run "call FIXED auto" "$BIN" call --era auto
 # The TS SDK 2.0.0 client, before typescript-sdk #2654's fix (a withdrawal of
 # request 0 ignored: withdrawn-request-id-0).

@@ -29,7 +29,7 @@ print("\"rmcp 3.9.0\" and \"rmcp 3.9.0 on our core\" are the same rmcp handler (
 print("`LocalSessionManager` and on our `CoreSessionManager`; what rmcp still decides outside the trait: `docs/rmcp.md`.\n")
 print("✓ holds · **✗** violates · – not applicable · ? could not test. Rules: `R*` from the spec digest,")
 print("`A*`/`B*`/`C*` and `M*` from docs/properties.md; the 2026-07-28 rows (`D*`, `F*`, `H*`, `V*`, `U*`, `G*`, `M*`:")
-print("`src/cli/probe/modern.rs` names each rule's source) follow the session era's. MUST rules are marked. The probe repeats timing-dependent")
+print("`src/cli/probe/v2026.rs` names each rule's source) follow the session era's. MUST rules are marked. The probe repeats timing-dependent")
 print("rounds (race A: up to 6 sessions), so a ✗ is a witnessed violation, a ✓ only \"not seen\".\n")
 print("| rule | must | what | " + " | ".join(short[n] for n in results) + " |")
 print("|---|---|---|" + "---|" * len(results))

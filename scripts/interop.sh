@@ -145,7 +145,7 @@ rmcp_modes() {
 }
 echo "== rmcp 3.9 client (initialize, discover, auto) against serve"
 rmcp_modes "$PORT"
-echo "== Python SDK: a 2026-07-28 listen and a session-era client hear a modern client's broadcast"
+echo "== Python SDK: a 2026-07-28 listen and a session-era client hear a 2026-07-28 client's broadcast"
 timeout 60 "$PEERS/py/bin/python" scripts/peers/py-listen.py "http://localhost:$PORT/mcp" || status=1
 
 kill -INT "$SERVE"
@@ -195,13 +195,13 @@ for peer in "ts $((PORT + 1))" "python $((PORT + 2))" "ts2 $((PORT + 6))"; do
 done
 # Our client's eras: auto probes server/discover; the Python SDK server (2.3.0)
 # speaks 2026-07-28, the TS SDK server (1.32.2) only the session era, so auto
-# falls back there; modern speaks 2026-07-28 or fails.
-for peer in "ts $((PORT + 1)) auto session" "python $((PORT + 2)) auto modern" "python $((PORT + 2)) modern modern" \
-        "ts2 $((PORT + 6)) auto modern" "ts2 $((PORT + 6)) modern modern"; do
+# falls back there; v2026 speaks 2026-07-28 or fails.
+for peer in "ts $((PORT + 1)) auto session" "python $((PORT + 2)) auto 2026-07-28" "python $((PORT + 2)) v2026 2026-07-28" \
+        "ts2 $((PORT + 6)) auto 2026-07-28" "ts2 $((PORT + 6)) v2026 2026-07-28"; do
     set -- $peer
     echo "== our client (--era $3) against the $1 SDK server: expect the $4 era"
     if timeout 30 "$BIN" call --era "$3" --monitor "http://127.0.0.1:$2/mcp" test_tool_with_progress > "$LOG/era-$1-$3.out" 2> "$LOG/era-$1-$3.err"; then
-        got=session; grep -q '"resultType"' "$LOG/era-$1-$3.out" && got=modern
+        got=session; grep -q '"resultType"' "$LOG/era-$1-$3.out" && got=2026-07-28
         echo "era: $got"; [ "$got" = "$4" ] || status=1
         grep -h "^monitor" "$LOG/era-$1-$3.err" || true
     else
@@ -217,8 +217,8 @@ cargo build --profile "$EXAMPLE_PROFILE" -q --features "$EXAMPLE_FEATURES" --exa
 for peer in "ts $((PORT + 1)) auto 2025-11-25 test_tool_with_progress" \
         "python $((PORT + 2)) auto 2026-07-28 test_tool_with_progress" \
         "ts2 $((PORT + 6)) auto 2026-07-28 test_tool_with_progress" \
-        "ts $((PORT + 1)) legacy 2025-11-25 test_reconnection" \
-        "python $((PORT + 2)) legacy 2025-11-25 test_reconnection"; do
+        "ts $((PORT + 1)) v2025 2025-11-25 test_reconnection" \
+        "python $((PORT + 2)) v2025 2025-11-25 test_reconnection"; do
     set -- $peer
     out="$LOG/blocking-client-$1-$3-$5.out"
     echo "== examples/blocking_client.rs (--era $3, $5) against the $1 SDK server: expect $4"
@@ -370,7 +370,7 @@ against_example blocking $((PORT + 4))
 against_example axum $((PORT + 5))
 # rmcp 3.9 on our core (feature rmcp): rmcp's HTTP service and handler, our
 # CoreSessionManager. rmcp still answers a bad Origin itself (R42: docs/rmcp.md),
-# checks modern requests' headers itself (comparing an integer's Mcp-Param as a
+# checks 2026-07-28 requests' headers itself (comparing an integer's Mcp-Param as a
 # string: H6), turns the core's refusal of a resumption with nothing to replay
 # into an empty 200 stream (B5), and has no subscriptions/listen (so no py-listen).
 against_example rmcp_server $((PORT + 7)) B5,H6,R42 no

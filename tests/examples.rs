@@ -49,8 +49,8 @@ fn serve() -> Spawned {
 fn the_blocking_client_calls_a_tool_in_every_era() {
     let server = serve();
     for (era, version) in [
-        ("legacy", "2025-11-25, session"),
-        ("modern", "2026-07-28, no session"),
+        ("v2025", "2025-11-25, session"),
+        ("v2026", "2026-07-28, no session"),
         ("auto", "2026-07-28, no session"),
     ] {
         let (code, out) = client(&[
@@ -78,7 +78,7 @@ fn both_cores_talk_without_an_async_runtime() {
     let mut command = spawned::example("blocking");
     command.args(["--addr", "127.0.0.1:0"]);
     let server = Spawned::start(command);
-    for era in ["legacy", "auto"] {
+    for era in ["v2025", "auto"] {
         let (code, out) = client(&["--url", &server.url, "--era", era]);
         assert_eq!(code, Some(0), "{era}: {out}");
         assert!(out.contains("hello from std::net"), "{era}: {out}");

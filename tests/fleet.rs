@@ -318,3 +318,21 @@ fn a_cancelled_call_leaves_no_question_awaiting_in_a_fleet() {
     );
     assert!(run.states >= 250_000, "{} states", run.states);
 }
+
+/// A fleet model's 2026-07-28 client is `"v2026": true`; a file written
+/// with the field's older name, `"modern"`, reads the same.
+#[test]
+fn a_fleet_worlds_era_reads_by_either_name() {
+    use mcp_streamable_check::fleet::FleetFile;
+    let path = std::path::Path::new("models/fleet/world_broadcast_to_listen_elsewhere.json");
+    let text = std::fs::read_to_string(path).expect("the bundled model");
+    assert!(
+        text.contains("\"v2026\": true"),
+        "the bundled model names the era"
+    );
+    let older = text.replace("\"v2026\": true", "\"modern\": true");
+    let new = FleetFile::parse(path, &text).expect("a fleet model");
+    let old = FleetFile::parse(path, &older).expect("a fleet model");
+    assert_eq!(format!("{:?}", new.model), format!("{:?}", old.model));
+    assert!(format!("{:?}", new.model).contains("v2026: true"));
+}

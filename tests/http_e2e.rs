@@ -725,7 +725,7 @@ async fn a_json_answer_past_body_max_is_cut_off_not_buffered() {
     assert!(connect(addr, 16 * 1024).await.is_err());
 }
 
-/// The reference application on loopback, for the modern era's tests.
+/// The reference application on loopback, for the 2026-07-28 era's tests.
 async fn start_everything(monitor: &Shared) -> ServerHandle {
     Server::bind(
         "127.0.0.1:0".parse().unwrap(),
@@ -738,9 +738,9 @@ async fn start_everything(monitor: &Shared) -> ServerHandle {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_modern_shell_answers_input_rounds_with_its_handler_and_listens() {
+async fn the_v2026_shell_answers_input_rounds_with_its_handler_and_listens() {
     use mcp_streamable::client::ClientEra;
-    use mcp_streamable::server::modern::ListenFilter;
+    use mcp_streamable::server::v2026::ListenFilter;
     let monitor: Shared = Arc::default();
     let server = start_everything(&monitor).await;
     let addr = server.addr.unwrap();
@@ -748,7 +748,7 @@ async fn the_modern_shell_answers_input_rounds_with_its_handler_and_listens() {
         tap: Some(tap(&monitor)),
         ..ClientOptions::default()
     };
-    options.config.era = ClientEra::Modern;
+    options.config.era = ClientEra::V2026;
     let asked = Arc::new(Mutex::new(Vec::new()));
     let log = asked.clone();
     options.handler = Some(Box::new(move |method, _params| {

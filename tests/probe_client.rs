@@ -45,7 +45,7 @@ fn with(verdicts: &BTreeMap<String, String>, verdict: &str) -> Vec<String> {
 
 #[test]
 fn our_client_holds_every_scenario_it_takes() {
-    // Legacy, with its standalone GET: every session-era scenario applies.
+    // The session era, with its standalone GET: every session-era scenario applies.
     let (code, v) = probe_client(&[], &["--background-get"]);
     assert_eq!(code, Some(0), "{v:?}");
     assert_eq!(
@@ -61,14 +61,14 @@ fn our_client_holds_every_scenario_it_takes() {
             "discover-refused-405",
             "listen-cut"
         ],
-        "a legacy client never asks server/discover, and hears changes on its GET"
+        "a session-era client never asks server/discover, and hears changes on its GET"
     );
     // A one-shot call opens no GET: the question sent there cannot reach it.
     let (code, v) = probe_client(&["--scenario", "request-on-get"], &[]);
     assert_eq!(code, Some(0));
     assert_eq!(v["request-on-get"], "not_applicable");
     // Auto: discover refused in each way a 2025 server refuses it, and the
-    // fallback; the modern era's JSON faults judged too.
+    // fallback; the 2026-07-28 era's JSON faults judged too.
     let (code, v) = probe_client(
         &[
             "--scenario",

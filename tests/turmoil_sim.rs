@@ -87,15 +87,7 @@ fn simulate(
     faults: Faults,
     tools: &'static [&'static str],
 ) -> Outcome {
-    simulate_with(
-        seed,
-        server,
-        client,
-        faults,
-        tools,
-        false,
-        ClientEra::Legacy,
-    )
+    simulate_with(seed, server, client, faults, tools, false, ClientEra::V2025)
 }
 
 /// What the simulated user answers: every elicitation accepted with a name.
@@ -202,7 +194,7 @@ fn simulate_with(
             };
             o.config = options.config;
             o.config.era = era;
-            if era != ClientEra::Legacy {
+            if era != ClientEra::V2025 {
                 o.handler = Some(user());
             }
             match Client::connect(SimConnect("server:8080"), "server:8080", "/mcp", o).await {
@@ -332,14 +324,14 @@ fn fixed_over_simulated_tcp_completes_and_breaks_nothing() {
 
 /// The 2026-07-28 era over simulated TCP: progress, a tool that takes two
 /// MRTR rounds (the handler answers as a user), echo; then the liveness call.
-const MODERN_WORKLOAD: &[&str] = &[
+const V2026_WORKLOAD: &[&str] = &[
     "test_tool_with_progress",
     "test_input_required_result_multi_round",
     "echo",
 ];
 
 #[test]
-fn fixed_in_the_modern_era_over_simulated_tcp_completes_and_breaks_nothing() {
+fn fixed_in_the_v2026_era_over_simulated_tcp_completes_and_breaks_nothing() {
     for seed in 0..8 {
         let faults = Faults {
             max_latency_ms: 40,
@@ -356,9 +348,9 @@ fn fixed_in_the_modern_era_over_simulated_tcp_completes_and_breaks_nothing() {
             ServerPolicy::FIXED,
             ClientPolicy::FIXED,
             faults,
-            MODERN_WORKLOAD,
+            V2026_WORKLOAD,
             false,
-            ClientEra::Modern,
+            ClientEra::V2026,
         );
         assert!(ids.is_empty(), "seed {seed}: {ids:?}");
         assert_eq!(completed, 3, "seed {seed}: every call completed");
@@ -495,7 +487,7 @@ fn race_a(seed: u64, server: ServerPolicy) -> Outcome {
         },
         &["notify", "echo", "notify", "echo"],
         true,
-        ClientEra::Legacy,
+        ClientEra::V2025,
     )
 }
 

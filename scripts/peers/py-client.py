@@ -1,7 +1,7 @@
 # The official Python SDK client against an MCP server: initialize (mode legacy),
 # auto (probes server/discover first, falls back to initialize), or 2026-07-28
-# (the modern era only); a tool call with progress, the reconnection tool (a
-# resumption after the server closes the stream; in the modern era the server
+# (the 2026-07-28 era only); a tool call with progress, the reconnection tool (a
+# resumption after the server closes the stream; in the 2026-07-28 era the server
 # answers on the same stream), and the session end on exit.
 import sys
 import anyio

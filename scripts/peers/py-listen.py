@@ -1,6 +1,6 @@
 # subscriptions/listen over real HTTP with the official Python SDK (2026-07-28):
-# a modern client listens for tool-list changes; N session-era clients (default 1)
-# keep their sessions (and their standalone GETs); a second modern client calls the
+# a 2026-07-28 client listens for tool-list changes; N session-era clients (default 1)
+# keep their sessions (and their standalone GETs); a second 2026-07-28 client calls the
 # `notify` tool, whose broadcast must reach the listen (another session task of the
 # server) and every session-era client, once each.
 #

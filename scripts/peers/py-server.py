@@ -52,7 +52,7 @@ def test_param_headers(
     query: str = "",
 ) -> str:
     """Mirrors its annotated arguments as Mcp-Param-* headers (SEP-2243), which the SDK
-    checks on modern calls."""
+    checks on 2026-07-28 calls."""
     return f"headers agreed with: region={region} priority={priority} verbose={verbose}"
 
 
@@ -62,7 +62,7 @@ _later = set()
 @mcp.tool()
 async def notify(ctx: Context, delay_ms: int = 0) -> str:
     """Sends notifications/tools/list_changed after delay_ms: to the calling session's
-    GET stream (2025 era; the SDK drops it for a modern call) and to every
+    GET stream (2025 era; the SDK drops it for a 2026-07-28 call) and to every
     `subscriptions/listen` stream (2026-07-28, through the server's subscription bus)."""
     delay = min(max(delay_ms, 0), 10000)
     session = ctx.session

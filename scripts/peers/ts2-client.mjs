@@ -2,10 +2,10 @@
 // MCP server, in one of its version-negotiation modes (ClientOptions.versionNegotiation):
 //   legacy      initialize, a session (the default of the package)
 //   auto        probes server/discover first, falls back to initialize
-//   2026-07-28  { pin: '2026-07-28' }: the modern era only, no fallback
+//   2026-07-28  { pin: '2026-07-28' }: the 2026-07-28 era only, no fallback
 // Asserts the negotiated version is EXPECT, lists the tools, calls `echo`, a tool
 // call with progress, the reconnection tool (a resumption in the session era; in
-// the modern era the server answers on the same stream), then closes (DELETE in
+// the 2026-07-28 era the server answers on the same stream), then closes (DELETE in
 // the session era). Prints one line; exits 1 on any failure.
 //   node ts2-client.mjs URL [MODE] [EXPECT]      (TS2_TRACE=1 logs every HTTP exchange)
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';

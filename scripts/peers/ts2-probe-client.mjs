@@ -15,7 +15,7 @@
 // and never listens again by itself: this script, the application, does.
 // With --list-changed it instead leaves the listen to the SDK, configured
 // the documented way (`ClientOptions.listChanged`: the SDK opens the
-// subscription on a modern connection and calls `onChanged` with the fresh
+// subscription on a 2026-07-28 connection and calls `onChanged` with the fresh
 // list), and exits 0 once `onChanged` has had a list after the call.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 

@@ -33,18 +33,18 @@ class Store {
 
 const sessions = new Map(); // session id -> { t: transport, s: McpServer }
 
-// notifications/tools/list_changed to every listener: each modern subscriptions/listen
+// notifications/tools/list_changed to every listener: each 2026-07-28 subscriptions/listen
 // stream that asked for toolsListChanged, and each session's standalone GET stream.
 function toolsChanged() {
   handler.notify.toolsChanged();
   for (const { s } of sessions.values()) s.sendToolListChanged();
 }
 
-// The same tools for both eras: a fresh instance per modern request, per legacy session.
+// The same tools for both eras: a fresh instance per 2026-07-28 request, per legacy session.
 function build() {
   const s = new McpServer({ name: 'ts2-interop-server', version: '0.0.1' });
   s.registerTool('echo', { description: 'echo', inputSchema: z.object({ text: z.string() }) }, async ({ text }) => ({ content: [{ type: 'text', text }] }));
-  // SEP-2243: arguments mirrored as Mcp-Param-* headers, which the SDK checks on modern calls.
+  // SEP-2243: arguments mirrored as Mcp-Param-* headers, which the SDK checks on 2026-07-28 calls.
   s.registerTool('test_param_headers', {
     description: 'mirrors its annotated arguments as Mcp-Param-* headers',
     inputSchema: z.object({
@@ -68,7 +68,7 @@ function build() {
     return { content: [{ type: 'text', text: String(token) }] };
   });
   // Session era: closes the request's SSE stream (the client resumes with Last-Event-ID).
-  // Modern era: no closeSSE there, so it answers on the same stream.
+  // 2026-07-28 era: no closeSSE there, so it answers on the same stream.
   s.registerTool('test_reconnection', { description: 'closes the stream, answers after the client resumed' }, async (ctx) => {
     ctx.http?.closeSSE?.();
     await new Promise((r) => setTimeout(r, 600));

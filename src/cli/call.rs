@@ -48,10 +48,11 @@ pub struct CallArgs {
     /// Judge the run with the invariant monitor; exit 1 if it finds anything.
     #[arg(long)]
     monitor: bool,
-    /// Which protocol era to speak: legacy (initialize, a session), modern
+    /// Which protocol era to speak: v2025 (initialize, a session), v2026
     /// (2026-07-28: server/discover, no session) or auto (probe, fall back).
-    /// Default: modern when `MCP_CONFORMANCE_PROTOCOL_VERSION` is
-    /// 2026-07-28, else legacy.
+    /// Default: v2026 when `MCP_CONFORMANCE_PROTOCOL_VERSION` is
+    /// 2026-07-28, else v2025. `legacy` and `modern` are accepted for v2025
+    /// and v2026.
     #[arg(long, value_enum)]
     era: Option<Era>,
     /// Answer every elicitation with this `ElicitResult` (JSON), e.g.
@@ -72,9 +73,21 @@ pub struct CallArgs {
 /// `--era`.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Era {
-    Legacy,
-    Modern,
+    #[value(alias = "legacy")]
+    V2025,
+    #[value(alias = "modern")]
+    V2026,
     Auto,
+}
+
+impl From<Era> for ClientEra {
+    fn from(era: Era) -> ClientEra {
+        match era {
+            Era::V2025 => ClientEra::V2025,
+            Era::V2026 => ClientEra::V2026,
+            Era::Auto => ClientEra::Auto,
+        }
+    }
 }
 
 pub fn run(args: CallArgs) -> Result<ExitCode, String> {
@@ -111,8 +124,8 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
     let elicit_given = elicit.is_some();
     let era = args.era.unwrap_or_else(|| {
         match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").as_deref() {
-            Ok("2026-07-28") => Era::Modern,
-            _ => Era::Legacy,
+            Ok("2026-07-28") => Era::V2026,
+            _ => Era::V2025,
         }
     });
     let policy = ClientPolicy::preset(&args.preset).ok_or_else(|| {
@@ -159,11 +172,7 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         if !background_get {
             options.policy.background_get = BackgroundGet::Off;
         }
-        options.config.era = match era {
-            Era::Legacy => ClientEra::Legacy,
-            Era::Modern => ClientEra::Modern,
-            Era::Auto => ClientEra::Auto,
-        };
+        options.config.era = era.into();
         let answer: AnswerFor = Arc::new(move |method: &str| match (method, &elicit) {
             ("elicitation/create", Some(answer)) => Ok(RawJson::from(answer.clone())),
             _ => Err(ErrorObject::new(
@@ -500,4 +509,36 @@ fn answer_later(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Call {
+        #[command(flatten)]
+        args: CallArgs,
+    }
+
+    #[test]
+    fn eras_are_named_by_year_and_their_older_names_still_parse() {
+        for (given, era) in [
+            ("v2025", ClientEra::V2025),
+            ("legacy", ClientEra::V2025),
+            ("v2026", ClientEra::V2026),
+            ("modern", ClientEra::V2026),
+            ("auto", ClientEra::Auto),
+        ] {
+            let call = Call::try_parse_from(["call", "--era", given, "http://127.0.0.1:1/mcp"])
+                .unwrap_or_else(|e| panic!("--era {given}: {e}"));
+            assert_eq!(
+                call.args.era.map(ClientEra::from),
+                Some(era),
+                "--era {given}"
+            );
+        }
+        assert!(Call::try_parse_from(["call", "--era", "2026", "http://127.0.0.1:1/mcp"]).is_err());
+    }
 }

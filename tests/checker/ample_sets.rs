@@ -180,7 +180,7 @@ fn checked(m: &CheckModel, max: usize) -> (usize, usize) {
 #[test]
 fn components_are_independent_wherever_the_reduction_says_so() {
     // Two clients with different scripts (a drop, notifications, a call),
-    // three interchangeable ones, and a session-era client beside a modern
+    // three interchangeable ones, and a session-era client beside a 2026-07-28
     // one: every state each holds (or the first 20,000). The last has no
     // `notify` in its server script.
     for (name, least, least_with_notify) in [

@@ -126,16 +126,16 @@ fn a_fleet_model_with_an_unknown_design_names_the_field() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("world.client"), "{err}");
-    // `listen` only for a modern client.
+    // `listen` only for a 2026-07-28 client.
     v["world"]["client"] = serde_json::json!(["initialize", "listen"]);
     let err = FleetFile::parse(Path::new("x.json"), &v.to_string())
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("world.client") && err.contains("modern"),
+        err.contains("world.client") && err.contains("v2026"),
         "{err}"
     );
-    v["world"]["modern"] = true.into();
+    v["world"]["v2026"] = true.into();
     assert!(FleetFile::parse(Path::new("x.json"), &v.to_string()).is_ok());
 }
 

@@ -63,8 +63,8 @@ fn server_step() -> impl Strategy<Value = ServerStep> {
 
 fn era() -> impl Strategy<Value = ClientEra> {
     prop_oneof![
-        2 => Just(ClientEra::Legacy),
-        1 => Just(ClientEra::Modern),
+        2 => Just(ClientEra::V2025),
+        1 => Just(ClientEra::V2026),
         1 => Just(ClientEra::Auto),
     ]
 }

@@ -1,8 +1,8 @@
 //! The client core's eras against our dual-era server in the in-memory
-//! world, the monitor judging both sides: `Modern` and `Auto` probe with
+//! world, the monitor judging both sides: `V2026` and `Auto` probe with
 //! `server/discover` and speak 2026-07-28 (standard headers, `_meta`, no
 //! session); `Auto` falls back to `initialize` against a session-era server;
-//! `Modern` does not; a broken modern stream loses its request.
+//! `V2026` does not; a broken 2026-07-28 stream loses its request.
 
 use mcp_streamable::client::{
     ClientConfig, ClientEra, ClientError, ClientEvent, ClientTransmitKind,
@@ -11,7 +11,7 @@ use mcp_streamable::version::ProtocolVersion;
 use mcp_streamable_check::monitor::Observation;
 use mcp_streamable_check::sim::{PairConfig, World};
 
-fn world(era: ClientEra, server_modern: bool) -> World {
+fn world(era: ClientEra, server_v2026: bool) -> World {
     let mut config = PairConfig {
         client: ClientConfig {
             era,
@@ -19,7 +19,7 @@ fn world(era: ClientEra, server_modern: bool) -> World {
         },
         ..PairConfig::default()
     };
-    config.server.modern_era = server_modern;
+    config.server.v2026_era = server_v2026;
     let mut w = World::with(config);
     w.log = Some(Vec::new());
     w
@@ -70,14 +70,14 @@ fn heads(w: &World) -> Vec<Sent> {
 }
 
 #[test]
-fn modern_and_auto_speak_2026_with_a_dual_era_server() {
-    for era in [ClientEra::Modern, ClientEra::Auto] {
+fn v2026_and_auto_speak_2026_with_a_dual_era_server() {
+    for era in [ClientEra::V2026, ClientEra::Auto] {
         let mut w = world(era, true);
         w.initialize();
         w.drive();
         assert_eq!(
             initialized(&w),
-            Some((None, ProtocolVersion::MODERN)),
+            Some((None, ProtocolVersion::LATEST_V2026)),
             "{era:?}"
         );
         let id = w.call("echo");
@@ -119,7 +119,7 @@ fn modern_and_auto_speak_2026_with_a_dual_era_server() {
 }
 
 #[test]
-fn auto_falls_back_to_initialize_with_a_session_era_server_and_modern_does_not() {
+fn auto_falls_back_to_initialize_with_a_session_era_server_and_v2026_does_not() {
     let mut w = world(ClientEra::Auto, false);
     w.initialize();
     w.drive();
@@ -162,7 +162,7 @@ fn auto_falls_back_to_initialize_with_a_session_era_server_and_modern_does_not()
         w.monitor.violations()
     );
 
-    let mut w = world(ClientEra::Modern, false);
+    let mut w = world(ClientEra::V2026, false);
     w.initialize();
     w.drive();
     assert_eq!(initialized(&w), None);
@@ -180,16 +180,16 @@ fn auto_falls_back_to_initialize_with_a_session_era_server_and_modern_does_not()
 }
 
 #[test]
-fn a_broken_modern_stream_loses_its_request_and_tells_no_one() {
+fn a_broken_v2026_stream_loses_its_request_and_tells_no_one() {
     let mut config = PairConfig {
         client: ClientConfig {
-            era: ClientEra::Modern,
+            era: ClientEra::V2026,
             ..ClientConfig::default()
         },
         server_auto_respond: false,
         ..PairConfig::default()
     };
-    config.server.modern_era = true;
+    config.server.v2026_era = true;
     let mut w = World::with(config);
     w.log = Some(Vec::new());
     w.initialize();
@@ -227,10 +227,10 @@ fn a_broken_modern_stream_loses_its_request_and_tells_no_one() {
 }
 
 #[test]
-fn a_session_era_client_and_a_modern_one_share_the_server() {
+fn a_session_era_client_and_a_v2026_one_share_the_server() {
     let mut w = World::with(PairConfig {
         clients: 2,
-        client_eras: vec![ClientEra::Legacy, ClientEra::Modern],
+        client_eras: vec![ClientEra::V2025, ClientEra::V2026],
         ..PairConfig::default()
     });
     w.log = Some(Vec::new());

@@ -1,4 +1,4 @@
-//! The modern era (2026-07-28) beside the session era, on one endpoint, as a
+//! The 2026-07-28 era beside the session era, on one endpoint, as a
 //! transport sees it ([`ServerDriver`] with the reference application, the
 //! monitor judging every observation): each rule of
 //! `basic/transports/streamable-http.mdx` a server must keep, with the
@@ -50,8 +50,8 @@ use crate::common;
 use crate::common::driver::{sse_events, DriverHarness as Harness};
 
 impl Harness {
-    /// A modern POST with the standard headers (`name`: `Mcp-Name`).
-    fn modern(&mut self, method: &str, name: Option<&str>, body: &str) -> HttpId {
+    /// A 2026-07-28 POST with the standard headers (`name`: `Mcp-Name`).
+    fn v2026(&mut self, method: &str, name: Option<&str>, body: &str) -> HttpId {
         let mut head = RequestHead::post(None, None)
             .with("mcp-protocol-version", "2026-07-28")
             .with("mcp-method", method);
@@ -61,14 +61,14 @@ impl Harness {
         self.send(head, body)
     }
 
-    /// A modern call of the progress tool (three progress notifications on
+    /// A 2026-07-28 call of the progress tool (three progress notifications on
     /// application timers, then the answer), request id `id`.
     fn progress_call(&mut self, id: u64) -> HttpId {
         let meta = r#""_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_tool_with_progress","arguments":{{}},{meta}}}}}"#
         );
-        self.modern("tools/call", Some("test_tool_with_progress"), &body)
+        self.v2026("tools/call", Some("test_tool_with_progress"), &body)
     }
 
     /// Everything written so far on `http`.
@@ -118,7 +118,7 @@ fn request(id: u64, method: &str, params: &str) -> String {
 #[test]
 fn discover_is_a_whole_json_answer_naming_both_eras_and_no_session() {
     let mut h = Harness::new();
-    let http = h.modern(
+    let http = h.v2026(
         "server/discover",
         None,
         &request(1, "server/discover", META),
@@ -211,7 +211,7 @@ fn every_disagreement_is_400_header_mismatch_with_the_request_id() {
             call("echo", &other_version),
         ),
         (
-            "the header names a session-era version, _meta the modern one",
+            "the header names a session-era version, _meta the 2026-07-28 one",
             Some("2025-11-25"),
             Some("tools/call"),
             Some("echo"),
@@ -259,7 +259,7 @@ fn mcp_name_is_compared_after_trimming_and_base64_decoding() {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}},{META}}}}}"#
         );
-        let http = h.modern("tools/call", Some(name), &body);
+        let http = h.v2026("tools/call", Some(name), &body);
         let a = h.call(http);
         assert_eq!(
             a.status,
@@ -280,9 +280,9 @@ fn a_resource_read_names_its_uri() {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{{"uri":"{uri}",{META}}}}}"#
     );
-    let http = h.modern("resources/read", Some("test://other"), &body);
+    let http = h.v2026("resources/read", Some("test://other"), &body);
     assert_eq!(h.call(http).error_code(), Some(-32020));
-    let http = h.modern("resources/read", Some(uri), &body);
+    let http = h.v2026("resources/read", Some(uri), &body);
     let a = h.call(http);
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     let r = &a.json()["result"];
@@ -298,7 +298,7 @@ fn a_resource_read_names_its_uri() {
 fn missing_client_capabilities_is_400_invalid_params() {
     let mut h = Harness::new();
     let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
-    let http = h.modern("tools/list", None, &request(5, "tools/list", meta));
+    let http = h.v2026("tools/list", None, &request(5, "tools/list", meta));
     let a = h.call(http);
     assert_eq!((a.status, a.error_code()), (400, Some(-32602)));
     assert!(a.json()["error"]["message"]
@@ -316,7 +316,7 @@ fn a_missing_meta_version_is_400_invalid_params() {
     let no_meta = r#""x":1"#;
     for meta in [no_version, no_meta] {
         let mut h = Harness::new();
-        let http = h.modern("tools/list", None, &request(101, "tools/list", meta));
+        let http = h.v2026("tools/list", None, &request(101, "tools/list", meta));
         let a = h.call(http);
         assert_eq!((a.status, a.error_code()), (400, Some(-32602)), "{meta}");
         assert_eq!(a.json()["id"], 101);
@@ -328,13 +328,13 @@ fn a_missing_meta_version_is_400_invalid_params() {
     }
 }
 
-/// `initialize` with the modern `_meta` is a modern request for a method
+/// `initialize` with the 2026-07-28 `_meta` is a 2026-07-28 request for a method
 /// this era does not have; offering 2026-07-28 with the header alone (rmcp
 /// 3.9's `Initialize` mode) stays the session era.
 #[test]
-fn initialize_with_the_modern_meta_is_404_method_not_found() {
+fn initialize_with_the_v2026_meta_is_404_method_not_found() {
     let mut h = Harness::new();
-    let http = h.modern("initialize", None, &request(500, "initialize", META));
+    let http = h.v2026("initialize", None, &request(500, "initialize", META));
     let a = h.call(http);
     assert_eq!((a.status, a.error_code()), (404, Some(-32601)));
     assert_eq!(a.json()["id"], 500);
@@ -366,7 +366,7 @@ fn an_unsupported_version_is_400_listing_what_is_supported() {
 fn methods_this_era_does_not_have_are_404_method_not_found() {
     for method in ["ping", "logging/setLevel", "resources/subscribe", "no/such"] {
         let mut h = Harness::new();
-        let http = h.modern(method, None, &request(8, method, META));
+        let http = h.v2026(method, None, &request(8, method, META));
         let a = h.call(http);
         assert_eq!((a.status, a.error_code()), (404, Some(-32601)), "{method}");
         assert_eq!(a.json()["id"], 8);
@@ -387,7 +387,7 @@ fn get_and_delete_are_405_and_notifications_202_and_responses_refused() {
     }
     let note =
         format!(r#"{{"jsonrpc":"2.0","method":"notifications/whatever","params":{{{META}}}}}"#);
-    let http = h.modern("notifications/whatever", None, &note);
+    let http = h.v2026("notifications/whatever", None, &note);
     let a = h.call(http);
     assert_eq!((a.status, a.body.len()), (202, 0));
     let response = r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
@@ -479,7 +479,7 @@ fn the_eras_share_one_endpoint_without_touching_each_other() {
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     );
     assert_eq!(h.call(http).status, 202);
-    // Modern requests, one carrying a stale session id (ignored): none of
+    // 2026-07-28 requests, one carrying a stale session id (ignored): none of
     // them counts as a session, so the full table is no obstacle.
     for i in 0..5u64 {
         let head = RequestHead::post(None, None)
@@ -505,7 +505,7 @@ fn the_eras_share_one_endpoint_without_touching_each_other() {
         h.driver.endpoint().session_ids().collect::<Vec<_>>(),
         vec![&sid]
     );
-    // An `initialize` with a modern header is still the session era.
+    // An `initialize` with a 2026-07-28 header is still the session era.
     let head = RequestHead::post(None, None).with("mcp-protocol-version", "2026-07-28");
     let http = h.send(head, &init.replace("\"id\":1", "\"id\":3"));
     let a = h.call(http);
@@ -517,7 +517,7 @@ fn the_eras_share_one_endpoint_without_touching_each_other() {
 }
 
 #[test]
-fn modern_requests_in_progress_are_bounded() {
+fn v2026_requests_in_progress_are_bounded() {
     let mut h = Harness::with(EndpointConfig {
         stateless_requests_max: 1,
         ..EndpointConfig::default()
@@ -544,7 +544,7 @@ fn listen(h: &mut Harness, id: u64, notifications: &str) -> (HttpId, Answer) {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{"notifications":{notifications},{META}}}}}"#
     );
-    let http = h.modern("subscriptions/listen", None, &body);
+    let http = h.v2026("subscriptions/listen", None, &body);
     let mut a = Answer::default();
     h.answer(http, &mut a);
     (http, a)
@@ -586,11 +586,11 @@ fn a_listen_is_acknowledged_first_then_gets_exactly_what_it_subscribed_to() {
     );
     let (prompts, _) = listen(&mut h, 21, r#"{"promptsListChanged":true}"#);
     let _ = more(&mut h, prompts);
-    // A modern tool call that changes the tool list.
+    // A 2026-07-28 tool call that changes the tool list.
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{{"name":"notify","arguments":{{}},{META}}}}}"#
     );
-    let call = h.modern("tools/call", Some("notify"), &body);
+    let call = h.v2026("tools/call", Some("notify"), &body);
     let mut c = Answer::default();
     let mut got = Vec::new();
     while let Some((http, w)) = h.driver.poll_write() {
@@ -740,7 +740,7 @@ fn listens_end_gracefully_or_by_the_client_and_then_hear_nothing() {
 #[test]
 fn a_listen_without_its_filter_is_400_invalid_params() {
     let mut h = Harness::new();
-    let http = h.modern(
+    let http = h.v2026(
         "subscriptions/listen",
         None,
         &request(50, "subscriptions/listen", META),
@@ -769,7 +769,7 @@ mod monitor_breaches {
         SessionId::from_bits(7)
     }
 
-    /// A monitor that saw a modern listen (id 5, tools only) arrive and its head.
+    /// A monitor that saw a 2026-07-28 listen (id 5, tools only) arrive and its head.
     fn listening() -> Monitor {
         let mut m = Monitor::new();
         let head = RequestHead::post(None, None)
@@ -942,7 +942,7 @@ mod monitor_breaches {
     }
 
     #[test]
-    fn a_session_id_or_an_event_id_on_a_modern_answer_is_m1() {
+    fn a_session_id_or_an_event_id_on_a_v2026_answer_is_m1() {
         let mut m = Monitor::new();
         let head = RequestHead::post(None, None)
             .with("mcp-protocol-version", "2026-07-28")
@@ -971,7 +971,7 @@ mod monitor_breaches {
 }
 
 #[test]
-fn initialize_offering_the_modern_version_gets_the_newest_session_era_one() {
+fn initialize_offering_the_v2026_version_gets_the_newest_session_era_one() {
     let mut h = Harness::new();
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"new","version":"1"}}}"#;
     let http = h.send(RequestHead::post(None, None), init);
@@ -1002,13 +1002,13 @@ mod client_through_the_driver {
     use mcp_streamable::ids::RequestId;
     use mcp_streamable::jsonrpc::RawJson;
     use mcp_streamable::policy::ClientPolicy;
-    use mcp_streamable::server::modern::ListenFilter;
+    use mcp_streamable::server::v2026::ListenFilter;
     use serde_json::{json, Value};
 
-    /// A modern client declaring `capabilities`, past its probe.
+    /// A 2026-07-28 client declaring `capabilities`, past its probe.
     fn ready(h: &mut Harness, link: &mut Link, capabilities: Value) -> ClientSession {
         let config = ClientConfig {
-            era: ClientEra::Modern,
+            era: ClientEra::V2026,
             ..ClientConfig::default()
         };
         let mut c = ClientSession::new(config, ClientPolicy::FIXED);
@@ -1016,7 +1016,7 @@ mod client_through_the_driver {
             json!({"capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}});
         c.initialize(RawJson::from(params), h.now()).unwrap();
         h.link(&mut c, link, 1_000, |_, _, _| {});
-        assert!(c.is_ready() && c.is_modern());
+        assert!(c.is_ready() && c.is_v2026());
         c
     }
 
@@ -1287,7 +1287,7 @@ fn an_open_listen_is_not_a_session_the_table_counts() {
     // With `sessions_max: 1` and a listen open for as long as it likes, a
     // session-era client still gets its session, and the listen is neither
     // refused nor evicted for it (nor evicts it): the admission table
-    // counts sessions, and a modern listen is a request, bounded by
+    // counts sessions, and a 2026-07-28 listen is a request, bounded by
     // `stateless_requests_max`.
     let mut h = Harness::with(EndpointConfig {
         sessions_max: 1,
@@ -1322,7 +1322,7 @@ fn an_open_listen_is_not_a_session_the_table_counts() {
     h.clean();
 }
 
-/// SEP-2243 at the server's door: a modern call of a tool whose listing
+/// SEP-2243 at the server's door: a 2026-07-28 call of a tool whose listing
 /// declares custom headers (`test_param_headers`, the fixtures' table in
 /// `EndpointConfig::tool_headers`) is served when its `Mcp-Param-*`
 /// headers agree with its arguments (decoded, numbers by value, a null
@@ -1412,10 +1412,12 @@ fn a_tools_custom_headers_are_checked_against_its_arguments() {
         ),
     ];
     for (what, args, params, refused) in cases {
-        let mut head =
-            RequestHead::post(None, Some(mcp_streamable::version::ProtocolVersion::MODERN))
-                .with("mcp-method", "tools/call")
-                .with("mcp-name", "test_param_headers");
+        let mut head = RequestHead::post(
+            None,
+            Some(mcp_streamable::version::ProtocolVersion::LATEST_V2026),
+        )
+        .with("mcp-method", "tools/call")
+        .with("mcp-name", "test_param_headers");
         for (n, v) in params {
             head = head.with(n, v);
         }

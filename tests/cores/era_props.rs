@@ -26,9 +26,9 @@ static WITH_RESPONSE: AtomicUsize = AtomicUsize::new(0);
 /// Which clients share the server.
 #[derive(Clone, Copy, Debug)]
 enum Eras {
-    /// One modern client.
-    Modern,
-    /// A session-era client (0) and a modern one (1).
+    /// One 2026-07-28 client.
+    V2026,
+    /// A session-era client (0) and a 2026-07-28 one (1).
     Mixed,
 }
 
@@ -77,12 +77,12 @@ impl Run {
             server_auto_respond: false,
             ..PairConfig::default()
         };
-        config.server.modern_era = true;
+        config.server.v2026_era = true;
         config.client.request_timeout_ms = 20_000;
-        config.client.era = ClientEra::Modern;
+        config.client.era = ClientEra::V2026;
         if let Eras::Mixed = eras {
             config.clients = 2;
-            config.client_eras = vec![ClientEra::Legacy, ClientEra::Modern];
+            config.client_eras = vec![ClientEra::V2025, ClientEra::V2026];
         }
         let clients = config.clients;
         let mut p = Pair::with(config);
@@ -273,7 +273,7 @@ fn assert_fixed_holds(eras: Eras, cases: u32) {
 
 #[test]
 fn fixed_is_never_caught_and_never_hangs_in_either_mix_of_eras() {
-    assert_fixed_holds(Eras::Modern, 512);
+    assert_fixed_holds(Eras::V2026, 512);
     assert_fixed_holds(Eras::Mixed, 256);
     // Not vacuous: a fair share of the cases reached what the races need.
     let cases = CASES.load(Ordering::Relaxed);
@@ -294,7 +294,7 @@ fn fixed_is_never_caught_and_never_hangs_in_either_mix_of_eras() {
 #[test]
 fn a_client_that_never_notices_its_listen_ended_is_caught() {
     let result = runner(4096).run(&strategy(), |ops| {
-        run(Eras::Modern, ClientPolicy::GO_SDK_1_7, &ops, &["M4"]).map_err(TestCaseError::fail)
+        run(Eras::V2026, ClientPolicy::GO_SDK_1_7, &ops, &["M4"]).map_err(TestCaseError::fail)
     });
     match result {
         Ok(()) => panic!("GO_SDK_1_7 was not caught in 4096 random cases"),
@@ -304,7 +304,7 @@ fn a_client_that_never_notices_its_listen_ended_is_caught() {
                 ops.len()
             );
             assert!(reason.message().starts_with("M4"), "{reason}");
-            let again = run(Eras::Modern, ClientPolicy::GO_SDK_1_7, &ops, &["M4"]);
+            let again = run(Eras::V2026, ClientPolicy::GO_SDK_1_7, &ops, &["M4"]);
             assert!(again.is_err(), "the shrunk case replays");
         }
         Err(e) => panic!("GO_SDK_1_7: {e}"),

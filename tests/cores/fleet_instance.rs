@@ -1721,7 +1721,7 @@ fn broadcasts_past_pending_max_are_given_up_oldest_first_and_counted() {
 }
 
 #[test]
-fn a_modern_listen_gets_a_broadcast_made_on_another_instance_unclaimed() {
+fn a_v2026_listen_gets_a_broadcast_made_on_another_instance_unclaimed() {
     let mut f = Fleet::new(2, 64, |_| {});
     for node in &mut f.nodes {
         node.join_broadcasts();

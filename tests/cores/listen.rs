@@ -9,7 +9,7 @@ use mcp_streamable::client::{
 };
 use mcp_streamable::ids::HttpId;
 use mcp_streamable::policy::{ClientPolicy, Relisten};
-use mcp_streamable::server::modern::ListenFilter;
+use mcp_streamable::server::v2026::ListenFilter;
 use mcp_streamable_check::sim::{PairConfig, World};
 
 const TOOLS: &str = "notifications/tools/list_changed";
@@ -17,7 +17,7 @@ const TOOLS: &str = "notifications/tools/list_changed";
 fn world(relisten: Relisten) -> World {
     let config = PairConfig {
         client: ClientConfig {
-            era: ClientEra::Modern,
+            era: ClientEra::V2026,
             retry_default_ms: 100,
             ..ClientConfig::default()
         },
@@ -31,7 +31,7 @@ fn world(relisten: Relisten) -> World {
     w.log = Some(Vec::new());
     w.initialize();
     w.drive();
-    assert!(w.client().is_modern());
+    assert!(w.client().is_v2026());
     w
 }
 
@@ -226,7 +226,7 @@ fn unlisten_closes_the_stream_and_nothing_more_is_heard() {
 }
 
 #[test]
-fn listen_needs_the_modern_era_and_is_bounded() {
+fn listen_needs_the_v2026_era_and_is_bounded() {
     let mut w = World::with(PairConfig::default());
     w.initialize();
     w.drive();

@@ -524,7 +524,7 @@ impl CheckModel {
                         }
                     }
                     ServerStep::Notify => {
-                        // Sessions of the session era (a modern request's
+                        // Sessions of the session era (a 2026-07-28 request's
                         // own session has no stream for unrelated messages).
                         let sessions: Vec<SessionId> =
                             w.server.named_session_ids().cloned().collect();

@@ -25,7 +25,7 @@ pub enum ClientStep {
     /// DELETE the session.
     Close,
     /// Listen for tool list changes (`subscriptions/listen`, 2026-07-28;
-    /// enabled once a modern client is ready).
+    /// enabled once a 2026-07-28 client is ready).
     Listen,
     /// Turn attacker: with the session id of another client (the first
     /// other client with a session) and the last event id written on that
@@ -113,8 +113,8 @@ pub struct Settings {
     /// Events kept per stream for replay.
     #[serde(default = "default_events_max")]
     pub events_max: usize,
-    /// The era each client speaks, by index: `legacy` (the default for
-    /// clients not listed), `modern` (2026-07-28) or `auto`.
+    /// The era each client speaks, by index: `v2025` (the default for
+    /// clients not listed), `v2026` (2026-07-28) or `auto`.
     #[serde(default)]
     pub eras: Vec<mcp_streamable::client::ClientEra>,
     /// `global` (one clock, the default) or `per_component` (a clock per
@@ -141,7 +141,7 @@ pub struct Settings {
     pub outbound_timeout_ms: Option<u64>,
     /// How session-era POSTs are answered: `sse` (the default) or
     /// `json_when_alone` (JSON when the response is all there is).
-    /// Modern (2026-07-28) answers are always the latter.
+    /// 2026-07-28 answers are always the latter.
     #[serde(default)]
     pub response_mode: mcp_streamable::server::ResponseMode,
     /// Connections each client's transport keeps to the server at once
@@ -357,8 +357,8 @@ impl Scenario {
         }
         for (c, script) in self.clients.iter().enumerate() {
             let era = self.settings.eras.get(c).copied().unwrap_or_default();
-            let may_listen = era != mcp_streamable::client::ClientEra::Legacy;
-            let needs = "a client of era \"modern\" or \"auto\" (settings.eras)";
+            let may_listen = era != mcp_streamable::client::ClientEra::V2025;
+            let needs = "a client of era \"v2026\" or \"auto\" (settings.eras)";
             check_script(script, may_listen, needs).map_err(|m| err(format!("clients[{c}]"), m))?;
         }
         if self.settings.eras.len() > self.clients.len() {
@@ -544,7 +544,7 @@ mod tests {
                 v["clients"][0] = serde_json::json!(["initialize", "listen"])
             }),
             ("settings.eras", |v| {
-                v["settings"] = serde_json::json!({"eras": ["modern", "legacy", "auto"]})
+                v["settings"] = serde_json::json!({"eras": ["v2026", "v2025", "auto"]})
             }),
         ];
         for (field, edit) in cases {

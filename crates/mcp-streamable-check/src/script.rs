@@ -17,7 +17,7 @@ pub(crate) fn client_step_enabled<S: Servers>(w: &World<S>, c: usize, step: Clie
         ClientStep::Cancel => client.pending().next().is_some(),
         ClientStep::Answer => client.asked().next().is_some(),
         ClientStep::Close => true,
-        ClientStep::Listen => client.is_ready() && client.is_modern(),
+        ClientStep::Listen => client.is_ready() && client.is_v2026(),
         ClientStep::Hijack => w.victim_of(c).is_some(),
     }
 }

@@ -39,7 +39,7 @@ enum Pending {
     Elicitation { id: RequestId, prefix: &'static str },
     /// Send the `notify` tool's unrelated notification.
     Notify,
-    /// Modern era: broadcast the `notify` tool's list change, then answer
+    /// 2026-07-28 era: broadcast the `notify` tool's list change, then answer
     /// the call (its request is all there is to keep a timer alive).
     NotifyThenAnswer { id: RequestId },
     /// Send the registration-time notification.
@@ -136,10 +136,10 @@ impl EverythingApp {
         }
     }
 
-    /// A session-era client hears it on its own session; in the modern
+    /// A session-era client hears it on its own session; in the 2026-07-28
     /// era, a list change is for every listen that subscribed to it.
     fn notify_unrelated(cx: &mut Cx<'_>, method: &str) {
-        if cx.is_modern() {
+        if cx.is_v2026() {
             cx.broadcast(method, None);
         } else {
             cx.notify(method, None, Cause::Unrelated);
@@ -528,7 +528,7 @@ impl EverythingApp {
                 let delay = notify_delay(&args);
                 if delay == 0 {
                     Self::notify_unrelated(cx, "notifications/tools/list_changed");
-                } else if cx.is_modern() {
+                } else if cx.is_v2026() {
                     self.later(cx, delay, Pending::NotifyThenAnswer { id });
                     return;
                 } else {
@@ -616,7 +616,7 @@ impl EverythingApp {
 }
 
 /// An MRTR fixture called in the session era, which asks by requests instead.
-fn needs_modern() -> ErrorObject {
+fn needs_v2026() -> ErrorObject {
     ErrorObject::new(
         INVALID_PARAMS,
         "this fixture asks for input with InputRequiredResult: 2026-07-28 only",
@@ -624,14 +624,14 @@ fn needs_modern() -> ErrorObject {
 }
 
 impl EverythingApp {
-    /// An MRTR round of a modern request; `None` in the session era.
+    /// An MRTR round of a 2026-07-28 request; `None` in the session era.
     fn round<'a>(
         &'a mut self,
         cx: &mut Cx<'_>,
         method: &'a str,
         params: &'a Value,
     ) -> Option<Round<'a>> {
-        if !cx.is_modern() {
+        if !cx.is_v2026() {
             return None;
         }
         let now = cx.now();
@@ -648,7 +648,7 @@ impl EverythingApp {
     }
 
     /// The 2026-07-28 fixtures' answer to tool `name`.
-    fn call_modern(
+    fn call_v2026(
         &mut self,
         cx: &mut Cx<'_>,
         id: &RequestId,
@@ -674,7 +674,7 @@ impl EverythingApp {
                     format!("Unknown tool: {name}"),
                 ))
             }),
-            None => Err(needs_modern()),
+            None => Err(needs_v2026()),
         }
     }
 }
@@ -694,7 +694,7 @@ impl EverythingApp {
         };
         if everything_mrtr::TOOLS.iter().any(|(t, _)| *t == call.name) {
             let p = params.map_or(Value::Null, RawJson::to_value);
-            let answer = self.call_modern(cx, &id, &call.name, &p);
+            let answer = self.call_v2026(cx, &id, &call.name, &p);
             cx.respond(&id, answer);
             return;
         }
@@ -754,7 +754,7 @@ impl App for EverythingApp {
             {
                 match self.round(cx, method, &p) {
                     Some(round) => everything_mrtr::prompt(round),
-                    None => Err(needs_modern()),
+                    None => Err(needs_v2026()),
                 }
             }
             "prompts/get" => prompt(

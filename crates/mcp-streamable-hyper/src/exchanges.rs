@@ -18,7 +18,7 @@
 //! `frame_bytes_queued_max` per connection. An exchange's session is the one
 //! the core routed it to, else the id its request named (the session
 //! shell's owner serves one session, so all of its exchanges are one; a
-//! fleet instance's owner serves many, modern requests each their own). A
+//! fleet instance's owner serves many, 2026-07-28 requests each their own). A
 //! request naming a session it is not served gets a whole answer, never a
 //! stream, so it cannot spend another's budget.
 

@@ -299,7 +299,7 @@ impl<A: App> Owner<A> {
             while let Some((http, write)) = self.driver.poll_write() {
                 if matches!(write, Write::Open { .. }) {
                     // The session the core routed it to, once it did (a
-                    // modern request's own, an `initialize`'s new one).
+                    // 2026-07-28 request's own, an `initialize`'s new one).
                     if let Some(sid) = self.driver.instance().endpoint().route(http) {
                         self.exchanges.assign(http, sid.clone());
                     }

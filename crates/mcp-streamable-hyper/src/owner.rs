@@ -15,7 +15,7 @@
 //!
 //! Every request whose session has no running owner is served on the
 //! connection task that read it: by a fresh one-session endpoint when it
-//! names no live session (an `initialize`, a modern request, an unknown id),
+//! names no live session (an `initialize`, a 2026-07-28 request, an unknown id),
 //! else by its parked owner, taken out of its slot. No task is spawned and
 //! no channel crossed; the answer is ready when the turn ends, and the owner
 //! parks again at once. Waking and parking move one box and flip the slot
@@ -316,7 +316,7 @@ impl<A: App> Owner<A> {
         if self.registered.is_some() {
             return;
         }
-        // A modern request's own session is nobody's to name: not routed to,
+        // A 2026-07-28 request's own session is nobody's to name: not routed to,
         // not counted by admission; but the one a shared transport keeps
         // (a preset's) is where every stateless request goes.
         let endpoint = self.driver.endpoint();

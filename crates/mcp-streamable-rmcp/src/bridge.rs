@@ -271,7 +271,7 @@ impl<X> Bridge<X> {
             session: Some(self.core.id().to_string()),
             last_event_id: last_event_id.map(str::to_owned),
             messages: Vec::new(),
-            modern: false,
+            v2026: false,
             mcp_headers: Vec::new(),
             principal: None,
         });
@@ -301,7 +301,7 @@ impl<X> Bridge<X> {
             session: Some(self.core.id().to_string()),
             last_event_id: None,
             messages: Vec::new(),
-            modern: false,
+            v2026: false,
             mcp_headers: Vec::new(),
             principal: None,
         });
@@ -448,7 +448,7 @@ impl<X> Bridge<X> {
                 session: Some(self.core.id().to_string()),
                 last_event_id: None,
                 messages: vec![m],
-                modern: false,
+                v2026: false,
                 mcp_headers: Vec::new(),
                 principal: None,
             });
@@ -580,7 +580,7 @@ fn answered_version(result: &RawJson) -> Option<ProtocolVersion> {
         .as_str()?
         .parse::<ProtocolVersion>()
         .ok()
-        .filter(|v| !v.is_modern())
+        .filter(|v| !v.is_v2026())
 }
 
 #[cfg(test)]

@@ -278,9 +278,9 @@ pub enum UsageError {
     /// No such HTTP exchange.
     #[error("unknown http exchange")]
     UnknownExchange,
-    /// Not in the modern era (2026-07-28), and why.
+    /// Not in the 2026-07-28 era, and why.
     #[error("not in the 2026-07-28 era: {0}")]
-    ModernEra(&'static str),
+    WrongEra(&'static str),
     /// The `initialize` answer was already sent: the version is settled.
     #[error("the initialize answer was already sent")]
     AlreadyInitialized,

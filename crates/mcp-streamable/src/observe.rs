@@ -34,9 +34,9 @@ pub enum Observation {
         last_event_id: Option<String>,
         /// The body's messages (empty when not parseable or not a POST).
         messages: Vec<Message>,
-        /// A modern (2026-07-28) request: no session, nothing to resume.
-        modern: bool,
-        /// A modern POST's `Mcp-*` headers as sent, names lower-case, in
+        /// A 2026-07-28 request: no session, nothing to resume.
+        v2026: bool,
+        /// A 2026-07-28 POST's `Mcp-*` headers as sent, names lower-case, in
         /// their order, repeats kept (M5 judges them against the body);
         /// empty for any other request.
         mcp_headers: Vec<(String, String)>,
@@ -140,16 +140,16 @@ impl Observation {
         let version = crate::server::request::protocol_version(head)
             .ok()
             .flatten();
-        let modern = match head.method {
-            Method::Post => crate::server::modern::is_modern(version, body),
-            _ => version.is_some_and(ProtocolVersion::is_modern),
+        let v2026 = match head.method {
+            Method::Post => crate::server::v2026::is_v2026(version, body),
+            _ => version.is_some_and(ProtocolVersion::is_v2026),
         };
         let messages = match head.method {
             Method::Post => parse(body).unwrap_or_default(),
             _ => Vec::new(),
         };
         let mcp_headers = match head.method {
-            Method::Post if modern => head.mcp_headers(),
+            Method::Post if v2026 => head.mcp_headers(),
             _ => Vec::new(),
         };
         Observation::Request {
@@ -158,7 +158,7 @@ impl Observation {
             session: head.header(headers::MCP_SESSION_ID).map(str::to_owned),
             last_event_id: head.header(headers::LAST_EVENT_ID).map(str::to_owned),
             messages,
-            modern,
+            v2026,
             mcp_headers,
             principal: None,
         }

@@ -247,7 +247,7 @@ pub enum Cancellations {
 pub enum BroadcastDelivery {
     /// Published to every instance; each claims, in the store, every
     /// session-era copy it holds before notifying it, so one copy per
-    /// session delivers; modern listens are notified where they are.
+    /// session delivers; 2026-07-28 listens are notified where they are.
     #[default]
     Claimed,
     /// Published to every instance; each notifies every copy it holds, as
@@ -322,7 +322,7 @@ pub enum GetRegistration {
 }
 
 /// How a POST answered in JSON when alone (`ResponseMode::JsonWhenAlone`,
-/// and every modern 2026-07-28 answer) is framed when something is
+/// and every 2026-07-28 answer) is framed when something is
 /// written for its request before the response.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

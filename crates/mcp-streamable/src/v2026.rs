@@ -16,7 +16,7 @@ pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabi
 /// The `_meta` key naming the listen a notification belongs to.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
-/// The requests a modern client may send (2026-07-28 `ClientRequest`).
+/// The requests a 2026-07-28 client may send (2026-07-28 `ClientRequest`).
 pub const METHODS: [&str; 10] = [
     "server/discover",
     "completion/complete",
@@ -51,7 +51,7 @@ pub fn meta(message: &Message, key: &str) -> Option<serde_json::Value> {
     params.to_value().get("_meta")?.get(key).cloned()
 }
 
-/// Whether a modern request's headers agree with it (`basic/transports/
+/// Whether a 2026-07-28 request's headers agree with it (`basic/transports/
 /// streamable-http.mdx`, "Server Validation"): `Mcp-Method` is its method,
 /// `Mcp-Name` (Base64-decoded when sent as `=?base64?…?=`) the field
 /// [`name_field`] names, and for a tool `tools` declares custom headers

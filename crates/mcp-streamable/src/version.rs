@@ -19,7 +19,7 @@ pub enum ProtocolVersion {
     #[default]
     #[serde(rename = "2025-11-25")]
     V2025_11_25,
-    /// The modern era: no sessions, no `initialize`, no GET stream, no
+    /// The 2026-07-28 era: no sessions, no `initialize`, no GET stream, no
     /// resumption; every request carries its version in a header and in
     /// `_meta`; `server/discover`, `subscriptions/listen`, MRTR.
     #[serde(rename = "2026-07-28")]
@@ -36,7 +36,7 @@ impl ProtocolVersion {
     ];
 
     /// The versions of the session era (`initialize`, `Mcp-Session-Id`).
-    pub const LEGACY: [ProtocolVersion; 3] = [
+    pub const SESSION_ERA: [ProtocolVersion; 3] = [
         ProtocolVersion::V2025_03_26,
         ProtocolVersion::V2025_06_18,
         ProtocolVersion::V2025_11_25,
@@ -46,8 +46,8 @@ impl ProtocolVersion {
     /// server falls back to.
     pub const LATEST: ProtocolVersion = ProtocolVersion::V2025_11_25;
 
-    /// The newest modern (sessionless) version.
-    pub const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
+    /// The newest version of the 2026-07-28 era (no sessions).
+    pub const LATEST_V2026: ProtocolVersion = ProtocolVersion::V2026_07_28;
 
     /// The version assumed when the header is absent (R30).
     pub const ASSUMED_WITHOUT_HEADER: ProtocolVersion = ProtocolVersion::V2025_03_26;
@@ -62,9 +62,9 @@ impl ProtocolVersion {
         }
     }
 
-    /// Whether this version is of the modern era (no sessions: each request
+    /// Whether this version is of the 2026-07-28 era (no sessions: each request
     /// stands alone).
-    pub const fn is_modern(self) -> bool {
+    pub const fn is_v2026(self) -> bool {
         matches!(self, ProtocolVersion::V2026_07_28)
     }
 

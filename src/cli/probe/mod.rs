@@ -10,11 +10,10 @@
 //! "could not test"; the session-binding rule (I2) needs two principals'
 //! credentials (`--bearer`, `--intruder-bearer`). Rule ids: `R*` are the spec's (docs/spec), `A*`/`B*`/`C*`/`I*`
 //! the race invariants (docs/properties.md), `D*`/`F*`/`H*`/`V*`/`U*`/`G*`
-//! and `M*` the 2026-07-28 era's (`modern.rs`; `M*` as in docs/properties.md).
+//! and `M*` the 2026-07-28 era's (`v2026.rs`; `M*` as in docs/properties.md).
 
 mod before_get;
 mod isolation;
-mod modern;
 mod one_id;
 mod principals;
 mod questions;
@@ -23,6 +22,7 @@ mod race_b;
 mod race_c;
 mod session_rules;
 mod sessionless;
+mod v2026;
 mod wire;
 
 use mcp_streamable::headers;
@@ -338,7 +338,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         sessionless::run(&mut p).await;
         principals::run(&mut p).await;
         questions::run(&mut p).await;
-        modern::run(&mut p).await;
+        v2026::run(&mut p).await;
         Ok::<_, String>(p.findings)
     })?;
     if args.json {

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 pub const SESSIONLESS_WHAT: &str =
     "two sessionless callers under one request id at once get only their own answers";
-pub const MODERN_WHAT: &str =
+pub const V2026_WHAT: &str =
     "two 2026-07-28 callers under one request id at once get only their own answers";
 
 /// How long after A's request B's is sent: A is in flight by then.

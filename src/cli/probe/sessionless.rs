@@ -6,7 +6,7 @@
 //!   only their own answers (TS SDK < 1.26.0, CVE-2026-25536).
 //! - J1: a call whose tool reports progress gets its result, never the
 //!   progress as its JSON body (rmcp 0.17.0 … 2.2.0's stateless JSON mode,
-//!   rust-sdk #980); the 2026-07-28 form is `modern.rs`'s.
+//!   rust-sdk #980); the 2026-07-28 form is `v2026.rs`'s.
 //!
 //! A server that mints sessions keeps its callers apart by them: each rule
 //! is then not applicable.

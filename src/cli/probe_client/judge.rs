@@ -570,9 +570,9 @@ mod tests {
             method: m.into(),
             id: Some("1".into()),
         };
-        let legacy = record(vec![seen(0, "POST", None, vec![call("initialize")])]);
+        let session_era = record(vec![seen(0, "POST", None, vec![call("initialize")])]);
         assert_eq!(
-            judge(s, &legacy, &Ending::Exited(Some(0)), 8000).0,
+            judge(s, &session_era, &Ending::Exited(Some(0)), 8000).0,
             Verdict::NotApplicable
         );
         let refused = || Seen {
@@ -628,9 +628,9 @@ mod tests {
             judge(on_get, &listening, &Ending::TimedOut, 8000).0,
             Verdict::Hangs
         );
-        let modern = record(vec![seen(0, "POST", None, vec![])]);
+        let v2026 = record(vec![seen(0, "POST", None, vec![])]);
         assert_eq!(
-            judge(s, &modern, &Ending::Exited(Some(0)), 8000).0,
+            judge(s, &v2026, &Ending::Exited(Some(0)), 8000).0,
             Verdict::NotApplicable
         );
     }

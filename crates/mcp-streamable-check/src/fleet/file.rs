@@ -61,9 +61,10 @@ pub struct WorldSpec {
     /// Whether the client keeps a standalone GET open.
     #[serde(default)]
     pub background_get: bool,
-    /// Whether the client speaks 2026-07-28 (no session; `listen`).
-    #[serde(default)]
-    pub modern: bool,
+    /// Whether the client speaks 2026-07-28 (no session; `listen`);
+    /// `"modern"` is read as this too.
+    #[serde(default, alias = "modern")]
+    pub v2026: bool,
     /// A second client, authenticated as another principal, that learns
     /// the client's session id and last event id and tries every verb on
     /// the session at any moment (I2: each lands on any instance).
@@ -210,7 +211,7 @@ impl FleetFile {
             }
         }
         if let FleetKind::World(w) = &f.model {
-            check_script(&w.client, w.modern, "\"modern\": true")
+            check_script(&w.client, w.v2026, "\"v2026\": true")
                 .map_err(|m| schema(file, "world.client".into(), m))?;
         }
         if let FleetKind::Relay(r) = &f.model {
@@ -298,7 +299,7 @@ impl FleetFile {
                     client: w.client.clone(),
                     app: w.app.clone(),
                     background_get: w.background_get,
-                    modern: w.modern,
+                    v2026: w.v2026,
                     attacker: w.attacker,
                     drops: w.drops,
                     kills: w.kills,

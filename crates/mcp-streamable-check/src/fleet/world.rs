@@ -16,7 +16,7 @@
 //!   happen on a run with no fault (no cut, no death), with its standalone
 //!   GET kept, it has heard every one. (A message written on a connection
 //!   that broke before its client read any event id is lost however it is
-//!   sent: A5's exception. A modern listen's share is M3 and M4's.)
+//!   sent: A5's exception. A 2026-07-28 listen's share is M3 and M4's.)
 //!
 //! Nondeterminism: the client's and the application's next scripted step,
 //! any pending request answered, the balancer's choice of instance for each
@@ -96,7 +96,7 @@ pub struct WorldScenario {
     /// Whether the client keeps a standalone GET open.
     pub background_get: bool,
     /// Whether the client speaks 2026-07-28 (no session; `listen`).
-    pub modern: bool,
+    pub v2026: bool,
     /// A second client, another principal, that tries every verb on the
     /// client's session once it has one ([`World::hijack_on`]).
     pub attacker: bool,
@@ -255,8 +255,8 @@ impl WorldModel {
         };
         c.client.request_timeout_ms = CLIENT_DEADLINE_MS;
         c.client.background_failures_max = 2;
-        if self.scenario.modern {
-            c.client.era = ClientEra::Modern;
+        if self.scenario.v2026 {
+            c.client.era = ClientEra::V2026;
         }
         c.count_list_changes = self.judges_broadcasts();
         if self.scenario.attacker {
@@ -337,7 +337,7 @@ impl WorldModel {
     /// Whether F7 is judged: broadcasts to a session-era client, which
     /// hears them on its standalone GET.
     fn judges_broadcasts(&self) -> bool {
-        self.broadcasts() && !self.scenario.modern
+        self.broadcasts() && !self.scenario.v2026
     }
 
     /// Whether a broadcast made now has the client to reach: its session

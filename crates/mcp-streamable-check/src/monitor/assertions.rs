@@ -99,12 +99,14 @@ pub(super) fn m1_no_session_state(
     session_id: Option<&str>,
     event_id: Option<&str>,
 ) -> Option<Flag> {
-    if !ex.modern {
+    if !ex.v2026 {
         return None;
     }
     let detail = match (session_id, event_id) {
-        (Some(sid), _) => format!("modern answer carries Mcp-Session-Id {sid:?}"),
-        (None, Some(id)) => format!("modern stream event carries id {id:?}: nothing is resumable"),
+        (Some(sid), _) => format!("2026-07-28 answer carries Mcp-Session-Id {sid:?}"),
+        (None, Some(id)) => {
+            format!("2026-07-28 stream event carries id {id:?}: nothing is resumable")
+        }
         (None, None) => return None,
     };
     Some(Flag::new("M1", Some(http), detail))

@@ -1,4 +1,4 @@
-//! M5: a modern request's `Mcp-*` headers agree with its body, on both
+//! M5: a 2026-07-28 request's `Mcp-*` headers agree with its body, on both
 //! sides of the wire. A proxy in front of a server may route, rate-limit
 //! or authorize on `Mcp-Method`, `Mcp-Name` and a tool's `Mcp-Param-*`
 //! (SEP-2243) without reading the body; a request whose headers say one
@@ -56,19 +56,19 @@ impl HeaderAgreement {
         mcp_streamable::v2026::check_headers(header, method, params.as_ref(), &self.tools).err()
     }
 
-    /// A modern POST reached the server: remember it when its headers
+    /// A 2026-07-28 POST reached the server: remember it when its headers
     /// disagree with its one message.
     pub(super) fn on_request(
         &mut self,
         http: HttpId,
-        modern: bool,
+        v2026: bool,
         mcp_headers: &[(String, String)],
         messages: &[Message],
     ) {
         let [message] = messages else {
             return;
         };
-        if !modern {
+        if !v2026 {
             return;
         }
         if let Some(why) = self.disagreement(mcp_headers, message) {
@@ -92,11 +92,12 @@ impl HeaderAgreement {
         })
     }
 
-    /// A client sent a request: a modern POST whose headers disagree with
+    /// A client sent a request: a 2026-07-28 POST whose headers disagree with
     /// its body is M5's breach, returned as what to say.
     pub(super) fn on_client_send(&self, head: &RequestHead, body: &[u8]) -> Option<String> {
         if head.method != Method::Post
-            || head.header(headers::MCP_PROTOCOL_VERSION) != Some(ProtocolVersion::MODERN.as_str())
+            || head.header(headers::MCP_PROTOCOL_VERSION)
+                != Some(ProtocolVersion::LATEST_V2026.as_str())
         {
             return None;
         }

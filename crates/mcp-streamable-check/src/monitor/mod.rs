@@ -98,9 +98,9 @@ struct Exchange {
     ended: bool,
     closed: bool,
     lineage: HttpId,
-    /// A modern (2026-07-28) exchange.
-    modern: bool,
-    /// A modern `subscriptions/listen`: its id, and once acknowledged, the
+    /// A 2026-07-28 exchange.
+    v2026: bool,
+    /// A 2026-07-28 `subscriptions/listen`: its id, and once acknowledged, the
     /// filter the server agreed to.
     listen: Option<Box<(RequestId, Option<mcp_streamable::v2026::ListenFilter>)>>,
     /// Who sent it.
@@ -367,16 +367,16 @@ impl Monitor {
                 session,
                 last_event_id,
                 messages,
-                modern,
+                v2026,
                 mcp_headers,
                 principal,
             } => {
                 let named = (session, last_event_id);
                 if !mcp_headers.is_empty() {
                     self.headers
-                        .on_request(*http, *modern, mcp_headers, messages);
+                        .on_request(*http, *v2026, mcp_headers, messages);
                 }
-                self.on_request(*http, method, named, messages, *modern, principal)
+                self.on_request(*http, method, named, messages, *v2026, principal)
             }
             Observation::Transmit(t) => self.on_transmit(t),
             // Faults excuse B5's bound only: without it nothing reads them,
@@ -668,11 +668,11 @@ impl Monitor {
         method: &Method,
         (session, last_event_id): (&Option<String>, &Option<String>),
         messages: &[Message],
-        modern: bool,
+        v2026: bool,
         principal: &Option<Principal>,
     ) {
-        // A modern request names no session, whatever it sends.
-        let session: &Option<Text> = &session.as_deref().filter(|_| !modern).map(Text::from);
+        // A 2026-07-28 request names no session, whatever it sends.
+        let session: &Option<Text> = &session.as_deref().filter(|_| !v2026).map(Text::from);
         let foreign = session
             .as_ref()
             .and_then(|s| self.rare.owners.get(s))
@@ -748,7 +748,7 @@ impl Monitor {
             l.connections.push(http);
         }
         let listen = match messages {
-            [Message::Request { id, method, .. }] if modern && method == "subscriptions/listen" => {
+            [Message::Request { id, method, .. }] if v2026 && method == "subscriptions/listen" => {
                 Some(Box::new((id.clone(), None)))
             }
             _ => None,
@@ -764,7 +764,7 @@ impl Monitor {
                 ended: false,
                 closed: false,
                 lineage,
-                modern,
+                v2026,
                 listen,
                 principal: principal.clone(),
                 foreign,
@@ -1079,7 +1079,7 @@ impl Monitor {
     /// B6: missing id → 400, unknown or terminated → 404, never 401.
     fn check_session_status(&mut self, http: HttpId, ex: &Exchange, status: u16) {
         let needs_session =
-            !ex.modern && !matches!(ex.kind, Kind::Initialize(_) | Kind::PostOther | Kind::Other);
+            !ex.v2026 && !matches!(ex.kind, Kind::Initialize(_) | Kind::PostOther | Kind::Other);
         if !needs_session {
             return;
         }

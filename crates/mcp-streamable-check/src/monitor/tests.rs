@@ -27,7 +27,7 @@ fn posted(http: u64, body: &str) -> Observation {
         session: Some("s".into()),
         last_event_id: None,
         messages: vec![parse_message(body).unwrap()],
-        modern: false,
+        v2026: false,
         mcp_headers: Vec::new(),
         principal: None,
     }
@@ -166,7 +166,7 @@ fn get(http: u64, last_event_id: Option<&str>) -> Observation {
         session: Some("s".into()),
         last_event_id: last_event_id.map(str::to_owned),
         messages: Vec::new(),
-        modern: false,
+        v2026: false,
         mcp_headers: Vec::new(),
         principal: None,
     }
@@ -215,7 +215,7 @@ fn issued(gets_max: Option<usize>) -> Monitor {
         session: None,
         last_event_id: None,
         messages: vec![init.unwrap()],
-        modern: false,
+        v2026: false,
         mcp_headers: Vec::new(),
         principal: None,
     });
@@ -459,7 +459,7 @@ fn only_an_initialize_takes_its_session_from_the_answers_head() {
         session: None,
         last_event_id: None,
         messages: vec![list],
-        modern: true,
+        v2026: true,
         mcp_headers: Vec::new(),
         principal: None,
     });
@@ -471,7 +471,7 @@ fn only_an_initialize_takes_its_session_from_the_answers_head() {
         Some(1),
         r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
     ));
-    // M1 for the session id on a modern answer; no I1.
+    // M1 for the session id on a 2026-07-28 answer; no I1.
     assert_eq!(ids(&m), ["M1"], "{:?}", m.violations());
 }
 
@@ -496,7 +496,7 @@ fn a_session_never_issued_or_deleted_must_be_answered_404_b6() {
         session: Some(session.into()),
         last_event_id: None,
         messages: Vec::new(),
-        modern: false,
+        v2026: false,
         mcp_headers: Vec::new(),
         principal: None,
     };
@@ -516,7 +516,7 @@ fn a_session_never_issued_or_deleted_must_be_answered_404_b6() {
         session: Some("s".into()),
         last_event_id: None,
         messages: Vec::new(),
-        modern: false,
+        v2026: false,
         mcp_headers: Vec::new(),
         principal: None,
     });
@@ -889,7 +889,7 @@ fn by(who: Option<&str>, http: u64, method: Method, body: Option<&str>) -> Obser
         messages: body
             .map(|b| vec![parse_message(b).unwrap()])
             .unwrap_or_default(),
-        modern: false,
+        v2026: false,
         mcp_headers: Vec::new(),
         principal: who.map(mcp_streamable::principal::Principal::new),
     }
@@ -1014,15 +1014,15 @@ fn a_request_stream_closed_for_polling_before_any_event_id_is_b9() {
     }
 }
 
-/// A modern POST of `body` with these `Mcp-*` headers, as exchange `http`.
-fn modern_post(http: u64, body: &str, mcp: &[(&str, &str)]) -> Observation {
+/// A 2026-07-28 POST of `body` with these `Mcp-*` headers, as exchange `http`.
+fn v2026_post(http: u64, body: &str, mcp: &[(&str, &str)]) -> Observation {
     Observation::Request {
         http: HttpId(http),
         method: Method::Post,
         session: None,
         last_event_id: None,
         messages: vec![parse_message(body).unwrap()],
-        modern: true,
+        v2026: true,
         mcp_headers: mcp
             .iter()
             .map(|(n, v)| (n.to_ascii_lowercase(), (*v).to_owned()))
@@ -1086,7 +1086,7 @@ fn a_request_served_whose_headers_disagree_with_its_body_is_m5() {
     for (what, headers) in cases {
         for (status, breach) in [(200, true), (400, false)] {
             let mut m = Monitor::new();
-            m.observe(&modern_post(
+            m.observe(&v2026_post(
                 1,
                 r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
                 &[("Mcp-Method", "tools/list")],
@@ -1096,7 +1096,7 @@ fn a_request_served_whose_headers_disagree_with_its_body_is_m5() {
                 http: HttpId(1),
                 kind: TransmitKind::Json(parse_message(listing).unwrap()),
             }));
-            m.observe(&modern_post(2, call, headers));
+            m.observe(&v2026_post(2, call, headers));
             m.observe(&head(2, status, Content::Json));
             let expect: &[&str] = if breach { &["M5"] } else { &[] };
             assert_eq!(ids(&m), expect, "{what}, {status}: {:?}", m.violations());
@@ -1108,17 +1108,17 @@ fn a_request_served_whose_headers_disagree_with_its_body_is_m5() {
         http: HttpId(1),
         kind: TransmitKind::Json(parse_message(listing).unwrap()),
     }));
-    m.observe(&modern_post(2, call, &agreeing));
+    m.observe(&v2026_post(2, call, &agreeing));
     m.observe(&head(2, 200, Content::Json));
     assert_eq!(ids(&m), [] as [&str; 0]);
     // A tool never seen listed is judged on the standard headers alone.
     let mut m = Monitor::new();
-    m.observe(&modern_post(2, call, &agreeing[..2]));
+    m.observe(&v2026_post(2, call, &agreeing[..2]));
     m.observe(&head(2, 200, Content::Json));
     assert_eq!(ids(&m), [] as [&str; 0]);
 }
 
-/// M5's breach, client side: a client sends a modern request whose headers
+/// M5's breach, client side: a client sends a 2026-07-28 request whose headers
 /// disagree with its body (after a listing it read declared the tool's
 /// custom header); the same request with agreeing headers is no breach.
 #[test]
@@ -1129,7 +1129,7 @@ fn a_client_that_sends_headers_disagreeing_with_its_body_is_m5() {
     let listing = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","properties":{"n":{"type":"integer","x-mcp-header":"N"}}}}]}}"#;
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{"n":7}}}"#;
     let send = |n: Option<&str>| {
-        let mut head = RequestHead::post(None, Some(ProtocolVersion::MODERN))
+        let mut head = RequestHead::post(None, Some(ProtocolVersion::LATEST_V2026))
             .with("Mcp-Method", "tools/call")
             .with("Mcp-Name", "t");
         if let Some(n) = n {
@@ -1222,8 +1222,8 @@ fn an_answer_written_on_another_callers_exchange_under_the_same_id_is_i1() {
     };
     let run = |origin: Option<u64>, on: u64, sse: bool| {
         let mut m = Monitor::new();
-        m.observe(&modern_post(1, call, &[]));
-        m.observe(&modern_post(2, call, &[]));
+        m.observe(&v2026_post(1, call, &[]));
+        m.observe(&v2026_post(2, call, &[]));
         let content = if sse { Content::Sse } else { Content::Json };
         m.observe(&head(on, 200, content));
         m.observe(&answered(origin));

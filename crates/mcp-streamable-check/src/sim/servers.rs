@@ -238,7 +238,7 @@ impl Servers for ServerEndpoint {
 
     fn request_exchange(&self, sid: &SessionId, id: &RequestId) -> Option<HttpId> {
         self.session(sid)
-            .filter(|s| s.version().is_modern())
+            .filter(|s| s.version().is_v2026())
             .and_then(|s| s.request_exchange(id))
     }
 
@@ -254,7 +254,7 @@ impl Servers for ServerEndpoint {
 
 /// What an endpoint's sessions still hold for a stream.
 /// The requests `ep`'s live sessions sent their clients and still await
-/// answers to, in session order (a modern request's own session sends none).
+/// answers to, in session order (a 2026-07-28 request's own session sends none).
 pub(crate) fn awaited_in(ep: &ServerEndpoint) -> impl Iterator<Item = RequestId> + '_ {
     ep.session_ids()
         .filter_map(|sid| ep.session(sid))

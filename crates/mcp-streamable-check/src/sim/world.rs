@@ -50,7 +50,7 @@ pub struct PairConfig {
     /// How many clients.
     pub clients: usize,
     /// The era each client speaks, by index (`client.era` for the rest): a
-    /// session-era client and a modern one on one server.
+    /// session-era client and a 2026-07-28 one on one server.
     pub client_eras: Vec<ClientEra>,
     /// Keep every client event in `client_events` (tests); the model checker
     /// keeps only outcomes, so equal situations hash equal.
@@ -439,7 +439,7 @@ impl<S: Servers> World<S> {
         true
     }
 
-    /// The server application answers modern request `id` with an
+    /// The server application answers 2026-07-28 request `id` with an
     /// `InputRequiredResult` carrying only a state (the sim's clients
     /// declare no capability to ask of): the client retries at once under
     /// a new id, which the application then has pending. Whether it could.
@@ -554,7 +554,7 @@ impl<S: Servers> World<S> {
         r.is_ok()
     }
 
-    /// Client `c` listens for tool list changes (modern era); `None` if it
+    /// Client `c` listens for tool list changes (2026-07-28 era); `None` if it
     /// cannot now.
     pub fn listen_on(&mut self, c: usize) -> Option<mcp_streamable::client::ListenId> {
         let now = self.client_now(c);

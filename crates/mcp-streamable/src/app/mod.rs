@@ -66,7 +66,7 @@ impl Cx<'_> {
         self.now
     }
 
-    /// Who opened the session (for a modern request, who sent it), as the
+    /// Who opened the session (for a 2026-07-28 request, who sent it), as the
     /// transport authenticated them: what an application binds its own
     /// state to (an MRTR `requestState`, a task id).
     pub fn principal(&self) -> Option<&crate::principal::Principal> {
@@ -114,12 +114,12 @@ impl Cx<'_> {
         }
     }
 
-    /// Whether this request is of the modern era (2026-07-28): no session
+    /// Whether this request is of the 2026-07-28 era: no session
     /// behind it, no requests to the client, list changes go to listens.
-    pub fn is_modern(&self) -> bool {
+    pub fn is_v2026(&self) -> bool {
         self.ep
             .session(&self.session)
-            .is_some_and(|s| s.version().is_modern())
+            .is_some_and(|s| s.version().is_v2026())
     }
 
     /// A notification for every client it concerns, in either era

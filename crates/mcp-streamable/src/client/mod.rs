@@ -43,7 +43,7 @@ pub struct ClientConfig {
     pub reader_reconnects_max: u32,
     /// Who answers the server's requests (sampling, elicitation, roots).
     pub server_requests: ServerRequests,
-    /// Which protocol era to speak: the session era (default), the modern
+    /// Which protocol era to speak: the session era (default), the 2026-07-28
     /// one (2026-07-28), or whichever the server answers the probe with.
     pub era: ClientEra,
     /// Longest whole (JSON) response body a transport reads, in bytes; past
@@ -62,7 +62,7 @@ pub struct ClientConfig {
     /// cannot keep the client retrying forever; the SDKs stop at 10).
     pub input_rounds_max: u32,
     /// Bytes of the custom headers (SEP-2243) the client remembers of the
-    /// tools it listed in the modern era, to mirror their arguments on
+    /// tools it listed in the 2026-07-28 era, to mirror their arguments on
     /// calls: past it the tool listed longest ago is forgotten, and its
     /// calls go out without them (a server refuses those with -32020 until
     /// the tools are listed again).
@@ -107,7 +107,7 @@ impl Default for ClientConfig {
             finished_max: 256,
             reader_reconnects_max: 1000,
             server_requests: ServerRequests::Application,
-            era: ClientEra::Legacy,
+            era: ClientEra::V2025,
             body_max: 4 << 20,
             listens_max: 16,
             relisten_failures_max: 3,
@@ -287,11 +287,11 @@ pub enum ClientUsageError {
     /// The client was closed.
     #[error("client closed")]
     Closed,
-    /// The modern era (2026-07-28) has no client notifications over HTTP
+    /// The 2026-07-28 era has no client notifications over HTTP
     /// and no requests from the server to answer.
     #[error("not in the 2026-07-28 era")]
-    ModernEra,
-    /// Only the modern era (2026-07-28) listens; the session era hears
+    WrongEra,
+    /// Only the 2026-07-28 era listens; the session era hears
     /// change notifications on its standalone GET.
     #[error("listen needs the 2026-07-28 era")]
     SessionEra,
@@ -406,7 +406,7 @@ pub enum ClientEvent {
         /// Why, unless it ended gracefully.
         error: Option<ClientError>,
     },
-    /// A tool a modern `tools/list` answer offered has an invalid
+    /// A tool a 2026-07-28 `tools/list` answer offered has an invalid
     /// `x-mcp-header` annotation (SEP-2243): it is left out of that
     /// answer's result (the spec's "MUST exclude"), before the `Response`
     /// that carries the rest.

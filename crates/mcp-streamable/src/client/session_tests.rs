@@ -1,7 +1,7 @@
 //! Unit tests of the client session's getters and commands: what a driver
 //! or an application reads and calls, each pinned to what it must say.
 
-use super::testing::{answer, modern, sent, Sent};
+use super::testing::{answer, sent, v2026, Sent};
 use super::{ClientConfig, ClientEra, ClientError, ClientEvent, ClientSession, ClientUsageError};
 use crate::head::ResponseHead;
 use crate::ids::{HttpId, RequestId};
@@ -45,17 +45,17 @@ fn streaming(c: &mut ClientSession, method: &str) -> (RequestId, Sent) {
 /// A session-era client under `policy`, its session `s1` agreed; what it
 /// sent after the handshake (`notifications/initialized`, its GET) is
 /// returned.
-fn legacy(policy: ClientPolicy) -> (ClientSession, Vec<Sent>) {
-    legacy_with(|_| {}, policy)
+fn v2025(policy: ClientPolicy) -> (ClientSession, Vec<Sent>) {
+    v2025_with(|_| {}, policy)
 }
 
-/// As [`legacy`], with the config changed by `edit` first.
-fn legacy_with(
+/// As [`v2025`], with the config changed by `edit` first.
+fn v2025_with(
     edit: impl FnOnce(&mut ClientConfig),
     policy: ClientPolicy,
 ) -> (ClientSession, Vec<Sent>) {
     let mut config = ClientConfig {
-        era: ClientEra::Legacy,
+        era: ClientEra::V2025,
         ..ClientConfig::default()
     };
     edit(&mut config);
@@ -102,22 +102,22 @@ fn legacy_with(
 
 #[test]
 fn the_getters_say_what_was_agreed_and_configured() {
-    let (c, _) = legacy(ClientPolicy::CSHARP_PR1381);
+    let (c, _) = v2025(ClientPolicy::CSHARP_PR1381);
     assert_eq!(c.version(), Some(ProtocolVersion::V2025_06_18));
     assert_eq!(c.session_id().map(|s| s.as_str()), Some("s1"));
     assert!(!c.can_initialize(), "a session is running");
     assert_eq!(c.policy(), &ClientPolicy::CSHARP_PR1381);
-    assert_eq!(c.config().era, ClientEra::Legacy);
-    let fresh = super::testing::client(ClientEra::Modern);
+    assert_eq!(c.config().era, ClientEra::V2025);
+    let fresh = super::testing::client(ClientEra::V2026);
     assert_eq!(fresh.version(), None);
-    assert_eq!(fresh.config().era, ClientEra::Modern);
+    assert_eq!(fresh.config().era, ClientEra::V2026);
     assert_eq!(fresh.policy(), &ClientPolicy::FIXED);
 }
 
 #[test]
 fn non_object_initialize_parameters_become_an_object_with_the_version() {
     let config = ClientConfig {
-        era: ClientEra::Legacy,
+        era: ClientEra::V2025,
         ..ClientConfig::default()
     };
     let mut c = ClientSession::new(config, ClientPolicy::FIXED);
@@ -131,7 +131,7 @@ fn non_object_initialize_parameters_become_an_object_with_the_version() {
 
 #[test]
 fn pending_lists_requests_by_handle_until_their_answer() {
-    let (mut c, _) = legacy(ClientPolicy::FIXED);
+    let (mut c, _) = v2025(ClientPolicy::FIXED);
     let a = c.send_request("tools/list", None, NOW).unwrap();
     let b = c.send_request("prompts/list", None, NOW).unwrap();
     let mut pending: Vec<_> = c.pending().collect();
@@ -145,7 +145,7 @@ fn pending_lists_requests_by_handle_until_their_answer() {
 
 #[test]
 fn a_duplicate_and_a_stranger_are_each_counted_once() {
-    let (mut c, _) = legacy(ClientPolicy::FIXED);
+    let (mut c, _) = v2025(ClientPolicy::FIXED);
     c.send_request("tools/list", None, NOW).unwrap();
     let s = sent(&mut c).remove(0);
     stream_head(&mut c, s.http);
@@ -154,7 +154,7 @@ fn a_duplicate_and_a_stranger_are_each_counted_once() {
     assert_eq!((c.duplicates_dropped(), c.strangers_dropped()), (0, 0));
     // The exchange is aborted once answered; a copy on another stream
     // of ours is a duplicate, an id never sent a stranger.
-    let (mut c2, _) = legacy(ClientPolicy::FIXED);
+    let (mut c2, _) = v2025(ClientPolicy::FIXED);
     c2.send_request("tools/list", None, NOW).unwrap();
     let s2 = sent(&mut c2).remove(0);
     stream_head(&mut c2, s2.http);
@@ -195,7 +195,7 @@ fn notify_and_respond_post_in_the_session_era_only_and_only_when_ready() {
     }
     let mut fresh = ClientSession::new(ClientConfig::default(), ClientPolicy::FIXED);
     refused(&mut fresh, ClientUsageError::NotReady);
-    let (mut c, _) = legacy(ClientPolicy::FIXED);
+    let (mut c, _) = v2025(ClientPolicy::FIXED);
     // The server asks 7 and 8 on a call's stream: `respond` answers only
     // what the server asked.
     let (_, call) = streaming(&mut c, "tools/call");
@@ -219,7 +219,7 @@ fn notify_and_respond_post_in_the_session_era_only_and_only_when_ready() {
     assert_eq!(bodies[0]["method"], "notifications/roots/list_changed");
     assert_eq!(bodies[1], json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
     assert_eq!(bodies[2]["error"]["code"], -32601);
-    refused(&mut modern(json!({})), ClientUsageError::ModernEra);
+    refused(&mut v2026(json!({})), ClientUsageError::WrongEra);
     c.close(NOW);
     assert_eq!(
         c.send_request("tools/list", None, NOW),
@@ -233,7 +233,7 @@ fn notify_and_respond_post_in_the_session_era_only_and_only_when_ready() {
 
 #[test]
 fn has_output_while_a_transmit_or_an_event_waits() {
-    let mut c = super::testing::client(ClientEra::Legacy);
+    let mut c = super::testing::client(ClientEra::V2025);
     assert!(!c.has_output());
     c.initialize(RawJson::empty_object(), NOW).unwrap();
     assert!(c.has_output());
@@ -250,7 +250,7 @@ fn has_output_while_a_transmit_or_an_event_waits() {
 fn a_request_whose_caller_has_its_result_cannot_be_cancelled() {
     // KeepRunning: the answer came on the background GET, the foreground
     // still runs; the caller has its outcome, so a cancel finds nothing.
-    let (mut c, after) = legacy(ClientPolicy::CSHARP_PR1381);
+    let (mut c, after) = v2025(ClientPolicy::CSHARP_PR1381);
     let get = after
         .iter()
         .find(|s| s.body.is_null())
@@ -288,7 +288,7 @@ fn break_and_resume(c: &mut ClientSession, http: HttpId) -> Option<HttpId> {
 
 #[test]
 fn a_resumed_stream_that_delivers_a_message_starts_its_attempts_over() {
-    let (mut c, _) = legacy(ClientPolicy::FIXED);
+    let (mut c, _) = v2025(ClientPolicy::FIXED);
     let max = c.config().resume_attempts_max;
     let (id, post) = streaming(&mut c, "tools/call");
     let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
@@ -317,7 +317,7 @@ fn a_resumed_stream_that_delivers_a_message_starts_its_attempts_over() {
 
 #[test]
 fn an_answer_on_the_background_get_aborts_the_requests_own_stream() {
-    let (mut c, after) = legacy(ClientPolicy::FIXED);
+    let (mut c, after) = v2025(ClientPolicy::FIXED);
     let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
     stream_head(&mut c, get);
     let (_, post) = streaming(&mut c, "tools/list");
@@ -339,7 +339,7 @@ fn an_answer_on_the_background_get_aborts_the_requests_own_stream() {
 
 #[test]
 fn the_last_finished_max_answered_ids_are_duplicates_older_ones_strangers() {
-    let (mut c, _) = legacy_with(|c| c.finished_max = 2, ClientPolicy::FIXED);
+    let (mut c, _) = v2025_with(|c| c.finished_max = 2, ClientPolicy::FIXED);
     let mut ids = Vec::new();
     for _ in 0..3 {
         c.send_request("tools/list", None, NOW).unwrap();
@@ -375,7 +375,7 @@ fn the_last_finished_max_answered_ids_are_duplicates_older_ones_strangers() {
 
 #[test]
 fn keep_running_ends_a_request_answered_on_its_own_stream_at_once() {
-    let (mut c, _) = legacy(ClientPolicy::CSHARP_PR1381);
+    let (mut c, _) = v2025(ClientPolicy::CSHARP_PR1381);
     let (_, post) = streaming(&mut c, "tools/list");
     let ok = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
     sse(&mut c, post.http, ok);
@@ -388,7 +388,7 @@ fn keep_running_ends_a_request_answered_on_its_own_stream_at_once() {
 
 #[test]
 fn keep_running_counts_the_foregrounds_own_late_copy_as_a_duplicate() {
-    let (mut c, after) = legacy(ClientPolicy::CSHARP_PR1381);
+    let (mut c, after) = v2025(ClientPolicy::CSHARP_PR1381);
     let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
     stream_head(&mut c, get);
     let (_, post) = streaming(&mut c, "tools/list");
@@ -402,7 +402,7 @@ fn keep_running_counts_the_foregrounds_own_late_copy_as_a_duplicate() {
 
 #[test]
 fn after_foreground_returns_keeps_the_first_copy_and_counts_a_second() {
-    let (mut c, after) = legacy(ClientPolicy::CSHARP_BASELINE);
+    let (mut c, after) = v2025(ClientPolicy::CSHARP_BASELINE);
     let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
     stream_head(&mut c, get);
     let (_, post) = streaming(&mut c, "tools/list");
@@ -419,7 +419,7 @@ fn after_foreground_returns_keeps_the_first_copy_and_counts_a_second() {
 
 #[test]
 fn a_cancelled_request_is_announced_to_the_server_and_the_session_stays() {
-    let (mut c, _) = legacy(ClientPolicy::FIXED);
+    let (mut c, _) = v2025(ClientPolicy::FIXED);
     let id = c.send_request("tools/call", None, NOW).unwrap();
     let post = sent(&mut c).remove(0);
     c.cancel(&id, NOW).unwrap();
@@ -433,7 +433,7 @@ fn a_cancelled_request_is_announced_to_the_server_and_the_session_stays() {
 
 #[test]
 fn an_initialize_that_times_out_is_not_cancelled_and_may_be_tried_again() {
-    let mut c = super::testing::client(ClientEra::Legacy);
+    let mut c = super::testing::client(ClientEra::V2025);
     c.initialize(RawJson::empty_object(), NOW).unwrap();
     sent(&mut c);
     let (at, _) = c.poll_timeout().unwrap();
@@ -473,7 +473,7 @@ fn break_then_fire(c: &mut ClientSession, http: HttpId, now: Instant) -> Option<
 /// is resumed before it is given up, under `policy`, retrying every 250 ms
 /// within a 1,000 ms window, at most 8 attempts.
 fn resumptions_without_messages(policy: ClientPolicy) -> usize {
-    let (mut c, _) = legacy_with(
+    let (mut c, _) = v2025_with(
         |c| {
             c.retry_default_ms = 250;
             c.resume_window_ms = 1000;
@@ -523,7 +523,7 @@ fn resumption_is_bounded_by_its_window_and_reset_on_event_id_by_attempts_only() 
 
 #[test]
 fn the_background_get_is_reopened_from_its_cursor_and_given_up_after_its_failures() {
-    let (mut c, after) = legacy_with(|c| c.background_failures_max = 2, ClientPolicy::FIXED);
+    let (mut c, after) = v2025_with(|c| c.background_failures_max = 2, ClientPolicy::FIXED);
     let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
     stream_head(&mut c, get);
     sse(
@@ -564,7 +564,7 @@ fn a_background_get_answered_200_without_an_event_stream_is_a_failure() {
     // With no failure allowed, a 200 that is not an event stream ends the
     // background GET; a 200 event stream that breaks is reopened.
     for (content, again) in [("application/json", false), ("text/event-stream", true)] {
-        let (mut c, after) = legacy_with(|c| c.background_failures_max = 0, ClientPolicy::FIXED);
+        let (mut c, after) = v2025_with(|c| c.background_failures_max = 0, ClientPolicy::FIXED);
         let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
         let head = ResponseHead::from_wire(200, [("content-type", content)]);
         c.handle_response_head(get, head, NOW);
@@ -575,7 +575,7 @@ fn a_background_get_answered_200_without_an_event_stream_is_a_failure() {
 
 #[test]
 fn a_get_answered_405_is_never_tried_again() {
-    let (mut c, after) = legacy(ClientPolicy::FIXED);
+    let (mut c, after) = v2025(ClientPolicy::FIXED);
     let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
     let head = ResponseHead::from_wire(405, [("content-type", "application/json")]);
     c.handle_response_head(get, head, NOW);
@@ -596,7 +596,7 @@ fn an_eventsource_reader_reconnects_after_a_clean_end_only() {
         (200, "application/json", false),
         (500, "text/event-stream", false),
     ] {
-        let (mut c, _) = legacy(ClientPolicy::EVENTSOURCE_RECONNECT);
+        let (mut c, _) = v2025(ClientPolicy::EVENTSOURCE_RECONNECT);
         let (_, post) = streaming(&mut c, "tools/list");
         let ok = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
         sse(&mut c, post.http, ok);
@@ -614,7 +614,7 @@ fn an_eventsource_reader_reconnects_after_a_clean_end_only() {
 
 #[test]
 fn an_eventsource_reader_reconnects_at_most_reader_reconnects_max_times() {
-    let (mut c, _) = legacy_with(
+    let (mut c, _) = v2025_with(
         |c| c.reader_reconnects_max = 2,
         ClientPolicy::EVENTSOURCE_RECONNECT,
     );
@@ -637,7 +637,7 @@ fn an_eventsource_reader_reconnects_at_most_reader_reconnects_max_times() {
 #[test]
 fn an_answer_over_the_bound_fails_its_request_at_once_instead_of_resuming() {
     let failure = |too_large: bool| {
-        let (mut c, _) = legacy(ClientPolicy::FIXED);
+        let (mut c, _) = v2025(ClientPolicy::FIXED);
         events(&mut c);
         let (id, post) = streaming(&mut c, "tools/call");
         // A priming event: the stream could be resumed from it.
@@ -661,7 +661,7 @@ fn an_answer_over_the_bound_fails_its_request_at_once_instead_of_resuming() {
 #[test]
 fn a_json_answer_without_the_response_says_what_it_held_instead() {
     let failure = |content_type: &str, body: &[u8]| {
-        let (mut c, _) = legacy(ClientPolicy::FIXED);
+        let (mut c, _) = v2025(ClientPolicy::FIXED);
         events(&mut c);
         let id = c.send_request("tools/call", None, NOW).unwrap();
         let post = sent(&mut c).remove(0);
@@ -709,7 +709,7 @@ fn a_json_answer_without_the_response_says_what_it_held_instead() {
 #[test]
 fn rmcp_3_3_waits_for_a_response_no_stream_will_carry() {
     let answered = |policy: ClientPolicy, body: &[u8]| {
-        let (mut c, _) = legacy(policy);
+        let (mut c, _) = v2025(policy);
         events(&mut c);
         let id = c.send_request("tools/call", None, NOW).unwrap();
         let post = sent(&mut c).remove(0);
@@ -749,7 +749,7 @@ fn rmcp_3_3_waits_for_a_response_no_stream_will_carry() {
 #[test]
 fn ts_sdk_1_32_loses_its_place_after_an_empty_resumption() {
     let run = |policy: ClientPolicy, primed: bool| {
-        let (mut c, _) = legacy(policy);
+        let (mut c, _) = v2025(policy);
         events(&mut c);
         let (id, post) = streaming(&mut c, "tools/call");
         if primed {
@@ -817,16 +817,16 @@ fn ts_sdk_1_32_loses_its_place_after_an_empty_resumption() {
 fn the_standalone_get_leaves_the_pools_last_connection_to_requests() {
     let gets = |after: &[Sent]| after.iter().filter(|s| s.body.is_null()).count();
     let pool = |n| move |c: &mut ClientConfig| c.connections_max = n;
-    let (_, after) = legacy_with(pool(None), ClientPolicy::FIXED);
+    let (_, after) = v2025_with(pool(None), ClientPolicy::FIXED);
     assert_eq!(gets(&after), 1, "no pool: the GET beside the POST");
-    let (_, after) = legacy_with(pool(Some(1)), ClientPolicy::CSHARP_1637);
+    let (_, after) = v2025_with(pool(Some(1)), ClientPolicy::CSHARP_1637);
     assert_eq!(
         gets(&after),
         1,
         "csharp-sdk #1637: the GET whatever the pool"
     );
     for n in [1, 2] {
-        let (mut c, after) = legacy_with(pool(Some(n)), ClientPolicy::FIXED);
+        let (mut c, after) = v2025_with(pool(Some(n)), ClientPolicy::FIXED);
         assert_eq!(
             gets(&after),
             0,
@@ -849,7 +849,7 @@ fn the_standalone_get_leaves_the_pools_last_connection_to_requests() {
 /// A call whose stream carries the server's request `0` and then its
 /// cancellation: what the application hears, and whether it may answer.
 fn question_then_cancel(policy: ClientPolicy) -> (ClientSession, Vec<ClientEvent>) {
-    let (mut c, _) = legacy(policy);
+    let (mut c, _) = v2025(policy);
     let (_, post) = streaming(&mut c, "tools/call");
     sse(
         &mut c,
@@ -911,7 +911,7 @@ fn ts_sdk_2_0_ignores_a_cancellation_of_request_zero_and_answers_it() {
 
 #[test]
 fn a_request_answered_once_cannot_be_answered_again_and_a_flood_is_refused() {
-    let (mut c, _) = legacy_with(|cfg| cfg.asked_max = 1, ClientPolicy::FIXED);
+    let (mut c, _) = v2025_with(|cfg| cfg.asked_max = 1, ClientPolicy::FIXED);
     let (_, post) = streaming(&mut c, "tools/call");
     for id in [7, 8] {
         let ask = json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"});
@@ -936,7 +936,7 @@ fn a_request_answered_once_cannot_be_answered_again_and_a_flood_is_refused() {
 /// A call in flight, and the server's elicitation for it sent on the
 /// standalone GET (mcp-go before PR #933); then the call's own response.
 fn question_on_the_get_during_a_call(policy: ClientPolicy) -> (Vec<ClientEvent>, Vec<ClientEvent>) {
-    let (mut c, after) = legacy(policy);
+    let (mut c, after) = v2025(policy);
     let get = after.iter().find(|s| s.body.is_null()).unwrap().http;
     stream_head(&mut c, get);
     let (_, post) = streaming(&mut c, "tools/call");
@@ -978,7 +978,7 @@ fn a_request_on_the_get_waits_for_the_calls_only_under_after_calls() {
         "handed out once the call ended, after its response {after:?}"
     );
     // On the call's own stream it is handed out at once.
-    let (mut c, _) = legacy(ClientPolicy::CODEX_DESKTOP_2026_07);
+    let (mut c, _) = v2025(ClientPolicy::CODEX_DESKTOP_2026_07);
     let (_, post) = streaming(&mut c, "tools/call");
     sse(
         &mut c,

@@ -72,13 +72,13 @@ pub fn probe_with(era: ClientEra, params: RawJson) -> (ClientSession, HttpId) {
     (c, s[0].http)
 }
 
-/// A modern client ready to send, declaring `capabilities`.
-pub fn modern(capabilities: Value) -> ClientSession {
+/// A 2026-07-28 client ready to send, declaring `capabilities`.
+pub fn v2026(capabilities: Value) -> ClientSession {
     let params = RawJson::from(serde_json::json!({ "capabilities": capabilities }));
-    let (mut c, http) = probe_with(ClientEra::Modern, params);
+    let (mut c, http) = probe_with(ClientEra::V2026, params);
     let ok = r#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}"#;
     answer(&mut c, http, 200, ok);
-    assert!(c.is_ready() && c.is_modern());
+    assert!(c.is_ready() && c.is_v2026());
     while c.poll_event().is_some() {}
     c
 }

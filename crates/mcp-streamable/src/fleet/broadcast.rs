@@ -9,7 +9,7 @@
 //! session-era session it holds a copy of in the store before it notifies
 //! it ([`StoreOp::ClaimDelivery`]): whichever copy claims first delivers, on
 //! its GET if the GET is there, through the session's mailbox to the
-//! instance that holds it otherwise (as any unrelated message). A modern
+//! instance that holds it otherwise (as any unrelated message). A 2026-07-28
 //! listen lives on one instance only, the one its `subscriptions/listen`
 //! stream is open on, and gets the broadcast there unclaimed.
 //!
@@ -18,7 +18,7 @@
 //!        │                                                        │
 //!        ▼ here                                                   ▼ there, alike
 //!   each target held here:
-//!     modern listen  ──► notified at once
+//!     2026-07-28 listen  ──► notified at once
 //!     session era    ──► ClaimDelivery(S, id) ──won──► notified here
 //!                                             └─lost─► another copy did it
 //! ```

@@ -55,7 +55,7 @@ use crate::preset::{Scheduled, SchedulingPoint};
 use crate::principal::Caller;
 use crate::server::event_ids::EventIdCodec;
 use crate::server::{
-    modern, request, Cause, Dispatched, DropReason, EndReason, EndpointConfig, Outgoing,
+    request, v2026, Cause, Dispatched, DropReason, EndReason, EndpointConfig, Outgoing,
     ServerEndpoint, ServerEvent, ServerSession, Transmit, TransmitKind, UnreadBody, STREAM_ID_SPAN,
 };
 use crate::time::Instant;
@@ -726,7 +726,7 @@ impl Instance {
     /// A broadcast by the application (a list changed): to every session
     /// of the fleet, each once, if this instance joined the fleet's
     /// broadcasts; to the sessions held here otherwise. Returns how many
-    /// got it here at once (modern listens, and every session unjoined);
+    /// got it here at once (2026-07-28 listens, and every session unjoined);
     /// the session-era sessions of a joined instance get it once their
     /// claims come back.
     pub fn broadcast(&mut self, method: &str, params: Option<RawJson>, now: Instant) -> usize {
@@ -810,13 +810,13 @@ impl Instance {
     // ---- internals -----------------------------------------------------
 
     /// The session a request must be checked for: the one it names, unless
-    /// it is a modern request (whose session header means nothing) or the
+    /// it is a 2026-07-28 request (whose session header means nothing) or the
     /// id is malformed (the endpoint answers that itself).
     fn session_named(&self, head: &RequestHead, body: &[u8]) -> Option<SessionId> {
         let text = head.header(headers::MCP_SESSION_ID)?;
         let version = request::protocol_version_of(head, body).ok().flatten();
-        if version.is_some_and(|v| v.is_modern())
-            || (head.method == Method::Post && modern::is_modern(version, body))
+        if version.is_some_and(|v| v.is_v2026())
+            || (head.method == Method::Post && v2026::is_v2026(version, body))
         {
             return None;
         }
@@ -842,7 +842,7 @@ impl Instance {
         let Some(s) = self.endpoint.session(&sid) else {
             return;
         };
-        if s.version().is_modern() {
+        if s.version().is_v2026() {
             return;
         }
         let record = SessionRecord {
@@ -1126,7 +1126,7 @@ impl Instance {
         }
         for sid in std::mem::take(&mut self.touched) {
             match self.endpoint.session(&sid) {
-                Some(s) if !s.is_ended() && !s.version().is_modern() => {
+                Some(s) if !s.is_ended() && !s.version().is_v2026() => {
                     let id = self.config.id;
                     let ready = s.is_initialized();
                     let resumed = self.config.resumed;
@@ -1224,7 +1224,7 @@ impl Instance {
     /// The copy of `sid` here is ready or gone: its control channel is not
     /// listened to any more (an answer still waiting for it goes).
     /// Broadcast `id`, made here or elsewhere, for the sessions held here:
-    /// modern listens notified at once, session-era copies claimed first.
+    /// 2026-07-28 listens notified at once, session-era copies claimed first.
     /// Returns how many were notified at once.
     fn take_broadcast(
         &mut self,
@@ -1238,7 +1238,7 @@ impl Instance {
             .endpoint
             .broadcast_targets(method, value.as_ref())
             .into_iter()
-            .partition(|sid| self.endpoint.is_modern(sid));
+            .partition(|sid| self.endpoint.is_v2026(sid));
         let mut sent = 0;
         for sid in &listens {
             let got =
@@ -1576,7 +1576,7 @@ impl Instance {
                 let Some(eid) = s.parse_event_id(text) else {
                     return;
                 };
-                if s.version().is_modern() || !self.owns(eid.stream) {
+                if s.version().is_v2026() || !self.owns(eid.stream) {
                     return;
                 }
                 let log = LogKey {

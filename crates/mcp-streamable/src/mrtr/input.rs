@@ -158,12 +158,12 @@ pub fn check_asked(
     Ok(Asked { requests, state })
 }
 
-/// The capabilities a modern request's client declared (`_meta`).
+/// The capabilities a 2026-07-28 request's client declared (`_meta`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClientCapabilities(Map<String, Value>);
 
 impl ClientCapabilities {
-    /// The capabilities in `params._meta` of a modern request (none if absent).
+    /// The capabilities in `params._meta` of a 2026-07-28 request (none if absent).
     pub fn of(params: Option<&Value>) -> Self {
         let meta = params.and_then(|p| p.get("_meta"));
         Self::declared(meta.and_then(|m| m.get(META_CLIENT_CAPABILITIES)))

@@ -1,5 +1,5 @@
 //! Multi round-trip requests (MRTR, 2026-07-28 `basic/patterns/mrtr.mdx`):
-//! the modern era's only way for a server to ask the client for input. The
+//! the 2026-07-28 era's only way for a server to ask the client for input. The
 //! server answers with an `InputRequiredResult` ([`input`]); the client
 //! gathers the input and retries the request under a new id, echoing the
 //! opaque `requestState`, which the server seals ([`state`]) because it

@@ -244,7 +244,7 @@ impl<A: App> ServerDriver<A> {
         sent
     }
 
-    /// Ends every modern listen gracefully (before a shutdown).
+    /// Ends every 2026-07-28 listen gracefully (before a shutdown).
     pub fn end_listens(&mut self, now: Instant) {
         self.ep.end_listens(now);
         self.pump(now);

@@ -7,9 +7,9 @@
 
 use super::admission::{Admission, AdmissionLimits};
 use super::drain::{observe_dropped, BroadcastOrigin, ServerOutput};
-use super::modern;
 use super::request::{self, AllowList, UnreadBody};
 use super::session::{ServerSession, SessionConfig, SessionTimer};
+use super::v2026;
 use super::{Cause, Content, EndReason, ResponseHead, ServerEvent, Transmit, TransmitKind};
 use crate::error::RequestError;
 use crate::head::{Method, RequestHead};
@@ -58,20 +58,20 @@ pub struct EndpointConfig {
     /// `session_bytes_max`): past it a new session first evicts half-open
     /// and idle ones, else is refused (503).
     pub retained_bytes_max: usize,
-    /// Whether modern (2026-07-28) requests are served; off, this is a
-    /// session-era server (a probe gets 400 -32601, and modern clients in
+    /// Whether 2026-07-28 requests are served; off, this is a
+    /// session-era server (a probe gets 400 -32601, and 2026-07-28 clients in
     /// `auto` mode fall back to `initialize`).
-    pub modern_era: bool,
-    /// What a modern `subscriptions/listen` may receive here (each listen
+    pub v2026_era: bool,
+    /// What a 2026-07-28 `subscriptions/listen` may receive here (each listen
     /// is acknowledged with what it asked for and this allows): all by default.
-    pub listen: modern::ListenFilter,
+    pub listen: v2026::ListenFilter,
     /// The application's tools that mirror arguments as `Mcp-Param-*`
     /// headers (SEP-2243), as its `tools/list` declares them
     /// ([`ToolHeaderTable::from_list`](crate::tool_headers::ToolHeaderTable::from_list)):
-    /// a modern `tools/call` of one is refused (400, -32020) unless its
+    /// a 2026-07-28 `tools/call` of one is refused (400, -32020) unless its
     /// headers agree with its arguments. Empty by default: no tool declares any.
     pub tool_headers: crate::tool_headers::ToolHeaderTable,
-    /// Modern (2026-07-28) requests being answered at once (503 past it):
+    /// 2026-07-28 requests being answered at once (503 past it):
     /// each holds a session of its own until its exchange is over.
     pub stateless_requests_max: usize,
     /// The first exchange id this endpoint mints is `http_id_base + 1`; shells
@@ -99,8 +99,8 @@ impl Default for EndpointConfig {
             sessions_max: 100_000,
             sessions_per_peer_max: None,
             retained_bytes_max: 256 << 20,
-            modern_era: true,
-            listen: modern::ListenFilter::all(),
+            v2026_era: true,
+            listen: v2026::ListenFilter::all(),
             tool_headers: Default::default(),
             stateless_requests_max: 4096,
             http_id_base: 0,
@@ -130,9 +130,9 @@ pub struct ServerEndpoint {
     /// Each session shared between clones until changed: a model checker's
     /// step touches one session of a world.
     sessions: BTreeMap<SessionId, Shared<ServerSession>>,
-    /// How many of `sessions` are modern requests' own.
+    /// How many of `sessions` are 2026-07-28 requests' own.
     stateless: usize,
-    /// The one session every modern request shares
+    /// The one session every 2026-07-28 request shares
     /// ([`StatelessRequests::SharedTransport`]; `None` under FIXED).
     shared_stateless: Option<SessionId>,
     /// Who may open a session and who is evicted for room. It follows from
@@ -211,7 +211,7 @@ impl ServerEndpoint {
     /// A secret for what the application hands to clients and must know
     /// again on any later request (the key of MRTR `requestState`): one per
     /// endpoint, drawn from its source on first use. Applications are made
-    /// per session, and a modern request is a session of its own, so an
+    /// per session, and a 2026-07-28 request is a session of its own, so an
     /// application cannot keep such a key itself.
     pub fn app_secret(&mut self) -> [u8; 32] {
         if let Some(k) = self.app_secret {
@@ -260,18 +260,18 @@ impl ServerEndpoint {
         Some(&mut **s)
     }
 
-    /// Live session ids, in order (modern requests' own sessions included).
+    /// Live session ids, in order (2026-07-28 requests' own sessions included).
     pub fn session_ids(&self) -> impl Iterator<Item = &SessionId> {
         self.sessions.keys()
     }
 
     /// The session-era sessions: those a client names in `Mcp-Session-Id`,
-    /// which admission counts and unrelated notifications reach (a modern
+    /// which admission counts and unrelated notifications reach (a 2026-07-28
     /// request's own session is none of these), in order.
     pub fn named_session_ids(&self) -> impl Iterator<Item = &SessionId> {
         self.sessions
             .iter()
-            .filter(|(_, s)| !s.version().is_modern())
+            .filter(|(_, s)| !s.version().is_v2026())
             .map(|(id, _)| id)
     }
 
@@ -296,11 +296,11 @@ impl ServerEndpoint {
         body: &[u8],
     ) -> bool {
         policy.stateless_requests == StatelessRequests::SharedTransport
-            && config.modern_era
+            && config.v2026_era
             && head.method == Method::Post
             && head.header(headers::MCP_METHOD) != Some("subscriptions/listen")
             && request::protocol_version_of(head, body)
-                .is_ok_and(|version| modern::is_modern(version, body))
+                .is_ok_and(|version| v2026::is_v2026(version, body))
     }
 
     /// The session an exchange belongs to.
@@ -482,7 +482,7 @@ impl ServerEndpoint {
         };
         if let Some(s) = self.sessions.get_mut(&sid) {
             s.handle_http_closed(http, now);
-            if s.version().is_modern() && self.shared_stateless.as_ref() != Some(&sid) {
+            if s.version().is_v2026() && self.shared_stateless.as_ref() != Some(&sid) {
                 // Its one exchange is over: answered, or closed by the
                 // client, which in this era cancels the request.
                 s.close(now);
@@ -493,7 +493,7 @@ impl ServerEndpoint {
 
     /// A notification for every client it concerns, whichever era: each
     /// session-era session that is initialized gets it as an unrelated
-    /// notification (its standalone stream, or held for one); each modern
+    /// notification (its standalone stream, or held for one); each 2026-07-28
     /// listen that subscribed to it gets it on its stream, tagged with its
     /// subscription id. Returns who got what (session, key, cause), for the
     /// observer.
@@ -516,7 +516,7 @@ impl ServerEndpoint {
     }
 
     /// Who a broadcast of `method` (its params as `value`) is for, in id
-    /// order: modern listens subscribed to it, and session-era sessions
+    /// order: 2026-07-28 listens subscribed to it, and session-era sessions
     /// initialized and not ended. A fleet claims each session-era target in
     /// the store before [`Self::notify_of_broadcast`], since other
     /// instances hold copies of the same sessions (`fleet::broadcast`).
@@ -528,7 +528,7 @@ impl ServerEndpoint {
         self.sessions
             .iter()
             .filter(|(_, s)| {
-                if s.version().is_modern() {
+                if s.version().is_v2026() {
                     s.listens_to(method, value)
                 } else {
                     s.is_initialized() && !s.is_ended()
@@ -539,7 +539,7 @@ impl ServerEndpoint {
     }
 
     /// A broadcast for one of its targets ([`Self::broadcast_targets`]):
-    /// a modern listen gets it tagged with its subscription, a session-era
+    /// a 2026-07-28 listen gets it tagged with its subscription, a session-era
     /// session as an unrelated notification. What was sent, if anything.
     pub fn notify_of_broadcast(
         &mut self,
@@ -550,7 +550,7 @@ impl ServerEndpoint {
         now: Instant,
     ) -> Option<(MsgKey, Cause)> {
         let s = self.sessions.get_mut(id)?;
-        let got = if s.version().is_modern() {
+        let got = if s.version().is_v2026() {
             s.notify_listener(method, value, now)
         } else {
             s.notify(method, params, Cause::Unrelated, now)
@@ -563,13 +563,13 @@ impl ServerEndpoint {
 
     /// Whether session `id` here speaks the 2026-07-28 era (a listen's own
     /// session, held by this endpoint alone).
-    pub fn is_modern(&self, id: &SessionId) -> bool {
+    pub fn is_v2026(&self, id: &SessionId) -> bool {
         self.sessions
             .get(id)
-            .is_some_and(|s| s.version().is_modern())
+            .is_some_and(|s| s.version().is_v2026())
     }
 
-    /// Ends every modern listen gracefully (a `complete` result, then the
+    /// Ends every 2026-07-28 listen gracefully (a `complete` result, then the
     /// end of its stream): before a shutdown.
     pub fn end_listens(&mut self, now: Instant) {
         let listens: Vec<SessionId> = self
@@ -707,7 +707,7 @@ impl ServerEndpoint {
     /// has ended and said all it had to say.
     fn settle(&mut self, id: &SessionId) {
         match self.sessions.get(id) {
-            Some(s) if s.version().is_modern() => {}
+            Some(s) if s.version().is_v2026() => {}
             Some(s) if !s.is_ended() => {
                 let state = s.admission_state();
                 if self.admission.0.differs(id, state) {
@@ -735,7 +735,7 @@ impl ServerEndpoint {
         let Some(s) = self.sessions.remove(id) else {
             return false;
         };
-        if s.version().is_modern() {
+        if s.version().is_v2026() {
             self.stateless -= 1;
         }
         if self.shared_stateless.as_ref() == Some(id) {
@@ -834,25 +834,17 @@ impl ServerEndpoint {
         }
         request::check_accept(head)?;
         let header_version = request::protocol_version_of(head, body)?;
-        // The modern era has no GET stream and no DELETE; its POSTs stand
+        // The 2026-07-28 era has no GET stream and no DELETE; its POSTs stand
         // alone, whatever `Mcp-Session-Id` they carry.
-        let modern_era = self.config.modern_era;
-        let modern_header = header_version.is_some_and(ProtocolVersion::is_modern);
+        let v2026_era = self.config.v2026_era;
+        let v2026_header = header_version.is_some_and(ProtocolVersion::is_v2026);
         match head.method {
-            Method::Get | Method::Delete if modern_era && modern_header => {
+            Method::Get | Method::Delete if v2026_era && v2026_header => {
                 return Err(RequestError::MethodNotAllowed)
             }
-            Method::Post if modern_era && modern::is_modern(header_version, body) => {
+            Method::Post if v2026_era && v2026::is_v2026(header_version, body) => {
                 let caller = admit.caller;
-                return self.dispatch_modern(
-                    http,
-                    head,
-                    body,
-                    header_version,
-                    caller,
-                    now,
-                    session,
-                );
+                return self.dispatch_v2026(http, head, body, header_version, caller, now, session);
             }
             _ => {}
         }
@@ -1000,10 +992,10 @@ impl ServerEndpoint {
         self.ids.session_id(|id| sessions.contains_key(id))
     }
 
-    /// A modern (2026-07-28) POST: checked, then run in a session of its
+    /// A 2026-07-28 POST: checked, then run in a session of its
     /// own that no one can name and that ends with its exchange.
     #[allow(clippy::too_many_arguments)]
-    fn dispatch_modern(
+    fn dispatch_v2026(
         &mut self,
         http: HttpId,
         head: &RequestHead,
@@ -1014,7 +1006,7 @@ impl ServerEndpoint {
         session: &mut Option<SessionId>,
     ) -> Result<(), RequestError> {
         self.check_post_body(head, body)?;
-        let message = modern::check(head, header_version, body, &self.config.tool_headers)?;
+        let message = v2026::check(head, header_version, body, &self.config.tool_headers)?;
         if !message.is_request() {
             // This era defines no client notifications over HTTP: accepted.
             self.push(
@@ -1040,7 +1032,7 @@ impl ServerEndpoint {
         let mut s = ServerSession::stateless(id.clone(), &self.config.session, self.policy)
             .with_principal(caller.principal.clone());
         if self.policy.stateless_requests == StatelessRequests::SharedTransport && !is_listen {
-            // Every later modern request goes into this one, whoever sends it.
+            // Every later 2026-07-28 request goes into this one, whoever sends it.
             self.shared_stateless = Some(id.clone());
         }
         let outcome = match message {
@@ -1049,13 +1041,12 @@ impl ServerEndpoint {
                 method,
                 params,
             } if method == "subscriptions/listen" => {
-                let asked =
-                    modern::ListenFilter::from_params(params.as_ref()).ok_or_else(|| {
-                        RequestError::InvalidParams {
-                            what: "subscriptions/listen needs params.notifications".into(),
-                            id: Some(rid.clone()),
-                        }
-                    })?;
+                let asked = v2026::ListenFilter::from_params(params.as_ref()).ok_or_else(|| {
+                    RequestError::InvalidParams {
+                        what: "subscriptions/listen needs params.notifications".into(),
+                        id: Some(rid.clone()),
+                    }
+                })?;
                 s.handle_listen(http, rid, asked.agreed(&self.config.listen), now);
                 Ok(())
             }
@@ -1118,11 +1109,24 @@ impl ServerEndpoint {
     fn push(&mut self, http: HttpId, kind: TransmitKind) {
         self.transmits.push_back(Transmit { http, kind });
     }
+
+    /// The session that offers scheduling point `point` of exchange `http`.
+    pub(crate) fn session_of_point(
+        &self,
+        http: HttpId,
+        point: SchedulingPoint,
+    ) -> Option<SessionId> {
+        // Not by `routes`: a listener can outlive its HTTP exchange.
+        self.sessions
+            .iter()
+            .find(|(_, s)| s.scheduling_points().contains(&(http, point)))
+            .map(|(sid, _)| sid.clone())
+    }
 }
 
 /// The version a session opened by `initialize` speaks: the one offered
 /// when this crate knows it, else the newest. `initialize` selects the
-/// session era, so a modern version offered there is answered with the
+/// session era, so a 2026-07-28 version offered there is answered with the
 /// newest session-era one.
 pub fn session_version(initialize: &Message) -> ProtocolVersion {
     let offered = match initialize {
@@ -1136,7 +1140,7 @@ pub fn session_version(initialize: &Message) -> ProtocolVersion {
         _ => None,
     };
     offered
-        .filter(|v| !v.is_modern())
+        .filter(|v| !v.is_v2026())
         .unwrap_or(ProtocolVersion::LATEST)
 }
 
@@ -1155,21 +1159,6 @@ enum AdmitTo<'a> {
 
 /// An empty table to stand in while the endpoint's own is lent out.
 static EMPTY_ADMISSION: LazyLock<Arc<Admission>> = LazyLock::new(Arc::default);
-
-impl ServerEndpoint {
-    /// The session that offers scheduling point `point` of exchange `http`.
-    pub(crate) fn session_of_point(
-        &self,
-        http: HttpId,
-        point: SchedulingPoint,
-    ) -> Option<SessionId> {
-        // Not by `routes`: a listener can outlive its HTTP exchange.
-        self.sessions
-            .iter()
-            .find(|(_, s)| s.scheduling_points().contains(&(http, point)))
-            .map(|(sid, _)| sid.clone())
-    }
-}
 
 /// The sessions' scheduling points (mcp-go's competing goroutines, a
 /// listen's split start; none under FIXED): the driver picks which fires.

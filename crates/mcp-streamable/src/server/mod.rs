@@ -6,13 +6,13 @@ mod drain;
 pub mod driver;
 mod endpoint;
 pub mod event_ids;
-pub mod modern;
-pub(crate) mod modern_result;
 pub mod request;
 pub(crate) mod scheduler;
 mod session;
 pub mod stream;
 pub mod uploads;
+pub mod v2026;
+pub(crate) mod v2026_result;
 pub mod wire;
 
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};

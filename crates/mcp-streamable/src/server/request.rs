@@ -226,7 +226,7 @@ pub fn protocol_version_of(
 ) -> Result<Option<ProtocolVersion>, RequestError> {
     protocol_version(head).map_err(|e| match e {
         RequestError::BadProtocolVersion { version, .. } => {
-            let id = match crate::jsonrpc::parse_body(body, ProtocolVersion::MODERN) {
+            let id = match crate::jsonrpc::parse_body(body, ProtocolVersion::LATEST_V2026) {
                 Ok(crate::jsonrpc::Body::Single(crate::jsonrpc::Message::Request {
                     id, ..
                 })) => Some(id),

@@ -18,14 +18,10 @@
 //! hears nothing more (`Relisten::Unnoticed`, go-sdk v1.7.0, caught as M4
 //! by the monitor).
 
-use super::{ClientSession, Role};
-use crate::client::{ClientError, ClientEvent, ClientTimer, ClientUsageError, ListenId};
+use crate::client::ClientError;
 use crate::ids::{HttpId, RequestId};
 use crate::jsonrpc::{Message, RawJson};
-use crate::policy::Relisten;
-use crate::time::Instant;
 use crate::v2026::ListenFilter;
-use std::time::Duration;
 
 /// The notification that opens every listen stream.
 pub const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
@@ -57,226 +53,125 @@ pub(super) struct Listen {
     failures: u32,
 }
 
-impl ClientSession {
-    /// Listens for the change notifications `filter` names (modern era
-    /// only). The stream's acknowledgement arrives as
-    /// [`ClientEvent::Listening`], notifications as
-    /// [`ClientEvent::Notification`]; a broken stream is listened again
-    /// (by [`Relisten`]), an ended one is [`ClientEvent::ListenEnded`].
-    pub fn listen(
-        &mut self,
-        filter: ListenFilter,
-        now: Instant,
-    ) -> Result<ListenId, ClientUsageError> {
-        if !self.is_ready() {
-            return Err(ClientUsageError::NotReady);
-        }
-        if !self.is_modern() {
-            return Err(ClientUsageError::SessionEra);
-        }
-        if self.listens.len() >= self.config.listens_max {
-            return Err(ClientUsageError::TooManyRequests);
-        }
-        let l = ListenId(self.next_listen);
-        self.next_listen += 1;
-        self.listens.insert(
-            l,
-            Listen {
-                filter,
-                request: None,
-                http: None,
-                acked: false,
-                ever_acked: false,
-                failures: 0,
-            },
-        );
-        self.open_listen(l, now);
-        Ok(l)
-    }
+/// What a message on a listen's stream is to the listen.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Heard {
+    /// The acknowledgement: what the server agreed to send, and whether an
+    /// earlier stream of the listen was acknowledged too (then the
+    /// application lists again).
+    Acknowledged {
+        /// The filter the server agreed to.
+        agreed: ListenFilter,
+        /// Whether this listens again after a break.
+        resumed: bool,
+    },
+    /// A second acknowledgement: dropped, counted as a duplicate.
+    Duplicate,
+    /// A notification the listen carries, for the application.
+    Notification {
+        /// Its method.
+        method: String,
+        /// Its parameters.
+        params: Option<RawJson>,
+    },
+    /// The end: `complete`, a `notifications/cancelled` naming the listen
+    /// (cancellation.mdx), or the listen's own error.
+    Ended(Option<ClientError>),
+    /// Anything else, or a notification before the acknowledgement (M2:
+    /// a server that breaks this is not believed): counted as a stranger.
+    Stranger,
+}
 
-    /// Stops listening: the stream is closed (the era's cancellation),
-    /// [`ClientEvent::ListenEnded`] says `Cancelled` (as `cancel` ends a
-    /// request with `Failed`), and nothing more is heard of `l`. The event
-    /// is what tells an observer the listen is over even when no stream
-    /// was open to close (a re-listen was waiting).
-    pub fn unlisten(&mut self, l: ListenId) -> Result<(), ClientUsageError> {
-        if !self.listens.contains_key(&l) {
-            return Err(ClientUsageError::UnknownListen(l));
-        }
-        self.end_listen(l, Some(ClientError::Cancelled));
-        Ok(())
-    }
-
-    /// The listens the application asked for and has not stopped.
-    pub fn listens(&self) -> impl Iterator<Item = ListenId> + '_ {
-        self.listens.keys().copied()
-    }
-
-    /// Whether listen `l`'s current stream is acknowledged.
-    pub fn is_listening(&self, l: ListenId) -> bool {
-        self.listens.get(&l).is_some_and(|x| x.acked)
-    }
-
-    /// The request id of listen `l`'s current stream (its subscription id).
-    pub fn listen_request(&self, l: ListenId) -> Option<RequestId> {
-        self.listens
-            .get(&l)
-            .and_then(|x| x.request)
-            .map(RequestId::Num)
-    }
-
-    /// POSTs `subscriptions/listen` for `l` under a new request id.
-    fn open_listen(&mut self, l: ListenId, _now: Instant) {
-        let Some(filter) = self.listens.get(&l).map(|x| x.filter.to_json()) else {
-            return;
-        };
-        let n = self.mint_id();
-        let params = serde_json::json!({ "notifications": filter });
-        let msg = Message::request(n, "subscriptions/listen", Some(RawJson::from(params)));
-        let http = self.send_modern(Role::Listen(l.0, n), &msg);
-        if let Some(x) = self.listens.get_mut(&l) {
-            x.request = Some(n);
-            x.http = Some(http);
-            x.acked = false;
+impl Listen {
+    /// A listen for `filter`, no stream open yet.
+    pub(super) fn new(filter: ListenFilter) -> Self {
+        Listen {
+            filter,
+            request: None,
+            http: None,
+            acked: false,
+            ever_acked: false,
+            failures: 0,
         }
     }
 
-    /// A message on listen `l`'s stream: the acknowledgement, a
-    /// notification, or the end (`complete`, or an error).
-    pub(super) fn listen_message(&mut self, l: ListenId, http: HttpId, m: Message) {
-        let Some(x) = self.listens.get_mut(&l) else {
-            return;
-        };
-        if x.http != Some(http) {
-            return;
-        }
+    /// What it asks the server for, as `subscriptions/listen`'s
+    /// `notifications`.
+    pub(super) fn filter_json(&self) -> serde_json::Value {
+        self.filter.to_json()
+    }
+
+    /// Whether its current stream is acknowledged.
+    pub(super) fn is_acked(&self) -> bool {
+        self.acked
+    }
+
+    /// The request of its current stream.
+    pub(super) fn request(&self) -> Option<i64> {
+        self.request
+    }
+
+    /// Its current stream's exchange, while one is open.
+    pub(super) fn http(&self) -> Option<HttpId> {
+        self.http
+    }
+
+    /// Request `n` on exchange `http` listens for it now.
+    pub(super) fn opened(&mut self, n: i64, http: HttpId) {
+        self.request = Some(n);
+        self.http = Some(http);
+        self.acked = false;
+    }
+
+    /// Reads message `m` of its current stream.
+    pub(super) fn read(&mut self, m: Message) -> Heard {
+        let current = |id: &RequestId| Some(id.clone()) == self.request.map(RequestId::Num);
         match m {
             Message::Notification { method, params } if method == ACKNOWLEDGED => {
-                if x.acked {
-                    self.duplicates += 1;
-                    return;
+                if self.acked {
+                    return Heard::Duplicate;
                 }
-                let resumed = x.ever_acked;
-                x.acked = true;
-                x.ever_acked = true;
-                x.failures = 0;
+                let resumed = self.ever_acked;
+                self.acked = true;
+                self.ever_acked = true;
+                self.failures = 0;
                 let agreed = ListenFilter::from_params(params.as_ref()).unwrap_or_default();
-                self.events.push_back(ClientEvent::Listening {
-                    listen: l,
-                    agreed,
-                    resumed,
-                });
+                Heard::Acknowledged { agreed, resumed }
             }
-            // cancellation.mdx: a server tearing a subscription down sends
-            // `notifications/cancelled` naming the listen; it ends here, as
-            // a `complete` would (subscriptions.mdx's way of saying it).
             Message::Notification { method, params }
-                if method == CANCELLED && names_request(params.as_ref(), x.request) =>
+                if method == CANCELLED && names_request(params.as_ref(), self.request) =>
             {
-                self.end_listen(l, None);
+                Heard::Ended(None)
             }
-            Message::Notification { method, params } => {
-                if !x.acked {
-                    // Nothing may precede the acknowledgement (M2): a
-                    // server that breaks this is not believed.
-                    self.strangers += 1;
-                    return;
-                }
-                self.events
-                    .push_back(ClientEvent::Notification { method, params });
-            }
-            Message::Response { id, .. } if Some(id.clone()) == x.request.map(RequestId::Num) => {
-                self.end_listen(l, None);
-            }
+            Message::Notification { .. } if !self.acked => Heard::Stranger,
+            Message::Notification { method, params } => Heard::Notification { method, params },
+            Message::Response { id, .. } if current(&id) => Heard::Ended(None),
             Message::Error {
                 id: Some(id),
                 error,
-            } if Some(id.clone()) == x.request.map(RequestId::Num) => {
-                let error = ClientError::Status {
-                    status: 200,
-                    error: Some(error),
-                };
-                self.end_listen(l, Some(error));
-            }
-            _ => self.strangers += 1,
+            } if current(&id) => Heard::Ended(Some(ClientError::Status {
+                status: 200,
+                error: Some(error),
+            })),
+            _ => Heard::Stranger,
         }
     }
 
-    /// Listen `l`'s exchange is over. A refusal ends it; a stream that
-    /// broke is listened again after `retry_default_ms`, unless
-    /// `relisten_failures_max` listens in a row were never acknowledged.
-    pub(super) fn listen_stream_ended(
-        &mut self,
-        l: ListenId,
-        http: HttpId,
-        ex: &super::Exchange,
-        now: Instant,
-    ) {
-        let Some(x) = self.listens.get_mut(&l) else {
-            return;
-        };
-        if x.http != Some(http) {
-            return;
+    /// Its current stream is over: how many of its streams in a row ended
+    /// without an acknowledgement, this one counted.
+    pub(super) fn stream_ended(&mut self) -> u32 {
+        self.http = None;
+        self.request = None;
+        if !std::mem::take(&mut self.acked) {
+            self.failures += 1;
         }
-        x.http = None;
-        x.request = None;
-        if !std::mem::take(&mut x.acked) {
-            x.failures += 1;
-        }
-        let failures = x.failures;
-        if let Some(error) = ex.refusal("a listen answered without a stream") {
-            self.end_listen(l, Some(error));
-            return;
-        }
-        match self.policy.relisten {
-            Relisten::Unnoticed => return,
-            Relisten::Never => {
-                self.end_listen(l, Some(ClientError::StreamLost));
-                return;
-            }
-            Relisten::AndRelist if failures > self.config.relisten_failures_max => {
-                self.end_listen(l, Some(ClientError::StreamLost));
-                return;
-            }
-            Relisten::AndRelist => {}
-        }
-        let at = now + Duration::from_millis(self.config.retry_default_ms);
-        self.timers.set(ClientTimer::Relisten(l.0), at);
-    }
-
-    /// The re-listen timer of `l` fired.
-    pub(super) fn relisten(&mut self, l: ListenId, now: Instant) {
-        if self.listens.get(&l).is_some_and(|x| x.http.is_none()) && self.is_modern() {
-            self.open_listen(l, now);
-        }
-    }
-
-    /// Listen `l` is over; the application hears why (`None`: the server
-    /// ended it gracefully).
-    fn end_listen(&mut self, l: ListenId, error: Option<ClientError>) {
-        let Some(x) = self.listens.remove(&l) else {
-            return;
-        };
-        self.timers.stop(ClientTimer::Relisten(l.0));
-        if let Some(http) = x.http {
-            self.abort(http);
-        }
-        self.events
-            .push_back(ClientEvent::ListenEnded { listen: l, error });
-    }
-
-    /// The exchange's listen, if it is one.
-    pub(super) fn listen_of(&self, http: HttpId) -> Option<ListenId> {
-        match self.exchanges.get(&http)?.role {
-            Role::Listen(l, _) => Some(ListenId(l)),
-            _ => None,
-        }
+        self.failures
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::client::testing::{answer, modern, sent};
+    use crate::client::testing::{answer, sent, v2026};
     use crate::client::{ClientError, ClientEvent, ClientSession, ClientUsageError, ListenId};
     use crate::head::ResponseHead;
     use crate::ids::{HttpId, RequestId};
@@ -323,7 +218,7 @@ mod tests {
     #[test]
     fn each_listen_has_its_own_id_request_and_state_until_it_is_stopped() {
         let now = Instant::ZERO;
-        let mut c = modern(serde_json::json!({}));
+        let mut c = v2026(serde_json::json!({}));
         let (a, ha, na) = opened(&mut c);
         let (b, hb, nb) = opened(&mut c);
         assert_ne!(a, b);
@@ -351,7 +246,7 @@ mod tests {
     #[test]
     fn a_second_acknowledgement_and_anything_before_the_first_are_dropped_and_counted() {
         let now = Instant::ZERO;
-        let mut c = modern(serde_json::json!({}));
+        let mut c = v2026(serde_json::json!({}));
         let (l, http, n) = opened(&mut c);
         let change = serde_json::json!({"jsonrpc": "2.0",
             "method": "notifications/tools/list_changed"});
@@ -386,7 +281,7 @@ mod tests {
     #[test]
     fn the_listens_own_error_ends_it_with_that_error() {
         let now = Instant::ZERO;
-        let mut c = modern(serde_json::json!({}));
+        let mut c = v2026(serde_json::json!({}));
         let (l, http, n) = opened(&mut c);
         c.handle_sse_event(http, message(ack(n)), now);
         let error = serde_json::json!({"jsonrpc": "2.0", "id": n,
@@ -405,7 +300,7 @@ mod tests {
     #[test]
     fn a_broken_stream_is_listened_again_and_the_new_ack_says_resumed() {
         let mut now = Instant::ZERO;
-        let mut c = modern(serde_json::json!({}));
+        let mut c = v2026(serde_json::json!({}));
         let (l, http, n) = opened(&mut c);
         c.handle_sse_event(http, message(ack(n)), now);
         // The end of some other exchange is not this listen's.
@@ -433,7 +328,7 @@ mod tests {
     #[test]
     fn a_listen_answered_whole_instead_of_with_a_stream_ends_as_malformed() {
         let now = Instant::ZERO;
-        let mut c = modern(serde_json::json!({}));
+        let mut c = v2026(serde_json::json!({}));
         let l = c.listen(tools(), now).unwrap();
         let s = sent(&mut c).remove(0);
         answer(&mut c, s.http, 200, "{}");
@@ -450,7 +345,7 @@ mod tests {
     #[test]
     fn a_server_cancelling_the_listen_ends_it_and_nothing_is_listened_again() {
         let now = Instant::ZERO;
-        let mut c = modern(serde_json::json!({}));
+        let mut c = v2026(serde_json::json!({}));
         let (l, http, n) = opened(&mut c);
         c.handle_sse_event(http, message(ack(n)), now);
         // Another request's cancellation is not this listen's end.

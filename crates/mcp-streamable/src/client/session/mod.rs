@@ -1,4 +1,8 @@
-//! [`ClientSession`]: initialize, requests, the pending map, every stream.
+//! [`ClientSession`]: initialize, requests, the pending map, every stream,
+//! in one hub whose fields only this file touches; its listens, its
+//! requests of several rounds and the server's questions are types of their
+//! own (`listen`, `mrtr`, `asked`), and what the 2026-07-28 era decides is
+//! `v2026`'s, applied here.
 //!
 //! ```text
 //!  Fresh ──initialize──▶ Initializing ──InitializeResult parsed: commit id+version──▶ Ready
@@ -10,21 +14,27 @@
 mod asked;
 mod drain;
 mod listen;
-mod modern;
 mod mrtr;
-mod streams;
+mod v2026;
 
 pub use drain::ClientOutput;
 pub use listen::ACKNOWLEDGED;
-pub use modern::{encode_value, ClientEra};
+pub use v2026::{encode_value, ClientEra};
 
+use crate::client::ListenId;
 use crate::client::{
     ClientConfig, ClientError, ClientEvent, ClientTimer, ClientTransmit, ClientTransmitKind,
     ClientUsageError, Purpose, ServerRequests,
 };
+use crate::head::Method;
 use crate::head::{Content, RequestHead, ResponseHead};
+use crate::headers;
 use crate::ids::{HttpId, RequestId, SessionId};
 use crate::jsonrpc::{self, ErrorObject, Message, RawJson};
+use crate::mrtr::input::METHODS;
+use crate::mrtr::{check_asked, Asked, ClientCapabilities, InputError};
+use crate::observe::Observation;
+use crate::policy::Relisten;
 use crate::policy::{
     BackgroundGet, ClientPolicy, CompletionGate, ForegroundAfterCompletion, ReconnectStreams,
     SessionCommit, SessionLoss,
@@ -32,7 +42,11 @@ use crate::policy::{
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::sse::SseItem;
 use crate::time::{Instant, Timers};
+use crate::v2026::ListenFilter;
 use crate::version::ProtocolVersion;
+use listen::{Heard, Listen};
+use mrtr::Rounds;
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -206,18 +220,18 @@ pub struct ClientSession {
     timers: Timers<ClientTimer>,
     duplicates: u64,
     strangers: u64,
-    /// What `initialize` was given (capabilities, clientInfo): the modern
+    /// What `initialize` was given (capabilities, clientInfo): the 2026-07-28
     /// era sends them in every request's `_meta`, and `Auto` falls back
     /// with them.
     init_params: Option<RawJson>,
     /// The probe was sent again after a -32022 naming 2026-07-28 (once).
     probe_repeated: bool,
-    /// The application's listens (modern era), at most `listens_max`.
+    /// The application's listens (2026-07-28 era), at most `listens_max`.
     listens: BTreeMap<crate::client::ListenId, listen::Listen>,
     next_listen: u32,
-    /// Modern requests that may take several rounds (MRTR), by handle.
+    /// 2026-07-28 requests that may take several rounds (MRTR), by handle.
     rounds: BTreeMap<i64, mrtr::Rounds>,
-    /// The custom headers (SEP-2243) of the tools listed in the modern era.
+    /// The custom headers (SEP-2243) of the tools listed in the 2026-07-28 era.
     tool_headers: crate::tool_headers::ToolHeaderTable,
     /// The server's requests the application holds, unanswered.
     asked: asked::Asked,
@@ -316,8 +330,8 @@ impl ClientSession {
 
     /// Starts a session: POSTs `initialize` offering `config.protocol_version`.
     /// `params` are the rest of `InitializeRequestParams` (capabilities, clientInfo).
-    /// Under [`ClientEra::Modern`](super::ClientEra) and `Auto` it probes
-    /// with `server/discover` first (see `modern`).
+    /// Under [`ClientEra::V2026`](super::ClientEra) and `Auto` it probes
+    /// with `server/discover` first (see `v2026`).
     pub fn initialize(
         &mut self,
         params: RawJson,
@@ -330,15 +344,15 @@ impl ClientSession {
             }
             Phase::Fresh | Phase::Lost => {}
         }
-        if self.config.era != super::ClientEra::Legacy {
+        if self.config.era != super::ClientEra::V2025 {
             self.probe_repeated = false;
             return Ok(self.discover(params, now));
         }
-        self.initialize_legacy(params, now)
+        self.initialize_v2025(params, now)
     }
 
     /// `initialize` of the session era (also `Auto`'s fallback).
-    fn initialize_legacy(
+    fn initialize_v2025(
         &mut self,
         params: RawJson,
         now: Instant,
@@ -386,8 +400,8 @@ impl ClientSession {
         _now: Instant,
     ) -> Result<(), ClientUsageError> {
         self.check_ready()?;
-        if self.is_modern() {
-            return Err(ClientUsageError::ModernEra);
+        if self.is_v2026() {
+            return Err(ClientUsageError::WrongEra);
         }
         self.send_post(Role::Notify, &Message::notification(method, params));
         Ok(())
@@ -401,8 +415,8 @@ impl ClientSession {
         _now: Instant,
     ) -> Result<(), ClientUsageError> {
         self.check_ready()?;
-        if self.is_modern() {
-            return Err(ClientUsageError::ModernEra);
+        if self.is_v2026() {
+            return Err(ClientUsageError::WrongEra);
         }
         if !self.asked.answer(&id) {
             // Never asked, answered already, or withdrawn by the server.
@@ -419,7 +433,7 @@ impl ClientSession {
         Ok(())
     }
 
-    /// Cancels a request: `notifications/cancelled` (the modern era closes
+    /// Cancels a request: `notifications/cancelled` (the 2026-07-28 era closes
     /// the stream instead), its exchanges aborted, and
     /// [`ClientEvent::Failed`] with `Cancelled`. A late response is dropped.
     pub fn cancel(&mut self, id: &RequestId, now: Instant) -> Result<(), ClientUsageError> {
@@ -641,8 +655,8 @@ impl ClientSession {
     }
 
     fn send_post(&mut self, role: Role, msg: &Message) -> HttpId {
-        if self.is_modern() {
-            return self.send_modern(role, msg);
+        if self.is_v2026() {
+            return self.send_v2026(role, msg);
         }
         let head = match role {
             Role::Initialize(_) => RequestHead::post(None, None),
@@ -987,8 +1001,8 @@ impl ClientSession {
             self.discover_failed(n, error, now);
             return;
         }
-        // The modern era cancels by closing the stream (retiring aborts it).
-        let tell_server = tell_server && !self.is_modern();
+        // The 2026-07-28 era cancels by closing the stream (retiring aborts it).
+        let tell_server = tell_server && !self.is_v2026();
         let was_initialize = self
             .pending
             .get(&n)
@@ -1057,6 +1071,759 @@ impl ClientSession {
         }
         self.fail_awaiting(&error);
         self.drop_streams();
+    }
+
+    // The drain.
+
+    /// Drains the session until it is quiet: transmits first (a request
+    /// goes out before the events it caused are acted on), then events,
+    /// again until neither has anything; each shown to `observe`, as client
+    /// `client`, before `handle` gets it (with the observer, for what it
+    /// observes itself), and `handle` may feed the session again. Every
+    /// loop around a client core drains this way (the hyper client shell,
+    /// the checker's world, the fuzz target). Returns whether anything came
+    /// out.
+    pub fn drain_observed(
+        &mut self,
+        client: usize,
+        observe: &mut dyn FnMut(&Observation),
+        mut handle: impl FnMut(&mut ClientSession, ClientOutput, &mut dyn FnMut(&Observation)),
+    ) -> bool {
+        let mut any = false;
+        loop {
+            let mut progressed = false;
+            while let Some(transmit) = self.poll_transmit() {
+                progressed = true;
+                let out = ClientOutput::Transmit(transmit).observed(client, observe);
+                handle(self, out, observe);
+            }
+            while let Some(event) = self.poll_event() {
+                progressed = true;
+                let out = ClientOutput::Event(event).observed(client, observe);
+                handle(self, out, observe);
+            }
+            if !progressed {
+                return any;
+            }
+            any = true;
+        }
+    }
+
+    // Stream ends: bounded resumption, the background GET, EventSource-style
+    // readers, timers.
+
+    /// Exchange `http` is over: the response ended (cleanly or not), or the
+    /// connection failed.
+    pub fn handle_http_closed(&mut self, http: HttpId, now: Instant) {
+        let Some(ex) = self.exchanges.remove(&http) else {
+            return;
+        };
+        match ex.role {
+            Role::Initialize(n) | Role::Request(n) | Role::Round(_, n) => {
+                self.request_stream_ended(n, http, &ex, now)
+            }
+            Role::Background => self.background_ended(http, &ex, now),
+            Role::Reader(r) => self.reader_ended(r, http, &ex, now),
+            Role::Listen(l, _) => {
+                self.listen_stream_ended(crate::client::ListenId(l), http, &ex, now)
+            }
+            Role::Notify | Role::Delete => {}
+        }
+        self.connection_freed();
+    }
+
+    /// Fires the timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for timer in self.timers.expire(now) {
+            match timer {
+                ClientTimer::Deadline(n) => self.give_up(n, ClientError::Timeout, true, now),
+                ClientTimer::Resume(n) => self.resume(n, now),
+                ClientTimer::Background => self.open_background(),
+                ClientTimer::Reader(r) => self.reopen_reader(r),
+                ClientTimer::Relisten(l) => self.relisten(crate::client::ListenId(l), now),
+            }
+        }
+    }
+
+    fn request_stream_ended(&mut self, n: i64, http: HttpId, ex: &Exchange, now: Instant) {
+        let Some(p) = self.pending.get_mut(&n) else {
+            return;
+        };
+        if p.http != Some(http) {
+            return;
+        }
+        p.http = None;
+        self.policy
+            .resume_cursor
+            .after_end(&mut p.last_id, ex.last_id.as_deref());
+        if let Some(max) = ex.too_large {
+            self.give_up(n, ClientError::TooLarge { max }, true, now);
+            return;
+        }
+        // JSON (or 202/204) that ended without our response is worth a
+        // cancellation; a refusal is not. What it held instead, if anything
+        // the client could not use, is the better reason.
+        let why = ex.flaw.unwrap_or("answer ended without the response");
+        if let Some(error) = ex.refusal(why) {
+            if matches!(error, ClientError::Malformed(_))
+                && ex.content == Content::Json
+                && self.policy.json_without_response.waits(ex.flaw.is_none())
+                && !matches!(ex.role, Role::Initialize(_))
+            {
+                // Taken as accepted: the response is awaited on a stream
+                // that will not carry it.
+                return;
+            }
+            let tell_server = matches!(error, ClientError::Malformed(_));
+            self.give_up(n, error, tell_server, now);
+            return;
+        }
+        // Nothing to resume from, or (an `initialize`) nothing to resume
+        // in: the session is not the client's until the answer arrives.
+        if p.last_id.is_none() || matches!(ex.role, Role::Initialize(_)) {
+            self.lose_stream(n, ClientError::StreamLost, now);
+            return;
+        }
+        let bound = self.policy.resume_bound;
+        let clean = ex.status == Some(200) && ex.content == Content::Sse;
+        if bound.made_progress(ex.messages, ex.last_id.is_some(), clean) {
+            p.attempts = 0;
+            if bound.windowed() {
+                p.resuming_since = None;
+            }
+        }
+        p.attempts += 1;
+        let since = *p.resuming_since.get_or_insert(now);
+        let too_many = p.attempts > self.config.resume_attempts_max;
+        let too_long = now.saturating_duration_since(since)
+            > Duration::from_millis(self.config.resume_window_ms)
+            && bound.windowed();
+        if too_many || too_long {
+            self.lose_stream(n, ClientError::ResumeExhausted, now);
+            return;
+        }
+        let delay = p.retry_ms.unwrap_or(self.config.retry_default_ms);
+        self.timers
+            .set(ClientTimer::Resume(n), now + Duration::from_millis(delay));
+    }
+
+    /// Request `n` has no stream left: it fails to its caller, unless the
+    /// policy leaves it waiting ([`crate::policy::LostStream`]).
+    fn lose_stream(&mut self, n: i64, error: ClientError, now: Instant) {
+        if self.policy.lost_stream.fails() {
+            self.give_up(n, error, true, now);
+        }
+    }
+
+    /// Resumes request `n`'s stream: GET with the last id seen on it (R34).
+    fn resume(&mut self, n: i64, now: Instant) {
+        let Some(p) = self.pending.get(&n) else {
+            return;
+        };
+        if p.http.is_some() {
+            return;
+        }
+        let Some(last) = p.last_id.clone().filter(|_| self.phase.ready()) else {
+            // The session is gone: a timer that did nothing would leave the
+            // caller waiting for its deadline.
+            self.give_up(n, ClientError::StreamLost, false, now);
+            return;
+        };
+        let head = self.get_head(Some(&last));
+        let http = self.open(Role::Request(n), head, Vec::new());
+        if let Some(p) = self.pending.get_mut(&n) {
+            p.http = Some(http);
+        }
+    }
+
+    fn get_head(&self, last_event_id: Option<&str>) -> RequestHead {
+        let mut head = self.session_headers(
+            RequestHead::new(Method::Get).with(headers::ACCEPT, headers::MIME_SSE),
+        );
+        if let Some(l) = last_event_id {
+            head = head.with(headers::LAST_EVENT_ID, l);
+        }
+        head
+    }
+
+    /// Opens (or reopens) the standalone background GET, unless it would
+    /// take the pool's last free connection (`BackgroundGet::On`): then
+    /// once one is freed.
+    fn open_background(&mut self) {
+        if self.background.disabled || self.background.http.is_some() || !self.phase.ready() {
+            return;
+        }
+        let spare = self
+            .config
+            .connections_max
+            .is_none_or(|n| self.exchanges.len() + 1 < n);
+        self.background.deferred = !spare && self.policy.background_get == BackgroundGet::On;
+        if self.background.deferred {
+            return;
+        }
+        let last = self.background.last_id.clone();
+        let head = self.get_head(last.as_deref());
+        let http = self.open(Role::Background, head, Vec::new());
+        self.background.http = Some(http);
+    }
+
+    /// An exchange is over: a background GET deferred for want of a
+    /// connection may take the one freed.
+    fn connection_freed(&mut self) {
+        if self.background.deferred {
+            self.open_background();
+        }
+    }
+
+    fn background_ended(&mut self, http: HttpId, ex: &Exchange, now: Instant) {
+        if self.background.http != Some(http) {
+            return;
+        }
+        self.background.http = None;
+        if self.background.disabled || !self.phase.ready() {
+            return;
+        }
+        match ex.status {
+            Some(200) if ex.content == Content::Sse => self.background.failures = 0,
+            Some(400) if self.background.last_id.is_some() => {
+                // The server no longer knows our cursor: start a fresh stream.
+                self.background.last_id = None;
+                self.background.failures += 1;
+            }
+            _ => self.background.failures += 1,
+        }
+        if self.background.failures > self.config.background_failures_max {
+            return;
+        }
+        let delay = self
+            .background
+            .retry_ms
+            .unwrap_or(self.config.retry_default_ms);
+        self.timers
+            .set(ClientTimer::Background, now + Duration::from_millis(delay));
+    }
+
+    /// EventSource-style: the POST stream that brought a response keeps being
+    /// read to its end, then reconnects with its last id (`ReconnectStreams::EveryEnd`).
+    fn become_reader(&mut self, http: HttpId) {
+        let r = self.next_reader;
+        self.next_reader += 1;
+        let Some(ex) = self.exchanges.get_mut(&http) else {
+            return;
+        };
+        ex.role = Role::Reader(r);
+        self.readers.insert(
+            r,
+            Reader {
+                http: Some(http),
+                last_id: ex.last_id.clone(),
+                retry_ms: ex.retry_ms,
+                reconnects: 0,
+            },
+        );
+    }
+
+    fn reader_ended(&mut self, r: u32, http: HttpId, ex: &Exchange, now: Instant) {
+        let Some(reader) = self.readers.get_mut(&r) else {
+            return;
+        };
+        if reader.http != Some(http) {
+            return;
+        }
+        reader.http = None;
+        // WHATWG: a non-200 or non-event-stream answer fails the EventSource.
+        let clean = ex.status == Some(200) && ex.content == Content::Sse;
+        if !clean || reader.reconnects >= self.config.reader_reconnects_max || !self.phase.ready() {
+            self.readers.remove(&r);
+            return;
+        }
+        let delay = reader.retry_ms.unwrap_or(self.config.retry_default_ms);
+        self.timers
+            .set(ClientTimer::Reader(r), now + Duration::from_millis(delay));
+    }
+
+    fn reopen_reader(&mut self, r: u32) {
+        let Some(reader) = self.readers.get(&r) else {
+            return;
+        };
+        if reader.http.is_some() || !self.phase.ready() {
+            return;
+        }
+        let last = reader.last_id.clone();
+        let head = self.get_head(last.as_deref());
+        let http = self.open(Role::Reader(r), head, Vec::new());
+        if let Some(reader) = self.readers.get_mut(&r) {
+            reader.http = Some(http);
+            reader.reconnects += 1;
+        }
+    }
+
+    /// Records an event id seen on `http` as the cursor of whatever it carries.
+    fn note_id(&mut self, http: HttpId, id: String) {
+        let Some(role) = self.exchanges.get(&http).map(|e| e.role) else {
+            return;
+        };
+        match role {
+            Role::Initialize(n) | Role::Request(n) | Role::Round(_, n) => {
+                if let Some(p) = self.pending.get_mut(&n) {
+                    p.last_id = Some(id);
+                }
+            }
+            Role::Background => self.background.last_id = Some(id),
+            Role::Reader(r) => {
+                if let Some(reader) = self.readers.get_mut(&r) {
+                    reader.last_id = Some(id);
+                }
+            }
+            Role::Notify | Role::Delete | Role::Listen(..) => {}
+        }
+    }
+
+    /// Records a `retry` seen on `http`.
+    fn note_retry(&mut self, http: HttpId, ms: u64) {
+        let Some(role) = self.exchanges.get(&http).map(|e| e.role) else {
+            return;
+        };
+        match role {
+            Role::Initialize(n) | Role::Request(n) | Role::Round(_, n) => {
+                if let Some(p) = self.pending.get_mut(&n) {
+                    p.retry_ms = Some(ms);
+                }
+            }
+            Role::Background => self.background.retry_ms = Some(ms),
+            Role::Reader(r) => {
+                if let Some(reader) = self.readers.get_mut(&r) {
+                    reader.retry_ms = Some(ms);
+                }
+            }
+            Role::Notify | Role::Delete | Role::Listen(..) => {}
+        }
+    }
+
+    // Listens (2026-07-28; `listen`: one [`listen::Listen`] each).
+
+    /// Listens for the change notifications `filter` names (2026-07-28 era
+    /// only). The stream's acknowledgement arrives as
+    /// [`ClientEvent::Listening`], notifications as
+    /// [`ClientEvent::Notification`]; a broken stream is listened again
+    /// (by [`Relisten`]), an ended one is [`ClientEvent::ListenEnded`].
+    pub fn listen(
+        &mut self,
+        filter: ListenFilter,
+        now: Instant,
+    ) -> Result<ListenId, ClientUsageError> {
+        if !self.is_ready() {
+            return Err(ClientUsageError::NotReady);
+        }
+        if !self.is_v2026() {
+            return Err(ClientUsageError::SessionEra);
+        }
+        if self.listens.len() >= self.config.listens_max {
+            return Err(ClientUsageError::TooManyRequests);
+        }
+        let l = ListenId(self.next_listen);
+        self.next_listen += 1;
+        self.listens.insert(l, Listen::new(filter));
+        self.open_listen(l, now);
+        Ok(l)
+    }
+
+    /// Stops listening: the stream is closed (the era's cancellation),
+    /// [`ClientEvent::ListenEnded`] says `Cancelled` (as `cancel` ends a
+    /// request with `Failed`), and nothing more is heard of `l`. The event
+    /// is what tells an observer the listen is over even when no stream
+    /// was open to close (a re-listen was waiting).
+    pub fn unlisten(&mut self, l: ListenId) -> Result<(), ClientUsageError> {
+        if !self.listens.contains_key(&l) {
+            return Err(ClientUsageError::UnknownListen(l));
+        }
+        self.end_listen(l, Some(ClientError::Cancelled));
+        Ok(())
+    }
+
+    /// The listens the application asked for and has not stopped.
+    pub fn listens(&self) -> impl Iterator<Item = ListenId> + '_ {
+        self.listens.keys().copied()
+    }
+
+    /// Whether listen `l`'s current stream is acknowledged.
+    pub fn is_listening(&self, l: ListenId) -> bool {
+        self.listens.get(&l).is_some_and(Listen::is_acked)
+    }
+
+    /// The request id of listen `l`'s current stream (its subscription id).
+    pub fn listen_request(&self, l: ListenId) -> Option<RequestId> {
+        self.listens
+            .get(&l)
+            .and_then(Listen::request)
+            .map(RequestId::Num)
+    }
+
+    /// POSTs `subscriptions/listen` for `l` under a new request id.
+    fn open_listen(&mut self, l: ListenId, _now: Instant) {
+        let Some(filter) = self.listens.get(&l).map(Listen::filter_json) else {
+            return;
+        };
+        let n = self.mint_id();
+        let params = serde_json::json!({ "notifications": filter });
+        let msg = Message::request(n, "subscriptions/listen", Some(RawJson::from(params)));
+        let http = self.send_v2026(Role::Listen(l.0, n), &msg);
+        if let Some(x) = self.listens.get_mut(&l) {
+            x.opened(n, http);
+        }
+    }
+
+    /// A message on listen `l`'s stream: the acknowledgement, a
+    /// notification, or the end (`complete`, or an error).
+    fn listen_message(&mut self, l: ListenId, http: HttpId, m: Message) {
+        let Some(x) = self.listens.get_mut(&l).filter(|x| x.http() == Some(http)) else {
+            return;
+        };
+        match x.read(m) {
+            Heard::Acknowledged { agreed, resumed } => {
+                self.events.push_back(ClientEvent::Listening {
+                    listen: l,
+                    agreed,
+                    resumed,
+                });
+            }
+            Heard::Duplicate => self.duplicates += 1,
+            Heard::Notification { method, params } => self
+                .events
+                .push_back(ClientEvent::Notification { method, params }),
+            Heard::Ended(error) => self.end_listen(l, error),
+            Heard::Stranger => self.strangers += 1,
+        }
+    }
+
+    /// Listen `l`'s exchange is over. A refusal ends it; a stream that
+    /// broke is listened again after `retry_default_ms`, unless
+    /// `relisten_failures_max` listens in a row were never acknowledged.
+    fn listen_stream_ended(&mut self, l: ListenId, http: HttpId, ex: &Exchange, now: Instant) {
+        let Some(x) = self.listens.get_mut(&l).filter(|x| x.http() == Some(http)) else {
+            return;
+        };
+        let failures = x.stream_ended();
+        if let Some(error) = ex.refusal("a listen answered without a stream") {
+            self.end_listen(l, Some(error));
+            return;
+        }
+        match self.policy.relisten {
+            Relisten::Unnoticed => return,
+            Relisten::Never => {
+                self.end_listen(l, Some(ClientError::StreamLost));
+                return;
+            }
+            Relisten::AndRelist if failures > self.config.relisten_failures_max => {
+                self.end_listen(l, Some(ClientError::StreamLost));
+                return;
+            }
+            Relisten::AndRelist => {}
+        }
+        let at = now + Duration::from_millis(self.config.retry_default_ms);
+        self.timers.set(ClientTimer::Relisten(l.0), at);
+    }
+
+    /// The re-listen timer of `l` fired.
+    fn relisten(&mut self, l: ListenId, now: Instant) {
+        if self.listens.get(&l).is_some_and(|x| x.http().is_none()) && self.is_v2026() {
+            self.open_listen(l, now);
+        }
+    }
+
+    /// Listen `l` is over; the application hears why (`None`: the server
+    /// ended it gracefully).
+    fn end_listen(&mut self, l: ListenId, error: Option<ClientError>) {
+        let Some(x) = self.listens.remove(&l) else {
+            return;
+        };
+        self.timers.stop(ClientTimer::Relisten(l.0));
+        if let Some(http) = x.http() {
+            self.abort(http);
+        }
+        self.events
+            .push_back(ClientEvent::ListenEnded { listen: l, error });
+    }
+
+    /// The exchange's listen, if it is one.
+    fn listen_of(&self, http: HttpId) -> Option<ListenId> {
+        match self.exchanges.get(&http)?.role {
+            Role::Listen(l, _) => Some(ListenId(l)),
+            _ => None,
+        }
+    }
+
+    // Requests that take several rounds (MRTR, 2026-07-28; `mrtr`).
+
+    /// Sends `msg` (request `n`); a 2026-07-28 request that may be answered
+    /// with an `InputRequiredResult` is remembered for its retries.
+    fn start_rounds(&mut self, n: i64, method: &str, params: Option<&RawJson>) {
+        if self.is_v2026() && METHODS.contains(&method) {
+            self.rounds.insert(n, Rounds::new(method, params, n));
+        }
+    }
+
+    /// Retries request `id` (the handle `send_request` returned) with the
+    /// application's answers to the server's `inputRequests`, keyed as the
+    /// server keyed them (an `ElicitResult`, a `CreateMessageResult`, a
+    /// `ListRootsResult` each). The retry has a new JSON-RPC id; its
+    /// answer, or the next round's question, comes under `id`.
+    pub fn provide_input(
+        &mut self,
+        id: &RequestId,
+        responses: RawJson,
+        now: Instant,
+    ) -> Result<(), ClientUsageError> {
+        let RequestId::Num(handle) = id else {
+            return Err(ClientUsageError::UnknownRequest(id.clone()));
+        };
+        if !self.is_awaiting(*handle) {
+            return Err(ClientUsageError::UnknownRequest(id.clone()));
+        }
+        let Value::Object(responses) = responses.to_value() else {
+            return Err(ClientUsageError::InputNotAMap);
+        };
+        self.reissue(*handle, Some(responses), now);
+        Ok(())
+    }
+
+    /// The requests waiting for the application's input.
+    pub fn awaiting_input(&self) -> impl Iterator<Item = RequestId> + '_ {
+        self.rounds
+            .iter()
+            .filter(|(_, r)| r.is_awaiting())
+            .map(|(h, _)| RequestId::Num(*h))
+    }
+
+    /// Whether handle `h` waits for the application's input.
+    fn is_awaiting(&self, h: i64) -> bool {
+        self.rounds.get(&h).is_some_and(Rounds::is_awaiting)
+    }
+
+    /// The application's handle of request `n` (its first id).
+    fn handle_of(&self, n: i64) -> i64 {
+        self.pending.get(&n).map_or(n, |p| p.handle)
+    }
+
+    /// The request now carrying handle `h`, if one is in flight.
+    fn wire_of(&self, h: i64) -> Option<i64> {
+        match self.rounds.get(&h) {
+            Some(r) => r.wire(),
+            None => self.pending.contains_key(&h).then_some(h),
+        }
+    }
+
+    /// Requests the application waits for: in flight, or waiting for its input.
+    fn outstanding(&self) -> usize {
+        self.pending.len() + self.awaiting_input().count()
+    }
+
+    /// Handle `h` has its outcome: it takes no more rounds.
+    fn end_rounds(&mut self, h: i64) {
+        self.rounds.remove(&h);
+    }
+
+    /// Cancels handle `h` while the application gathers its input: nothing
+    /// is in flight, so nothing is sent. Whether `h` was waiting.
+    fn cancel_awaiting(&mut self, h: i64) -> bool {
+        if !self.is_awaiting(h) {
+            return false;
+        }
+        self.fail_rounds(h, ClientError::Cancelled);
+        true
+    }
+
+    /// Fails every request waiting for input (the client closes).
+    fn fail_awaiting(&mut self, error: &ClientError) {
+        let waiting: Vec<i64> = self
+            .rounds
+            .iter()
+            .filter(|(_, r)| r.is_awaiting())
+            .map(|(h, _)| *h)
+            .collect();
+        for h in waiting {
+            self.fail_rounds(h, error.clone());
+        }
+    }
+
+    /// Request `n`'s answer `result` in the 2026-07-28 era: when it is an
+    /// `InputRequiredResult`, the round is over and the next one starts
+    /// (or the request fails); whether it was one.
+    fn input_required(&mut self, n: i64, result: &RawJson, now: Instant) -> bool {
+        if !self.is_v2026() || !crate::mrtr::is_input_required(result) {
+            return false;
+        }
+        let v = result.to_value();
+        let h = self.handle_of(n);
+        self.retire(n);
+        // Only the methods that may take one have rounds.
+        let method = self.rounds.get(&h).map_or("", Rounds::method);
+        let asked = match self.check_asked(method, &v) {
+            Ok(asked) => asked,
+            Err(why) => {
+                self.fail_rounds(h, ClientError::Malformed(why.as_static()));
+                return true;
+            }
+        };
+        let max = self.config.input_rounds_max;
+        let Some(r) = self.rounds.get_mut(&h) else {
+            return true;
+        };
+        let round = r.asked(asked.state);
+        if round > max {
+            self.fail_rounds(h, ClientError::TooManyInputRounds(max));
+            return true;
+        }
+        match asked.requests {
+            // Nothing to gather: the spec lets the client retry at once.
+            None => self.reissue(h, None, now),
+            Some(_) if self.config.server_requests == ServerRequests::Decline => {
+                self.fail_rounds(h, ClientError::InputDeclined);
+            }
+            Some(requests) => self.events.push_back(ClientEvent::InputRequired {
+                id: RequestId::Num(h),
+                requests: RawJson::from(Value::Object(requests)),
+                round,
+            }),
+        }
+        true
+    }
+
+    /// The server's side of the rules, checked before the application is
+    /// asked (the same check the server makes before it sends one).
+    fn check_asked(&self, method: &str, v: &Value) -> Result<Asked, InputError> {
+        let params = self.init_params.as_ref().map(RawJson::to_value);
+        let declared = params.as_ref().and_then(|p| p.get("capabilities"));
+        check_asked(method, &ClientCapabilities::declared(declared), v)
+    }
+
+    /// Sends handle `h`'s next round: its parameters as first given, the
+    /// application's input, and the server's state echoed verbatim.
+    fn reissue(&mut self, h: i64, responses: Option<Map<String, Value>>, now: Instant) {
+        let Some(r) = self.rounds.get(&h) else {
+            return;
+        };
+        let (method, params) = (r.method().to_owned(), r.next_params(responses));
+        let n = self.mint_id();
+        let msg = Message::request(n, &method, Some(params));
+        let http = self.send_post(Role::Round(h, n), &msg);
+        self.track(n, &method, Some(http), now);
+        if let Some(p) = self.pending.get_mut(&n) {
+            p.handle = h;
+        }
+        if let Some(r) = self.rounds.get_mut(&h) {
+            r.sent(n);
+        }
+    }
+
+    /// Handle `h` fails without a round in flight.
+    fn fail_rounds(&mut self, h: i64, error: ClientError) {
+        self.end_rounds(h);
+        self.events.push_back(ClientEvent::Failed {
+            id: RequestId::Num(h),
+            error,
+        });
+    }
+
+    // The 2026-07-28 era: the probe, its fallback, requests dressed for the
+    // era (`v2026`).
+
+    /// Whether the client speaks the 2026-07-28 era with its server.
+    pub fn is_v2026(&self) -> bool {
+        self.version().is_some_and(ProtocolVersion::is_v2026)
+    }
+
+    /// Probes with `server/discover`; `params` are what `initialize` would
+    /// have carried (capabilities, clientInfo), kept for a fallback.
+    fn discover(&mut self, params: RawJson, now: Instant) -> RequestId {
+        self.init_params = Some(params);
+        let n = self.mint_id();
+        let msg = Message::request(n, "server/discover", None);
+        self.phase = Phase::Initializing;
+        let http = self.send_v2026(Role::Initialize(n), &msg);
+        self.track(n, "server/discover", Some(http), now);
+        RequestId::Num(n)
+    }
+
+    /// Sends `msg` as a 2026-07-28 POST: the standard headers, and `_meta`
+    /// with the version, the capabilities and the client's description.
+    fn send_v2026(&mut self, role: Role, msg: &Message) -> HttpId {
+        let (head, body) = v2026::dress(msg, self.init_params.as_ref(), &self.tool_headers);
+        self.open(role, head, body.to_json().into_bytes())
+    }
+
+    /// A `tools/list` result: in the 2026-07-28 era each tool's custom headers
+    /// (SEP-2243) remembered for its calls, and each tool with an invalid
+    /// annotation left out of what the application gets, which is told why
+    /// ([`ClientEvent::ToolRejected`]). The result as it came when nothing
+    /// is left out.
+    fn learn_tools(&mut self, listing: RawJson) -> RawJson {
+        if self.version() != Some(ProtocolVersion::LATEST_V2026) {
+            return listing;
+        }
+        let max = self.config.tool_headers_bytes_max;
+        let (listing, rejected) = v2026::learn_tools(listing, &mut self.tool_headers, max);
+        for (name, reason) in rejected {
+            self.events
+                .push_back(ClientEvent::ToolRejected { name, reason });
+        }
+        listing
+    }
+
+    /// The probe's answer: a 2026-07-28 server (ready, no session), or for
+    /// `Auto` a reason to fall back. Whether it was handled here.
+    fn finish_discover(&mut self, n: i64, result: Result<RawJson, ErrorObject>, now: Instant) {
+        self.retire(n);
+        let speaks_v2026 = result.as_ref().is_ok_and(v2026::speaks_v2026);
+        match result {
+            Ok(result) if speaks_v2026 => {
+                self.phase = Phase::Ready(Committed {
+                    session_id: None,
+                    version: ProtocolVersion::LATEST_V2026,
+                });
+                self.events.push_back(ClientEvent::Initialized {
+                    id: RequestId::Num(n),
+                    session_id: None,
+                    version: ProtocolVersion::LATEST_V2026,
+                    result,
+                });
+            }
+            Ok(_) => self.discover_failed(
+                n,
+                ClientError::UnsupportedVersion("none 2026-07-28".into()),
+                now,
+            ),
+            Err(error) => self.discover_failed(
+                n,
+                ClientError::Status {
+                    status: 200,
+                    error: Some(error),
+                },
+                now,
+            ),
+        }
+    }
+
+    /// The probe failed with `error`: `Auto` falls back to `initialize`
+    /// unless the server spoke as a 2026-07-28 one.
+    fn discover_failed(&mut self, n: i64, error: ClientError, now: Instant) {
+        self.phase = Phase::Fresh;
+        let next = v2026::after_probe(&error, self.config.era, self.probe_repeated);
+        let id = RequestId::Num(n);
+        match (next, self.init_params.clone()) {
+            (v2026::AfterProbe::Again, Some(params)) => {
+                self.probe_repeated = true;
+                self.events.push_back(ClientEvent::FellBack { id, error });
+                self.discover(params, now);
+            }
+            (v2026::AfterProbe::FallBack, Some(params)) => {
+                // The same caller waits: its `initialize` goes on as the
+                // session era's, under a new id.
+                self.events.push_back(ClientEvent::FellBack { id, error });
+                let _ = self.initialize_v2025(params, now);
+            }
+            _ => self.events.push_back(ClientEvent::Failed { id, error }),
+        }
     }
 }
 

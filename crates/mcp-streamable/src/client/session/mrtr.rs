@@ -23,13 +23,7 @@
 //! undeclared kind, or more than `INPUT_REQUESTS_MAX` requests) fails the
 //! request as `Malformed`.
 
-use super::{ClientSession, Role};
-use crate::client::{ClientError, ClientEvent, ClientUsageError, ServerRequests};
-use crate::ids::RequestId;
-use crate::jsonrpc::{Message, RawJson};
-use crate::mrtr::input::METHODS;
-use crate::mrtr::{check_asked, Asked, ClientCapabilities, InputError};
-use crate::time::Instant;
+use crate::jsonrpc::RawJson;
 use serde_json::{Map, Value};
 
 /// One request that may take several rounds, by its first id (the handle).
@@ -48,210 +42,74 @@ pub(super) struct Rounds {
     wire: Option<i64>,
 }
 
-impl ClientSession {
-    /// Sends `msg` (request `n`); a modern request that may be answered
-    /// with an `InputRequiredResult` is remembered for its retries.
-    pub(super) fn start_rounds(&mut self, n: i64, method: &str, params: Option<&RawJson>) {
-        if self.is_modern() && METHODS.contains(&method) {
-            self.rounds.insert(
-                n,
-                Rounds {
-                    method: method.to_owned(),
-                    params: params.cloned(),
-                    state: None,
-                    round: 0,
-                    wire: Some(n),
-                },
-            );
+impl Rounds {
+    /// Request `n` of `method` with `params`, in its first round.
+    pub(super) fn new(method: &str, params: Option<&RawJson>, n: i64) -> Self {
+        Rounds {
+            method: method.to_owned(),
+            params: params.cloned(),
+            state: None,
+            round: 0,
+            wire: Some(n),
         }
     }
 
-    /// Retries request `id` (the handle `send_request` returned) with the
-    /// application's answers to the server's `inputRequests`, keyed as the
-    /// server keyed them (an `ElicitResult`, a `CreateMessageResult`, a
-    /// `ListRootsResult` each). The retry has a new JSON-RPC id; its
-    /// answer, or the next round's question, comes under `id`.
-    pub fn provide_input(
-        &mut self,
-        id: &RequestId,
-        responses: RawJson,
-        now: Instant,
-    ) -> Result<(), ClientUsageError> {
-        let RequestId::Num(handle) = id else {
-            return Err(ClientUsageError::UnknownRequest(id.clone()));
-        };
-        if !self.is_awaiting(*handle) {
-            return Err(ClientUsageError::UnknownRequest(id.clone()));
-        }
-        let Value::Object(responses) = responses.to_value() else {
-            return Err(ClientUsageError::InputNotAMap);
-        };
-        self.reissue(*handle, Some(responses), now);
-        Ok(())
+    /// The method.
+    pub(super) fn method(&self) -> &str {
+        &self.method
     }
 
-    /// The requests waiting for the application's input.
-    pub fn awaiting_input(&self) -> impl Iterator<Item = RequestId> + '_ {
-        self.rounds
-            .iter()
-            .filter(|(_, r)| r.wire.is_none())
-            .map(|(h, _)| RequestId::Num(*h))
+    /// The request carrying the current round, while one is in flight.
+    pub(super) fn wire(&self) -> Option<i64> {
+        self.wire
     }
 
-    /// Whether handle `h` waits for the application's input.
-    fn is_awaiting(&self, h: i64) -> bool {
-        self.rounds.get(&h).is_some_and(|r| r.wire.is_none())
+    /// Whether it waits for the application's input.
+    pub(super) fn is_awaiting(&self) -> bool {
+        self.wire.is_none()
     }
 
-    /// The application's handle of request `n` (its first id).
-    pub(super) fn handle_of(&self, n: i64) -> i64 {
-        self.pending.get(&n).map_or(n, |p| p.handle)
+    /// An `InputRequiredResult` with `state` ended the current round: the
+    /// number of the round now asked for.
+    pub(super) fn asked(&mut self, state: Option<String>) -> u32 {
+        self.round += 1;
+        self.state = state;
+        self.wire = None;
+        self.round
     }
 
-    /// The request now carrying handle `h`, if one is in flight.
-    pub(super) fn wire_of(&self, h: i64) -> Option<i64> {
-        match self.rounds.get(&h) {
-            Some(r) => r.wire,
-            None => self.pending.contains_key(&h).then_some(h),
-        }
-    }
-
-    /// Requests the application waits for: in flight, or waiting for its input.
-    pub(super) fn outstanding(&self) -> usize {
-        self.pending.len() + self.awaiting_input().count()
-    }
-
-    /// Handle `h` has its outcome: it takes no more rounds.
-    pub(super) fn end_rounds(&mut self, h: i64) {
-        self.rounds.remove(&h);
-    }
-
-    /// Cancels handle `h` while the application gathers its input: nothing
-    /// is in flight, so nothing is sent. Whether `h` was waiting.
-    pub(super) fn cancel_awaiting(&mut self, h: i64) -> bool {
-        if !self.is_awaiting(h) {
-            return false;
-        }
-        self.fail_rounds(h, ClientError::Cancelled);
-        true
-    }
-
-    /// Fails every request waiting for input (the client closes).
-    pub(super) fn fail_awaiting(&mut self, error: &ClientError) {
-        let waiting: Vec<i64> = self
-            .rounds
-            .iter()
-            .filter(|(_, r)| r.wire.is_none())
-            .map(|(h, _)| *h)
-            .collect();
-        for h in waiting {
-            self.fail_rounds(h, error.clone());
-        }
-    }
-
-    /// Request `n`'s answer `result` in the modern era: when it is an
-    /// `InputRequiredResult`, the round is over and the next one starts
-    /// (or the request fails); whether it was one.
-    pub(super) fn input_required(&mut self, n: i64, result: &RawJson, now: Instant) -> bool {
-        if !self.is_modern() || !crate::mrtr::is_input_required(result) {
-            return false;
-        }
-        let v = result.to_value();
-        let h = self.handle_of(n);
-        self.retire(n);
-        // Only the methods that may take one have rounds.
-        let method = self.rounds.get(&h).map_or("", |r| r.method.as_str());
-        let asked = match self.check_asked(method, &v) {
-            Ok(asked) => asked,
-            Err(why) => {
-                self.fail_rounds(h, ClientError::Malformed(why.as_static()));
-                return true;
-            }
-        };
-        let max = self.config.input_rounds_max;
-        let Some(r) = self.rounds.get_mut(&h) else {
-            return true;
-        };
-        r.round += 1;
-        r.state = asked.state;
-        r.wire = None;
-        let round = r.round;
-        if round > max {
-            self.fail_rounds(h, ClientError::TooManyInputRounds(max));
-            return true;
-        }
-        match asked.requests {
-            // Nothing to gather: the spec lets the client retry at once.
-            None => self.reissue(h, None, now),
-            Some(_) if self.config.server_requests == ServerRequests::Decline => {
-                self.fail_rounds(h, ClientError::InputDeclined);
-            }
-            Some(requests) => self.events.push_back(ClientEvent::InputRequired {
-                id: RequestId::Num(h),
-                requests: RawJson::from(Value::Object(requests)),
-                round,
-            }),
-        }
-        true
-    }
-
-    /// The server's side of the rules, checked before the application is
-    /// asked (the same check the server makes before it sends one).
-    fn check_asked(&self, method: &str, v: &Value) -> Result<Asked, InputError> {
-        let params = self.init_params.as_ref().map(RawJson::to_value);
-        let declared = params.as_ref().and_then(|p| p.get("capabilities"));
-        check_asked(method, &ClientCapabilities::declared(declared), v)
-    }
-
-    /// Sends handle `h`'s next round: its parameters as first given, the
-    /// application's input, and the server's state echoed verbatim.
-    fn reissue(&mut self, h: i64, responses: Option<Map<String, Value>>, now: Instant) {
-        let Some(r) = self.rounds.get(&h) else {
-            return;
-        };
-        let method = r.method.clone();
-        let mut params = r
+    /// The next round's parameters: those first given, the application's
+    /// input, and the server's state echoed verbatim (never the
+    /// application's own copies of either).
+    pub(super) fn next_params(&self, responses: Option<Map<String, Value>>) -> RawJson {
+        let mut params = self
             .params
             .as_ref()
             .map(RawJson::to_value)
             .filter(Value::is_object)
             .unwrap_or_else(|| Value::Object(Map::new()));
         if let Some(obj) = params.as_object_mut() {
-            // The application's own copies never reach the server twice.
             obj.remove("inputResponses");
             obj.remove("requestState");
             if let Some(responses) = responses {
                 obj.insert("inputResponses".into(), Value::Object(responses));
             }
-            if let Some(state) = &r.state {
+            if let Some(state) = &self.state {
                 obj.insert("requestState".into(), Value::from(state.as_str()));
             }
         }
-        let n = self.mint_id();
-        let msg = Message::request(n, &method, Some(RawJson::from(params)));
-        let http = self.send_post(Role::Round(h, n), &msg);
-        self.track(n, &method, Some(http), now);
-        if let Some(p) = self.pending.get_mut(&n) {
-            p.handle = h;
-        }
-        if let Some(r) = self.rounds.get_mut(&h) {
-            r.wire = Some(n);
-        }
+        RawJson::from(params)
     }
 
-    /// Handle `h` fails without a round in flight.
-    fn fail_rounds(&mut self, h: i64, error: ClientError) {
-        self.end_rounds(h);
-        self.events.push_back(ClientEvent::Failed {
-            id: RequestId::Num(h),
-            error,
-        });
+    /// Request `n` carries the next round.
+    pub(super) fn sent(&mut self, n: i64) {
+        self.wire = Some(n);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::client::testing::{answer, modern, sent, Sent};
+    use crate::client::testing::{answer, sent, v2026, Sent};
     use crate::client::{ClientError, ClientEvent, ClientSession, ClientUsageError};
     use crate::ids::RequestId;
     use crate::jsonrpc::RawJson;
@@ -261,7 +119,7 @@ mod tests {
     const NOW: Instant = Instant::ZERO;
 
     fn declared() -> ClientSession {
-        modern(json!({"elicitation": {}, "sampling": {}}))
+        v2026(json!({"elicitation": {}, "sampling": {}}))
     }
 
     fn call(c: &mut ClientSession, tool: &str) -> (RequestId, Sent) {
@@ -522,7 +380,7 @@ mod tests {
     fn a_client_that_answers_nothing_fails_instead_of_asking() {
         let mut c = {
             let mut config = crate::client::ClientConfig {
-                era: crate::client::ClientEra::Modern,
+                era: crate::client::ClientEra::V2026,
                 server_requests: crate::client::ServerRequests::Decline,
                 ..Default::default()
             };
@@ -566,7 +424,7 @@ mod tests {
 
     #[test]
     fn the_session_era_knows_no_input_required_result() {
-        let mut c = crate::client::testing::client(crate::client::ClientEra::Legacy);
+        let mut c = crate::client::testing::client(crate::client::ClientEra::V2025);
         c.initialize(RawJson::empty_object(), NOW).unwrap();
         let init = sent(&mut c).remove(0);
         reply(

@@ -1,4 +1,4 @@
-//! A session that is a modern `subscriptions/listen` (2026-07-28): its
+//! A session that is a 2026-07-28 `subscriptions/listen` (2026-07-28): its
 //! stream opens with `notifications/subscriptions/acknowledged`, then
 //! carries every change notification it subscribed to, tagged with its
 //! subscription id, until the client closes it or the server ends it with
@@ -21,15 +21,14 @@
 //!
 //! [`SchedulingPoint::ListenStep`]: crate::preset::SchedulingPoint::ListenStep
 
-use super::ServerSession;
-use crate::ids::{HttpId, MsgKey, RequestId};
+use crate::ids::{HttpId, RequestId};
 use crate::jsonrpc::{Message, RawJson};
 use crate::policy::ListenAck;
-use crate::server::modern::{ListenFilter, META_SUBSCRIPTION_ID};
+use crate::server::v2026::{ListenFilter, META_SUBSCRIPTION_ID};
 use crate::server::Cause;
-use crate::time::Instant;
 
-/// What a session that is a listen remembers.
+/// What a session that is a listen remembers, and the messages it writes:
+/// the session says when, this says what.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Listen {
     /// The listen's request id: its subscription id.
@@ -44,117 +43,93 @@ pub(crate) struct Listen {
     acked: bool,
 }
 
-impl ServerSession {
-    /// A modern `subscriptions/listen` (request `id`), already agreed to
-    /// `filter`. The request is the core's own: the stream opens and the
-    /// application never hears of it. Under [`ListenAck::WithRegistration`]
-    /// the acknowledgement is written in the same step as the listen starts
-    /// receiving broadcasts; the other orders leave one step for later.
-    pub fn handle_listen(
-        &mut self,
-        http: HttpId,
-        id: RequestId,
-        filter: ListenFilter,
-        now: Instant,
-    ) {
-        self.open_post_stream(http, &[(id.clone(), 0)]);
-        self.modern_method = Some("subscriptions/listen".into());
-        let order = self.policy.listen_ack;
-        self.listen = Some(Box::new(Listen {
+/// The listen's step a [`ListenAck`] order left for later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    /// It now receives broadcasts.
+    Registered,
+    /// Its acknowledgement is due: [`Listen::acknowledgement`].
+    Acknowledge,
+}
+
+impl Listen {
+    /// Listen `id` on exchange `http`, agreed to `filter`, whose steps run
+    /// in `order`: registered at once unless the acknowledgement comes
+    /// first ([`ListenAck::AckThenRegister`]); not acknowledged yet.
+    pub(super) fn new(id: RequestId, filter: ListenFilter, http: HttpId, order: ListenAck) -> Self {
+        Listen {
             id,
             filter,
             http,
             registered: order != ListenAck::AckThenRegister,
             acked: false,
-        }));
-        if order != ListenAck::RegisterThenAck {
-            self.acknowledge(now);
         }
-        self.update_timers(now);
     }
 
-    /// The listen's pending step (the acknowledgement or the registration,
-    /// by [`ListenAck`]) runs; whether there was one.
-    pub(super) fn handle_listen_step(&mut self, http: HttpId, now: Instant) -> bool {
-        let Some(l) = self.listen.as_deref_mut().filter(|l| l.http == http) else {
-            return false;
-        };
-        if !l.registered {
-            l.registered = true;
-            return true;
-        }
-        if !l.acked {
-            self.acknowledge(now);
-            return true;
-        }
-        false
+    /// Its stream's exchange.
+    pub(super) fn http(&self) -> HttpId {
+        self.http
     }
 
-    /// The listen's stream, while a step of it is pending.
-    pub(super) fn listen_step_pending(&self) -> Option<HttpId> {
-        let l = self.listen.as_deref()?;
-        let started = l.registered && l.acked;
-        (!started && !self.is_ended()).then_some(l.http)
+    /// Whether both steps have run.
+    pub(super) fn started(&self) -> bool {
+        self.registered && self.acked
     }
 
-    fn acknowledge(&mut self, now: Instant) {
-        let Some(l) = self.listen.as_deref_mut() else {
-            return;
-        };
-        l.acked = true;
+    /// Takes the step left: registering happens here, the acknowledgement
+    /// is the caller's to write.
+    pub(super) fn take_step(&mut self) -> Option<Step> {
+        if !self.registered {
+            self.registered = true;
+            return Some(Step::Registered);
+        }
+        (!self.acked).then_some(Step::Acknowledge)
+    }
+
+    /// The acknowledgement, which opens the stream (M2), and the cause it
+    /// goes under; the listen counts as acknowledged from here on.
+    pub(super) fn acknowledgement(&mut self) -> (Message, Cause) {
+        self.acked = true;
         let params = serde_json::json!({
-            "_meta": {META_SUBSCRIPTION_ID: l.id},
-            "notifications": l.filter.to_json(),
+            "_meta": {META_SUBSCRIPTION_ID: self.id},
+            "notifications": self.filter.to_json(),
         });
-        let cause = Cause::Request(l.id.clone());
         let ack = Message::notification(
             "notifications/subscriptions/acknowledged",
             Some(RawJson::from(params)),
         );
-        let _ = self.send(ack, cause, now);
+        (ack, Cause::Request(self.id.clone()))
     }
 
-    /// Whether this session is a listen that receives broadcasts of
-    /// `method` (with `params`) now.
-    pub fn listens_to(&self, method: &str, params: Option<&serde_json::Value>) -> bool {
-        self.listen
-            .as_ref()
-            .is_some_and(|l| !self.is_ended() && l.registered && l.filter.matches(method, params))
+    /// Whether broadcasts of `method` (with `params`) reach it now.
+    pub(super) fn receives(&self, method: &str, params: Option<&serde_json::Value>) -> bool {
+        self.registered && self.filter.matches(method, params)
     }
 
-    /// Writes notification `method` on this listen's stream, tagged with its
-    /// subscription id; `None` unless the listen receives it now.
-    pub fn notify_listener(
-        &mut self,
+    /// Notification `method` as this listen carries it: tagged with its
+    /// subscription id in `_meta`.
+    pub(super) fn tagged(
+        &self,
         method: &str,
         params: Option<&serde_json::Value>,
-        now: Instant,
-    ) -> Option<(MsgKey, Cause)> {
-        if !self.listens_to(method, params) {
-            return None;
-        }
-        let id = self.listen.as_ref()?.id.clone();
+    ) -> (Message, Cause) {
         let mut p = params.cloned().unwrap_or_else(|| serde_json::json!({}));
         if let Some(obj) = p.as_object_mut() {
             let meta = obj.entry("_meta").or_insert_with(|| serde_json::json!({}));
             if let Some(meta) = meta.as_object_mut() {
                 meta.insert(
                     META_SUBSCRIPTION_ID.into(),
-                    serde_json::to_value(&id).unwrap_or_default(),
+                    serde_json::to_value(&self.id).unwrap_or_default(),
                 );
             }
         }
-        let cause = Cause::Request(id);
         let message = Message::notification(method, Some(RawJson::from(p)));
-        let key = self.send(message, cause.clone(), now).ok()?;
-        Some((key, cause))
+        (message, Cause::Request(self.id.clone()))
     }
 
-    /// Ends this listen gracefully: the `complete` result naming the
-    /// subscription, then the end of the stream.
-    pub fn end_listen(&mut self, now: Instant) -> Option<MsgKey> {
-        let id = self.listen.as_ref()?.id.clone();
-        let result = serde_json::json!({"_meta": {META_SUBSCRIPTION_ID: id}});
-        self.respond(&id, Ok(RawJson::from(result)), now).ok()
+    /// The `complete` result that ends it gracefully, naming the
+    /// subscription.
+    pub(super) fn completion(&self) -> RawJson {
+        RawJson::from(serde_json::json!({"_meta": {META_SUBSCRIPTION_ID: self.id}}))
     }
 }

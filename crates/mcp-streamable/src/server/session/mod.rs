@@ -1,10 +1,9 @@
-//! [`ServerSession`]: one MCP session's streams, routing and replay.
-//!
-//! ```text
-//!  New ──initialize──▶ Initializing ──its answer──▶ AwaitingInitialized ──notifications/initialized──▶ Ready
-//!   │                      │                              │                                              │
-//!   └──────────────────────┴──────── DELETE, close, idle or init expiry ─────────────────────────────────┴──▶ Ended
-//! ```
+//! [`ServerSession`]: one MCP session's streams, routing and replay, in one
+//! hub whose fields only this file touches; the groups of state it keeps
+//! are types of their own (`streams` and their ids, `held` messages and
+//! their bytes, `outbound` requests, `listen`, the preset's `preset`), the
+//! lifecycle an enum whose phases carry their data (`exchange`: `Phase`,
+//! with the diagram).
 //!
 //! Routing under FIXED is causal: what the application emits for request R
 //! goes on R's stream (or its resumption), the response last, nothing for R
@@ -13,248 +12,49 @@
 //! another stream. Every SSE event carries a stream-scoped id and is buffered
 //! (bounded) so a `Last-Event-ID` resumption replays strictly after it.
 
-mod attach;
+mod config;
+mod exchange;
+mod held;
 mod listen;
 mod outbound;
 mod preset;
-mod routing;
+mod streams;
+#[cfg(test)]
+mod tests;
 
 use super::admission::SessionState;
-use super::event_ids::{EventIdCodec, COMMON};
-use super::stream::{Format, Origin, Stream};
-use super::{Cause, Content, DropReason, EndReason, Outgoing, ServerEvent, Transmit, TransmitKind};
+use super::event_ids::{EventIdCodec, Priming, COMMON};
+use super::stream::{Format, Origin, ReplayBound, Stream};
+use super::{
+    Cause, Content, DropReason, EndReason, Outgoing, ResponseHead, ServerEvent, Transmit,
+    TransmitKind,
+};
 use crate::error::{RequestError, UsageError};
 use crate::ids::{EventId, HttpId, MsgKey, RequestId, SessionId, StreamId};
 use crate::jsonrpc::{Body, ErrorObject, Message, RawJson, REQUEST_CANCELLED, REQUEST_TIMEOUT};
-use crate::policy::{DetachedResponse, ServerPolicy, StandaloneAttach};
+use crate::policy::{
+    DetachedResponse, FinishedStreamResume, ListenAck, PreInitNotifications, RelatedRequests,
+    ReplayStart, ServerPolicy, StandaloneAttach,
+};
 use crate::principal::Principal;
 use crate::release::Release;
+use crate::server::v2026::ListenFilter;
 use crate::shared::Shared;
 use crate::time::{Instant, Timers};
 use crate::version::ProtocolVersion;
+pub use config::{
+    key_base, request_id_base, ResponseMode, SessionConfig, SessionTimer, ADOPTIONS_SPAN,
+    STREAM_ID_SPAN,
+};
+use exchange::{Cancelled, Exchange, Flight, Phase, Role};
+use held::Held;
+use listen::{Listen, Step};
 use outbound::Outbound;
-use preset::PresetState;
-use serde::{Deserialize, Serialize};
+use preset::{Departures, PresetState};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-
-/// How a POST's answer is framed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResponseMode {
-    /// Always `text/event-stream`, committed when the POST arrives (priming at once on 2025-11-25).
-    #[default]
-    Sse,
-    /// `application/json` when the response is the first thing written, else SSE;
-    /// committed at the first write.
-    JsonWhenAlone,
-}
-
-/// Bounds and timings of one session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SessionConfig {
-    /// SSE `retry` sent with priming events, in ms.
-    pub retry_ms: u64,
-    /// Events kept per stream for replay.
-    pub events_max: usize,
-    /// Bytes of messages kept per stream for replay; the oldest go first.
-    pub events_bytes_max: usize,
-    /// Streams kept for resumption once finished or detached.
-    pub streams_max: usize,
-    /// Unrelated messages waiting for a standalone stream.
-    pub held_max: usize,
-    /// Bytes of unrelated messages waiting for a standalone stream; past it
-    /// the oldest is dropped, visibly (`ServerEvent::Dropped`).
-    pub held_bytes_max: usize,
-    /// Bytes one session keeps in all (replay buffers and held messages):
-    /// past it the oldest events of detached streams go first, then of
-    /// attached ones, then held messages.
-    pub session_bytes_max: usize,
-    /// How long an unrelated message may wait for a standalone stream, in ms.
-    pub held_ttl_ms: u64,
-    /// Client requests in flight at once.
-    pub in_flight_max: usize,
-    /// Bytes of the client requests in flight at once (their JSON, which
-    /// the application holds while it serves them): a request that would
-    /// pass it is refused (429) unless nothing else is in flight, so one
-    /// request up to `body_max` is always served, and a client cannot pin
-    /// more than this by requests it never lets finish.
-    pub in_flight_bytes_max: usize,
-    /// Server-to-client requests awaiting answers.
-    pub outbound_requests_max: usize,
-    /// How long a request to the client waits for its answer, in ms (None:
-    /// for ever). Past it the application hears it failed
-    /// ([`REQUEST_TIMEOUT`](crate::jsonrpc::REQUEST_TIMEOUT)) and the client
-    /// is sent `notifications/cancelled`: an answer the network lost, or a
-    /// client that never answers, leaves nobody waiting.
-    pub outbound_timeout_ms: Option<u64>,
-    /// Cancelled request ids remembered (to drop late responses).
-    pub cancelled_max: usize,
-    /// Session ends after this long with no open exchange, in ms (None: never).
-    pub idle_timeout_ms: Option<u64>,
-    /// Session ends this long after it opened unless `notifications/initialized`
-    /// has arrived, in ms (None: never). Half-open sessions are what a flood
-    /// is made of; a real client completes the handshake in milliseconds.
-    pub init_timeout_ms: Option<u64>,
-    /// SSE keep-alive comment interval on attached streams, in ms (None: off).
-    pub keepalive_ms: Option<u64>,
-    /// JSON or SSE answers.
-    pub response_mode: ResponseMode,
-    /// Streams are numbered from `stream_id_base + 1` (0 alone: one
-    /// process). The instances of a fleet each take their own range, so a
-    /// `Last-Event-ID` names its stream's log on any instance; a session
-    /// numbers at most [`STREAM_ID_SPAN`] − 2 streams in its range, then
-    /// starts over at its beginning (the range's base and its last id are
-    /// the fleet's logs: a mailbox, a control channel, an instance's
-    /// answers). Message keys (`MsgKey`) and the ids of requests to the
-    /// client take the matching ranges ([`key_base`], [`request_id_base`]),
-    /// so what two instances send for one session never shares a key or
-    /// an id, and a client's answer names the instance that asked.
-    pub stream_id_base: u32,
-    /// The number of the session's first request to the client, within its
-    /// range ([`request_id_base`]): 1 by default; 0 numbers them as most
-    /// SDKs do, so that the first `elicitation/create` has id `0`, which a
-    /// client that reads `0` as absent mishandles (typescript-sdk #2654).
-    pub first_request_number: i64,
-}
-
-/// How many stream ids one session has in its range (see
-/// [`SessionConfig::stream_id_base`]): far more than `streams_max` keeps, so
-/// an id numbered again names a stream long forgotten.
-pub const STREAM_ID_SPAN: u32 = 1 << 20;
-
-/// How many copies of one session, taken up one after another on one
-/// instance of a fleet, number their streams, keys and requests in ranges
-/// of their own ([`ServerSession::adopted`]): the store counts a session's
-/// adoptions, and adoption `a` starts at the `a mod ADOPTIONS_SPAN`-th
-/// slice of the instance's ranges. A copy that ends (its idle timer, its
-/// application) leaves logs and requests behind; the next copy there must
-/// not append to those logs or reuse those request ids.
-pub const ADOPTIONS_SPAN: u32 = 256;
-
-/// The first of the message keys a session with streams from `stream_id_base`
-/// mints (keys `base + 1 …`): the base shifted into the high bits, so each
-/// instance of a fleet has 2^52 keys per session to itself; 0 in one process.
-pub const fn key_base(stream_id_base: u32) -> u64 {
-    (stream_id_base as u64) << 32
-}
-
-/// The ids of requests to the client a session with streams from
-/// `stream_id_base` sends (`base + 1 …`): instance k's are k × 2^32 + 1 …,
-/// below 2^44, so JavaScript clients echo them exactly; 0 in one process.
-pub const fn request_id_base(stream_id_base: u32) -> i64 {
-    (stream_id_base as i64) << 12
-}
-
-impl Default for SessionConfig {
-    fn default() -> Self {
-        SessionConfig {
-            retry_ms: 1000,
-            events_max: 64,
-            events_bytes_max: 1 << 20,
-            streams_max: 32,
-            held_max: 256,
-            held_bytes_max: 1 << 20,
-            session_bytes_max: 4 << 20,
-            held_ttl_ms: 60_000,
-            in_flight_max: 256,
-            in_flight_bytes_max: 8 << 20,
-            outbound_requests_max: 64,
-            outbound_timeout_ms: Some(60_000),
-            cancelled_max: 64,
-            idle_timeout_ms: Some(30 * 60 * 1000),
-            init_timeout_ms: Some(10_000),
-            keepalive_ms: Some(15_000),
-            response_mode: ResponseMode::Sse,
-            stream_id_base: 0,
-            first_request_number: 1,
-        }
-    }
-}
-
-/// The session's deadlines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum SessionTimer {
-    /// Drop held unrelated messages past `held_ttl_ms`.
-    HeldExpiry,
-    /// Send SSE keep-alive comments.
-    KeepAlive,
-    /// End the idle session.
-    Idle,
-    /// End the session that has not completed its handshake.
-    Init,
-    /// Give up the requests to the client whose answer is overdue.
-    Outbound,
-}
-
-/// Where the session is in its lifecycle (the diagram above); a phase
-/// keeps what only it needs.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Phase {
-    /// No `initialize` handled yet: the opener and the version may still
-    /// be set.
-    New,
-    /// `initialize` (request `id`) is being served, its answer due on
-    /// `stream`: that answer is stamped with the agreed version and ends
-    /// the phase; a cancellation of `id` is ignored (R50).
-    Initializing { id: RequestId, stream: StreamId },
-    /// The `initialize` answer went out; `notifications/initialized` is
-    /// awaited, and unrelated messages are held for it (R49).
-    AwaitingInitialized,
-    /// The handshake is over (or there is none: a 2026-07-28 request, a
-    /// session adopted from another instance of a fleet).
-    Ready,
-    /// Deleted, closed or expired: every input is refused.
-    Ended,
-}
-
-impl Phase {
-    /// Before the `initialize` answer: the version may still be agreed.
-    fn before_initialize_answer(&self) -> bool {
-        matches!(self, Phase::New | Phase::Initializing { .. })
-    }
-
-    /// Whether `id` is the `initialize` being served.
-    fn initializing(&self, id: &RequestId) -> bool {
-        matches!(self, Phase::Initializing { id: i, .. } if i == id)
-    }
-
-    /// Whether `sid` is the stream the `initialize` being served answers on.
-    fn initialize_stream(&self, sid: StreamId) -> bool {
-        matches!(self, Phase::Initializing { stream, .. } if *stream == sid)
-    }
-}
-
-/// What an open HTTP exchange of the session carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Role {
-    /// A POST carrying requests, writing `stream`.
-    Post { stream: StreamId },
-    /// A GET carrying `stream` (standalone or a resumption).
-    Get { stream: StreamId },
-    /// An exchange that carries none of the session's streams, only what
-    /// the preset that opened it writes (`sse`: its head committed an event
-    /// stream, kept alive like one). FIXED opens none: a notification POST
-    /// is answered 202 at once, and every GET gets a stream of its own.
-    Streamless { sse: bool },
-}
-
-/// A client request in flight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct Flight {
-    /// The stream its answer goes on.
-    stream: StreamId,
-    /// Its size as received (`Message::approx_len`).
-    bytes: usize,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct Exchange {
-    role: Role,
-    head_sent: bool,
-    ended: bool,
-}
+use std::time::Duration;
+use streams::Streams;
 
 /// One session. See the module doc for the state diagram and routing rules.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -266,17 +66,19 @@ pub struct ServerSession {
     config: Shared<SessionConfig>,
     policy: ServerPolicy,
     phase: Phase,
-    streams: BTreeMap<StreamId, Stream>,
-    next_stream: u32,
+    /// Its streams, and the ids they are numbered by.
+    streams: Streams,
     exchanges: BTreeMap<HttpId, Exchange>,
     /// Client requests being served: the stream each answers on, and its
     /// size (`in_flight_bytes_max` bounds their sum).
     in_flight: BTreeMap<RequestId, Flight>,
-    cancelled: VecDeque<RequestId>,
+    /// Client requests cancelled lately (their late answers are dropped).
+    cancelled: Cancelled,
     /// The requests this session sent the client and awaits answers to.
     outbound: Outbound,
-    held: VecDeque<(Instant, Arc<Outgoing>)>,
-    held_bytes: usize,
+    /// Unrelated messages waiting for a standalone stream, or for the
+    /// handshake to end.
+    held: Held,
     /// What only a preset's departures from FIXED keep (`None` under
     /// FIXED, and under every preset that departs in none of them).
     preset: Option<Box<PresetState>>,
@@ -285,11 +87,11 @@ pub struct ServerSession {
     events: VecDeque<ServerEvent>,
     timers: Timers<SessionTimer>,
     late_responses: u64,
-    /// A modern (2026-07-28) request's method: the one request a stateless
+    /// A 2026-07-28 request's method: the one request a stateless
     /// session exists for, whose result the core completes.
-    modern_method: Option<Box<str>>,
-    /// A modern `subscriptions/listen` (see `listen`).
-    listen: Option<Box<listen::Listen>>,
+    v2026_method: Option<Box<str>>,
+    /// A 2026-07-28 `subscriptions/listen` (see `listen`).
+    listen: Option<Box<Listen>>,
     /// Who opened it (see [`crate::principal`]): the only caller the
     /// endpoint routes to it under [`SessionBinding::Principal`].
     ///
@@ -312,10 +114,7 @@ impl ServerSession {
         let base = config.stream_id_base;
         let first_request = request_id_base(base) + config.first_request_number;
         let codec = EventIdCodec::new(policy.event_ids, namespace);
-        let mut streams = BTreeMap::new();
-        if codec.single_common_stream() {
-            streams.insert(COMMON, Stream::new(COMMON, Origin::Standalone));
-        }
+        let streams = Streams::new(base, codec.single_common_stream());
         ServerSession {
             id,
             codec,
@@ -324,33 +123,31 @@ impl ServerSession {
             policy,
             phase: Phase::New,
             streams,
-            next_stream: base.wrapping_add(1),
             exchanges: BTreeMap::new(),
             in_flight: BTreeMap::new(),
-            cancelled: VecDeque::new(),
+            cancelled: Cancelled::default(),
             outbound: Outbound::new(first_request),
-            held: VecDeque::new(),
-            held_bytes: 0,
+            held: Held::default(),
             preset: PresetState::for_policy(&policy),
             next_key: key_base(base) + 1,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             timers: Timers::default(),
             late_responses: 0,
-            modern_method: None,
+            v2026_method: None,
             listen: None,
             principal: None,
         }
     }
 
     /// The same session, opened by `principal` (the caller of its
-    /// `initialize`, or of a modern request; a fleet's record of it).
+    /// `initialize`, or of a 2026-07-28 request; a fleet's record of it).
     pub fn with_principal(mut self, principal: Option<Principal>) -> Self {
         self.principal = principal;
         self
     }
 
-    /// A session for one modern (2026-07-28) request: ready at once, no
+    /// A session for one 2026-07-28 request: ready at once, no
     /// handshake, no id on the wire, no event ids, no resumption, no
     /// requests to the client. It ends with its exchange (answered, or
     /// closed by the client: cancellation).
@@ -366,7 +163,7 @@ impl ServerSession {
             response_mode: ResponseMode::JsonWhenAlone,
             ..*config
         };
-        let mut s = ServerSession::new(id, 0, ProtocolVersion::MODERN, config, policy);
+        let mut s = ServerSession::new(id, 0, ProtocolVersion::LATEST_V2026, config, policy);
         s.phase = Phase::Ready;
         s
     }
@@ -395,7 +192,8 @@ impl ServerSession {
         // reuses the ids of the requests it sent (the client may still
         // answer them).
         let a = adoption % ADOPTIONS_SPAN;
-        s.next_stream = base.wrapping_add(1 + a * (STREAM_ID_SPAN / ADOPTIONS_SPAN));
+        s.streams
+            .number_from(base.wrapping_add(1 + a * (STREAM_ID_SPAN / ADOPTIONS_SPAN)));
         s.outbound = Outbound::new(
             request_id_base(base) + s.config.first_request_number + (i64::from(a) << 24),
         );
@@ -462,7 +260,7 @@ impl ServerSession {
         self.phase == Phase::Ready
     }
 
-    /// Whether this session is a modern `subscriptions/listen`.
+    /// Whether this session is a 2026-07-28 `subscriptions/listen`.
     pub fn is_listen(&self) -> bool {
         self.listen.is_some()
     }
@@ -513,7 +311,7 @@ impl ServerSession {
 
     /// Messages accepted but not yet written anywhere (held, queued).
     pub fn queued_keys(&self) -> Vec<MsgKey> {
-        let mut keys: Vec<MsgKey> = self.held.iter().map(|(_, o)| o.key).collect();
+        let mut keys: Vec<MsgKey> = self.held.keys().collect();
         if let Some(p) = &self.preset {
             keys.extend(p.queued_keys());
         }
@@ -529,7 +327,7 @@ impl ServerSession {
     /// Bytes of held messages (waiting for a standalone stream), the figure
     /// `held_bytes_max` bounds.
     pub fn held_bytes(&self) -> usize {
-        self.held_bytes
+        self.held.bytes()
     }
 
     /// Bytes of the client requests in flight, the figure
@@ -541,7 +339,7 @@ impl ServerSession {
     /// Bytes of messages this session keeps (replay buffers and held
     /// messages), the figure `session_bytes_max` bounds.
     pub fn retained_bytes(&self) -> usize {
-        self.held_bytes + self.streams.values().map(|s| s.bytes).sum::<usize>()
+        self.held.bytes() + self.streams.bytes()
     }
 
     /// Approximate bytes held by this session's state (for the idle-session figure).
@@ -594,7 +392,8 @@ impl ServerSession {
                 if method == "initialize" && self.phase != Phase::New {
                     return Err(RequestError::BadInitialize);
                 }
-                let in_flight = self.in_flight.contains_key(id) && !self.overwrites_ids();
+                let in_flight = self.in_flight.contains_key(id)
+                    && !self.preset.as_ref().is_some_and(|p| p.overwrites_ids());
                 if in_flight || new_ids.iter().any(|(n, _)| n == id) {
                     return Err(RequestError::DuplicateRequestId(id.clone()));
                 }
@@ -633,8 +432,8 @@ impl ServerSession {
                             };
                         }
                     }
-                    if self.version.is_modern() {
-                        self.modern_method = Some(method.as_str().into());
+                    if self.version.is_v2026() {
+                        self.v2026_method = Some(method.as_str().into());
                     }
                     self.events
                         .push_back(ServerEvent::Request { id, method, params });
@@ -673,7 +472,7 @@ impl ServerSession {
         match self.policy.standalone_attach {
             StandaloneAttach::Coexist => self.get_coexist(http, cursor, last_event_id)?,
             StandaloneAttach::ReplaceCommon | StandaloneAttach::ShadowCommon => {
-                self.get_common(http, cursor, last_event_id)?
+                self.departures().get_common(http, cursor, last_event_id)?
             }
         }
         self.update_timers(now);
@@ -694,7 +493,7 @@ impl ServerSession {
             return;
         };
         let ex = *ex;
-        if self.has_listener(http) {
+        if self.preset.as_ref().is_some_and(|p| p.has_listener(http)) {
             // A preset's listener task outlives its exchange (see `preset`).
             if let Some(e) = self.exchanges.get_mut(&http) {
                 e.ended = true;
@@ -780,10 +579,10 @@ impl ServerSession {
                 id: id.clone(),
                 result: self.stamp_version(result),
             },
-            Ok(result) if self.version.is_modern() => Message::Response {
+            Ok(result) if self.version.is_v2026() => Message::Response {
                 id: id.clone(),
-                result: crate::server::modern_result::complete(
-                    self.modern_method.as_deref().unwrap_or_default(),
+                result: crate::server::v2026_result::complete(
+                    self.v2026_method.as_deref().unwrap_or_default(),
                     result,
                 ),
             },
@@ -798,7 +597,7 @@ impl ServerSession {
         };
         let out = self.outgoing(Cause::Request(id.clone()), message);
         let key = out.key;
-        self.drain_competing_into(stream);
+        self.departures().drain_competing_into(stream);
         // Written while the phase still names the stream (some codecs leave
         // the `initialize` answer unnumbered).
         self.write_response(stream, id, out);
@@ -833,8 +632,8 @@ impl ServerSession {
         cause: Cause,
         now: Instant,
     ) -> Result<(RequestId, MsgKey), UsageError> {
-        if self.version.is_modern() {
-            return Err(UsageError::ModernEra(
+        if self.version.is_v2026() {
+            return Err(UsageError::WrongEra(
                 "no requests to the client; answer with an InputRequiredResult (MRTR)",
             ));
         }
@@ -887,8 +686,8 @@ impl ServerSession {
     /// stream (polling, R37): the client resumes with `Last-Event-ID` after
     /// `retry`. Only after an id-bearing event, so on a stream that was primed.
     pub fn close_connection(&mut self, id: &RequestId, now: Instant) -> Result<(), UsageError> {
-        if self.version.is_modern() {
-            return Err(UsageError::ModernEra(
+        if self.version.is_v2026() {
+            return Err(UsageError::WrongEra(
                 "no resumption: closing the stream would cancel the request",
             ));
         }
@@ -902,7 +701,7 @@ impl ServerSession {
         };
         let primed = s.next_seq > 1 && s.format == Format::Sse;
         let attached = s.attached;
-        if let Some(http) = self.discard_writer(stream) {
+        if let Some(http) = self.departures().discard_writer(stream) {
             self.end(http, EndReason::Polling);
         } else if let (Some(http), true) = (attached, primed) {
             self.end(http, EndReason::Polling);
@@ -917,8 +716,8 @@ impl ServerSession {
     /// answer is stamped with it and the session follows its rules.
     /// Session-era versions only, and only until that answer.
     pub fn agree_version(&mut self, version: ProtocolVersion) -> Result<(), UsageError> {
-        if version.is_modern() {
-            return Err(UsageError::ModernEra("2026-07-28 has no sessions"));
+        if version.is_v2026() {
+            return Err(UsageError::WrongEra("2026-07-28 has no sessions"));
         }
         if !self.phase.before_initialize_answer() {
             return Err(UsageError::AlreadyInitialized);
@@ -1143,10 +942,8 @@ impl ServerSession {
         let Some(Flight { stream, .. }) = self.in_flight.remove(id) else {
             return false;
         };
-        self.cancelled.push_back(id.clone());
-        while self.cancelled.len() > self.config.cancelled_max {
-            self.cancelled.pop_front();
-        }
+        self.cancelled
+            .remember(id.clone(), self.config.cancelled_max);
         self.settle_request(stream, id);
         true
     }
@@ -1207,8 +1004,8 @@ impl ServerSession {
     }
 
     fn accept_without_stream(&mut self, http: HttpId) {
-        if self.competing() {
-            self.accept_competing(http);
+        if self.preset.as_ref().is_some_and(|p| p.competing()) {
+            self.departures().accept_competing(http);
             return;
         }
         self.head(http, 202, Content::None);
@@ -1226,17 +1023,21 @@ impl ServerSession {
                 ended: false,
             },
         );
-        self.start_listener(http);
+        if let Some(p) = self.preset.as_mut() {
+            p.start_listener(http);
+        }
     }
 
     /// Exchange `http` is forgotten, with whatever a preset ran for it.
     fn forget_exchange(&mut self, http: HttpId) {
         self.exchanges.remove(&http);
-        self.forget_preset_tasks(http);
+        if let Some(p) = self.preset.as_mut() {
+            p.forget_tasks(http);
+        }
     }
 
     fn open_post_stream(&mut self, http: HttpId, requests: &[(RequestId, usize)]) {
-        let sid = self.new_stream(Origin::Post {
+        let sid = self.streams.open(Origin::Post {
             pending: requests.iter().map(|(id, _)| id.clone()).collect(),
         });
         for (id, bytes) in requests {
@@ -1251,12 +1052,746 @@ impl ServerSession {
             s.attached = Some(http);
         }
         let commit_sse_now = requests.len() > 1
-            || (self.config.response_mode == ResponseMode::Sse && !self.competing());
+            || (self.config.response_mode == ResponseMode::Sse
+                && !self.preset.as_ref().is_some_and(|p| p.competing()));
         if commit_sse_now {
             self.commit_sse(sid, http);
-            if !self.open_unstarted(http, sid) {
+            if !self.departures().open_unstarted(http, sid) {
                 self.prime(sid, http, false);
             }
+        }
+    }
+
+    /// The session as a preset's departures act on it (`preset`).
+    fn departures(&mut self) -> Departures<'_> {
+        Departures { hub: self }
+    }
+
+    // Sending: causal routing of what the application emits, held
+    // messages, stream writes, and the transmit and timer helpers.
+
+    fn send(&mut self, message: Message, cause: Cause, now: Instant) -> Result<MsgKey, UsageError> {
+        if self.phase == Phase::Ended {
+            return Err(UsageError::SessionEnded);
+        }
+        let out = match &cause {
+            Cause::Request(r) => {
+                let stream = self
+                    .in_flight
+                    .get(r)
+                    .ok_or_else(|| UsageError::RequestNotActive(r.clone()))?
+                    .stream;
+                let request = message.is_request();
+                let out = self.outgoing(cause, message);
+                let key = out.key;
+                if request && self.policy.related_requests == RelatedRequests::OnStandaloneGet {
+                    self.deliver_unrelated(out, now);
+                } else {
+                    self.write_to_stream(stream, out);
+                }
+                self.update_timers(now);
+                return Ok(key);
+            }
+            Cause::Unrelated => self.outgoing(cause, message),
+        };
+        let key = out.key;
+        if self.phase != Phase::Ready {
+            match self.policy.pre_init_notifications {
+                PreInitNotifications::Hold => self.hold(out, now),
+                PreInitNotifications::Send => self.deliver_unrelated(out, now),
+                PreInitNotifications::Suppress => self.events.push_back(ServerEvent::Dropped {
+                    key,
+                    reason: DropReason::BeforeInitialized,
+                }),
+            }
+        } else {
+            self.deliver_unrelated(out, now);
+        }
+        self.update_timers(now);
+        Ok(key)
+    }
+
+    fn deliver_unrelated(&mut self, out: Arc<Outgoing>, now: Instant) {
+        let Some(out) = self.departures().route_competing(out) else {
+            return;
+        };
+        if self.codec.single_common_stream() {
+            // rmcp `cache_and_send`: cached, and sent if a receiver exists.
+            self.write_to_stream(COMMON, out);
+            return;
+        }
+        match self.first_attached_standalone() {
+            Some(sid) => self.write_to_stream(sid, out),
+            None => {
+                let out = self
+                    .departures()
+                    .drop_if_unwired(out)
+                    .and_then(|out| self.departures().drop_if_streamless(out));
+                if let Some(out) = out {
+                    self.hold(out, now);
+                }
+            }
+        }
+    }
+
+    fn first_attached_standalone(&self) -> Option<StreamId> {
+        self.streams
+            .oldest_first()
+            .find(|s| s.is_standalone() && s.attached.is_some())
+            .map(|s| s.id)
+    }
+
+    fn hold(&mut self, out: Arc<Outgoing>, now: Instant) {
+        let deadline = now + Duration::from_millis(self.config.held_ttl_ms);
+        self.held.push(deadline, out);
+        while self
+            .held
+            .over(self.config.held_max, self.config.held_bytes_max)
+        {
+            if !self.drop_oldest_held(DropReason::HeldFull) {
+                break;
+            }
+        }
+        self.enforce_session_budget();
+    }
+
+    /// Drops the oldest held message, visibly, for `reason`; whether there
+    /// was one.
+    fn drop_oldest_held(&mut self, reason: DropReason) -> bool {
+        let Some(old) = self.held.pop_oldest() else {
+            return false;
+        };
+        self.events.push_back(ServerEvent::Dropped {
+            key: old.key,
+            reason,
+        });
+        true
+    }
+
+    fn take_held(&mut self) -> Vec<Arc<Outgoing>> {
+        self.held.take_all()
+    }
+
+    fn flush_held(&mut self, now: Instant) {
+        if self.phase != Phase::Ready {
+            return;
+        }
+        for out in self.take_held() {
+            self.deliver_unrelated(out, now);
+        }
+    }
+
+    fn flush_held_into(&mut self, sid: StreamId) {
+        if self.phase != Phase::Ready {
+            return;
+        }
+        for out in self.take_held() {
+            self.write_to_stream(sid, out);
+        }
+    }
+
+    fn expire_held(&mut self, now: Instant) {
+        // Held for the handshake (R49) or for a stream.
+        let reason = if self.phase == Phase::Ready {
+            DropReason::NoStream
+        } else {
+            DropReason::BeforeInitialized
+        };
+        while self.held.next_deadline().is_some_and(|d| d <= now) {
+            self.drop_oldest_held(reason);
+        }
+    }
+
+    /// How much one stream's replay buffer may keep.
+    fn replay_bound(&self) -> ReplayBound {
+        ReplayBound {
+            events_max: self.config.events_max,
+            bytes_max: self.config.events_bytes_max,
+        }
+    }
+
+    /// Keeps the session's retained bytes within `session_bytes_max`: the
+    /// oldest events of detached streams go first (their clients may never
+    /// come back), then of attached ones (sent already; only replay is
+    /// lost), then held messages (dropped visibly).
+    fn enforce_session_budget(&mut self) {
+        let max = self.config.session_bytes_max;
+        let mut retained = self.retained_bytes();
+        if retained <= max {
+            return;
+        }
+        for attached in [false, true] {
+            let ids: Vec<StreamId> = self
+                .streams
+                .oldest_first()
+                .filter(|s| s.attached.is_some() == attached)
+                .map(|s| s.id)
+                .collect();
+            for sid in ids {
+                let Some(s) = self.streams.get_mut(&sid) else {
+                    continue;
+                };
+                while retained > max {
+                    let before = s.bytes;
+                    if !s.evict_oldest() {
+                        break;
+                    }
+                    retained -= before - s.bytes;
+                }
+                if retained <= max {
+                    return;
+                }
+            }
+        }
+        while retained > max && !self.held.is_empty() {
+            let before = self.held.bytes();
+            self.drop_oldest_held(DropReason::HeldFull);
+            retained -= before - self.held.bytes();
+        }
+    }
+
+    /// Writes a non-final message on a stream: buffered with an id, and sent if
+    /// a connection is attached. Commits SSE if nothing was committed.
+    fn write_to_stream(&mut self, sid: StreamId, out: Arc<Outgoing>) {
+        let Some(s) = self.streams.get(&sid) else {
+            return;
+        };
+        let attached = s.attached;
+        let out = match (s.format, attached) {
+            (Format::Undecided, Some(http)) => {
+                let Some(out) = self.departures().answer_with_first(sid, http, out) else {
+                    return;
+                };
+                self.commit_sse(sid, http);
+                out
+            }
+            (Format::Undecided, None) => {
+                if let Some(s) = self.streams.get_mut(&sid) {
+                    s.format = Format::Sse;
+                }
+                out
+            }
+            _ => out,
+        };
+        let bound = self.replay_bound();
+        let Some(s) = self.streams.get_mut(&sid) else {
+            return;
+        };
+        let seq = s.push(Some(out.clone()), bound);
+        if let Some(http) = attached {
+            let unnumbered =
+                self.codec.initialize_unnumbered() && self.phase.initialize_stream(sid);
+            let numbered = !unnumbered && !self.version.is_v2026();
+            let id = numbered.then(|| self.codec.render(EventId { stream: sid, seq }));
+            self.tx(
+                http,
+                TransmitKind::Event {
+                    id,
+                    retry_ms: None,
+                    message: Some(out),
+                },
+            );
+        }
+        self.enforce_session_budget();
+    }
+
+    fn write_response(&mut self, sid: StreamId, id: &RequestId, out: Arc<Outgoing>) {
+        let Some(s) = self.streams.get(&sid) else {
+            return;
+        };
+        let attached = s.attached;
+        let last = matches!(&s.origin, Origin::Post { pending } if pending.len() == 1);
+        match (s.format, attached) {
+            (Format::Undecided, Some(http)) if last => {
+                // The response is the first and only thing: plain JSON.
+                if let Some(s) = self.streams.get_mut(&sid) {
+                    s.format = Format::Json;
+                }
+                let status = if self.version.is_v2026() {
+                    crate::server::v2026_result::status(&out.message)
+                } else {
+                    200
+                };
+                self.head(http, status, Content::Json);
+                self.tx(http, TransmitKind::Json(out.message.clone()));
+            }
+            (_, None) => {
+                if let Some(out) = self.departures().keep_for_next_get(out) {
+                    self.write_to_stream(sid, out);
+                }
+            }
+            _ => self.write_to_stream(sid, out),
+        }
+        self.settle_request(sid, id);
+    }
+
+    /// Request `id` is answered or cancelled: its stream may be finished.
+    fn settle_request(&mut self, sid: StreamId, id: &RequestId) {
+        let Some(s) = self.streams.get_mut(&sid) else {
+            return;
+        };
+        if let Origin::Post { pending } = &mut s.origin {
+            pending.retain(|p| p != id);
+            if !pending.is_empty() {
+                return;
+            }
+        }
+        s.finished = true;
+        // Kept for a resumption: an event stream whose events carry ids,
+        // but the `initialize` answer's (a client that lost it has no
+        // session to resume in: it initializes again).
+        let keep = s.format == Format::Sse
+            && !self.version.is_v2026()
+            && !self.phase.initialize_stream(sid);
+        let attached = s.attached.take();
+        if let Some(http) = attached {
+            self.end(http, EndReason::Complete);
+            if !self.preset.as_ref().is_some_and(|p| p.has_listener(http)) {
+                self.forget_exchange(http);
+            }
+            if !keep && sid != COMMON {
+                self.streams.remove(&sid);
+            }
+        }
+        // A resumable finished stream stays for its resumption (the oldest
+        // past `streams_max` go first), also when its response went out on
+        // a connection the server took for live: one that died unnoticed
+        // lost it, and the client resumes from the last id it read.
+        self.trim_streams();
+    }
+
+    fn detach(&mut self, sid: StreamId, http: HttpId) {
+        if let Some(s) = self.streams.get_mut(&sid) {
+            if s.attached == Some(http) {
+                s.attached = None;
+            }
+        }
+        self.trim_streams();
+    }
+
+    /// Forgets the oldest finished or detached standalone streams past `streams_max`.
+    fn trim_streams(&mut self) {
+        let idle = |s: &&Stream| {
+            s.id != COMMON && s.attached.is_none() && (s.finished || s.is_standalone())
+        };
+        // Counted first: most calls find nothing to trim, and allocate nothing.
+        let count = self.streams.values().filter(idle).count();
+        if count <= self.config.streams_max {
+            return;
+        }
+        let past: Vec<StreamId> = self
+            .streams
+            .oldest_first()
+            .filter(idle)
+            .map(|s| s.id)
+            .take(count - self.config.streams_max)
+            .collect();
+        for sid in &past {
+            self.streams.remove(sid);
+        }
+    }
+
+    fn commit_sse(&mut self, sid: StreamId, http: HttpId) {
+        if let Some(s) = self.streams.get_mut(&sid) {
+            s.format = Format::Sse;
+        }
+        self.head(http, 200, Content::Sse);
+    }
+
+    fn prime(&mut self, sid: StreamId, http: HttpId, standalone: bool) {
+        if let Some(priming) = self.priming_event(sid, standalone) {
+            self.tx(http, priming);
+        }
+    }
+
+    /// Stream `sid`'s priming event (its id taken from the stream when the
+    /// scheme numbers it), or none where the version or scheme has none.
+    fn priming_event(&mut self, sid: StreamId, standalone: bool) -> Option<TransmitKind> {
+        let id = match self.codec.priming(standalone, self.version.has_priming()) {
+            Priming::None => return None,
+            Priming::LiteralZero => EventIdCodec::literal_zero().to_owned(),
+            Priming::NextSeq => {
+                let bound = self.replay_bound();
+                let s = self.streams.get_mut(&sid)?;
+                let seq = s.push(None, bound);
+                self.codec.render(EventId { stream: sid, seq })
+            }
+        };
+        Some(TransmitKind::Event {
+            id: Some(id),
+            retry_ms: Some(self.config.retry_ms),
+            message: None,
+        })
+    }
+    fn outgoing(&mut self, cause: Cause, message: Message) -> Arc<Outgoing> {
+        let key = self.mint_key();
+        Arc::new(Outgoing {
+            session: self.id.clone(),
+            key,
+            cause,
+            message,
+        })
+    }
+
+    fn mint_key(&mut self) -> MsgKey {
+        let key = MsgKey(self.next_key);
+        self.next_key += 1;
+        key
+    }
+
+    /// The core decides the version; the application's result carries it.
+    fn stamp_version(&self, result: RawJson) -> RawJson {
+        let mut v = result.to_value();
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert(
+                "protocolVersion".to_owned(),
+                serde_json::Value::String(self.version.as_str().to_owned()),
+            );
+            return RawJson::from(v);
+        }
+        result
+    }
+
+    fn end_session(&mut self, _now: Instant) {
+        if self.phase == Phase::Ended {
+            return;
+        }
+        self.phase = Phase::Ended;
+        let open: Vec<HttpId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| !e.ended)
+            .map(|(h, _)| *h)
+            .collect();
+        for http in open {
+            if !self.exchanges.get(&http).is_some_and(|e| e.head_sent) {
+                self.head(http, 404, Content::None);
+            }
+            self.end(http, EndReason::SessionEnded);
+        }
+        self.exchanges.clear();
+        let undelivered: Vec<MsgKey> = self.queued_keys();
+        self.held = Held::default();
+        if let Some(p) = self.preset.as_mut() {
+            p.clear();
+        }
+        for key in undelivered {
+            self.events.push_back(ServerEvent::Dropped {
+                key,
+                reason: DropReason::SessionEnded,
+            });
+        }
+        self.in_flight.clear();
+        self.timers = Timers::default();
+        self.events.push_back(ServerEvent::SessionEnded);
+    }
+
+    // ---- internals: transmit helpers ----------------------------------
+
+    fn head(&mut self, http: HttpId, status: u16, content: Content) {
+        if let Some(e) = self.exchanges.get_mut(&http) {
+            if e.head_sent {
+                return; // net/http: "superfluous WriteHeader"
+            }
+            e.head_sent = true;
+        }
+        let mut head = ResponseHead::new(status, content);
+        // The 2026-07-28 era has no session ids on the wire.
+        if !self.version.is_v2026() {
+            head.session_id = Some(self.id.clone());
+        }
+        self.tx(http, TransmitKind::Head(head));
+    }
+
+    fn end(&mut self, http: HttpId, reason: EndReason) {
+        if let Some(e) = self.exchanges.get_mut(&http) {
+            if e.ended {
+                return;
+            }
+            e.ended = true;
+        }
+        self.tx(http, TransmitKind::End(reason));
+    }
+
+    fn tx(&mut self, http: HttpId, kind: TransmitKind) {
+        self.transmits.push_back(Transmit { http, kind });
+    }
+
+    /// The deadline of the earliest request to the client still awaited.
+    fn sync_outbound_timer(&mut self) {
+        match self.outbound.next_deadline() {
+            Some(deadline) if self.phase != Phase::Ended => {
+                self.timers.set(SessionTimer::Outbound, deadline)
+            }
+            _ => self.timers.stop(SessionTimer::Outbound),
+        }
+    }
+
+    fn update_timers(&mut self, now: Instant) {
+        if self.phase == Phase::Ended {
+            self.timers = Timers::default();
+            return;
+        }
+        match (self.exchanges.is_empty(), self.config.idle_timeout_ms) {
+            (true, Some(ms)) => {
+                if self.timers.get(SessionTimer::Idle).is_none() {
+                    self.timers
+                        .set(SessionTimer::Idle, now + Duration::from_millis(ms));
+                }
+            }
+            _ => self.timers.stop(SessionTimer::Idle),
+        }
+        match (&self.phase, self.config.init_timeout_ms) {
+            (Phase::New | Phase::Initializing { .. } | Phase::AwaitingInitialized, Some(ms)) => {
+                if self.timers.get(SessionTimer::Init).is_none() {
+                    self.timers
+                        .set(SessionTimer::Init, now + Duration::from_millis(ms));
+                }
+            }
+            _ => self.timers.stop(SessionTimer::Init),
+        }
+        match self.held.next_deadline() {
+            Some(deadline) => self.timers.set(SessionTimer::HeldExpiry, deadline),
+            None => self.timers.stop(SessionTimer::HeldExpiry),
+        }
+        self.sync_outbound_timer();
+        let streaming = self.exchanges.values().any(|e| {
+            !e.ended
+                && matches!(
+                    e.role,
+                    Role::Get { .. } | Role::Post { .. } | Role::Streamless { sse: true }
+                )
+        });
+        match (streaming, self.config.keepalive_ms) {
+            (true, Some(ms)) => {
+                if self.timers.get(SessionTimer::KeepAlive).is_none() {
+                    self.timers
+                        .set(SessionTimer::KeepAlive, now + Duration::from_millis(ms));
+                }
+            }
+            _ => self.timers.stop(SessionTimer::KeepAlive),
+        }
+    }
+
+    // A session that is a 2026-07-28 `subscriptions/listen` (`listen`).
+
+    /// A 2026-07-28 `subscriptions/listen` (request `id`), already agreed to
+    /// `filter`. The request is the core's own: the stream opens and the
+    /// application never hears of it. Under [`ListenAck::WithRegistration`]
+    /// the acknowledgement is written in the same step as the listen starts
+    /// receiving broadcasts; the other orders leave one step for later.
+    ///
+    /// [`ListenAck::WithRegistration`]: crate::policy::ListenAck::WithRegistration
+    pub fn handle_listen(
+        &mut self,
+        http: HttpId,
+        id: RequestId,
+        filter: ListenFilter,
+        now: Instant,
+    ) {
+        self.open_post_stream(http, &[(id.clone(), 0)]);
+        self.v2026_method = Some("subscriptions/listen".into());
+        let order = self.policy.listen_ack;
+        self.listen = Some(Box::new(Listen::new(id, filter, http, order)));
+        if order != ListenAck::RegisterThenAck {
+            self.acknowledge(now);
+        }
+        self.update_timers(now);
+    }
+
+    /// The listen's pending step (the acknowledgement or the registration,
+    /// by [`ListenAck`]) runs; whether there was one.
+    fn handle_listen_step(&mut self, http: HttpId, now: Instant) -> bool {
+        let Some(l) = self.listen.as_deref_mut().filter(|l| l.http() == http) else {
+            return false;
+        };
+        match l.take_step() {
+            Some(Step::Registered) => true,
+            Some(Step::Acknowledge) => {
+                self.acknowledge(now);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The listen's stream, while a step of it is pending.
+    fn listen_step_pending(&self) -> Option<HttpId> {
+        let l = self.listen.as_deref()?;
+        (!l.started() && !self.is_ended()).then_some(l.http())
+    }
+
+    fn acknowledge(&mut self, now: Instant) {
+        let Some(l) = self.listen.as_deref_mut() else {
+            return;
+        };
+        let (ack, cause) = l.acknowledgement();
+        let _ = self.send(ack, cause, now);
+    }
+
+    /// Whether this session is a listen that receives broadcasts of
+    /// `method` (with `params`) now.
+    pub fn listens_to(&self, method: &str, params: Option<&serde_json::Value>) -> bool {
+        self.listen
+            .as_ref()
+            .is_some_and(|l| !self.is_ended() && l.receives(method, params))
+    }
+
+    /// Writes notification `method` on this listen's stream, tagged with its
+    /// subscription id; `None` unless the listen receives it now.
+    pub fn notify_listener(
+        &mut self,
+        method: &str,
+        params: Option<&serde_json::Value>,
+        now: Instant,
+    ) -> Option<(MsgKey, Cause)> {
+        if !self.listens_to(method, params) {
+            return None;
+        }
+        let (message, cause) = self.listen.as_ref()?.tagged(method, params);
+        let key = self.send(message, cause.clone(), now).ok()?;
+        Some((key, cause))
+    }
+
+    /// Ends this listen gracefully: the `complete` result naming the
+    /// subscription, then the end of the stream.
+    pub fn end_listen(&mut self, now: Instant) -> Option<MsgKey> {
+        let l = self.listen.as_ref()?;
+        let (id, result) = (l.id.clone(), l.completion());
+        self.respond(&id, Ok(result), now).ok()
+    }
+
+    // GET handling: new standalone streams and resumption by
+    // `Last-Event-ID` (the shapes of presets with one common stream
+    // are in `preset`).
+
+    fn get_coexist(
+        &mut self,
+        http: HttpId,
+        cursor: Option<EventId>,
+        text: Option<&str>,
+    ) -> Result<(), RequestError> {
+        let Some(cursor) = cursor else {
+            let sid = self.streams.open(Origin::Standalone);
+            if !self.departures().open_unwired(http, sid) {
+                self.attach_get(http, sid, None);
+            }
+            return Ok(());
+        };
+        let unknown = || RequestError::UnknownEventId(text.unwrap_or("").to_owned());
+        let stream = self.streams.get(&cursor.stream).ok_or_else(unknown)?;
+        if !stream.can_resume_from(cursor.seq) {
+            return Err(unknown());
+        }
+        if stream.finished {
+            return self.resume_finished(http, cursor);
+        }
+        let standalone = stream.is_standalone();
+        let attached = stream.attached;
+        if standalone && self.departures().resume_under_lost_key(http) {
+            return Ok(());
+        }
+        if let Some(old) = attached {
+            self.end(old, EndReason::TakenOver);
+            self.forget_exchange(old);
+            self.detach(cursor.stream, old);
+        }
+        self.attach_get(http, cursor.stream, Some(cursor));
+        Ok(())
+    }
+
+    fn resume_finished(&mut self, http: HttpId, cursor: EventId) -> Result<(), RequestError> {
+        match self.policy.finished_stream_resume {
+            FinishedStreamResume::ReplayThenEnd => {
+                let inclusive = self.policy.replay_start == ReplayStart::AtNamed;
+                let rest = self
+                    .streams
+                    .get(&cursor.stream)
+                    .map(|s| s.replay(cursor.seq, inclusive))
+                    .unwrap_or_default();
+                if rest.is_empty() {
+                    self.head(http, 204, Content::None);
+                    self.end(http, EndReason::Complete);
+                    return Ok(());
+                }
+                self.attach_get(http, cursor.stream, Some(cursor));
+                Ok(())
+            }
+            FinishedStreamResume::ServerError => Err(RequestError::ChannelClosed),
+            FinishedStreamResume::EmptyStream => {
+                self.head(http, 200, Content::Sse);
+                self.end(http, EndReason::Complete);
+                Ok(())
+            }
+        }
+    }
+
+    fn attach_get(&mut self, http: HttpId, sid: StreamId, cursor: Option<EventId>) {
+        self.attach_get_from(http, sid, cursor, false)
+    }
+
+    /// Writes on `http` the messages stream `sid` keeps after `after` (from
+    /// it when `inclusive`), each with its event id, in the order of their ids.
+    fn replay_onto(&mut self, http: HttpId, sid: StreamId, after: u64, inclusive: bool) {
+        let replay = self
+            .streams
+            .get(&sid)
+            .map(|s| s.replay(after, inclusive))
+            .unwrap_or_default();
+        for (seq, message) in replay {
+            let id = self.codec.render(EventId { stream: sid, seq });
+            self.tx(
+                http,
+                TransmitKind::Event {
+                    id: Some(id),
+                    retry_ms: None,
+                    message: Some(message),
+                },
+            );
+        }
+    }
+
+    /// Attaches a GET to stream `sid`, replays after `cursor`, primes it,
+    /// then flushes what waits for a standalone stream.
+    ///
+    /// The priming event takes the stream's next sequence number, so it
+    /// goes after the replay: events leave in the order of their ids, and a
+    /// client that reads part of a resumption and loses the connection
+    /// again resumes from the last id it read without skipping what was
+    /// replayed after it (a priming id ahead of the replay would name a
+    /// point past events the client has not read).
+    fn attach_get_from(
+        &mut self,
+        http: HttpId,
+        sid: StreamId,
+        cursor: Option<EventId>,
+        sync: bool,
+    ) {
+        self.add_exchange(http, Role::Get { stream: sid });
+        let Some(s) = self.streams.get_mut(&sid) else {
+            return;
+        };
+        s.attached = Some(http);
+        s.format = Format::Sse;
+        self.head(http, 200, Content::Sse);
+        if let Some(cursor) = cursor {
+            let inclusive = sync || self.policy.replay_start == ReplayStart::AtNamed;
+            self.replay_onto(http, sid, cursor.seq, inclusive);
+        }
+        self.prime(sid, http, true);
+        let standalone = self.streams.get(&sid).is_some_and(|s| s.is_standalone());
+        if standalone && !self.codec.single_common_stream() {
+            self.flush_held_into(sid);
+        }
+        let kept = self.preset.as_mut().map(|p| p.take_for_next_get());
+        for out in kept.into_iter().flatten() {
+            self.write_to_stream(sid, out);
+        }
+        let finished = self.streams.get(&sid).is_some_and(|s| s.finished);
+        if finished {
+            self.end(http, EndReason::Complete);
+            self.forget_exchange(http);
+            self.detach(sid, http);
         }
     }
 }
@@ -1264,207 +1799,4 @@ impl ServerSession {
 /// The request a `notifications/cancelled` names (its `requestId`).
 pub(crate) fn cancelled_id(params: Option<&RawJson>) -> Option<RequestId> {
     crate::jsonrpc::cancelled_request(params).map(|(id, _)| id)
-}
-
-#[cfg(test)]
-mod adoption_tests {
-    use super::*;
-
-    /// The first stream, request id and message key of adoption `a` on
-    /// the instance whose streams start at `base`.
-    fn firsts(base: u32, a: u32) -> (u32, i64, u64) {
-        let config = SessionConfig {
-            stream_id_base: base,
-            ..SessionConfig::default()
-        };
-        let s = ServerSession::adopted(
-            SessionId::from_bits(1),
-            0,
-            ProtocolVersion::LATEST,
-            a,
-            config,
-            ServerPolicy::FIXED,
-        );
-        (s.next_stream, s.outbound.next_number(), s.next_key)
-    }
-
-    #[test]
-    fn each_adoption_starts_its_own_slice_of_the_instances_ranges() {
-        let base = 3 * STREAM_ID_SPAN;
-        let (r, k) = (request_id_base(base), key_base(base));
-        assert_eq!(
-            firsts(base, 0),
-            (base + 1, r + 1, k + 1),
-            "as a fresh session"
-        );
-        assert_eq!(
-            firsts(base, 1),
-            (base + 1 + 4096, r + 1 + (1 << 24), k + 1 + (1 << 44))
-        );
-        assert_eq!(
-            firsts(base, 2),
-            (base + 1 + 8192, r + 1 + (2 << 24), k + 1 + (2 << 44))
-        );
-        // The last slice still inside the instance's ranges (streams end at
-        // base + STREAM_ID_SPAN − 2; requests and keys at the next
-        // instance's bases), and the count comes round after it.
-        let (stream, request, key) = firsts(base, ADOPTIONS_SPAN - 1);
-        assert_eq!(stream, base + 1 + 255 * 4096);
-        assert!(stream < base + STREAM_ID_SPAN - 2);
-        assert!(request < request_id_base(base + STREAM_ID_SPAN));
-        assert!(key < key_base(base + STREAM_ID_SPAN));
-        assert_eq!(firsts(base, ADOPTIONS_SPAN), firsts(base, 0));
-        assert_eq!(firsts(base, ADOPTIONS_SPAN + 1), firsts(base, 1));
-    }
-}
-
-#[cfg(test)]
-mod getter_tests {
-    use super::*;
-    use crate::policy::EventIdScheme;
-
-    /// A FIXED session of the latest session-era version whose event ids
-    /// live in `namespace`.
-    fn fresh(namespace: u32) -> ServerSession {
-        ServerSession::new(
-            SessionId::from_bits(u128::from(namespace) + 1),
-            namespace,
-            ProtocolVersion::LATEST,
-            SessionConfig::default(),
-            ServerPolicy::FIXED,
-        )
-    }
-
-    /// A modern request's session keeps the endpoint's preset but numbers
-    /// its events its own way: rmcp's schemes would give it a common
-    /// stream, which nothing in that era can resume.
-    #[test]
-    fn a_stateless_session_keeps_its_preset_but_not_its_event_ids() {
-        let preset = ServerPolicy::RMCP_0_16;
-        assert_eq!(preset.event_ids, EventIdScheme::Rmcp016);
-        let s =
-            ServerSession::stateless(SessionId::from_bits(1), &SessionConfig::default(), preset);
-        let want = ServerPolicy {
-            event_ids: EventIdScheme::StreamScoped,
-            ..preset
-        };
-        assert_ne!(want, ServerPolicy::default());
-        assert_eq!(*s.policy(), want);
-        assert_eq!(s.streams().count(), 0, "no common stream");
-    }
-
-    /// The idle-session figure's estimate: the struct and its id, then per
-    /// stream its struct and 64 bytes per buffered event, per open exchange
-    /// its struct and 16, per request in flight 48.
-    #[test]
-    fn the_size_estimate_weighs_each_part_as_documented() {
-        use std::mem::size_of;
-        let mut s = fresh(0);
-        let base = s.approx_bytes();
-        assert_eq!(base, size_of::<ServerSession>() + s.id().as_str().len());
-        let mut stream = Stream::new(StreamId(1), Origin::Standalone);
-        s.streams.insert(StreamId(1), stream.clone());
-        let one_stream = s.approx_bytes();
-        assert_eq!(one_stream - base, size_of::<Stream>());
-        let bound = super::super::stream::ReplayBound {
-            events_max: 8,
-            bytes_max: 1 << 20,
-        };
-        for key in 1..=2 {
-            let out = Outgoing {
-                session: s.id().clone(),
-                key: MsgKey(key),
-                cause: Cause::Unrelated,
-                message: Message::notification("notifications/message", None),
-            };
-            stream.push(Some(Arc::new(out)), bound);
-        }
-        s.streams.insert(StreamId(1), stream);
-        assert_eq!(s.approx_bytes() - one_stream, 2 * 64);
-        let with_events = s.approx_bytes();
-        for h in 1..=2 {
-            let ex = Exchange {
-                role: Role::Get {
-                    stream: StreamId(1),
-                },
-                head_sent: true,
-                ended: false,
-            };
-            s.exchanges.insert(HttpId(h), ex);
-        }
-        assert_eq!(
-            s.approx_bytes() - with_events,
-            2 * (size_of::<Exchange>() + 16)
-        );
-        let with_exchanges = s.approx_bytes();
-        let flight = Flight {
-            stream: StreamId(1),
-            bytes: 10,
-        };
-        s.in_flight.insert(RequestId::Num(1), flight);
-        s.in_flight.insert(RequestId::Num(2), flight);
-        assert_eq!(s.approx_bytes() - with_exchanges, 2 * 48);
-    }
-
-    /// An application that negotiates by itself may set the version until
-    /// the `initialize` answer, and only to a session-era one.
-    #[test]
-    fn a_version_is_agreed_before_the_answer_only() {
-        let mut s = fresh(0);
-        assert!(s.agree_version(ProtocolVersion::MODERN).is_err());
-        assert_eq!(s.version(), ProtocolVersion::LATEST);
-        assert_eq!(s.agree_version(ProtocolVersion::V2025_03_26), Ok(()));
-        assert_eq!(s.version(), ProtocolVersion::V2025_03_26);
-        s.phase = Phase::Ready;
-        assert_eq!(
-            s.agree_version(ProtocolVersion::V2025_06_18),
-            Err(UsageError::AlreadyInitialized)
-        );
-        assert_eq!(s.version(), ProtocolVersion::V2025_03_26);
-    }
-
-    /// Drained and with nothing open, a session gives its queues' buffers
-    /// back (what keeps an idle session small); with an exchange open it
-    /// keeps them.
-    #[test]
-    fn an_idle_session_gives_its_buffers_back_once_drained() {
-        let mut s = fresh(0);
-        for _ in 0..4 {
-            s.tx(HttpId(1), TransmitKind::Comment);
-            s.events.push_back(ServerEvent::Dropped {
-                key: MsgKey(1),
-                reason: DropReason::NoStream,
-            });
-        }
-        assert!(s.transmits.capacity() >= 4 && s.events.capacity() >= 4);
-        while s.poll_transmit().is_some() {}
-        while s.poll_event().is_some() {}
-        assert_eq!((s.transmits.capacity(), s.events.capacity()), (0, 0));
-        // With an exchange open, nothing is given back.
-        let ex = Exchange {
-            role: Role::Streamless { sse: true },
-            head_sent: false,
-            ended: false,
-        };
-        s.exchanges.insert(HttpId(2), ex);
-        s.tx(HttpId(2), TransmitKind::Comment);
-        while s.poll_transmit().is_some() {}
-        assert!(s.transmits.capacity() > 0);
-    }
-
-    /// An event id renders in the session's namespace and parses back; the
-    /// same text is nobody else's.
-    #[test]
-    fn event_ids_render_in_the_namespace_and_parse_back() {
-        let s = fresh(0xab);
-        let id = EventId {
-            stream: StreamId(3),
-            seq: 9,
-        };
-        let text = s.render_event_id(id);
-        assert_eq!(text, "000000ab-3-9");
-        assert_eq!(s.parse_event_id(&text), Some(id));
-        let other = fresh(0xac);
-        assert_eq!(other.parse_event_id(&text), None);
-    }
 }

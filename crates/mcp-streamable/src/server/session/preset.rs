@@ -1,5 +1,7 @@
-//! What only a preset's departures from FIXED keep, and the scheduling
-//! points they expose ([`Scheduled`]).
+//! A preset's departures from FIXED: what only they keep
+//! ([`PresetState`]), what they do to the session ([`Departures`], a view
+//! the hub lends at each point where some SDK does otherwise), and the
+//! scheduling points they expose ([`Scheduled`]).
 //!
 //! mcp-go v0.44.1 ([`SessionQueue::SharedCompeting`]) starts a listener
 //! goroutine for every POST that `select`s on the session channel, its own
@@ -46,8 +48,8 @@ use super::{Exchange, Phase, ResponseMode, Role, ServerSession};
 use crate::error::RequestError;
 use crate::ids::{EventId, HttpId, MsgKey, StreamId};
 use crate::policy::{
-    DetachedResponse, GetRegistration, JsonAnswer, RelatedRequests, RequestWriter, ServerPolicy,
-    SessionQueue, StandaloneAttach, StandaloneResume, StatelessRequests, StreamlessUnrelated,
+    DetachedResponse, GetRegistration, JsonAnswer, RequestWriter, ServerPolicy, SessionQueue,
+    StandaloneAttach, StandaloneResume, StatelessRequests, StreamlessUnrelated,
 };
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::server::event_ids::{EventIdCodec, Priming, COMMON};
@@ -120,40 +122,97 @@ impl PresetState {
     pub(super) fn queued_keys(&self) -> impl Iterator<Item = MsgKey> + '_ {
         self.queue.iter().chain(&self.next_get).map(|o| o.key)
     }
-}
 
-impl ServerSession {
     /// Whether messages go through mcp-go's one competing queue.
     pub(super) fn competing(&self) -> bool {
-        self.preset.as_ref().is_some_and(|p| p.competing)
+        self.competing
     }
 
     /// Whether a request under an id already in flight takes the earlier
     /// one's place (the earlier exchange then waits for ever) instead of
     /// being refused with [`RequestError::DuplicateRequestId`].
     pub(super) fn overwrites_ids(&self) -> bool {
-        self.preset.as_ref().is_some_and(|p| p.overwrite_ids)
+        self.overwrite_ids
     }
 
     /// Whether exchange `http` has a live listener task.
     pub(super) fn has_listener(&self, http: HttpId) -> bool {
-        self.preset
-            .as_ref()
-            .is_some_and(|p| p.listeners.contains(&http))
+        self.listeners.contains(&http)
     }
 
     /// A new exchange carrying a stream: under the competing queue it also
     /// gets a listener.
     pub(super) fn start_listener(&mut self, http: HttpId) {
-        if let Some(p) = self.preset.as_mut().filter(|p| p.competing) {
-            p.listeners.insert(http);
+        if self.competing {
+            self.listeners.insert(http);
         }
     }
 
+    /// The responses kept for the next GET, taken out.
+    pub(super) fn take_for_next_get(&mut self) -> Vec<Arc<Outgoing>> {
+        self.next_get.drain(..).collect()
+    }
+
+    /// Exchange `http` is forgotten, and its tasks with it.
+    pub(super) fn forget_tasks(&mut self, http: HttpId) {
+        self.listeners.remove(&http);
+        self.handlers.remove(&http);
+        self.unwired.remove(&http);
+        self.unstarted.remove(&http);
+    }
+
+    /// The session ended: its queues and tasks go, its settings stay.
+    pub(super) fn clear(&mut self) {
+        *self = PresetState {
+            competing: self.competing,
+            capacity: self.capacity,
+            overwrite_ids: self.overwrite_ids,
+            ..PresetState::default()
+        };
+    }
+
+    /// The steps the preset's tasks could take now, among `exchanges`.
+    fn points<'a>(
+        &'a self,
+        exchanges: impl Iterator<Item = &'a HttpId> + 'a,
+    ) -> impl Iterator<Item = (HttpId, SchedulingPoint)> + 'a {
+        let tasks = exchanges.flat_map(move |http| {
+            let handler = self
+                .handlers
+                .get(http)
+                .is_some_and(|s| *s != HandlerStep::Finished)
+                .then_some((*http, SchedulingPoint::HandlerStep));
+            let listener = self
+                .listeners
+                .contains(http)
+                .then_some((*http, SchedulingPoint::ListenerWake));
+            handler.into_iter().chain(listener)
+        });
+        let unwired = self
+            .unwired
+            .keys()
+            .map(|h| (*h, SchedulingPoint::RegisterGet));
+        let unstarted = self
+            .unstarted
+            .keys()
+            .map(|h| (*h, SchedulingPoint::StartWriter));
+        tasks.chain(unwired).chain(unstarted)
+    }
+}
+
+/// The session as a preset's departures from FIXED act on it (quinn-proto's
+/// view types): the hub reaches each at the one point where some SDK does
+/// otherwise, through [`ServerSession::departures`], and under FIXED each
+/// gives its input back or does nothing. What they keep is [`PresetState`].
+pub(super) struct Departures<'a> {
+    pub(super) hub: &'a mut ServerSession,
+}
+
+impl Departures<'_> {
     /// A notification POST under the competing queue: not answered at
     /// once; its handler and its listener run.
     pub(super) fn accept_competing(&mut self, http: HttpId) {
-        self.exchanges.insert(
+        self.hub.exchanges.insert(
             http,
             Exchange {
                 role: Role::Streamless { sse: false },
@@ -161,7 +220,7 @@ impl ServerSession {
                 ended: false,
             },
         );
-        if let Some(p) = self.preset.as_mut() {
+        if let Some(p) = self.hub.preset.as_mut() {
             p.handlers.insert(http, HandlerStep::Running);
             p.listeners.insert(http);
         }
@@ -171,7 +230,7 @@ impl ServerSession {
     /// so a full channel drops it silently. Given back when there is no
     /// such queue.
     pub(super) fn route_competing(&mut self, out: Arc<Outgoing>) -> Option<Arc<Outgoing>> {
-        let Some(p) = self.preset.as_mut().filter(|p| p.competing) else {
+        let Some(p) = self.hub.preset.as_mut().filter(|p| p.competing) else {
             return Some(out);
         };
         if p.queue.len() < p.capacity {
@@ -183,12 +242,12 @@ impl ServerSession {
     /// Before a response on `stream`, mcp-go's request handler drains the
     /// competing queue into it; nothing without such a queue.
     pub(super) fn drain_competing_into(&mut self, stream: StreamId) {
-        let queued: Vec<Arc<Outgoing>> = match self.preset.as_mut() {
+        let queued: Vec<Arc<Outgoing>> = match self.hub.preset.as_mut() {
             Some(p) => p.queue.drain(..).collect(),
             None => return,
         };
         for out in queued {
-            self.write_to_stream(stream, out);
+            self.hub.write_to_stream(stream, out);
         }
     }
 
@@ -197,38 +256,20 @@ impl ServerSession {
     /// GET comes next under [`DetachedResponse::NextGet`] (and `OpenGet`
     /// with no GET open), else given back.
     pub(super) fn keep_for_next_get(&mut self, out: Arc<Outgoing>) -> Option<Arc<Outgoing>> {
-        match self.policy.detached_response {
+        match self.hub.policy.detached_response {
             DetachedResponse::BufferForResume => return Some(out),
             DetachedResponse::OpenGet => {
-                if let Some(sid) = self.first_attached_standalone() {
-                    self.write_to_stream(sid, out);
+                if let Some(sid) = self.hub.first_attached_standalone() {
+                    self.hub.write_to_stream(sid, out);
                     return None;
                 }
             }
             DetachedResponse::NextGet => {}
         }
-        if let Some(p) = self.preset.as_mut() {
+        if let Some(p) = self.hub.preset.as_mut() {
             p.next_get.push_back(out);
         }
         None
-    }
-
-    /// The responses kept for the next GET, taken out.
-    pub(super) fn take_for_next_get(&mut self) -> Vec<Arc<Outgoing>> {
-        match self.preset.as_mut() {
-            Some(p) => p.next_get.drain(..).collect(),
-            None => Vec::new(),
-        }
-    }
-
-    /// Exchange `http` is forgotten, and its tasks with it.
-    pub(super) fn forget_preset_tasks(&mut self, http: HttpId) {
-        if let Some(p) = self.preset.as_mut() {
-            p.listeners.remove(&http);
-            p.handlers.remove(&http);
-            p.unwired.remove(&http);
-            p.unstarted.remove(&http);
-        }
     }
 
     /// A POST's event stream `sid` under [`RequestWriter::Lazy`], its head
@@ -236,14 +277,14 @@ impl ServerSession {
     /// connection (what is written for it is stored, not sent) until
     /// [`SchedulingPoint::StartWriter`]. Whether the preset took it.
     pub(super) fn open_unstarted(&mut self, http: HttpId, sid: StreamId) -> bool {
-        if self.policy.request_writer != RequestWriter::Lazy {
+        if self.hub.policy.request_writer != RequestWriter::Lazy {
             return false;
         }
-        let priming = self.priming_event(sid, false);
-        if let Some(s) = self.streams.get_mut(&sid) {
+        let priming = self.hub.priming_event(sid, false);
+        if let Some(s) = self.hub.streams.get_mut(&sid) {
             s.attached = None;
         }
-        if let Some(p) = self.preset.as_mut() {
+        if let Some(p) = self.hub.preset.as_mut() {
             p.unstarted.insert(http, (sid, priming));
         }
         true
@@ -252,7 +293,7 @@ impl ServerSession {
     /// The POST whose stream `sid` waits for its writer, which a close for
     /// polling discards ([`RequestWriter::Lazy`]): its exchange.
     pub(super) fn discard_writer(&mut self, sid: StreamId) -> Option<HttpId> {
-        let p = self.preset.as_mut()?;
+        let p = self.hub.preset.as_mut()?;
         let http = p.unstarted.iter().find(|(_, (s, _))| *s == sid)?.0;
         let http = *http;
         p.unstarted.remove(&http);
@@ -263,27 +304,31 @@ impl ServerSession {
     /// stored for the stream in the order of its ids; the stream is the
     /// exchange's from then on, or ends with it if its requests are answered.
     fn handle_start_writer(&mut self, http: HttpId, now: Instant) -> bool {
-        let Some((sid, priming)) = self.preset.as_mut().and_then(|p| p.unstarted.remove(&http))
+        let Some((sid, priming)) = self
+            .hub
+            .preset
+            .as_mut()
+            .and_then(|p| p.unstarted.remove(&http))
         else {
             return false;
         };
-        if self.exchanges.get(&http).is_none_or(|e| e.ended) {
+        if self.hub.exchanges.get(&http).is_none_or(|e| e.ended) {
             return true;
         }
         if let Some(priming) = priming {
-            self.tx(http, priming);
+            self.hub.tx(http, priming);
         }
-        let Some(s) = self.streams.get_mut(&sid) else {
+        let Some(s) = self.hub.streams.get_mut(&sid) else {
             return true;
         };
         s.attached = Some(http);
-        self.replay_onto(http, sid, 0, false);
-        if self.streams.get(&sid).is_some_and(|s| s.finished) {
-            self.end(http, EndReason::Complete);
-            self.forget_exchange(http);
-            self.streams.remove(&sid);
+        self.hub.replay_onto(http, sid, 0, false);
+        if self.hub.streams.get(&sid).is_some_and(|s| s.finished) {
+            self.hub.end(http, EndReason::Complete);
+            self.hub.forget_exchange(http);
+            self.hub.streams.remove(&sid);
         }
-        self.update_timers(now);
+        self.hub.update_timers(now);
         true
     }
 
@@ -299,13 +344,13 @@ impl ServerSession {
     ) -> Option<Arc<Outgoing>> {
         // A listen's stream is never a JSON answer: its acknowledgement
         // opens it (M2), whatever the framing of calls.
-        if self.policy.json_answer != JsonAnswer::FirstMessage
-            || self.config.response_mode != ResponseMode::JsonWhenAlone
-            || self.listen.is_some()
+        if self.hub.policy.json_answer != JsonAnswer::FirstMessage
+            || self.hub.config.response_mode != ResponseMode::JsonWhenAlone
+            || self.hub.listen.is_some()
         {
             return Some(out);
         }
-        let Some(s) = self.streams.get_mut(&sid) else {
+        let Some(s) = self.hub.streams.get_mut(&sid) else {
             return Some(out);
         };
         let Origin::Post { pending } = &s.origin else {
@@ -313,10 +358,10 @@ impl ServerSession {
         };
         let carried = pending.clone();
         s.format = Format::Json;
-        self.head(http, 200, Content::Json);
-        self.tx(http, TransmitKind::Json(out.message.clone()));
+        self.hub.head(http, 200, Content::Json);
+        self.hub.tx(http, TransmitKind::Json(out.message.clone()));
         for id in carried {
-            self.drop_call(&id);
+            self.hub.drop_call(&id);
         }
         None
     }
@@ -325,26 +370,19 @@ impl ServerSession {
     /// `200` and priming go out now, its stream `sid` is wired at
     /// [`SchedulingPoint::RegisterGet`]. Whether the preset took the GET.
     pub(super) fn open_unwired(&mut self, http: HttpId, sid: StreamId) -> bool {
-        if self.policy.get_registration != GetRegistration::AfterHead {
+        if self.hub.policy.get_registration != GetRegistration::AfterHead {
             return false;
         }
-        self.add_exchange(http, Role::Get { stream: sid });
-        if let Some(s) = self.streams.get_mut(&sid) {
+        self.hub.add_exchange(http, Role::Get { stream: sid });
+        if let Some(s) = self.hub.streams.get_mut(&sid) {
             s.format = Format::Sse;
         }
-        self.head(http, 200, Content::Sse);
-        self.prime(sid, http, true);
-        if let Some(p) = self.preset.as_mut() {
+        self.hub.head(http, 200, Content::Sse);
+        self.hub.prime(sid, http, true);
+        if let Some(p) = self.hub.preset.as_mut() {
             p.unwired.insert(http, sid);
         }
         true
-    }
-
-    /// Whether a request to the client made for one of the client's
-    /// requests goes on the standalone GET instead of that request's stream
-    /// ([`RelatedRequests::OnStandaloneGet`]).
-    pub(super) fn related_requests_on_get(&self) -> bool {
-        self.policy.related_requests == RelatedRequests::OnStandaloneGet
     }
 
     /// A GET resuming the standalone stream under
@@ -352,11 +390,11 @@ impl ServerSession {
     /// carries none of the session's streams (nothing replayed, nothing
     /// written later). Whether the preset took the GET.
     pub(super) fn resume_under_lost_key(&mut self, http: HttpId) -> bool {
-        if self.policy.standalone_resume != StandaloneResume::LostKey {
+        if self.hub.policy.standalone_resume != StandaloneResume::LostKey {
             return false;
         }
-        self.add_exchange(http, Role::Streamless { sse: true });
-        self.head(http, 200, Content::Sse);
+        self.hub.add_exchange(http, Role::Streamless { sse: true });
+        self.hub.head(http, 200, Content::Sse);
         true
     }
 
@@ -365,10 +403,15 @@ impl ServerSession {
     /// [`GetRegistration::AfterHead`] see no GET and buffer nothing); else
     /// given back, to be held.
     pub(super) fn drop_if_unwired(&mut self, out: Arc<Outgoing>) -> Option<Arc<Outgoing>> {
-        if self.preset.as_ref().is_none_or(|p| p.unwired.is_empty()) {
+        if self
+            .hub
+            .preset
+            .as_ref()
+            .is_none_or(|p| p.unwired.is_empty())
+        {
             return Some(out);
         }
-        self.events.push_back(ServerEvent::Dropped {
+        self.hub.events.push_back(ServerEvent::Dropped {
             key: out.key,
             reason: DropReason::NoStream,
         });
@@ -381,24 +424,24 @@ impl ServerSession {
     /// with -32603 "Stream unavailable" (java-sdk #1114); else given back,
     /// to be held.
     pub(super) fn drop_if_streamless(&mut self, out: Arc<Outgoing>) -> Option<Arc<Outgoing>> {
-        if self.policy.streamless_unrelated != StreamlessUnrelated::Drop
-            || self.phase != Phase::Ready
+        if self.hub.policy.streamless_unrelated != StreamlessUnrelated::Drop
+            || self.hub.phase != Phase::Ready
         {
             return Some(out);
         }
         if let crate::jsonrpc::Message::Request { id, .. } = &out.message {
-            if self.outbound.answered(id) {
+            if self.hub.outbound.answered(id) {
                 let error = crate::jsonrpc::ErrorObject::new(
                     crate::jsonrpc::INTERNAL_ERROR,
                     "Stream unavailable",
                 );
-                self.events.push_back(ServerEvent::Response {
+                self.hub.events.push_back(ServerEvent::Response {
                     id: id.clone(),
                     result: Err(error),
                 });
             }
         }
-        self.events.push_back(ServerEvent::Dropped {
+        self.hub.events.push_back(ServerEvent::Dropped {
             key: out.key,
             reason: DropReason::Unheld,
         });
@@ -408,49 +451,47 @@ impl ServerSession {
     /// The GET `http`'s stream is wired to the session: it takes what is
     /// held, and every unrelated message from now on.
     fn handle_register_get(&mut self, http: HttpId, now: Instant) -> bool {
-        let Some(sid) = self.preset.as_mut().and_then(|p| p.unwired.remove(&http)) else {
+        let Some(sid) = self
+            .hub
+            .preset
+            .as_mut()
+            .and_then(|p| p.unwired.remove(&http))
+        else {
             return false;
         };
-        if self.exchanges.get(&http).is_some_and(|e| !e.ended) {
-            if let Some(s) = self.streams.get_mut(&sid) {
+        if self.hub.exchanges.get(&http).is_some_and(|e| !e.ended) {
+            if let Some(s) = self.hub.streams.get_mut(&sid) {
                 s.attached = Some(http);
             }
-            self.flush_held_into(sid);
+            self.hub.flush_held_into(sid);
         }
-        self.update_timers(now);
+        self.hub.update_timers(now);
         true
-    }
-
-    /// The session ended: its queues and tasks go.
-    pub(super) fn clear_preset(&mut self) {
-        if let Some(p) = self.preset.as_mut() {
-            **p = PresetState {
-                competing: p.competing,
-                capacity: p.capacity,
-                overwrite_ids: p.overwrite_ids,
-                ..PresetState::default()
-            };
-        }
     }
 
     /// The listener of exchange `http` wakes and takes the head of the
     /// session queue, if any. Returns whether anything happened.
     fn handle_listener_wake(&mut self, http: HttpId, _now: Instant) -> bool {
-        let Some(ex) = self.exchanges.get(&http).copied() else {
+        let Some(ex) = self.hub.exchanges.get(&http).copied() else {
             return false;
         };
-        if !self.has_listener(http) {
+        if !self
+            .hub
+            .preset
+            .as_ref()
+            .is_some_and(|p| p.has_listener(http))
+        {
             return false;
         }
-        let step = self.preset.as_ref().and_then(|p| p.handlers.get(&http));
+        let step = self.hub.preset.as_ref().and_then(|p| p.handlers.get(&http));
         let done = match (ex.role, step) {
-            (Role::Post { stream }, _) => self.streams.get(&stream).is_none_or(|s| s.finished),
+            (Role::Post { stream }, _) => self.hub.streams.get(&stream).is_none_or(|s| s.finished),
             (Role::Get { .. }, _) => ex.ended,
             (Role::Streamless { .. }, Some(step)) => *step == HandlerStep::Finished,
             (Role::Streamless { .. }, None) => true,
         };
         let step = step.copied();
-        let Some(out) = self.preset.as_mut().and_then(|p| p.queue.pop_front()) else {
+        let Some(out) = self.hub.preset.as_mut().and_then(|p| p.queue.pop_front()) else {
             // Nothing to take: a finished exchange's listener now exits.
             if done {
                 self.retire_listener(http);
@@ -464,14 +505,16 @@ impl ServerSession {
             return true;
         }
         match (ex.role, step) {
-            (Role::Post { stream } | Role::Get { stream }, _) => self.write_to_stream(stream, out),
+            (Role::Post { stream } | Role::Get { stream }, _) => {
+                self.hub.write_to_stream(stream, out)
+            }
             (Role::Streamless { .. }, Some(step)) => {
                 if step == HandlerStep::Running {
                     // The listener commits SSE before the handler writes 202 (race A, 8a).
-                    self.head(http, 200, Content::Sse);
+                    self.hub.head(http, 200, Content::Sse);
                 }
                 // 8b: after the 202 head, the bytes go into the 202's body.
-                self.tx(
+                self.hub.tx(
                     http,
                     TransmitKind::Event {
                         id: None,
@@ -489,10 +532,11 @@ impl ServerSession {
     /// 202 head, then return (net/http ends the response). Returns whether
     /// anything happened.
     fn handle_handler_step(&mut self, http: HttpId, _now: Instant) -> bool {
-        if !self.exchanges.contains_key(&http) {
+        if !self.hub.exchanges.contains_key(&http) {
             return false;
         }
         let Some(step) = self
+            .hub
             .preset
             .as_ref()
             .and_then(|p| p.handlers.get(&http).copied())
@@ -501,27 +545,27 @@ impl ServerSession {
         };
         let next = match step {
             HandlerStep::Running => {
-                self.head(http, 202, Content::None);
+                self.hub.head(http, 202, Content::None);
                 HandlerStep::HeadWritten
             }
             HandlerStep::HeadWritten => {
-                self.end(http, EndReason::Complete);
+                self.hub.end(http, EndReason::Complete);
                 HandlerStep::Finished
             }
             HandlerStep::Finished => return false,
         };
-        if let Some(p) = self.preset.as_mut() {
+        if let Some(p) = self.hub.preset.as_mut() {
             p.handlers.insert(http, next);
         }
         true
     }
 
     fn retire_listener(&mut self, http: HttpId) {
-        if let Some(p) = self.preset.as_mut() {
+        if let Some(p) = self.hub.preset.as_mut() {
             p.listeners.remove(&http);
         }
-        if self.exchanges.get(&http).is_some_and(|e| e.ended) {
-            self.forget_exchange(http);
+        if self.hub.exchanges.get(&http).is_some_and(|e| e.ended) {
+            self.hub.forget_exchange(http);
         }
     }
 
@@ -536,19 +580,19 @@ impl ServerSession {
         if target != COMMON {
             let unknown = || RequestError::UnknownEventId(text.unwrap_or("").to_owned());
             let cursor = cursor.ok_or_else(unknown)?;
-            let Some(stream) = self.streams.get(&target) else {
+            let Some(stream) = self.hub.streams.get(&target) else {
                 // rmcp forgets a request-wise stream once its response is routed.
-                return self.resume_finished(http, cursor);
+                return self.hub.resume_finished(http, cursor);
             };
             if stream.finished {
-                return self.resume_finished(http, cursor);
+                return self.hub.resume_finished(http, cursor);
             }
             if let Some(old) = stream.attached {
-                self.end(old, EndReason::TakenOver);
-                self.forget_exchange(old);
-                self.detach(target, old);
+                self.hub.end(old, EndReason::TakenOver);
+                self.hub.forget_exchange(old);
+                self.hub.detach(target, old);
             }
-            self.attach_get(http, target, Some(cursor));
+            self.hub.attach_get(http, target, Some(cursor));
             return Ok(());
         }
         // rmcp: a plain GET is `Resume { last: None, index: 0 }`: sync from index 0.
@@ -556,33 +600,34 @@ impl ServerSession {
             stream: COMMON,
             seq: 1,
         });
-        let live = self.streams.get(&COMMON).and_then(|s| s.attached);
+        let live = self.hub.streams.get(&COMMON).and_then(|s| s.attached);
         if let Some(old) = live {
-            match self.policy.standalone_attach {
+            match self.hub.policy.standalone_attach {
                 StandaloneAttach::ShadowCommon => {
                     self.open_shadow(http);
                     return Ok(());
                 }
                 _ => {
-                    self.end(old, EndReason::Replaced);
-                    self.forget_exchange(old);
-                    self.detach(COMMON, old);
+                    self.hub.end(old, EndReason::Replaced);
+                    self.hub.forget_exchange(old);
+                    self.hub.detach(COMMON, old);
                 }
             }
         }
         let stream = self
+            .hub
             .streams
             .get(&COMMON)
             .ok_or(RequestError::ChannelClosed)?;
         if cursor.seq > stream.next_seq {
             return Err(RequestError::UnknownEventId(text.unwrap_or("").to_owned()));
         }
-        self.attach_get_from(http, COMMON, Some(cursor), true);
+        self.hub.attach_get_from(http, COMMON, Some(cursor), true);
         Ok(())
     }
 
     pub(super) fn open_shadow(&mut self, http: HttpId) {
-        self.exchanges.insert(
+        self.hub.exchanges.insert(
             http,
             Exchange {
                 role: Role::Streamless { sse: true },
@@ -590,13 +635,13 @@ impl ServerSession {
                 ended: false,
             },
         );
-        self.head(http, 200, Content::Sse);
-        if self.codec.priming(true, self.version.has_priming()) == Priming::LiteralZero {
-            self.tx(
+        self.hub.head(http, 200, Content::Sse);
+        if self.hub.codec.priming(true, self.hub.version.has_priming()) == Priming::LiteralZero {
+            self.hub.tx(
                 http,
                 TransmitKind::Event {
                     id: Some(EventIdCodec::literal_zero().to_owned()),
-                    retry_ms: Some(self.config.retry_ms),
+                    retry_ms: Some(self.hub.config.retry_ms),
                     message: None,
                 },
             );
@@ -606,28 +651,10 @@ impl ServerSession {
 
 impl Scheduled for ServerSession {
     fn scheduling_points(&self) -> Vec<(HttpId, SchedulingPoint)> {
-        let mut points = Vec::new();
-        if let Some(p) = self.preset.as_deref() {
-            for http in self.exchanges.keys() {
-                if p.handlers
-                    .get(http)
-                    .is_some_and(|s| *s != HandlerStep::Finished)
-                {
-                    points.push((*http, SchedulingPoint::HandlerStep));
-                }
-                if p.listeners.contains(http) {
-                    points.push((*http, SchedulingPoint::ListenerWake));
-                }
-            }
-        }
-        if let Some(p) = self.preset.as_deref() {
-            points.extend(p.unwired.keys().map(|h| (*h, SchedulingPoint::RegisterGet)));
-            points.extend(
-                p.unstarted
-                    .keys()
-                    .map(|h| (*h, SchedulingPoint::StartWriter)),
-            );
-        }
+        let mut points: Vec<_> = match self.preset.as_deref() {
+            Some(p) => p.points(self.exchanges.keys()).collect(),
+            None => Vec::new(),
+        };
         if let Some(http) = self.listen_step_pending() {
             points.push((http, SchedulingPoint::ListenStep));
         }
@@ -641,11 +668,11 @@ impl Scheduled for ServerSession {
         now: Instant,
     ) -> bool {
         match point {
-            SchedulingPoint::ListenerWake => self.handle_listener_wake(http, now),
-            SchedulingPoint::HandlerStep => self.handle_handler_step(http, now),
+            SchedulingPoint::ListenerWake => self.departures().handle_listener_wake(http, now),
+            SchedulingPoint::HandlerStep => self.departures().handle_handler_step(http, now),
             SchedulingPoint::ListenStep => self.handle_listen_step(http, now),
-            SchedulingPoint::RegisterGet => self.handle_register_get(http, now),
-            SchedulingPoint::StartWriter => self.handle_start_writer(http, now),
+            SchedulingPoint::RegisterGet => self.departures().handle_register_get(http, now),
+            SchedulingPoint::StartWriter => self.departures().handle_start_writer(http, now),
             SchedulingPoint::ForegroundStep => false,
         }
     }

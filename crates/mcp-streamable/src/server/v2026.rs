@@ -1,15 +1,15 @@
-//! The modern era (2026-07-28) at the door: which era a POST belongs to,
-//! and the checks every modern request passes before anything runs.
+//! The 2026-07-28 era at the door: which era a POST belongs to,
+//! and the checks every 2026-07-28 request passes before anything runs.
 //!
 //! One endpoint serves both eras, chosen per request (the spec's "dual-era
 //! server"): `initialize` selects the session era (unless it carries the
-//! modern `_meta` version: then it is a modern request for a method this
+//! 2026-07-28 `_meta` version: then it is a 2026-07-28 request for a method this
 //! era does not have, 404); a request whose `MCP-Protocol-Version` names a
-//! modern version, or whose `_meta` carries
-//! `io.modelcontextprotocol/protocolVersion`, is modern and stands alone.
+//! 2026-07-28 version, or whose `_meta` carries
+//! `io.modelcontextprotocol/protocolVersion`, is 2026-07-28 and stands alone.
 //! Everything else is the session era, as before.
 //!
-//! A modern request must then agree with itself (`basic/transports/
+//! A 2026-07-28 request must then agree with itself (`basic/transports/
 //! streamable-http.mdx`, "Server Validation"): the version header and the
 //! body's `_meta` version, `Mcp-Method` and the method, `Mcp-Name` and the
 //! tool or prompt name or resource URI (Base64-decoded when sent as
@@ -29,15 +29,15 @@ pub use crate::v2026::{
 };
 use crate::version::ProtocolVersion;
 
-/// Whether a POST is modern: its version header says so, or its body
-/// carries the modern `_meta` version (then the checks decide whether the
-/// two agree). `initialize` is modern only with the modern `_meta`.
-pub fn is_modern(header: Option<ProtocolVersion>, body: &[u8]) -> bool {
+/// Whether a POST is 2026-07-28: its version header says so, or its body
+/// carries the 2026-07-28 `_meta` version (then the checks decide whether the
+/// two agree). `initialize` is 2026-07-28 only with the 2026-07-28 `_meta`.
+pub fn is_v2026(header: Option<ProtocolVersion>, body: &[u8]) -> bool {
     // Cheap looks first, so a body is parsed here only when it might change
-    // the answer (the checks parse it anyway). An `initialize` is modern
-    // only with the modern `_meta` (a method this era does not have: 404);
+    // the answer (the checks parse it anyway). An `initialize` is 2026-07-28
+    // only with the 2026-07-28 `_meta` (a method this era does not have: 404);
     // offering 2026-07-28 in its params or header alone is the session era.
-    if header.is_some_and(ProtocolVersion::is_modern) {
+    if header.is_some_and(ProtocolVersion::is_v2026) {
         return !mentions(body, b"\"initialize\"")
             || !parses_as(body, |m| {
                 m.is_initialize() && meta(m, META_PROTOCOL_VERSION).is_none()
@@ -68,22 +68,22 @@ fn mentions(body: &[u8], needle: &[u8]) -> bool {
 /// Whether `body` is one message for which `test` holds.
 fn parses_as(body: &[u8], test: impl Fn(&Message) -> bool) -> bool {
     matches!(
-        crate::jsonrpc::parse_body(body, ProtocolVersion::MODERN),
+        crate::jsonrpc::parse_body(body, ProtocolVersion::LATEST_V2026),
         Ok(Body::Single(m)) if test(&m)
     )
 }
 
-/// A modern POST, checked: the one message it carries.
+/// A 2026-07-28 POST, checked: the one message it carries.
 pub fn check(
     head: &RequestHead,
     header: Option<ProtocolVersion>,
     body: &[u8],
     tool_headers: &ToolHeaderTable,
 ) -> Result<Message, RequestError> {
-    let message = match crate::jsonrpc::parse_body(body, ProtocolVersion::MODERN)? {
+    let message = match crate::jsonrpc::parse_body(body, ProtocolVersion::LATEST_V2026)? {
         Body::Single(m) => m,
         Body::Batch(_) => {
-            return Err(ParseError::BatchNotAllowed(ProtocolVersion::MODERN).into());
+            return Err(ParseError::BatchNotAllowed(ProtocolVersion::LATEST_V2026).into());
         }
     };
     let id = match &message {
@@ -196,25 +196,22 @@ mod tests {
     #[test]
     fn era_by_header_or_meta_initialize_only_with_meta() {
         let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-        let legacy = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        let session_era = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
         let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
         let mentions = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"io.modelcontextprotocol/protocolVersion"}}}"#;
-        let modern = Some(ProtocolVersion::MODERN);
+        let v2026 = Some(ProtocolVersion::LATEST_V2026);
         let old = Some(ProtocolVersion::LATEST);
-        assert!(is_modern(modern, legacy));
-        assert!(is_modern(None, call));
-        assert!(
-            is_modern(old, call),
-            "the checks then find the disagreement"
-        );
-        assert!(!is_modern(old, legacy));
-        assert!(!is_modern(None, legacy));
-        assert!(!is_modern(modern, init), "rmcp 3.9's Initialize mode");
+        assert!(is_v2026(v2026, session_era));
+        assert!(is_v2026(None, call));
+        assert!(is_v2026(old, call), "the checks then find the disagreement");
+        assert!(!is_v2026(old, session_era));
+        assert!(!is_v2026(None, session_era));
+        assert!(!is_v2026(v2026, init), "rmcp 3.9's Initialize mode");
         let init_meta = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-        assert!(is_modern(modern, init_meta), "conformance 0.2.0-alpha.12");
-        assert!(is_modern(None, init_meta));
+        assert!(is_v2026(v2026, init_meta), "conformance 0.2.0-alpha.12");
+        assert!(is_v2026(None, init_meta));
         assert!(
-            !is_modern(None, mentions),
+            !is_v2026(None, mentions),
             "the key in an argument is not _meta"
         );
     }

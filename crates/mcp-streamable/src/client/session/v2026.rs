@@ -1,16 +1,16 @@
-//! The client in the modern era (2026-07-28): which era it speaks
+//! The client in the 2026-07-28 era: which era it speaks
 //! ([`ClientEra`]), the `server/discover` probe and its fallback to
 //! `initialize`, and every request dressed as that era asks (the standard
 //! headers, the per-request `_meta`).
 //!
 //! ```text
-//!  Fresh ──initialize (Modern, Auto)──▶ Discovering ──DiscoverResult naming 2026-07-28──▶ Ready (modern)
-//!                                          │ Auto, and a refusal that is not a modern error
+//!  Fresh ──initialize (V2026, Auto)──▶ Discovering ──DiscoverResult naming 2026-07-28──▶ Ready (2026-07-28)
+//!                                          │ Auto, and a refusal that is not a 2026-07-28 error
 //!                                          └──▶ initialize ──▶ … the session era, as before
 //! ```
 //!
 //! Fallback follows `basic/transports/streamable-http.mdx` ("Backward
-//! Compatibility"): a modern error (-32020, -32021, -32022) means a modern
+//! Compatibility"): a 2026-07-28 error (-32020, -32021, -32022) means a 2026-07-28
 //! server, so no fallback (-32022 whose `supported` names neither
 //! 2026-07-28 nor a session-era version means a server this client cannot
 //! speak to: fails; one that names a session-era version is answered with
@@ -18,30 +18,32 @@
 //! with another body or none, an error result, a broken probe) means a
 //! session-era server: `initialize`.
 
-use super::{ClientSession, Committed, Phase, Role};
-use crate::client::{ClientError, ClientEvent};
+use crate::client::ClientError;
 use crate::head::RequestHead;
 use crate::headers;
-use crate::ids::{HttpId, RequestId};
 use crate::jsonrpc::{
     ErrorObject, Message, RawJson, HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::time::Instant;
+use crate::tool_headers::{InvalidAnnotation, ToolHeaderTable};
 use crate::v2026::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Which era a client speaks.
+/// Which era a client speaks, named by the year of its first revision, so
+/// that a later era takes a name of its own (`"v2025"`, `"v2026"`, `"auto"`
+/// in JSON; `"legacy"` and `"modern"` are read as the first two).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClientEra {
-    /// `initialize` and a session (2025-03-26 … 2025-11-25).
+    /// The session era: `initialize` and a session (2025-03-26 … 2025-11-25).
     #[default]
-    Legacy,
+    #[serde(alias = "legacy")]
+    V2025,
     /// `server/discover`, then every request on its own (2026-07-28); no fallback.
-    Modern,
+    #[serde(alias = "modern")]
+    V2026,
     /// Probe with `server/discover`; fall back to `initialize` on a session-era answer.
     Auto,
 }
@@ -49,204 +51,151 @@ pub enum ClientEra {
 /// The `_meta` key of the client's description of itself.
 const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 
-impl ClientSession {
-    /// Whether the client speaks the modern era with its server.
-    pub fn is_modern(&self) -> bool {
-        self.version().is_some_and(ProtocolVersion::is_modern)
-    }
-
-    /// Probes with `server/discover`; `params` are what `initialize` would
-    /// have carried (capabilities, clientInfo), kept for a fallback.
-    pub(super) fn discover(&mut self, params: RawJson, now: Instant) -> RequestId {
-        self.init_params = Some(params);
-        let n = self.mint_id();
-        let msg = Message::request(n, "server/discover", None);
-        self.phase = Phase::Initializing;
-        let http = self.send_modern(Role::Initialize(n), &msg);
-        self.track(n, "server/discover", Some(http), now);
-        RequestId::Num(n)
-    }
-
-    /// Sends `msg` as a modern POST: the standard headers, and `_meta`
-    /// with the version, the capabilities and the client's description.
-    pub(super) fn send_modern(&mut self, role: Role, msg: &Message) -> HttpId {
-        let (method, params) = match msg {
-            Message::Request { method, params, .. } | Message::Notification { method, params } => {
-                (method.clone(), params.as_ref().map(RawJson::to_value))
+/// `msg` as a 2026-07-28 POST carries it: the standard headers
+/// (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, a call's custom
+/// headers from `tools`), and `_meta` with the version, the capabilities
+/// and the client's description from `init` (what `initialize` was given).
+pub(super) fn dress(
+    msg: &Message,
+    init: Option<&RawJson>,
+    tools: &ToolHeaderTable,
+) -> (RequestHead, Message) {
+    let (method, params) = match msg {
+        Message::Request { method, params, .. } | Message::Notification { method, params } => {
+            (method.clone(), params.as_ref().map(RawJson::to_value))
+        }
+        _ => (String::new(), None),
+    };
+    let mut p = params.unwrap_or_else(|| serde_json::json!({}));
+    let init = init.map(RawJson::to_value);
+    if let Some(obj) = p.as_object_mut() {
+        let meta = obj.entry("_meta").or_insert_with(|| serde_json::json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(
+                META_PROTOCOL_VERSION.into(),
+                ProtocolVersion::LATEST_V2026.as_str().into(),
+            );
+            let caps = init
+                .as_ref()
+                .and_then(|i| i.get("capabilities").cloned())
+                .unwrap_or_else(|| serde_json::json!({}));
+            meta.insert(META_CLIENT_CAPABILITIES.into(), caps);
+            if let Some(info) = init.as_ref().and_then(|i| i.get("clientInfo").cloned()) {
+                meta.insert(META_CLIENT_INFO.into(), info);
             }
-            _ => (String::new(), None),
-        };
-        let mut p = params.unwrap_or_else(|| serde_json::json!({}));
-        let init = self.init_params.as_ref().map(RawJson::to_value);
-        if let Some(obj) = p.as_object_mut() {
-            let meta = obj.entry("_meta").or_insert_with(|| serde_json::json!({}));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert(
-                    META_PROTOCOL_VERSION.into(),
-                    ProtocolVersion::MODERN.as_str().into(),
-                );
-                let caps = init
-                    .as_ref()
-                    .and_then(|i| i.get("capabilities").cloned())
-                    .unwrap_or_else(|| serde_json::json!({}));
-                meta.insert(META_CLIENT_CAPABILITIES.into(), caps);
-                if let Some(info) = init.as_ref().and_then(|i| i.get("clientInfo").cloned()) {
-                    meta.insert(META_CLIENT_INFO.into(), info);
-                }
-            }
-        }
-        let mut head = RequestHead::post(None, Some(ProtocolVersion::MODERN))
-            .with(headers::MCP_METHOD, &method);
-        let field = crate::v2026::name_field(&method);
-        if let Some(name) = field.and_then(|f| p.get(f)).and_then(Value::as_str) {
-            head = head.with(headers::MCP_NAME, &encode_value(name));
-            if method == "tools/call" {
-                for (header, value) in self.tool_headers.headers_for(name, p.get("arguments")) {
-                    head = head.with(&header, &value);
-                }
-            }
-        }
-        let body = match msg {
-            Message::Request { id, .. } => Message::Request {
-                id: id.clone(),
-                method,
-                params: Some(RawJson::from(p)),
-            },
-            _ => Message::Notification {
-                method,
-                params: Some(RawJson::from(p)),
-            },
-        };
-        self.open(role, head, body.to_json().into_bytes())
-    }
-
-    /// A `tools/list` result: in the modern era each tool's custom headers
-    /// (SEP-2243) remembered for its calls, and each tool with an invalid
-    /// annotation left out of what the application gets, which is told why
-    /// ([`ClientEvent::ToolRejected`]). The result as it came when nothing
-    /// is left out.
-    pub(super) fn learn_tools(&mut self, listing: RawJson) -> RawJson {
-        if self.version() != Some(ProtocolVersion::MODERN) {
-            return listing;
-        }
-        let annotated = listing.as_str().contains(crate::tool_headers::ANNOTATION);
-        if !annotated && self.tool_headers.is_empty() {
-            return listing;
-        }
-        let mut v = listing.to_value();
-        let Some(tools) = v.get_mut("tools").and_then(Value::as_array_mut) else {
-            return listing;
-        };
-        let offered = tools.len();
-        let max = self.config.tool_headers_bytes_max;
-        let table = &mut self.tool_headers;
-        let mut rejected = Vec::new();
-        tools.retain(|tool| match table.learn(tool, max) {
-            Ok(()) => true,
-            Err(why) => {
-                rejected.push(why);
-                false
-            }
-        });
-        let kept = tools.len();
-        for (name, reason) in rejected {
-            self.events
-                .push_back(ClientEvent::ToolRejected { name, reason });
-        }
-        if kept == offered {
-            listing
-        } else {
-            RawJson::from(v)
         }
     }
-
-    /// The probe's answer: a modern server (ready, no session), or for
-    /// `Auto` a reason to fall back. Whether it was handled here.
-    pub(super) fn finish_discover(
-        &mut self,
-        n: i64,
-        result: Result<RawJson, ErrorObject>,
-        now: Instant,
-    ) {
-        self.retire(n);
-        let speaks_modern = result.as_ref().is_ok_and(|r| {
-            r.to_value()
-                .get("supportedVersions")
-                .and_then(Value::as_array)
-                .is_some_and(|v| v.iter().any(|s| s == ProtocolVersion::MODERN.as_str()))
-        });
-        match result {
-            Ok(result) if speaks_modern => {
-                self.phase = Phase::Ready(Committed {
-                    session_id: None,
-                    version: ProtocolVersion::MODERN,
-                });
-                self.events.push_back(ClientEvent::Initialized {
-                    id: RequestId::Num(n),
-                    session_id: None,
-                    version: ProtocolVersion::MODERN,
-                    result,
-                });
+    let mut head = RequestHead::post(None, Some(ProtocolVersion::LATEST_V2026))
+        .with(headers::MCP_METHOD, &method);
+    let field = crate::v2026::name_field(&method);
+    if let Some(name) = field.and_then(|f| p.get(f)).and_then(Value::as_str) {
+        head = head.with(headers::MCP_NAME, &encode_value(name));
+        if method == "tools/call" {
+            for (header, value) in tools.headers_for(name, p.get("arguments")) {
+                head = head.with(&header, &value);
             }
-            Ok(_) => self.discover_failed(
-                n,
-                ClientError::UnsupportedVersion("none modern".into()),
-                now,
-            ),
-            Err(error) => self.discover_failed(
-                n,
-                ClientError::Status {
-                    status: 200,
-                    error: Some(error),
-                },
-                now,
-            ),
         }
     }
+    let body = match msg {
+        Message::Request { id, .. } => Message::Request {
+            id: id.clone(),
+            method,
+            params: Some(RawJson::from(p)),
+        },
+        _ => Message::Notification {
+            method,
+            params: Some(RawJson::from(p)),
+        },
+    };
+    (head, body)
+}
 
-    /// The probe failed with `error`: `Auto` falls back to `initialize`
-    /// unless the server spoke as a modern one.
-    pub(super) fn discover_failed(&mut self, n: i64, error: ClientError, now: Instant) {
-        self.phase = Phase::Fresh;
-        let modern_server = matches!(&error, ClientError::Status { error: Some(e), .. }
-            if [HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION].contains(&e.code)
-                && !offers_session_era(e));
-        let params = self.init_params.clone();
-        let repeat =
-            matches!(&error, ClientError::Status { error: Some(e), .. } if offers_modern(e));
-        if let (true, false, Some(params)) = (repeat, self.probe_repeated, params.clone()) {
-            // The server names the version we sent as one it supports (a
-            // version negotiated out of band, a server that restarted):
-            // once more, as rmcp and the reference client do, under a new id.
-            self.probe_repeated = true;
-            self.events.push_back(ClientEvent::FellBack {
-                id: RequestId::Num(n),
-                error,
-            });
-            self.discover(params, now);
-            return;
+/// A 2026-07-28 `tools/list` result, each tool's custom headers (SEP-2243)
+/// learnt into `tools` (at most `bytes_max`) for its calls, and each tool
+/// with an invalid annotation left out: the result (as it came when
+/// nothing is left out) and the tools left out, with why.
+pub(super) fn learn_tools(
+    listing: RawJson,
+    tools: &mut ToolHeaderTable,
+    bytes_max: usize,
+) -> (RawJson, Vec<(String, InvalidAnnotation)>) {
+    let annotated = listing.as_str().contains(crate::tool_headers::ANNOTATION);
+    if !annotated && tools.is_empty() {
+        return (listing, Vec::new());
+    }
+    let mut v = listing.to_value();
+    let Some(offered) = v.get_mut("tools").and_then(Value::as_array_mut) else {
+        return (listing, Vec::new());
+    };
+    let mut rejected = Vec::new();
+    offered.retain(|tool| match tools.learn(tool, bytes_max) {
+        Ok(()) => true,
+        Err(why) => {
+            rejected.push(why);
+            false
         }
-        match (self.config.era, params) {
-            (super::ClientEra::Auto, Some(params)) if !modern_server => {
-                // The same caller waits: its `initialize` goes on as the
-                // session era's, under a new id.
-                self.events.push_back(ClientEvent::FellBack {
-                    id: RequestId::Num(n),
-                    error,
-                });
-                let _ = self.initialize_legacy(params, now);
-            }
-            _ => self.events.push_back(ClientEvent::Failed {
-                id: RequestId::Num(n),
-                error,
-            }),
-        }
+    });
+    if rejected.is_empty() {
+        (listing, rejected)
+    } else {
+        (RawJson::from(v), rejected)
+    }
+}
+
+/// Whether a `server/discover` result names 2026-07-28 among its
+/// `supportedVersions`: a server of the era.
+pub(super) fn speaks_v2026(result: &RawJson) -> bool {
+    result
+        .to_value()
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .is_some_and(|v| {
+            v.iter()
+                .any(|s| s == ProtocolVersion::LATEST_V2026.as_str())
+        })
+}
+
+/// What a client of `era` does after its probe failed with `error`
+/// (the module docs; `repeated`: it has probed once more already).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AfterProbe {
+    /// Probe once more, under a new id: the server names the version sent
+    /// as one it supports (a version negotiated out of band, a server that
+    /// restarted), as rmcp and the reference client do.
+    Again,
+    /// `initialize`, as the session era's, under a new id.
+    FallBack,
+    /// The caller hears the probe's failure.
+    Fail,
+}
+
+/// See [`AfterProbe`].
+pub(super) fn after_probe(error: &ClientError, era: ClientEra, repeated: bool) -> AfterProbe {
+    let refusal = match error {
+        ClientError::Status { error: Some(e), .. } => Some(e),
+        _ => None,
+    };
+    if refusal.is_some_and(offers_v2026) && !repeated {
+        return AfterProbe::Again;
+    }
+    let v2026_server = refusal.is_some_and(|e| {
+        [
+            HEADER_MISMATCH,
+            MISSING_CLIENT_CAPABILITY,
+            UNSUPPORTED_PROTOCOL_VERSION,
+        ]
+        .contains(&e.code)
+            && !offers_session_era(e)
+    });
+    match era {
+        ClientEra::Auto if !v2026_server => AfterProbe::FallBack,
+        _ => AfterProbe::Fail,
     }
 }
 
 /// Whether a -32022 refusal's `supported` names 2026-07-28.
-fn offers_modern(e: &ErrorObject) -> bool {
-    supported(e).any(|v| v == ProtocolVersion::MODERN)
+fn offers_v2026(e: &ErrorObject) -> bool {
+    supported(e).any(|v| v == ProtocolVersion::LATEST_V2026)
 }
 
 /// The versions a -32022 refusal's `supported` names that this client knows.
@@ -266,7 +215,7 @@ fn supported(e: &ErrorObject) -> impl Iterator<Item = ProtocolVersion> {
 /// back to (and negotiates the version there), as rmcp's `Auto` retries
 /// with a supported version.
 fn offers_session_era(e: &ErrorObject) -> bool {
-    supported(e).any(|v| ProtocolVersion::LEGACY.contains(&v))
+    supported(e).any(|v| ProtocolVersion::SESSION_ERA.contains(&v))
 }
 
 pub use crate::v2026::encode_value;
@@ -274,19 +223,37 @@ pub use crate::v2026::encode_value;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::Instant;
 
     use crate::client::testing::{answer, probe, sent};
     use crate::client::ClientEvent;
 
-    /// SEP-2243 in the client core: a modern listing's tool with an invalid
+    #[test]
+    fn eras_are_written_by_year_and_read_by_their_older_names_too() {
+        for (era, name) in [
+            (ClientEra::V2025, "v2025"),
+            (ClientEra::V2026, "v2026"),
+            (ClientEra::Auto, "auto"),
+        ] {
+            let json = serde_json::to_string(&era).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<ClientEra>(&json).unwrap(), era);
+        }
+        let read = |s: &str| serde_json::from_str::<ClientEra>(s).unwrap();
+        assert_eq!(read("\"legacy\""), ClientEra::V2025);
+        assert_eq!(read("\"modern\""), ClientEra::V2026);
+        assert!(serde_json::from_str::<ClientEra>("\"2026\"").is_err());
+    }
+
+    /// SEP-2243 in the client core: a 2026-07-28 listing's tool with an invalid
     /// annotation is left out of the result the application gets (and it
     /// is told which and why); a call of a listed tool mirrors its
     /// annotated arguments as `Mcp-Param-*`, encoded, a null one omitted,
     /// and the server's rule agrees.
     #[test]
     fn a_listing_teaches_custom_headers_and_drops_invalid_tools() {
-        use crate::client::testing::modern;
-        let mut c = modern(serde_json::json!({}));
+        use crate::client::testing::v2026;
+        let mut c = v2026(serde_json::json!({}));
         let list = c.send_request("tools/list", None, Instant::ZERO).unwrap();
         let http = sent(&mut c)[0].http;
         let listing = serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [
@@ -349,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn a_modern_refusal_of_the_probe_is_no_reason_to_fall_back() {
+    fn a_v2026_refusal_of_the_probe_is_no_reason_to_fall_back() {
         let (mut c, http) = probe(ClientEra::Auto);
         let refusal = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2027-01-01"],"requested":"2026-07-28"}}}"#;
         answer(&mut c, http, 400, refusal);
@@ -360,7 +327,7 @@ mod tests {
         );
         assert!(
             sent(&mut c).is_empty(),
-            "no initialize: the server is modern"
+            "no initialize: the server is 2026-07-28"
         );
         // A session-era refusal does make Auto fall back.
         let (mut c, http) = probe(ClientEra::Auto);
@@ -400,8 +367,8 @@ mod tests {
         let s = sent(&mut c);
         assert_eq!(s.len(), 1, "initialize follows");
         assert_eq!(s[0].body["method"], "initialize");
-        // `Modern` does not fall back, whatever the server supports.
-        let (mut c, http) = probe(ClientEra::Modern);
+        // `V2026` does not fall back, whatever the server supports.
+        let (mut c, http) = probe(ClientEra::V2026);
         answer(&mut c, http, 400, &refusal(r#"["2025-06-18"]"#));
         let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
         assert!(
@@ -414,7 +381,7 @@ mod tests {
     #[test]
     fn an_unsupported_version_naming_2026_07_28_is_probed_once_more() {
         let refusal = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}"#;
-        for era in [ClientEra::Modern, ClientEra::Auto] {
+        for era in [ClientEra::V2026, ClientEra::Auto] {
             let (mut c, http) = probe(era);
             answer(&mut c, http, 400, refusal);
             let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
@@ -438,26 +405,26 @@ mod tests {
     }
 
     #[test]
-    fn a_discover_result_without_2026_07_28_is_not_modern() {
+    fn a_discover_result_without_2026_07_28_is_not_v2026() {
         let result = r#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2027-01-01"],"capabilities":{}}}"#;
-        let (mut c, http) = probe(ClientEra::Modern);
+        let (mut c, http) = probe(ClientEra::V2026);
         answer(&mut c, http, 200, result);
-        assert!(!c.is_ready() && !c.is_modern());
+        assert!(!c.is_ready() && !c.is_v2026());
         let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
         assert!(
             matches!(&events[..], [ClientEvent::Failed { .. }]),
             "{events:?}"
         );
         let ok = r#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2025-11-25","2026-07-28"],"capabilities":{}}}"#;
-        let (mut c, http) = probe(ClientEra::Modern);
+        let (mut c, http) = probe(ClientEra::V2026);
         answer(&mut c, http, 200, ok);
-        assert!(c.is_ready() && c.is_modern());
+        assert!(c.is_ready() && c.is_v2026());
     }
 
     #[test]
     fn mcp_name_for_each_method_that_has_one() {
         let ok = r#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}"#;
-        let (mut c, http) = probe(ClientEra::Modern);
+        let (mut c, http) = probe(ClientEra::V2026);
         answer(&mut c, http, 200, ok);
         let now = Instant::ZERO;
         let params = |v: serde_json::Value| Some(RawJson::from(v));

@@ -6,7 +6,7 @@
 //!   probe is refused so that probing clients fall back (a 4xx JSON-RPC
 //!   error echoing the id, outside -32020..-32022, no session minted); the
 //!   other rules here then do not apply.
-//! - M1: a modern answer names no session and its SSE events carry no ids.
+//! - M1: a 2026-07-28 answer names no session and its SSE events carry no ids.
 //! - H1–H3: `Mcp-Method` disagreeing with the body, a missing `Mcp-Name`, an
 //!   `Mcp-Name` disagreeing with the tool: 400 with -32020.
 //! - H4: a call of the first listed tool that declares a custom header
@@ -21,7 +21,7 @@
 //!   value, not as strings.
 //! - V1: an unsupported version: 400 with -32022, `data.supported`, the id echoed.
 //! - U1: a method the era does not have: 404 with -32601.
-//! - G1: GET and DELETE carrying the modern version header: 405 (changelog:
+//! - G1: GET and DELETE carrying the 2026-07-28 version header: 405 (changelog:
 //!   the era has neither; a dual-era server may still route them to sessions).
 //! - J1: a call whose tool reports progress (`test_tool_with_progress`, the
 //!   conformance suite's) gets its result: in an SSE answer after the
@@ -35,18 +35,18 @@
 use super::wire::{describe, has_result, is_response_to, Open, PROGRESS_TOOL};
 use super::{one_id, Probe, Verdict, NOTIFY_WAIT, QUICK};
 use mcp_streamable::headers;
-use mcp_streamable::server::modern::{
+use mcp_streamable::server::v2026::{
     META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID,
 };
 use mcp_streamable::tool_headers::{ParamHeader, ParamType, ToolHeaderTable};
 use mcp_streamable::version::ProtocolVersion;
 use serde_json::{json, Value};
 
-const MODERN: &str = ProtocolVersion::MODERN.as_str();
+const V2026: &str = ProtocolVersion::LATEST_V2026.as_str();
 const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
-/// One modern request as sent: the method, its `Mcp-Name`, its params.
+/// One 2026-07-28 request as sent: the method, its `Mcp-Name`, its params.
 struct Call<'a> {
     method: &'a str,
     name: Option<&'a str>,
@@ -72,8 +72,8 @@ impl Call<'_> {
     }
 }
 
-/// The standard headers of a modern POST; `tweak` may change them.
-fn modern_headers(call: &Call, version: &str) -> Vec<(String, String)> {
+/// The standard headers of a 2026-07-28 POST; `tweak` may change them.
+fn v2026_headers(call: &Call, version: &str) -> Vec<(String, String)> {
     let mut h = vec![
         (
             headers::CONTENT_TYPE.to_owned(),
@@ -93,34 +93,34 @@ fn modern_headers(call: &Call, version: &str) -> Vec<(String, String)> {
 }
 
 impl Probe {
-    /// POSTs `call` as a modern request, headers changed by `tweak`; its id and answer.
-    async fn modern(
+    /// POSTs `call` as a 2026-07-28 request, headers changed by `tweak`; its id and answer.
+    async fn v2026(
         &self,
         call: &Call<'_>,
         tweak: impl FnOnce(&mut Vec<(String, String)>),
         window: std::time::Duration,
     ) -> Option<(u64, Open)> {
-        self.modern_at(call, MODERN, tweak, window).await
+        self.v2026_at(call, V2026, tweak, window).await
     }
 
-    async fn modern_at(
+    async fn v2026_at(
         &self,
         call: &Call<'_>,
         version: &str,
         tweak: impl FnOnce(&mut Vec<(String, String)>),
         window: std::time::Duration,
     ) -> Option<(u64, Open)> {
-        let (id, mut o) = self.modern_open_at(call, version, tweak).await?;
+        let (id, mut o) = self.v2026_open_at(call, version, tweak).await?;
         o.gather(window).await;
         Some((id, o))
     }
 
-    /// Opens a modern POST and leaves it open (a listen).
-    async fn modern_open(&self, call: &Call<'_>) -> Option<(u64, Open)> {
-        self.modern_open_at(call, MODERN, |_| {}).await
+    /// Opens a 2026-07-28 POST and leaves it open (a listen).
+    async fn v2026_open(&self, call: &Call<'_>) -> Option<(u64, Open)> {
+        self.v2026_open_at(call, V2026, |_| {}).await
     }
 
-    async fn modern_open_at(
+    async fn v2026_open_at(
         &self,
         call: &Call<'_>,
         version: &str,
@@ -129,7 +129,7 @@ impl Probe {
         let id = self.id();
         let body = json!({"jsonrpc": "2.0", "id": id, "method": call.method, "params": call.params(version)})
             .to_string();
-        let mut h = modern_headers(call, version);
+        let mut h = v2026_headers(call, version);
         tweak(&mut h);
         let o = self.t.open("POST", &h, &body).await?;
         Some((id, o))
@@ -158,7 +158,7 @@ fn refused(o: &Open, id: u64, status: u16, code: i64) -> bool {
     o.status == status && answer_to(o, id).as_ref().and_then(error_code) == Some(code)
 }
 
-/// M1's look at one modern answer: `Some(evidence)` if it names a session or numbers events.
+/// M1's look at one 2026-07-28 answer: `Some(evidence)` if it names a session or numbers events.
 fn stateful(label: &str, o: &Open) -> Option<String> {
     let ids: Vec<&str> = o.events.iter().filter_map(|e| e.id.as_deref()).collect();
     (o.session.is_some() || !ids.is_empty())
@@ -168,7 +168,7 @@ fn stateful(label: &str, o: &Open) -> Option<String> {
 const D1_WHAT: &str = "server/discover lists 2026-07-28 (required in that era)";
 const F1_WHAT: &str =
     "a 2025-only server refuses the probe so clients fall back (4xx, id echoed, no session)";
-const M1_WHAT: &str = "a modern answer names no session, its events no ids";
+const M1_WHAT: &str = "a 2026-07-28 answer names no session, its events no ids";
 const H1_WHAT: &str = "Mcp-Method disagreeing with the body gets 400 -32020";
 const H2_WHAT: &str = "tools/call without Mcp-Name gets 400 -32020";
 const H3_WHAT: &str = "Mcp-Name disagreeing with the tool gets 400 -32020";
@@ -192,17 +192,17 @@ pub async fn run(p: &mut Probe) {
         name: None,
         params: json!({}),
     };
-    let Some((id, o)) = p.modern(&discover, |_| {}, QUICK).await else {
+    let Some((id, o)) = p.v2026(&discover, |_| {}, QUICK).await else {
         p.add("D1", true, D1_WHAT, Verdict::CouldNotTest, p.t.no_answer());
         return;
     };
     let result = answer_to(&o, id).and_then(|m| m.get("result").cloned());
-    let lists_modern = result
+    let lists_v2026 = result
         .as_ref()
         .and_then(|r| r.get("supportedVersions"))
         .and_then(Value::as_array)
-        .is_some_and(|v| v.iter().any(|s| s.as_str() == Some(MODERN)));
-    if !lists_modern {
+        .is_some_and(|v| v.iter().any(|s| s.as_str() == Some(V2026)));
+    if !lists_v2026 {
         fall_back(p, id, &o);
         return;
     }
@@ -226,7 +226,7 @@ pub async fn run(p: &mut Probe) {
         params: json!({}),
     };
     let mut listing = Vec::new();
-    if let Some((id, o)) = p.modern(&tools, |_| {}, QUICK).await {
+    if let Some((id, o)) = p.v2026(&tools, |_| {}, QUICK).await {
         stateful_seen = stateful_seen.or_else(|| stateful("tools/list", &o));
         listing = answer_to(&o, id)
             .and_then(|m| m.pointer("/result/tools").cloned())
@@ -268,7 +268,7 @@ async fn progress_rule(p: &mut Probe, listed: &[String]) {
         name: Some(PROGRESS_TOOL),
         params: json!({"name": PROGRESS_TOOL, "arguments": {}, "_meta": {"progressToken": "j1"}}),
     };
-    let Some((id, o)) = p.modern(&call, |_| {}, NOTIFY_WAIT).await else {
+    let Some((id, o)) = p.v2026(&call, |_| {}, NOTIFY_WAIT).await else {
         p.add("J1", true, J1_WHAT, Verdict::CouldNotTest, p.t.no_answer());
         return;
     };
@@ -280,7 +280,7 @@ async fn progress_rule(p: &mut Probe, listed: &[String]) {
 /// I1 for 2026-07-28 requests: two callers' overlapping calls under one
 /// id (`one_id.rs`).
 async fn one_id_rule(p: &mut Probe, listed: &[String]) {
-    let what = one_id::MODERN_WHAT;
+    let what = one_id::V2026_WHAT;
     let Some((tool, args_a, args_b)) = one_id::slow_tool(listed) else {
         p.add(
             "I1",
@@ -299,8 +299,8 @@ async fn one_id_rule(p: &mut Probe, listed: &[String]) {
             params: one_id::call_params(tool, args, &token),
         };
         one_id::Caller {
-            headers: modern_headers(&call, MODERN),
-            body: one_id::body(id, &call.params(MODERN)),
+            headers: v2026_headers(&call, V2026),
+            body: one_id::body(id, &call.params(V2026)),
             token,
         }
     };
@@ -309,7 +309,7 @@ async fn one_id_rule(p: &mut Probe, listed: &[String]) {
     one_id::judge_overlap(p, what, id, a, b).await;
 }
 
-/// F1, for a server that did not answer the probe as a modern server would.
+/// F1, for a server that did not answer the probe as a 2026-07-28 server would.
 fn fall_back(p: &mut Probe, id: u64, o: &Open) {
     let answer = answer_to(o, id);
     let code = answer.as_ref().and_then(error_code);
@@ -362,7 +362,7 @@ async fn headers_rules(p: &mut Probe) {
         }
     };
     let r = p
-        .modern(
+        .v2026(
             &list,
             |h| set(h, headers::MCP_METHOD, Some("prompts/list")),
             QUICK,
@@ -375,11 +375,11 @@ async fn headers_rules(p: &mut Probe) {
         params: json!({"name": "mcp-streamable-probe-absent", "arguments": {}}),
     };
     let r = p
-        .modern(&call, |h| set(h, headers::MCP_NAME, None), QUICK)
+        .v2026(&call, |h| set(h, headers::MCP_NAME, None), QUICK)
         .await;
     judge_refusal(p, "H2", H2_WHAT, r, 400, -32020);
     let r = p
-        .modern(
+        .v2026(
             &call,
             |h| set(h, headers::MCP_NAME, Some("mcp-streamable-probe-other")),
             QUICK,
@@ -428,9 +428,9 @@ async fn param_headers_rule(p: &mut Probe, listing: &[Value]) {
                     }
                 }
             };
-            let missing = p.modern(&call, with(None), QUICK).await;
+            let missing = p.v2026(&call, with(None), QUICK).await;
             let other = p
-                .modern(&call, with(Some("mcp-streamable-probe-other")), QUICK)
+                .v2026(&call, with(Some("mcp-streamable-probe-other")), QUICK)
                 .await;
             match (missing, other) {
                 (Some((i1, o1)), Some((i2, o2))) => {
@@ -454,7 +454,7 @@ async fn param_headers_rule(p: &mut Probe, listing: &[Value]) {
     let twice = |h: &mut Vec<(String, String)>| {
         h.push((headers::MCP_METHOD.to_owned(), "prompts/list".to_owned()));
     };
-    match p.modern(&list, twice, QUICK).await {
+    match p.v2026(&list, twice, QUICK).await {
         None => p.add("H5", true, H5_WHAT, Verdict::CouldNotTest, p.t.no_answer()),
         Some((id, o)) => p.add(
             "H5",
@@ -502,7 +502,7 @@ async fn integer_header_rule(
             h.push((n, v));
         }
     };
-    match p.modern(&call, tweak, QUICK).await {
+    match p.v2026(&call, tweak, QUICK).await {
         None => p.add("H6", false, H6_WHAT, Verdict::CouldNotTest, p.t.no_answer()),
         Some((id, o)) => p.add(
             "H6",
@@ -594,15 +594,15 @@ async fn versions_and_methods(p: &mut Probe) {
         name: None,
         params: json!({}),
     };
-    match p.modern_at(&list, "2099-01-01", |_| {}, QUICK).await {
+    match p.v2026_at(&list, "2099-01-01", |_| {}, QUICK).await {
         None => p.add("V1", true, V1_WHAT, Verdict::CouldNotTest, p.t.no_answer()),
         Some((id, o)) => {
             let supported = answer_to(&o, id)
                 .and_then(|m| m.pointer("/error/data/supported").cloned())
                 .and_then(|s| s.as_array().cloned())
                 .unwrap_or_default();
-            let ok = refused(&o, id, 400, -32022)
-                && supported.iter().any(|s| s.as_str() == Some(MODERN));
+            let ok =
+                refused(&o, id, 400, -32022) && supported.iter().any(|s| s.as_str() == Some(V2026));
             p.add(
                 "V1",
                 true,
@@ -621,11 +621,11 @@ async fn versions_and_methods(p: &mut Probe) {
         name: None,
         params: json!({}),
     };
-    let r = p.modern(&unknown, |_| {}, QUICK).await;
+    let r = p.v2026(&unknown, |_| {}, QUICK).await;
     judge_refusal(p, "U1", U1_WHAT, r, 404, -32601);
     let h = vec![
         (headers::ACCEPT.to_owned(), headers::MIME_SSE.to_owned()),
-        (headers::MCP_PROTOCOL_VERSION.to_owned(), MODERN.to_owned()),
+        (headers::MCP_PROTOCOL_VERSION.to_owned(), V2026.to_owned()),
     ];
     let get = p.t.send("GET", &h, "", QUICK).await;
     let delete = p.t.send("DELETE", &h[1..], "", QUICK).await;
@@ -655,7 +655,7 @@ fn listen_call() -> Call<'static> {
     }
 }
 
-/// A modern call of the notify tool `tool` with `args`.
+/// A 2026-07-28 call of the notify tool `tool` with `args`.
 fn notify_call<'a>(tool: &'a str, args: &Value) -> Call<'a> {
     Call {
         method: "tools/call",
@@ -689,7 +689,7 @@ async fn first_is_acknowledgement(o: &mut Open, id: u64) -> (bool, String) {
 
 /// M2 and M3; M1's evidence from the listen stream, if any.
 async fn listen_rules(p: &mut Probe) -> Option<String> {
-    let Some((id, mut o)) = p.modern_open(&listen_call()).await else {
+    let Some((id, mut o)) = p.v2026_open(&listen_call()).await else {
         p.add("M2", true, M2_WHAT, Verdict::CouldNotTest, p.t.no_answer());
         return None;
     };
@@ -723,7 +723,7 @@ async fn listen_rules(p: &mut Probe) -> Option<String> {
     let changed = |m: &Value| {
         m.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed")
     };
-    let called = p.modern(&call, |_| {}, NOTIFY_WAIT).await;
+    let called = p.v2026(&call, |_| {}, NOTIFY_WAIT).await;
     o.until(NOTIFY_WAIT, |o| o.messages().iter().any(changed))
         .await;
     // A second copy would come at once: a short look for it.
@@ -761,7 +761,7 @@ async fn listen_under_a_change(p: &mut Probe, tool: &str, args: &Value) {
     let listen = listen_call();
     let call = notify_call(tool, args);
     let (opened, _) = p
-        .aimed(p.modern_open(&listen), p.modern(&call, |_| {}, QUICK))
+        .aimed(p.v2026_open(&listen), p.v2026(&call, |_| {}, QUICK))
         .await;
     let Some((id, mut o)) = opened else {
         p.add(

@@ -1,4 +1,4 @@
-//! What the core adds to a modern (2026-07-28) answer, so an application
+//! What the core adds to a 2026-07-28 answer, so an application
 //! written for either era answers correctly in this one: every result says
 //! `resultType` (`"complete"` unless the application said otherwise, e.g.
 //! `"input_required"` for MRTR); the cacheable results carry caching hints
@@ -51,7 +51,7 @@ pub fn complete(method: &str, result: RawJson) -> RawJson {
     RawJson::from(v)
 }
 
-/// The status of a whole (JSON) modern answer.
+/// The status of a whole (JSON) 2026-07-28 answer.
 pub fn status(message: &Message) -> u16 {
     match message {
         Message::Error { error, .. } => match error.code {
@@ -100,7 +100,7 @@ mod tests {
     }
 
     #[test]
-    fn statuses_of_modern_errors() {
+    fn statuses_of_v2026_errors() {
         let err = |code| Message::Error {
             id: None,
             error: ErrorObject::new(code, "x"),
