@@ -604,21 +604,38 @@ fn explore_pass<M: Explorable>(
         if shared.stopped() || shared.dfs.load(Ordering::Relaxed) {
             break;
         }
+        // A level of one chunk is work for one worker: it is expanded here,
+        // where spawning the workers and their watcher would cost more than
+        // its states (a model's first and last levels, and small models
+        // whole). An interrupt is seen as the next level starts.
+        let alone = level.len() == 1;
         let work = Mutex::new(level);
         let next = Mutex::new(Vec::new());
         let unexpanded = Mutex::new(Vec::new());
-        let done = AtomicUsize::new(0);
-        let watcher = std::thread::current();
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| {
-                    worker(&shared, &work, &next, &unexpanded);
-                    done.fetch_add(1, Ordering::Relaxed);
-                    watcher.unpark();
-                });
+        if alone {
+            worker(&shared, &work, &next, &unexpanded);
+            if interrupted() {
+                let _ = shared.stop.compare_exchange(
+                    RUNNING,
+                    INTERRUPTED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
             }
-            watch(&mut gauge, &done, depth);
-        });
+        } else {
+            let done = AtomicUsize::new(0);
+            let watcher = std::thread::current();
+            std::thread::scope(|scope| {
+                for _ in 0..threads {
+                    scope.spawn(|| {
+                        worker(&shared, &work, &next, &unexpanded);
+                        done.fetch_add(1, Ordering::Relaxed);
+                        watcher.unpark();
+                    });
+                }
+                watch(&mut gauge, &done, depth);
+            });
+        }
         // What a stopped level did not reach (none when it ran to its end).
         graveyard.push(Box::new(work.into_inner()));
         left.extend(unexpanded.into_inner().unwrap_or_else(|p| p.into_inner()));
