@@ -549,6 +549,18 @@ fn explore_pass<M: Explorable>(
     let threads = limits.threads.max(1);
     // The calling thread watches while `threads` workers run: progress,
     // memory, the switch to depth first.
+    // An interrupt stops a running search (a found violation or a budget
+    // already stopped it, and keeps its own reason).
+    let note_interrupt = || {
+        if interrupted() {
+            let _ = shared.stop.compare_exchange(
+                RUNNING,
+                INTERRUPTED,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    };
     let mut watch = |gauge: &mut Gauge, done: &AtomicUsize, depth: u32| {
         let mut nap = Duration::from_millis(2);
         while done.load(Ordering::Relaxed) < threads {
@@ -556,14 +568,7 @@ fn explore_pass<M: Explorable>(
             // not wait out the rest of a quarter-second nap.
             std::thread::park_timeout(nap);
             nap = (nap * 2).min(Duration::from_millis(250));
-            if interrupted() {
-                let _ = shared.stop.compare_exchange(
-                    RUNNING,
-                    INTERRUPTED,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-            }
+            note_interrupt();
             let rss = memory::rss_bytes();
             if gauge.read(rss, depth, &shared.dfs) {
                 let _ = shared.stop.compare_exchange(
@@ -614,14 +619,7 @@ fn explore_pass<M: Explorable>(
         let unexpanded = Mutex::new(Vec::new());
         if alone {
             worker(&shared, &work, &next, &unexpanded);
-            if interrupted() {
-                let _ = shared.stop.compare_exchange(
-                    RUNNING,
-                    INTERRUPTED,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-            }
+            note_interrupt();
         } else {
             let done = AtomicUsize::new(0);
             let watcher = std::thread::current();
