@@ -30,11 +30,11 @@ use crate::server::Cause;
 /// What a session that is a listen remembers, and the messages it writes:
 /// the session says when, this says what.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Listen {
+pub(super) struct Listen {
     /// The listen's request id: its subscription id.
-    pub(crate) id: RequestId,
+    id: RequestId,
     /// What the server agreed to send it.
-    pub(crate) filter: ListenFilter,
+    filter: ListenFilter,
     /// Its stream.
     http: HttpId,
     /// Broadcasts reach it.
@@ -128,8 +128,9 @@ impl Listen {
     }
 
     /// The `complete` result that ends it gracefully, naming the
-    /// subscription.
-    pub(super) fn completion(&self) -> RawJson {
-        RawJson::from(serde_json::json!({"_meta": {META_SUBSCRIPTION_ID: self.id}}))
+    /// subscription, and the request it answers.
+    pub(super) fn completion(&self) -> (RequestId, RawJson) {
+        let result = serde_json::json!({"_meta": {META_SUBSCRIPTION_ID: self.id}});
+        (self.id.clone(), RawJson::from(result))
     }
 }

@@ -392,8 +392,8 @@ impl ServerSession {
                 if method == "initialize" && self.phase != Phase::New {
                     return Err(RequestError::BadInitialize);
                 }
-                let in_flight = self.in_flight.contains_key(id)
-                    && !self.preset.as_ref().is_some_and(|p| p.overwrites_ids());
+                let in_flight =
+                    self.in_flight.contains_key(id) && !self.preset_says(|p| p.overwrites_ids());
                 if in_flight || new_ids.iter().any(|(n, _)| n == id) {
                     return Err(RequestError::DuplicateRequestId(id.clone()));
                 }
@@ -493,7 +493,7 @@ impl ServerSession {
             return;
         };
         let ex = *ex;
-        if self.preset.as_ref().is_some_and(|p| p.has_listener(http)) {
+        if self.preset_says(|p| p.has_listener(http)) {
             // A preset's listener task outlives its exchange (see `preset`).
             if let Some(e) = self.exchanges.get_mut(&http) {
                 e.ended = true;
@@ -1004,7 +1004,7 @@ impl ServerSession {
     }
 
     fn accept_without_stream(&mut self, http: HttpId) {
-        if self.preset.as_ref().is_some_and(|p| p.competing()) {
+        if self.preset_says(|p| p.competing()) {
             self.departures().accept_competing(http);
             return;
         }
@@ -1053,7 +1053,7 @@ impl ServerSession {
         }
         let commit_sse_now = requests.len() > 1
             || (self.config.response_mode == ResponseMode::Sse
-                && !self.preset.as_ref().is_some_and(|p| p.competing()));
+                && !self.preset_says(|p| p.competing()));
         if commit_sse_now {
             self.commit_sse(sid, http);
             if !self.departures().open_unstarted(http, sid) {
@@ -1065,6 +1065,12 @@ impl ServerSession {
     /// The session as a preset's departures act on it (`preset`).
     fn departures(&mut self) -> Departures<'_> {
         Departures { hub: self }
+    }
+
+    /// Whether the preset's state answers `q` yes (never under FIXED,
+    /// which keeps none).
+    fn preset_says(&self, q: impl FnOnce(&PresetState) -> bool) -> bool {
+        self.preset.as_deref().is_some_and(q)
     }
 
     // Sending: causal routing of what the application emits, held
@@ -1346,7 +1352,7 @@ impl ServerSession {
         let attached = s.attached.take();
         if let Some(http) = attached {
             self.end(http, EndReason::Complete);
-            if !self.preset.as_ref().is_some_and(|p| p.has_listener(http)) {
+            if !self.preset_says(|p| p.has_listener(http)) {
                 self.forget_exchange(http);
             }
             if !keep && sid != COMMON {
@@ -1656,8 +1662,7 @@ impl ServerSession {
     /// Ends this listen gracefully: the `complete` result naming the
     /// subscription, then the end of the stream.
     pub fn end_listen(&mut self, now: Instant) -> Option<MsgKey> {
-        let l = self.listen.as_ref()?;
-        let (id, result) = (l.id.clone(), l.completion());
+        let (id, result) = self.listen.as_ref()?.completion();
         self.respond(&id, Ok(result), now).ok()
     }
 
