@@ -353,3 +353,48 @@ fn every_request_ends_is_judged_and_its_breaches_caught() {
         }
     }
 }
+
+/// L2 asks whether a client's requests wait on nothing but their deadlines:
+/// every timer it has armed, not only its next. A resumption planned behind
+/// a deadline (the call's stream cut just before its deadline, the server's
+/// `retry` longer than what is left) is the transport at work, not a request
+/// left to its deadline. One client with its GET, a call, two notifies and
+/// a drop, on a clock of its own (whose idle step reaches the instant just
+/// before the deadline): FIXED holds; judged on the next timer alone, it
+/// broke L2 in 18 steps.
+#[test]
+fn a_resumption_planned_behind_a_deadline_is_not_l2() {
+    use mcp_streamable_check::sim::Clocks;
+    use mcp_streamable_check::{ClientStep, NotifyReach, ServerStep};
+    let mut s = Scenario::load_dir(Path::new("models"))
+        .expect("models load")
+        .into_iter()
+        .map(|(_, s)| s)
+        .find(|s| s.name == "competing_get_streams_2")
+        .expect("bundled");
+    s.clients = vec![vec![ClientStep::Initialize, ClientStep::Call]];
+    s.server = vec![ServerStep::Notify, ServerStep::Notify];
+    s.invariants.clear();
+    s.bounds.depth = 100;
+    s.bounds.time_ms = 6_000;
+    s.bounds.drops = 1;
+    s.bounds.gets_max = None;
+    s.settings.background_get = true;
+    s.settings.retry_ms = 500;
+    s.settings.request_timeout_ms = 4_000;
+    let m = CheckModel::new(s, "FIXED", "FIXED")
+        .expect("presets")
+        .with_clocks(Clocks::PerComponent)
+        .with_notify(NotifyReach::PerSession);
+    let out = run(&m, 2);
+    assert!(
+        out.counterexample.is_none(),
+        "{:?}",
+        out.counterexample.map(|c| c.violation)
+    );
+    assert!(
+        out.exhaustive() && out.states > 100_000,
+        "{} states",
+        out.states
+    );
+}

@@ -773,15 +773,18 @@ impl CheckModel {
 
     /// Whether only the clients' request deadlines can still move `s`:
     /// every enabled action is a step of time, the server has no timer,
-    /// and each client's next timer, if any, is a request deadline.
+    /// and every timer each client has armed is a request deadline.
     fn waits_only_on_deadlines(&self, s: &State) -> bool {
         let w = &s.world;
+        // Every timer armed, not only the next: a resumption planned
+        // behind a deadline (a stream cut just before it, the server's
+        // `retry` longer than what is left) is the transport at work, not
+        // a request left to its deadline.
         let timers_quiet = w.server.poll_timeout().is_none()
             && !w.monitor.retired_deadline()
             && w.clients.iter().all(|c| {
-                c.poll_timeout().is_none_or(|(_, t)| {
-                    matches!(t, mcp_streamable::client::ClientTimer::Deadline(_))
-                })
+                c.timers()
+                    .all(|(_, t)| matches!(t, mcp_streamable::client::ClientTimer::Deadline(_)))
             });
         timers_quiet
             && self

@@ -107,6 +107,11 @@ impl<K: Ord + Copy> Timers<K> {
             .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)))
     }
 
+    /// Every armed timer, `(deadline, kind)`, in kind order.
+    pub fn iter(&self) -> impl Iterator<Item = (Instant, K)> + '_ {
+        self.entries.iter().map(|(k, at)| (*at, *k))
+    }
+
     /// Removes and returns every kind due at `now`, in deadline order.
     pub fn expire(&mut self, now: Instant) -> Vec<K> {
         let mut due: Vec<(Instant, K)> = self

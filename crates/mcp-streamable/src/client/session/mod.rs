@@ -606,6 +606,12 @@ impl ClientSession {
         self.timers.next()
     }
 
+    /// Every timer armed, `(deadline, kind)`, not only the next: whether a
+    /// resumption is still planned behind a request's deadline, say.
+    pub fn timers(&self) -> impl Iterator<Item = (Instant, ClientTimer)> + '_ {
+        self.timers.iter()
+    }
+
     // ---- internals -----------------------------------------------------
 
     fn check_ready(&self) -> Result<(), ClientUsageError> {
