@@ -366,10 +366,8 @@ fn every_request_ends_is_judged_and_its_breaches_caught() {
 fn a_resumption_planned_behind_a_deadline_is_not_l2() {
     use mcp_streamable_check::sim::Clocks;
     use mcp_streamable_check::{ClientStep, NotifyReach, ServerStep};
-    let mut s = Scenario::load_dir(Path::new("models"))
-        .expect("models load")
+    let mut s = crate::check_support::bundled()
         .into_iter()
-        .map(|(_, s)| s)
         .find(|s| s.name == "competing_get_streams_2")
         .expect("bundled");
     s.clients = vec![vec![ClientStep::Initialize, ClientStep::Call]];

@@ -776,16 +776,9 @@ impl CheckModel {
     /// and every timer each client has armed is a request deadline.
     fn waits_only_on_deadlines(&self, s: &State) -> bool {
         let w = &s.world;
-        // Every timer armed, not only the next: a resumption planned
-        // behind a deadline (a stream cut just before it, the server's
-        // `retry` longer than what is left) is the transport at work, not
-        // a request left to its deadline.
         let timers_quiet = w.server.poll_timeout().is_none()
             && !w.monitor.retired_deadline()
-            && w.clients.iter().all(|c| {
-                c.timers()
-                    .all(|(_, t)| matches!(t, mcp_streamable::client::ClientTimer::Deadline(_)))
-            });
+            && (0..w.clients.len()).all(|c| w.only_deadlines_armed(c));
         timers_quiet
             && self
                 .each_enabled(s, &mut |a| match a {

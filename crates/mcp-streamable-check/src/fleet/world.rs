@@ -394,13 +394,7 @@ impl WorldModel {
     /// Only time can move, and the client waits for nothing but its far
     /// deadline.
     fn quiet(&self, s: &WorldState, enabled: &[WorldAction]) -> bool {
-        if enabled.iter().any(|a| *a != WorldAction::Tick) {
-            return false;
-        }
-        match s.world.clients[0].poll_timeout() {
-            None => true,
-            Some((_, t)) => matches!(t, mcp_streamable::client::ClientTimer::Deadline(_)),
-        }
+        enabled.iter().all(|a| *a == WorldAction::Tick) && s.world.only_deadlines_armed(0)
     }
 }
 

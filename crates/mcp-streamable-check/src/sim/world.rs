@@ -1208,6 +1208,20 @@ impl<S: Servers> World<S> {
             .unwrap_or(self.now)
     }
 
+    /// Whether every timer client `c` has armed is a request deadline
+    /// (none armed included): nothing is planned that would end a request
+    /// but its deadline. Every timer, not only the next: a resumption
+    /// planned behind a deadline (a stream cut just before it, the server's
+    /// `retry` longer than what is left) is the transport at work, not a
+    /// request left to its deadline. L2 and its fleet form F5 ask this.
+    pub fn only_deadlines_armed(&self, c: usize) -> bool {
+        self.clients.get(c).is_none_or(|client| {
+            client
+                .timers()
+                .all(|(_, t)| matches!(t, mcp_streamable::client::ClientTimer::Deadline(_)))
+        })
+    }
+
     /// Client `c`'s next deadline, on its own clock.
     pub fn client_deadline(&self, c: usize) -> Option<Instant> {
         self.clients.get(c)?.poll_timeout().map(|(t, _)| t)
