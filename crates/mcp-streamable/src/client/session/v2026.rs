@@ -169,8 +169,13 @@ pub(super) enum AfterProbe {
     Fail,
 }
 
-/// See [`AfterProbe`].
+/// See [`AfterProbe`]. A probe the caller ended itself (the client closed,
+/// the call cancelled) fails whatever the era: falling back would send an
+/// `initialize` nobody waits for any more, left without an outcome.
 pub(super) fn after_probe(error: &ClientError, era: ClientEra, repeated: bool) -> AfterProbe {
+    if matches!(error, ClientError::Closed | ClientError::Cancelled) {
+        return AfterProbe::Fail;
+    }
     let refusal = match error {
         ClientError::Status { error: Some(e), .. } => Some(e),
         _ => None,
@@ -313,6 +318,37 @@ mod tests {
             crate::v2026::check_headers(header, "tools/call", Some(&body), &table),
             Ok(())
         );
+    }
+
+    /// An `Auto` client closed while its probe is out: the caller hears
+    /// its `initialize` failed, and no session-era `initialize` follows
+    /// (one would be left pending for ever: L2 in 2 steps on a random
+    /// model, `initialize` then `close`).
+    #[test]
+    fn a_probe_ended_by_its_caller_does_not_fall_back() {
+        let (mut c, _http) = probe(ClientEra::Auto);
+        c.close(Instant::ZERO);
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(
+                &events[..],
+                [ClientEvent::Failed {
+                    error: ClientError::Closed,
+                    ..
+                }]
+            ),
+            "{events:?}"
+        );
+        assert!(c.pending().next().is_none(), "nothing left waiting");
+        let (mut c, _http) = probe(ClientEra::Auto);
+        c.cancel(&crate::ids::RequestId::Num(1), Instant::ZERO)
+            .expect("the probe is pending");
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(&events[..], [ClientEvent::Failed { .. }]),
+            "{events:?}"
+        );
+        assert!(c.pending().next().is_none(), "no initialize after a cancel");
     }
 
     #[test]
