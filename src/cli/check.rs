@@ -5,8 +5,8 @@ use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable_check::fleet::FleetFile;
 use mcp_streamable_check::sim::{Clocks, Naming};
 use mcp_streamable_check::{
-    memory, replay, run_search, CheckModel, Diagram, Expectation, Interrupt, Limit, Limits,
-    NotifyReach, Order, Progress, Scenario, Search, Trace, Verdict,
+    found_reduced, memory, replay, run_search, CheckModel, Diagram, Expectation, Interrupt, Limit,
+    Limits, NotifyReach, Order, Progress, Scenario, Search, Trace, Verdict,
 };
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -73,14 +73,16 @@ pub struct CheckArgs {
     /// models with a clock per component.
     #[arg(long)]
     no_reduction: bool,
-    /// Run every model under these clocks, whatever it says: `global` (one
-    /// clock) or `per-component` (a clock per client and one for the
-    /// server, which the reduction needs).
+    /// Run every model under these clocks, whatever it says: `auto` (a
+    /// model's default: per component where the reduction can act, one
+    /// clock elsewhere), `global` (one clock) or `per-component` (a clock
+    /// per client and one for the server, which the reduction needs).
     #[arg(long, value_name = "CLOCKS")]
     clocks: Option<String>,
     /// Run every model with its `notify` steps reaching sessions this way,
-    /// whatever it says: `atomic` or `per-session` (which the reduction
-    /// needs when the server's script has `notify`).
+    /// whatever it says: `auto` (a model's default: per session where the
+    /// clocks are per component), `atomic` or `per-session` (which the
+    /// reduction needs when the server's script has `notify`).
     #[arg(long, value_name = "REACH")]
     notify: Option<String>,
     /// Seed of `--search simulation`.
@@ -239,21 +241,25 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
                 .with_reduction(!args.no_reduction);
             if let Some(clocks) = &args.clocks {
                 model = model.with_clocks(match clocks.as_str() {
+                    "auto" => Clocks::Auto,
                     "global" => Clocks::Global,
                     "per-component" | "per_component" => Clocks::PerComponent,
                     other => {
                         return Err(format!(
-                            "--clocks {other}: expected global or per-component"
+                            "--clocks {other}: expected auto, global or per-component"
                         ))
                     }
                 });
             }
             if let Some(notify) = &args.notify {
                 model = model.with_notify(match notify.as_str() {
+                    "auto" => NotifyReach::Auto,
                     "atomic" => NotifyReach::Atomic,
                     "per-session" | "per_session" => NotifyReach::PerSession,
                     other => {
-                        return Err(format!("--notify {other}: expected atomic or per-session"))
+                        return Err(format!(
+                            "--notify {other}: expected auto, atomic or per-session"
+                        ))
                     }
                 });
             }
@@ -321,7 +327,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             ),
             (None, Verdict::Violates(_)) => ("holds".to_owned(), Some(false)),
             (Some(c), expected) => {
-                let trace = Trace::new(&model, c);
+                let trace = Trace::new(&model, c, found_reduced(&model, &out));
                 write_artifacts(&args.out, &trace)?;
                 let ok = match expected {
                     Verdict::Violates(ids) => ids.iter().any(|i| i == c.violation.id),

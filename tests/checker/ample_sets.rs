@@ -237,7 +237,8 @@ fn a_notify_reaching_every_session_at_once_is_caught_as_dependent() {
     // every session, so another client's steps do not commute with it.
     let m = CheckModel::new(scenario("two_clients"), "FIXED", "FIXED")
         .expect("presets")
-        .with_clocks(Clocks::PerComponent);
+        .with_clocks(Clocks::PerComponent)
+        .with_notify(NotifyReach::Atomic);
     let owner = |s: &State, a: &Action| match a {
         Action::ServerStep => Some(0),
         _ => m.component_of(s, a),

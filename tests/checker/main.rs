@@ -19,6 +19,7 @@ mod check_support;
 
 mod ample_sets;
 mod check_models;
+mod defaults;
 mod random_models;
 mod reductions;
 mod retirement;

@@ -270,3 +270,71 @@ fn the_reduction_agrees_on_random_models() {
         "{folded} folded, {caught} caught"
     );
 }
+
+/// Reductions by default on models nobody wrote: each random model made one
+/// where `auto` picks a clock per component (two clients or more, a server
+/// script of `notify`s only), checked under its defaults and under one clock
+/// with atomic notifies. FIXED holds both ways; a race one clock shows, the
+/// defaults show too (a clock per component and per-session notifies allow
+/// every order between components that one clock does).
+#[test]
+fn the_defaults_keep_one_clocks_verdicts_on_random_models() {
+    use mcp_streamable_check::sim::Clocks;
+    use mcp_streamable_check::NotifyReach;
+    let cases = env("RANDOM_MODELS_CASES", 16);
+    let budget = env("RANDOM_MODELS_STATES", 20_000);
+    let mut runner = seeded_runner(Config::default());
+    let (mut compared, mut caught) = (0, 0);
+    for _ in 0..cases {
+        let mut sc = scenario().new_tree(&mut runner).expect("a model").current();
+        if sc.clients.len() < 2 {
+            sc.clients.push(sc.clients[0].clone());
+            sc.settings.eras.push(sc.settings.eras[0]);
+        }
+        sc.server.retain(|step| *step == ServerStep::Notify);
+        for (server, client) in [
+            ("FIXED", "FIXED"),
+            ("RMCP_3_9", "FIXED"),
+            ("MCP_GO_0_44", "FIXED"),
+            ("TOOLHIVE_4075", "FIXED"),
+        ] {
+            let defaults = CheckModel::new(sc.clone(), server, client).expect("presets");
+            assert_eq!(defaults.scenario.settings.clocks, Clocks::PerComponent);
+            let one = defaults
+                .clone()
+                .with_clocks(Clocks::Global)
+                .with_notify(NotifyReach::Atomic);
+            let mut limits = Limits::new(1);
+            limits.states_max = Some(budget);
+            let run = |m: &CheckModel| run_search(m, limits, Search::Bfs, |_| {});
+            let (auto, global) = (run(&defaults), run(&one));
+            let label = format!(
+                "{server} x {client} on\n{}",
+                serde_json::to_string(&sc).unwrap_or_default()
+            );
+            if server == "FIXED" {
+                assert!(auto.counterexample.is_none(), "defaults: {label}");
+                assert!(global.counterexample.is_none(), "one clock: {label}");
+            }
+            // Where one clock finds a race and the defaults' search ends,
+            // the defaults find one too.
+            if global.counterexample.is_some()
+                && (auto.exhaustive() || auto.counterexample.is_some())
+            {
+                assert!(
+                    auto.counterexample.is_some(),
+                    "missed under the defaults: {label}"
+                );
+                caught += 1;
+            }
+            if auto.exhaustive() && global.exhaustive() {
+                compared += 1;
+            }
+        }
+    }
+    println!(
+        "{compared} random pairs explored to the end both ways, {caught} races caught both ways"
+    );
+    assert!(compared >= cases, "{compared} pairs compared");
+    assert!(caught >= 1, "no race caught");
+}

@@ -53,7 +53,7 @@ fn a_finished_clients_end_states_meet() {
         .map(|s| m.fingerprint(s))
         .collect();
     assert!(!met.is_empty(), "client 0 never retired");
-    assert!(met.len() <= 8, "{} end states of client 0", met.len());
+    assert!(met.len() <= 12, "{} end states of client 0", met.len());
     // Every retired client is gone from the world: no link, no session.
     for s in states.iter().filter(|s| s.world.monitor.is_retired(0)) {
         assert_eq!(s.world.links_of(0).count(), 0);
@@ -63,7 +63,7 @@ fn a_finished_clients_end_states_meet() {
     assert!(states
         .iter()
         .any(|s| s.world.monitor.is_retired(0) && s.world.monitor.is_retired(1)));
-    assert!(states.len() > 10_000, "{} states", states.len());
+    assert!(states.len() > 5_000, "{} states", states.len());
 }
 
 #[test]

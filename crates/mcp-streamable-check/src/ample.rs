@@ -45,7 +45,7 @@
 //! the reduction on and off on every bundled model.
 
 use super::model::{Action, CheckModel, State};
-use super::scenario::{NotifyReach, ServerStep};
+use super::scenario::{NotifyReach, Scenario, ServerStep};
 use crate::sim::{Clocks, World};
 use mcp_streamable::preset::Scheduled;
 use mcp_streamable::server::SessionConfig;
@@ -79,17 +79,66 @@ fn is_quiet(w: &World, c: usize) -> bool {
     w.links_of(c).all(|(_, link)| link.client_gone)
 }
 
+/// Whether client `c` of `w` is still: no timer, no request unanswered,
+/// no scheduling point, and every link of it either over for the client or
+/// open with nothing in flight either way (a standalone GET the server has
+/// nothing more to write to). Unlike [`is_quiet`], an open exchange is
+/// allowed: where nothing of the run can write to it again, an open
+/// stream is as final as a closed one.
+fn is_still(w: &World, c: usize) -> bool {
+    let client = &w.clients[c];
+    if client.poll_timeout().is_some()
+        || client.pending().next().is_some()
+        || !client.scheduling_points().is_empty()
+    {
+        return false;
+    }
+    w.links_of(c)
+        .all(|(_, link)| link.client_gone || (link.request.is_none() && link.to_client.is_empty()))
+}
+
 impl CheckModel {
     /// Whether the reduction can act on this model at all: asked for, a
     /// clock per component, no `gets_max`, and server timers that cannot
     /// fire within the time bound (the checker turns the rest off).
     pub fn reduces(&self) -> bool {
-        let b = &self.scenario.bounds;
-        self.reduction
-            && !self.has_attacker()
-            && self.scenario.settings.clocks == Clocks::PerComponent
+        self.reduction && self.keeps_components_apart()
+    }
+
+    /// Whether the model keeps its components apart, the reduction on or
+    /// off: a clock per component, no `gets_max`, no attacker, and server
+    /// timers that cannot fire within the time bound. Where it does and
+    /// the server's script has only per-session `notify`s left
+    /// ([`Self::script_apart`]), what one client waits on is its own
+    /// component's business: L2 is judged per client there, the same way
+    /// in a reduced run and a full one.
+    pub fn keeps_components_apart(&self) -> bool {
+        self.scenario.settings.clocks == Clocks::PerComponent
+            && Self::apart_by_content(&self.scenario)
+    }
+
+    /// What of keeping components apart a scenario's content decides,
+    /// whatever its clocks: no attacker (whose requests reach another
+    /// client's session), no `gets_max` (B5 counts GETs across
+    /// components), and server timers that cannot fire within the time
+    /// bound (they would touch every session at once; the checker turns
+    /// the others off).
+    pub fn apart_by_content(scenario: &Scenario) -> bool {
+        let b = &scenario.bounds;
+        !scenario.has_attacker()
             && b.gets_max.is_none()
             && b.time_ms < SessionConfig::default().held_ttl_ms
+    }
+
+    /// Whether what is left of the server's script in `s` keeps the
+    /// components apart: only `notify`s, each reaching a client's
+    /// sessions in a step of that client's own.
+    pub fn script_apart(&self, s: &State) -> bool {
+        let script = &self.scenario.server;
+        let per_session = self.scenario.settings.notify == NotifyReach::PerSession;
+        let rest = &script[usize::from(s.server_pc).min(script.len())..];
+        rest.iter()
+            .all(|step| *step == ServerStep::Notify && per_session)
     }
 
     /// What the search explores alone from `s`, where `all` is enabled:
@@ -123,11 +172,7 @@ impl CheckModel {
         if !self.reduces() || self.must_reserve_drops(s) {
             return false;
         }
-        let script = &self.scenario.server;
-        let per_session = self.scenario.settings.notify == NotifyReach::PerSession;
-        let rest = &script[usize::from(s.server_pc).min(script.len())..];
-        rest.iter()
-            .all(|step| *step == ServerStep::Notify && per_session)
+        self.script_apart(s)
             && all
                 .iter()
                 .all(|a| *a == Action::ServerStep || self.component_of(s, a).is_some())
@@ -150,23 +195,34 @@ impl CheckModel {
     }
 
     /// Retires every client of `s` that is done for good
-    /// ([`World::retire_client`]): its script is over, it is quiet, no
-    /// notice is owed to it, the server's script is over, and no enabled
-    /// step is its own. Components being apart, no other step can give it
-    /// one again, and no server timer fires within the run (the
-    /// reduction's conditions), so nothing can reach its part any more.
+    /// ([`World::retire_client`]): its script is over or can go no
+    /// further (its next step waits on a session it lost, a call that
+    /// timed out), it is still (an
+    /// open standalone GET allowed, with nothing in flight on it), no
+    /// notice is owed to it, the server's script is over, no server timer
+    /// can fire within the time bound, and no enabled step is its own.
+    /// Components being apart, no other step can give it one again, so
+    /// nothing can reach its part any more: a GET left open is as final as
+    /// at the end of the run, where the end-of-run checks judge it open.
     /// A drop budget reserved for it is spent: nothing is left to drop.
     pub(super) fn retire_finished(&self, s: &mut State) {
         let script_over = usize::from(s.server_pc) >= self.scenario.server.len();
         if !self.reduces() || !script_over || self.must_reserve_drops(s) {
             return;
         }
+        let server_timer_due = s
+            .world
+            .server
+            .poll_timeout()
+            .is_some_and(|(t, _)| self.within_time(t));
+        if server_timer_due {
+            return;
+        }
         for c in 0..s.client_pc.len() {
             let w = &s.world;
             if w.monitor.is_retired(c)
-                || usize::from(s.client_pc[c]) < self.scenario.clients[c].len()
                 || s.notices.get(c).is_some_and(|n| *n > 0)
-                || !is_quiet(w, c)
+                || !is_still(w, c)
             {
                 continue;
             }
@@ -184,6 +240,9 @@ impl CheckModel {
                 continue;
             }
             s.world.retire_client(c);
+            // A script cut short stays so: the fresh core the client is
+            // given could otherwise run its next step.
+            s.client_pc[c] = u8::try_from(self.scenario.clients[c].len()).unwrap_or(u8::MAX);
             if s.drops_for == u8::try_from(c).ok() {
                 s.drops = self.bounds().drops;
             }

@@ -4,7 +4,7 @@
 //! as choices. Invariants come from the shared monitor.
 
 use super::ample::Ample;
-use super::scenario::{Bounds, ClientStep, NotifyReach, Scenario, ServerStep};
+use super::scenario::{Bounds, NotifyReach, Scenario, ServerStep};
 use super::script;
 use super::sleep::Covered;
 use super::symmetry::Symmetry;
@@ -160,11 +160,21 @@ pub struct CheckModel {
     /// The memo of client steps its worlds share (`sim::ClientMemo`): on
     /// unless asked otherwise ([`CheckModel::with_memo`]).
     pub memo: Option<Arc<ClientMemo>>,
+    /// The clocks and notify the scenario (or `check --clocks`, `--notify`)
+    /// asked for, `auto` included, before [`Self::auto_settings`] decided.
+    asked: (Clocks, NotifyReach),
 }
 
 impl CheckModel {
     /// The model for a scenario and two preset names, judging the scenario's invariants.
-    pub fn new(scenario: Scenario, server: &str, client: &str) -> Option<Self> {
+    ///
+    /// A scenario's `auto` clocks and notify are decided here, once: a
+    /// clock per component and per-session notifies where the reduction
+    /// can act ([`Self::auto_settings`]), one clock and atomic notifies
+    /// elsewhere.
+    pub fn new(mut scenario: Scenario, server: &str, client: &str) -> Option<Self> {
+        let asked = (scenario.settings.clocks, scenario.settings.notify);
+        scenario.settings = Self::auto_settings(&scenario);
         Some(CheckModel {
             server: ServerPolicy::preset(server)?,
             client: ClientPolicy::preset(client)?,
@@ -189,8 +199,45 @@ impl CheckModel {
             reduction: true,
             sleep_sets: true,
             memo: Some(Arc::default()),
+            asked,
             scenario,
         })
+    }
+
+    /// The scenario's settings with `auto` clocks and notify decided.
+    ///
+    /// A clock per component (with per-session notifies) is what lets the
+    /// partial-order reduction run one client's component at a time; it is
+    /// chosen where the reduction acts from the first state: two clients
+    /// or more, what the content allows ([`Self::apart_by_content`]), and
+    /// a server script of `notify`s only (a step on "the oldest call" or on every session
+    /// keeps the reduction waiting until it has run, and a clock per
+    /// component only adds states until then). Elsewhere one clock, which
+    /// one client or such a script lose nothing by (`docs/reduction.md`,
+    /// "Reductions by default").
+    pub fn auto_settings(scenario: &Scenario) -> super::scenario::Settings {
+        let mut st = scenario.settings.clone();
+        if st.clocks == Clocks::Auto {
+            let apart = scenario.clients.len() > 1
+                && Self::apart_by_content(scenario)
+                && scenario
+                    .server
+                    .iter()
+                    .all(|step| *step == ServerStep::Notify);
+            st.clocks = if apart {
+                Clocks::PerComponent
+            } else {
+                Clocks::Global
+            };
+        }
+        if st.notify == NotifyReach::Auto {
+            st.notify = if st.clocks == Clocks::PerComponent {
+                NotifyReach::PerSession
+            } else {
+                NotifyReach::Atomic
+            };
+        }
+        st
     }
 
     /// The model for one expectation of a scenario (its `judge` overrides the scenario's).
@@ -207,15 +254,12 @@ impl CheckModel {
     }
 
     /// Whether a client of the scenario turns attacker
-    /// ([`ClientStep::Hijack`]): its clients then authenticate, and the
+    /// ([`super::scenario::ClientStep::Hijack`]): its clients then authenticate, and the
     /// partial-order reduction is off (an attacker's requests reach
     /// another client's session, which the components it relies on keep
     /// apart).
     pub fn has_attacker(&self) -> bool {
-        self.scenario
-            .clients
-            .iter()
-            .any(|script| script.contains(&ClientStep::Hijack))
+        self.scenario.has_attacker()
     }
 
     /// The world's configuration for this scenario.
@@ -266,7 +310,7 @@ impl CheckModel {
             server_pc: 0,
             drops: 0,
             notices: match self.scenario.settings.notify {
-                NotifyReach::Atomic => Vec::new(),
+                NotifyReach::Atomic | NotifyReach::Auto => Vec::new(),
                 NotifyReach::PerSession => vec![0; self.scenario.clients.len()],
             },
             drops_for: None,
@@ -483,7 +527,7 @@ impl CheckModel {
     }
 
     /// Whether a deadline at `t` may fire within the model's time bound.
-    fn within_time(&self, t: mcp_streamable::time::Instant) -> bool {
+    pub(super) fn within_time(&self, t: mcp_streamable::time::Instant) -> bool {
         t.as_millis() <= self.bounds().time_ms
     }
 
@@ -682,15 +726,22 @@ impl CheckModel {
     /// The same model under these clocks, whatever its scenario says
     /// (`check --clocks`).
     pub fn with_clocks(mut self, clocks: Clocks) -> Self {
-        self.scenario.settings.clocks = clocks;
+        self.asked.0 = clocks;
+        self.decide_settings()
+    }
+
+    /// The settings decided again from what was asked ([`Self::asked`]).
+    fn decide_settings(mut self) -> Self {
+        (self.scenario.settings.clocks, self.scenario.settings.notify) = self.asked;
+        self.scenario.settings = Self::auto_settings(&self.scenario);
         self
     }
 
     /// The same model with its `notify` steps reaching sessions this way,
     /// whatever its scenario says (`check --notify`).
     pub fn with_notify(mut self, notify: NotifyReach) -> Self {
-        self.scenario.settings.notify = notify;
-        self
+        self.asked.1 = notify;
+        self.decide_settings()
     }
 
     /// The same model with the server naming what requests open this way
@@ -743,23 +794,40 @@ impl CheckModel {
         self.unanswered_questions(s)
     }
 
-    /// L2, every request ends: once nothing can happen but a client's own
-    /// request deadline (no other action is enabled, no timer but those
-    /// deadlines is set, on either side), no client request is without an
-    /// outcome. A deadline ends a request nothing else would: a caller
-    /// without one, or with a long one, waits for ever or for nothing.
-    /// Judged on every run, faults included: a cut stream is resumed or its
-    /// request failed, never left to the deadline.
+    /// L2, every request ends: once nothing can happen to a client but
+    /// its own request deadlines (every timer it has armed is one: no
+    /// resumption, reconnection or re-listen is planned, not even behind a
+    /// deadline), none of its requests is without an outcome. A deadline
+    /// ends a request nothing else would: a caller without one, or with a
+    /// long one, waits for ever or for nothing. Judged on every run, faults
+    /// included: a cut stream is resumed or its request failed, never left
+    /// to the deadline.
+    ///
+    /// What "nothing can happen" covers depends on whether the model keeps
+    /// its components apart ([`Self::keeps_components_apart`]): where it
+    /// does, only the client's own component (its steps, its exchanges, its
+    /// sessions' timers) can give it an outcome, whatever the other clients
+    /// still do, so the judgment is per client, and it is the same in a run
+    /// the reduction takes one component at a time. Elsewhere, every enabled
+    /// action must be a step of time and the server may have no timer.
     fn stuck_requests(&self, s: &State) -> Option<Violation> {
-        let waiting = s.world.waiting_requests().next().is_some();
-        if !self.judged("L2") || !waiting || !self.waits_only_on_deadlines(s) {
+        if !self.judged("L2") || s.world.waiting_requests().next().is_none() {
+            return None;
+        }
+        let apart = self.keeps_components_apart() && self.script_apart(s);
+        let everyone_waits = apart || self.waits_only_on_time(s, None);
+        if !everyone_waits {
             return None;
         }
         let stuck: Vec<String> = s
             .world
             .waiting_requests()
+            .filter(|(c, _)| !apart || self.waits_only_on_time(s, Some(*c)))
             .map(|(c, id)| format!("client {c}'s {id}"))
             .collect();
+        if stuck.is_empty() {
+            return None;
+        }
         Some(Violation {
             id: "L2",
             step: usize::MAX,
@@ -771,23 +839,58 @@ impl CheckModel {
         })
     }
 
-    /// Whether only the clients' request deadlines can still move `s`:
-    /// every enabled action is a step of time, the server has no timer,
-    /// and every timer each client has armed is a request deadline.
-    fn waits_only_on_deadlines(&self, s: &State) -> bool {
+    /// Whether only time can still move `s`: for everyone (`None`: every
+    /// enabled action is a step of time, the server has no timer, no
+    /// retired client left one, every client's timers are request
+    /// deadlines), or for client `c` of a model that keeps its components
+    /// apart (its timers are request deadlines, every enabled step of its
+    /// own component is a step of time, its sessions have no timer, and no
+    /// step of nobody's but the server script's `notify`, which only
+    /// records a notice, is enabled).
+    fn waits_only_on_time(&self, s: &State, c: Option<usize>) -> bool {
         let w = &s.world;
-        let timers_quiet = w.server.poll_timeout().is_none()
-            && !w.monitor.retired_deadline()
-            && (0..w.clients.len()).all(|c| w.only_deadlines_armed(c));
-        timers_quiet
-            && self
-                .each_enabled(s, &mut |a| match a {
-                    Action::Tick | Action::TickClient { .. } | Action::Idle { .. } => {
-                        ControlFlow::Continue(())
-                    }
-                    _ => ControlFlow::Break(()),
-                })
-                .is_continue()
+        let time = |a: &Action| {
+            matches!(
+                a,
+                Action::Tick | Action::TickClient { .. } | Action::Idle { .. }
+            )
+        };
+        match c {
+            None => {
+                w.server.poll_timeout().is_none()
+                    && !w.monitor.retired_deadline()
+                    && (0..w.clients.len()).all(|d| w.only_deadlines_armed(d))
+                    && self
+                        .each_enabled(s, &mut |a| {
+                            if time(&a) {
+                                ControlFlow::Continue(())
+                            } else {
+                                ControlFlow::Break(())
+                            }
+                        })
+                        .is_continue()
+            }
+            Some(c) => {
+                let sessions_quiet = w
+                    .session_owner
+                    .iter()
+                    .filter(|(_, owner)| **owner == c)
+                    .all(|(sid, _)| {
+                        w.server
+                            .session(sid)
+                            .is_none_or(|x| x.poll_timeout().is_none())
+                    });
+                w.only_deadlines_armed(c)
+                    && sessions_quiet
+                    && self
+                        .each_enabled(s, &mut |a| match self.component_of(s, &a) {
+                            Some(d) if d != c => ControlFlow::Continue(()),
+                            _ if time(&a) || a == Action::ServerStep => ControlFlow::Continue(()),
+                            _ => ControlFlow::Break(()),
+                        })
+                        .is_continue()
+            }
+        }
     }
 
     /// L1, every question ends: once nothing more can happen, no live

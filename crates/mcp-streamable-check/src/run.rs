@@ -95,6 +95,16 @@ pub fn run(model: &CheckModel, threads: usize) -> Outcome {
     run_search(model, Limits::new(threads), Search::Bfs, |_| {})
 }
 
+/// Whether `out`'s counterexample is a path of `model`'s reduced search: a
+/// reduced model's breadth first hands over a shortest one found without
+/// the reduction ([`Order::Bfs`]) when the search for it ends within its
+/// budget, and the reduced one otherwise; depth first and bit-state keep
+/// theirs. Its steps replay on the model they were found on
+/// ([`crate::Trace::reduced`]).
+pub fn found_reduced(model: &CheckModel, out: &Outcome) -> bool {
+    out.counterexample.is_some() && model.reduces() && out.order != Order::Bfs
+}
+
 /// [`run`] with a chosen budget and search, calling `progress` about every
 /// quarter second while it works.
 pub fn run_search(

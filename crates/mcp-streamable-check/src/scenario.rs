@@ -117,16 +117,19 @@ pub struct Settings {
     /// clients not listed), `v2026` (2026-07-28) or `auto`.
     #[serde(default)]
     pub eras: Vec<mcp_streamable::client::ClientEra>,
-    /// `global` (one clock, the default) or `per_component` (a clock per
-    /// client and one for the server: what lets the checker's partial-order
-    /// reduction fold a client's steps against the others', `docs/reduction.md`).
+    /// `auto` (the default: a clock per component where the checker's
+    /// partial-order reduction can act, one clock elsewhere), `global` (one
+    /// clock) or `per_component` (a clock per client and one for the
+    /// server: what lets the reduction fold a client's steps against the
+    /// others', `docs/reduction.md`).
     #[serde(default)]
     pub clocks: crate::sim::Clocks,
-    /// How the application's `notify` reaches the sessions: `atomic` (all
-    /// at once, the default) or `per_session` (each client's sessions at a
-    /// time of their own, as a server whose broadcast loop runs beside its
-    /// requests: every atomic order is among them). The reduction needs
-    /// `per_session` when the server's script has `notify`.
+    /// How the application's `notify` reaches the sessions: `auto` (the
+    /// default: `per_session` where the clocks are per component, `atomic`
+    /// elsewhere), `atomic` (all at once) or `per_session` (each client's
+    /// sessions at a time of their own, as a server whose broadcast loop
+    /// runs beside its requests: every atomic order is among them). The
+    /// reduction needs `per_session` when the server's script has `notify`.
     #[serde(default)]
     pub notify: NotifyReach,
     /// Whether the clients' applications answer the server's requests
@@ -175,8 +178,12 @@ fn default_outbound_timeout() -> Option<u64> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NotifyReach {
-    /// Every session of the session era at once, in one step.
+    /// A model's default: `PerSession` where the clocks are per component
+    /// (the reduction needs it), `Atomic` elsewhere
+    /// ([`crate::CheckModel::new`] decides; a world never sees it).
     #[default]
+    Auto,
+    /// Every session of the session era at once, in one step.
     Atomic,
     /// The step only says "notify everyone"; each client's sessions get it
     /// in a step of their own, later ([`super::Action::NotifySession`]).
@@ -207,8 +214,8 @@ impl Default for Settings {
             background_get: true,
             events_max: default_events_max(),
             eras: Vec::new(),
-            clocks: crate::sim::Clocks::Global,
-            notify: NotifyReach::Atomic,
+            clocks: crate::sim::Clocks::Auto,
+            notify: NotifyReach::Auto,
             clients_answer: true,
             outbound_timeout_ms: default_outbound_timeout(),
             response_mode: mcp_streamable::server::ResponseMode::Sse,
@@ -297,6 +304,14 @@ pub enum ScenarioError {
 }
 
 impl Scenario {
+    /// Whether a client turns attacker (`hijack`): the world's clients
+    /// then authenticate, and one client's requests reach another's session.
+    pub fn has_attacker(&self) -> bool {
+        self.clients
+            .iter()
+            .any(|script| script.contains(&ClientStep::Hijack))
+    }
+
     /// Parses a scenario, naming the field at fault on error.
     pub fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         let de = &mut serde_json::Deserializer::from_str(text);

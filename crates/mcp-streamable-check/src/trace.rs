@@ -52,6 +52,12 @@ pub struct Trace {
     /// traces written before naming by exchange: by arrival).
     #[serde(default)]
     pub naming: Naming,
+    /// Whether the steps are a path of the search under the partial-order
+    /// reduction (a drops' reservation first, finished clients retired as
+    /// they finish) rather than of the full search (absent: the full one).
+    /// A replay runs the model the path was found on.
+    #[serde(default)]
+    pub reduced: bool,
     /// The actions.
     pub steps: Vec<TraceStep>,
     /// The violation reached.
@@ -59,8 +65,9 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// The trace of a counterexample of `model`.
-    pub fn new(model: &CheckModel, cx: &Counterexample) -> Self {
+    /// The trace of a counterexample of `model`, found by the reduced
+    /// search or not ([`crate::found_reduced`]).
+    pub fn new(model: &CheckModel, cx: &Counterexample, reduced: bool) -> Self {
         Trace {
             format: TRACE_FORMAT,
             scenario: model.scenario.clone(),
@@ -69,6 +76,7 @@ impl Trace {
             judge: model.judge.clone(),
             seed: model.pair_config().seed,
             naming: model.naming,
+            reduced,
             steps: cx
                 .steps
                 .iter()
@@ -124,10 +132,12 @@ impl Trace {
             || TraceError::UnknownPreset(format!("{} x {}", self.server, self.client)),
         )?;
         m.judge = self.judge.clone();
-        // A replay takes the recorded steps one by one: no reduction (which
-        // only chooses among steps) and no drops' reservation to wait for,
-        // so a run that never reserved them is judged quiet at its end.
-        Ok(m.with_naming(self.naming).with_reduction(false))
+        // A replay takes the recorded steps one by one on the model they
+        // were found on: a full search's path has no drops' reservation to
+        // wait for (so its end is judged quiet as it was), a reduced
+        // search's retires its finished clients where the search did (so
+        // their clocks, set back to zero, show the times it recorded).
+        Ok(m.with_naming(self.naming).with_reduction(self.reduced))
     }
 }
 

@@ -25,9 +25,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Clocks {
+    /// A model's default: the checker decides ([`crate::CheckModel::new`]),
+    /// a clock per component where the partial-order reduction can act
+    /// (two clients or more, kept apart), one clock elsewhere. A world is
+    /// never built with it; one that were would run one clock.
+    #[default]
+    Auto,
     /// One clock for every core: a tick jumps it to the earliest deadline
     /// and fires every timer due.
-    #[default]
     Global,
     /// A clock per client and one for the server side: a tick of a
     /// component jumps its clock to its own next deadline and fires only its

@@ -303,7 +303,7 @@ impl<S: Servers> World<S> {
             server: Shared::new(server),
             now: Instant::ZERO,
             client_clocks: match config.clocks {
-                Clocks::Global => Vec::new(),
+                Clocks::Global | Clocks::Auto => Vec::new(),
                 Clocks::PerComponent => vec![Instant::ZERO; config.clients.max(1)],
             },
             links: BTreeMap::new(),
