@@ -3,7 +3,9 @@
 #![allow(dead_code)]
 
 use mcp_streamable_check::sim::Clocks;
-use mcp_streamable_check::{Action, CheckModel, NotifyReach, Outcome, Scenario, State, Verdict};
+use mcp_streamable_check::{
+    Action, CheckModel, ClientStep, NotifyReach, Outcome, Scenario, ServerStep, State, Verdict,
+};
 use std::path::Path;
 
 /// Every bundled scenario of `models/`.
@@ -52,9 +54,11 @@ pub fn apart_models(s: &Scenario) -> Vec<CheckModel> {
 /// The bundled models too big for a search without a reduction: `lifecycle`
 /// (756,756 states by arrival, compared by hand, docs/reduction.md) and
 /// `three_clients_with_gets` (which no search finishes without the
-/// partial-order reduction). The reduction tests leave them out; their
-/// verdicts are the main job's and `check_models`'.
-pub const TOO_BIG_UNREDUCED: [&str; 2] = ["lifecycle", "three_clients_with_gets"];
+/// partial-order reduction), `two_clients_asked` likewise. The reduction
+/// tests leave them out; their verdicts are the main job's and
+/// `check_models`'.
+pub const TOO_BIG_UNREDUCED: [&str; 3] =
+    ["lifecycle", "three_clients_with_gets", "two_clients_asked"];
 
 /// Every bundled model but [`TOO_BIG_UNREDUCED`] under [`apart_models`], each with its run by
 /// breadth first on one thread, every reduction on. Searched once per test
@@ -98,6 +102,23 @@ pub fn explored(m: &CheckModel, s: &State) -> Vec<Action> {
     let mut out = Vec::new();
     m.enabled(s, &mut out);
     out
+}
+
+/// Two session-era clients, each `initialize` + `call`, no standalone GET,
+/// the server's script `server`, `drops` drops, nothing said of clocks or
+/// notify: the defaults (a clock per component) apply.
+pub fn calling(server: &[ServerStep], drops: u8) -> Scenario {
+    let mut s = bundled()
+        .into_iter()
+        .find(|s| s.name == "two_clients")
+        .expect("bundled");
+    s.clients = vec![vec![ClientStep::Initialize, ClientStep::Call]; 2];
+    s.server = server.to_vec();
+    s.bounds.drops = drops;
+    s.bounds.depth = 100;
+    s.settings.clocks = Clocks::Auto;
+    s.settings.notify = NotifyReach::Auto;
+    s
 }
 
 /// The bundled model `name` under the listed pair `server` x `client`.

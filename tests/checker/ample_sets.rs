@@ -6,9 +6,11 @@
 //! model, the reduction keeps every verdict and counterexample length while
 //! it explores fewer states.
 
-use crate::check_support::{agrees, all_enabled, apart_runs, bfs_on_one_thread, bundled, par_map};
+use crate::check_support::{
+    agrees, all_enabled, apart_runs, bfs_on_one_thread, bundled, calling, par_map,
+};
 use mcp_streamable_check::sim::Clocks;
-use mcp_streamable_check::{Action, CheckModel, NotifyReach, Scenario, State};
+use mcp_streamable_check::{Action, Ample, CheckModel, NotifyReach, Scenario, ServerStep, State};
 use std::collections::{HashSet, VecDeque};
 
 fn scenario(name: &str) -> Scenario {
@@ -134,7 +136,8 @@ fn check_independence(
 /// The server's next `notify`, which the reduction runs first wherever it
 /// is enabled: no other enabled step disables it, and it commutes with each.
 fn notify_commutes(m: &CheckModel, s: &State, all: &[Action]) -> Result<bool, Dependent> {
-    if !all.contains(&Action::ServerStep) {
+    let notify_next = m.scenario.server.get(usize::from(s.server_pc)) == Some(&ServerStep::Notify);
+    if !all.contains(&Action::ServerStep) || !notify_next {
         return Ok(false);
     }
     let dependent = |other: &Action, what| Dependent {
@@ -281,4 +284,127 @@ fn the_reduction_keeps_every_verdict_and_counterexample_length() {
     let folded = ratios.iter().flatten().filter(|r| **r >= 3.0).count();
     assert!(compared >= 30, "{compared} pairs compared");
     assert!(folded >= 3, "{folded} models at least 3x smaller reduced");
+}
+
+/// Every state the search meets from `m`'s first state taking every enabled
+/// action (the reservations included, at most `max` states), where the
+/// reduction explores one component alone: each action outside it leaves
+/// the component's enabled actions as they were and commutes with each.
+/// How many such states were checked, or the first dependent pair.
+fn check_ample_choices(m: &CheckModel, max: usize) -> Result<usize, Dependent> {
+    let mut seen = HashSet::new();
+    let mut queue = VecDeque::from([m.initial()]);
+    let mut checked = 0;
+    while let Some(s) = queue.pop_front() {
+        if seen.len() >= max {
+            break;
+        }
+        if !seen.insert(m.fingerprint(&s)) {
+            continue;
+        }
+        let all = all_enabled(m, &s);
+        let clean = s.world.monitor.violations().is_empty();
+        if let (Some(Ample::Component(c)), true) = (m.ample(&s, &all), clean) {
+            checked += 1;
+            let owner = |s: &State, a: &Action| m.component_of(s, a);
+            let mine = of(&all, c, &s, &owner);
+            for other in all.iter().filter(|b| !mine.contains(b)) {
+                let Some(after_other) = m.step(&s, other) else {
+                    continue;
+                };
+                let now_mine = of(&all_enabled(m, &after_other), c, &after_other, &owner);
+                if let Some(changed) = mine
+                    .iter()
+                    .find(|a| !now_mine.contains(a))
+                    .or_else(|| now_mine.iter().find(|a| !mine.contains(a)))
+                {
+                    return Err(Dependent {
+                        mine: changed.clone(),
+                        other: other.clone(),
+                        what: "disables or enables a step of the component",
+                    });
+                }
+                for a in &mine {
+                    let (Some(ab), Some(ba)) = (
+                        m.step(&s, a).and_then(|t| m.step(&t, other)),
+                        m.step(&after_other, a),
+                    ) else {
+                        return Err(Dependent {
+                            mine: a.clone(),
+                            other: other.clone(),
+                            what: "one order cannot be taken",
+                        });
+                    };
+                    let clean = ab.world.monitor.violations().is_empty()
+                        && ba.world.monitor.violations().is_empty();
+                    if clean && ab != ba {
+                        return Err(Dependent {
+                            mine: a.clone(),
+                            other: other.clone(),
+                            what: "the two orders end in different states",
+                        });
+                    }
+                }
+            }
+        }
+        for a in &all {
+            if let Some(t) = m.step(&s, a) {
+                queue.push_back(t);
+            }
+        }
+    }
+    Ok(checked)
+}
+
+/// A step of the server's script on the oldest call (a question to the
+/// client, progress, a polling close, the session's end) is the component's
+/// of that call: where the reduction runs one component alone beside such
+/// steps, everything outside it is independent of it, the next call's
+/// arrival reserved where two clients race to be the oldest.
+#[test]
+fn components_stay_independent_beside_steps_on_the_oldest_call() {
+    let scripts: [&[ServerStep]; 4] = [
+        &[ServerStep::AskClient, ServerStep::Progress],
+        &[ServerStep::Progress, ServerStep::Notify],
+        &[ServerStep::CloseConnection],
+        &[ServerStep::EndSession],
+    ];
+    let counts = par_map(&scripts, |server| {
+        let m = CheckModel::new(calling(server, 0), "FIXED", "FIXED").expect("presets");
+        assert!(
+            m.reduces(),
+            "{server:?}: the defaults keep components apart"
+        );
+        let n = check_ample_choices(&m, 15_000).unwrap_or_else(|d| {
+            panic!("{server:?}: {}: {:?} against {:?}", d.what, d.mine, d.other)
+        });
+        (format!("{server:?}"), n)
+    });
+    for (server, n) in counts {
+        println!("{server}: {n} states with one component alone");
+        assert!(
+            n >= 500,
+            "{server}: only {n} states with one component alone"
+        );
+    }
+}
+
+/// Without the reservation, the order two calls arrive in decides which a
+/// question to the client is for: the check that every client's steps are
+/// independent of the others' must see it.
+#[test]
+fn the_order_two_calls_arrive_in_is_caught_as_dependent() {
+    let m = CheckModel::new(calling(&[ServerStep::AskClient], 0), "FIXED", "FIXED")
+        .expect("presets")
+        .with_reduction(false);
+    let owner = |s: &State, a: &Action| m.component_of(s, a);
+    let r = check_independence(
+        &m,
+        30_000,
+        &|s, all| all.iter().all(|a| owner(s, a).is_some()),
+        &owner,
+    );
+    let d = r.expect_err("which call arrives first is a dependency");
+    let arrival = |a: &Action| matches!(a, Action::DeliverRequest { .. });
+    assert!(arrival(&d.mine) && arrival(&d.other), "{d:?}");
 }

@@ -39,10 +39,15 @@ fn auto_settings_choose_a_clock_per_component_only_where_the_reduction_acts() {
     assert_eq!(settings_of(&m(callers_with_gets(2, 0))), apart);
     // One client: nothing to fold against.
     assert_eq!(settings_of(&m(callers_with_gets(1, 1))), one);
-    // A step on "the oldest call" couples the components until it has run.
+    // A step on the oldest call acts in that call's session only: the
+    // reduction acts beside it (the order calls arrive in reserved).
     let mut progress = callers_with_gets(2, 0);
     progress.server = vec![ServerStep::Notify, ServerStep::Progress];
-    assert_eq!(settings_of(&m(progress)), one);
+    assert_eq!(settings_of(&m(progress)), apart);
+    // A step reaching every session at once couples the components.
+    let mut hook = callers_with_gets(2, 0);
+    hook.server = vec![ServerStep::HookNotify, ServerStep::Progress];
+    assert_eq!(settings_of(&m(hook)), one);
     // B5 counts GETs across components.
     let mut gets = callers_with_gets(2, 0);
     gets.bounds.gets_max = Some(4);

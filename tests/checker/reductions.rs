@@ -81,8 +81,17 @@ fn symmetry_on_and_off_agree_on_every_bundled_model() {
         if on.counterexample.is_none() {
             if b.interchangeable {
                 let orbit = b.orbit;
+                // Where the partial-order reduction acts, the component it
+                // runs first is chosen by client index, so a state and its
+                // mirror are not expanded alike and the folded search is
+                // not exactly the quotient of the other: within 1%.
+                let slack = if b.model.reduces() {
+                    on.states / 100
+                } else {
+                    0
+                };
                 assert!(
-                    on.states <= off.states && off.states <= on.states * orbit,
+                    on.states <= off.states && off.states <= on.states * orbit + slack,
                     "{label}: {orbit} orders of the clients, {} vs {} states",
                     on.states,
                     off.states

@@ -18,13 +18,19 @@
 //!
 //! The independence holds only where the model keeps components apart, so
 //! the reduction acts only when all of these do:
-//! - a clock per component ([`Clocks::PerComponent`]): under one clock, a
-//!   tick moves the time every step sets deadlines from;
-//! - the server's timers cannot fire within the time bound (they would
-//!   touch every session at once);
+//! - a clock per component ([`Clocks::PerComponent`]), the server side's
+//!   included (each client's sessions keep their own: [`World::server_now_of`]):
+//!   under one clock, a tick moves the time every step sets deadlines from;
+//! - no held-message expiry within the time bound (the content's condition,
+//!   [`CheckModel::apart_by_content`]), and no timer of a session no client
+//!   opened;
 //! - the server script's steps left are `notify`s reaching each client's
-//!   sessions on their own ([`NotifyReach::PerSession`]); the others act on
-//!   "the oldest call" or every session in one step;
+//!   sessions on their own ([`NotifyReach::PerSession`]) and steps on the
+//!   oldest call ([`on_the_oldest_call`]), each the component's of the call
+//!   it acts on; where two clients or more may still bring a call, which
+//!   one arrives next is reserved ([`Action::ReserveCall`]), since the
+//!   first to arrive is the one acted on ([`CallOrder`]); the other steps
+//!   act on every session in one step;
 //! - the drops are reserved for one client ([`Action::ReserveDrops`]): one
 //!   budget shared by all makes every drop disable the others;
 //! - no `gets_max` bound (B5 excuses GETs after a fault anywhere);
@@ -45,8 +51,9 @@
 //! the reduction on and off on every bundled model.
 
 use super::model::{Action, CheckModel, State};
-use super::scenario::{NotifyReach, Scenario, ServerStep};
+use super::scenario::{ClientStep, NotifyReach, Scenario, ServerStep};
 use crate::sim::{Clocks, World};
+use mcp_streamable::client::ClientEra;
 use mcp_streamable::preset::Scheduled;
 use mcp_streamable::server::SessionConfig;
 use std::ops::ControlFlow;
@@ -130,25 +137,39 @@ impl CheckModel {
             && b.time_ms < SessionConfig::default().held_ttl_ms
     }
 
-    /// Whether what is left of the server's script in `s` keeps the
-    /// components apart: only `notify`s, each reaching a client's
-    /// sessions in a step of that client's own.
-    pub fn script_apart(&self, s: &State) -> bool {
+    /// What is left of the server's script in `s`.
+    fn script_rest(&self, s: &State) -> &[ServerStep] {
         let script = &self.scenario.server;
+        &script[usize::from(s.server_pc).min(script.len())..]
+    }
+
+    /// Whether what is left of the server's script in `s` keeps the
+    /// components apart: `notify`s, each reaching a client's sessions in a
+    /// step of that client's own, and steps on the oldest call
+    /// (`progress`, `ask_client`, `close_connection`, `end_session`), each
+    /// acting in that call's session only.
+    pub fn script_apart(&self, s: &State) -> bool {
         let per_session = self.scenario.settings.notify == NotifyReach::PerSession;
-        let rest = &script[usize::from(s.server_pc).min(script.len())..];
-        rest.iter()
-            .all(|step| *step == ServerStep::Notify && per_session)
+        self.script_rest(s)
+            .iter()
+            .all(|step| (*step == ServerStep::Notify && per_session) || on_the_oldest_call(*step))
+    }
+
+    /// Whether the server's next step in `s` is a `notify`.
+    fn notify_next(&self, s: &State) -> bool {
+        self.script_rest(s).first() == Some(&ServerStep::Notify)
     }
 
     /// What the search explores alone from `s`, where `all` is enabled:
     /// the server's next `notify` first, then the first component with an
-    /// enabled action. `None`: every enabled action is.
+    /// enabled action that may run alone (the order calls arrive in allows
+    /// it: `CallOrder::alone`). `None`:
+    /// every enabled action is.
     pub fn ample(&self, s: &State, all: &[Action]) -> Option<Ample> {
         if !self.components_apart(s, all) {
             return None;
         }
-        if all.contains(&Action::ServerStep) {
+        if all.contains(&Action::ServerStep) && self.notify_next(s) {
             return (all.len() > 1).then_some(Ample::Notify);
         }
         let mut counts = vec![0usize; s.client_pc.len()];
@@ -157,12 +178,23 @@ impl CheckModel {
                 counts[c] += 1;
             }
         }
-        // The first component with something to do: the same one until it
-        // is done or waits on another's step, so each component runs in
-        // one stretch instead of the choice going back and forth (which
-        // would let the interleavings back in).
-        let (c, n) = counts.iter().enumerate().find(|(_, n)| **n > 0)?;
-        (all.len() > *n).then_some(Ample::Component(c))
+        let order = self.call_order(s, all, &counts);
+        // The owner of the oldest call first (a step on it is its own),
+        // then the client whose call is reserved to arrive next, then the
+        // first component with something to do: the same one until it is
+        // done or waits on another's step, so each component runs in one
+        // stretch instead of the choice going back and forth (which would
+        // let the interleavings back in).
+        let first = order
+            .as_ref()
+            .map(|o| [o.oldest, s.calls_for.map(usize::from)])
+            .unwrap_or_default();
+        let c = first
+            .into_iter()
+            .flatten()
+            .chain(0..counts.len())
+            .find(|c| counts[*c] > 0 && order.as_ref().is_none_or(|o| o.alone(*c)))?;
+        (all.len() > counts[c]).then_some(Ample::Component(c))
     }
 
     /// Whether, in `s` with `all` enabled, the components are apart: the
@@ -173,9 +205,148 @@ impl CheckModel {
             return false;
         }
         self.script_apart(s)
-            && all
-                .iter()
-                .all(|a| *a == Action::ServerStep || self.component_of(s, a).is_some())
+            && all.iter().all(|a| {
+                (*a == Action::ServerStep && self.notify_next(s))
+                    || self.component_of(s, a).is_some()
+            })
+    }
+
+    /// Where a step on the oldest call is left in the server's script of
+    /// `s` (with `all` enabled), what decides which call it acts on; `None`
+    /// where none is left.
+    fn call_order(&self, s: &State, all: &[Action], counts: &[usize]) -> Option<CallOrder> {
+        if !self.calls_ordered(s) {
+            return None;
+        }
+        let w = &s.world;
+        let clients = s.client_pc.len();
+        let owner = |sid: &mcp_streamable::ids::SessionId| w.session_owner.get(sid).copied();
+        let mut order = CallOrder {
+            oldest: crate::script::oldest_call(w).and_then(|(sid, _)| owner(&sid)),
+            pending: vec![false; clients],
+            callers: vec![false; clients],
+            arriving: vec![false; clients],
+        };
+        for (sid, _, method, _) in w.server_pending.iter() {
+            if let Some(c) = owner(sid).filter(|_| &**method == "tools/call") {
+                order.pending[c] = true;
+            }
+        }
+        // A client with no step of its own cannot bring a call: the
+        // components being apart, no other step gives it one.
+        for (c, n) in counts.iter().enumerate() {
+            order.callers[c] = *n > 0 && self.may_bring_a_call(s, c);
+        }
+        for a in all {
+            if let (Action::DeliverRequest { http }, Some(c)) = (a, self.component_of(s, a)) {
+                order.arriving[c] |= carries_a_call(w, *http);
+            }
+        }
+        if let Some(r) = s.calls_for {
+            // Its call arrives next by the reservation: nobody races it.
+            order.arriving[usize::from(r)] = false;
+        }
+        Some(order)
+    }
+
+    /// Whether a step on the oldest call is left in the server's script of
+    /// `s`: which call arrives first then decides what it acts on.
+    fn calls_ordered(&self, s: &State) -> bool {
+        self.script_rest(s)
+            .iter()
+            .any(|step| on_the_oldest_call(*step))
+    }
+
+    /// The clients a reduced run must choose among, in `s`, for the next
+    /// `tools/call` to reach the server ([`Action::ReserveCall`]): where
+    /// the reduction acts, the order of arrivals decides what a step on
+    /// the oldest call acts on, nothing is reserved, and two clients or
+    /// more may still bring a call and have a step of their own to take.
+    /// `None`: no choice is due.
+    pub(super) fn must_reserve_call(&self, s: &State) -> Option<Vec<usize>> {
+        if !self.reduces()
+            || s.calls_for.is_some()
+            || self.must_reserve_drops(s)
+            || !self.calls_ordered(s)
+            || !self.script_apart(s)
+        {
+            return None;
+        }
+        let maybe: Vec<usize> = (0..s.client_pc.len())
+            .filter(|c| !s.world.monitor.is_retired(*c) && self.may_bring_a_call(s, *c))
+            .collect();
+        if maybe.len() < 2 {
+            return None;
+        }
+        let active: Vec<usize> = maybe
+            .into_iter()
+            .filter(|c| self.has_a_step(s, *c))
+            .collect();
+        (active.len() >= 2).then_some(active)
+    }
+
+    /// Whether client `c` has an enabled step of its own in `s`.
+    fn has_a_step(&self, s: &State, c: usize) -> bool {
+        self.each_step(s, &mut |a| {
+            if self.component_of(s, &a) == Some(c) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .is_break()
+    }
+
+    /// Whether exchange `http`'s request in `s` is a `tools/call` that
+    /// waits for another client's reserved call to arrive first.
+    pub(super) fn call_waits_its_turn(&self, s: &State, http: mcp_streamable::ids::HttpId) -> bool {
+        s.calls_for
+            .is_some_and(|r| usize::from(r) != World::owner(http))
+            && carries_a_call(&s.world, http)
+    }
+
+    /// Ends the reservation of the next call in `s` once its client can no
+    /// longer bring one, or has no step of its own left (the components
+    /// being apart, nothing else would give it one: the calls it held back
+    /// may go).
+    pub(super) fn release_call(&self, s: &mut State) {
+        let Some(r) = s.calls_for.map(usize::from) else {
+            return;
+        };
+        if !self.may_bring_a_call(s, r) || !self.has_a_step(s, r) {
+            s.calls_for = None;
+        }
+    }
+
+    /// Whether the server application holds a `tools/call` of a session of
+    /// client `c` in `s` (a step on the oldest call may act on it).
+    fn has_a_call_pending(&self, s: &State, c: usize) -> bool {
+        let w = &s.world;
+        w.server_pending.iter().any(|(sid, _, method, _)| {
+            &**method == "tools/call" && w.session_owner.get(sid) == Some(&c)
+        })
+    }
+
+    /// Whether client `c` may still bring a `tools/call` to the server in
+    /// `s`: one in its script ahead, one sent and not yet delivered, or a
+    /// pending request of a client outside the session era (a 2026-07-28
+    /// call answered with an `InputRequiredResult` is issued again, and an
+    /// `auto` client sends what waited on its probe).
+    fn may_bring_a_call(&self, s: &State, c: usize) -> bool {
+        let w = &s.world;
+        let pc = usize::from(s.client_pc[c]);
+        let era = self
+            .scenario
+            .settings
+            .eras
+            .get(c)
+            .copied()
+            .unwrap_or_default();
+        self.scenario.clients[c]
+            .get(pc..)
+            .is_some_and(|rest| rest.contains(&ClientStep::Call))
+            || (era != ClientEra::V2025 && w.clients[c].pending().next().is_some())
+            || w.links_of(c).any(|(ch, _)| carries_a_call(w, *ch))
     }
 
     /// Under a clock per component, sets the clock of every finished client
@@ -206,16 +377,17 @@ impl CheckModel {
     /// at the end of the run, where the end-of-run checks judge it open.
     /// A drop budget reserved for it is spent: nothing is left to drop.
     pub(super) fn retire_finished(&self, s: &mut State) {
-        let script_over = usize::from(s.server_pc) >= self.scenario.server.len();
-        if !self.reduces() || !script_over || self.must_reserve_drops(s) {
+        let rest = self.script_rest(s);
+        let notify_left = rest.iter().any(|step| !on_the_oldest_call(*step));
+        if !self.reduces() || notify_left || self.must_reserve_drops(s) {
             return;
         }
-        let server_timer_due = s
+        let calls_left = !rest.is_empty();
+        let unowned_timer_due = s
             .world
-            .server
-            .poll_timeout()
-            .is_some_and(|(t, _)| self.within_time(t));
-        if server_timer_due {
+            .server_deadline_of(None)
+            .is_some_and(|t| self.within_time(t));
+        if unowned_timer_due {
             return;
         }
         for c in 0..s.client_pc.len() {
@@ -223,6 +395,7 @@ impl CheckModel {
             if w.monitor.is_retired(c)
                 || s.notices.get(c).is_some_and(|n| *n > 0)
                 || !is_still(w, c)
+                || (calls_left && (self.has_a_call_pending(s, c) || self.may_bring_a_call(s, c)))
             {
                 continue;
             }
@@ -250,14 +423,18 @@ impl CheckModel {
     }
 
     /// The client whose component `a` belongs to in `s`; `None` for a step
-    /// of the whole server side (a server script step, a server tick, the
-    /// drops' reservation) or one nobody owns.
+    /// of the whole server side (a `notify` or another server script step
+    /// that reaches every session, the server's tick of the sessions no
+    /// client opened, the drops' reservation) or one nobody owns. A server
+    /// script step on the oldest call is the component's whose session
+    /// holds that call.
     pub fn component_of(&self, s: &State, a: &Action) -> Option<usize> {
         let w = &s.world;
         match a {
             Action::ClientStep { client }
             | Action::TickClient { client }
             | Action::Idle { client }
+            | Action::TickSessions { client }
             | Action::NotifySession { client } => Some(*client),
             Action::DeliverRequest { http }
             | Action::DeliverNext { http }
@@ -268,10 +445,76 @@ impl CheckModel {
                 w.by_server.get(http).map(|ch| World::owner(*ch))
             }
             Action::ServerRespond { session, .. } => w.session_owner.get(session).copied(),
-            Action::ServerStep
-            | Action::Tick
+            Action::ServerStep => {
+                let next = self.script_rest(s).first().copied()?;
+                let (sid, _) = on_the_oldest_call(next)
+                    .then(|| crate::script::oldest_call(w))
+                    .flatten()?;
+                w.session_owner.get(&sid).copied()
+            }
+            Action::Tick
             | Action::TickServer
-            | Action::ReserveDrops { .. } => None,
+            | Action::ReserveDrops { .. }
+            | Action::ReserveCall { .. } => None,
         }
+    }
+}
+
+/// Whether server script step `step` acts in the session of the oldest
+/// pending call only (`progress`, `ask_client`, `close_connection`,
+/// `end_session`).
+pub fn on_the_oldest_call(step: ServerStep) -> bool {
+    matches!(
+        step,
+        ServerStep::Progress
+            | ServerStep::AskClient
+            | ServerStep::CloseConnection
+            | ServerStep::EndSession
+    )
+}
+
+/// Whether exchange `ch` of `w` carries a `tools/call` not yet delivered
+/// (read from its body: a method name only a call has, so a body that
+/// merely quotes it errs on the side of a call).
+pub(super) fn carries_a_call(w: &World, ch: mcp_streamable::ids::HttpId) -> bool {
+    const CALL: &[u8] = b"\"tools/call\"";
+    w.links.get(&ch).is_some_and(|l| {
+        !l.client_gone
+            && l.request
+                .as_ref()
+                .is_some_and(|(_, body)| body.windows(CALL.len()).any(|x| x == CALL))
+    })
+}
+
+/// What decides which call the server script's next steps on the oldest
+/// call act on, by client: whose call is the oldest pending, who has a
+/// call pending, who may still bring one, whose enabled steps include a
+/// call reaching the server.
+///
+/// Client `c`'s component may run alone ([`Self::alone`]) when no step
+/// outside it can change what a step on the oldest call acts on in a way
+/// that touches `c`: the call its enabled steps bring is not raced by
+/// another client's (the first to arrive is the one acted on), and another
+/// client's step cannot make that step act on `c`'s pending call (the
+/// owner of the oldest call, answering it, would: so that owner runs
+/// first, the step on its call with it).
+struct CallOrder {
+    oldest: Option<usize>,
+    pending: Vec<bool>,
+    callers: Vec<bool>,
+    arriving: Vec<bool>,
+}
+
+impl CallOrder {
+    /// Whether client `c`'s component may run alone (the type's docs).
+    fn alone(&self, c: usize) -> bool {
+        let raced = self.arriving[c]
+            && self
+                .callers
+                .iter()
+                .enumerate()
+                .any(|(d, caller)| d != c && *caller);
+        let retargeted = self.oldest.is_some_and(|o| o != c) && self.pending[c];
+        !raced && !retargeted
     }
 }

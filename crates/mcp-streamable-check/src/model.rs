@@ -77,9 +77,16 @@ pub enum Action {
         /// Which client.
         client: usize,
     },
-    /// The server side's clock jumps to its next deadline; its due timers
-    /// fire ([`Clocks::PerComponent`]).
+    /// The server side's clock for the sessions no client opened jumps to
+    /// their next deadline; their due timers fire ([`Clocks::PerComponent`]).
     TickServer,
+    /// The server side's clock for client `client`'s part (the sessions it
+    /// opened) jumps to their next deadline; their due timers fire
+    /// ([`Clocks::PerComponent`]: a step of the client's component).
+    TickSessions {
+        /// Whose sessions.
+        client: usize,
+    },
     /// A `notify` the application made reaches client `client`'s sessions
     /// ([`NotifyReach::PerSession`]).
     NotifySession {
@@ -91,6 +98,17 @@ pub enum Action {
     /// (drops of one budget shared by all would make every client's steps
     /// depend on the others'; one choice per client covers the same runs).
     ReserveDrops {
+        /// Which client.
+        client: usize,
+    },
+    /// The next `tools/call` to reach the server is client `client`'s: a
+    /// reduced run's step wherever that order decides which call a step of
+    /// the server's script on the oldest call acts on, and two clients or
+    /// more may still bring one (the first to arrive is acted on, so their
+    /// arrivals would depend on each other; one choice per client covers
+    /// the same runs). Held until that call arrives or the client can no
+    /// longer act on its own.
+    ReserveCall {
         /// Which client.
         client: usize,
     },
@@ -125,6 +143,9 @@ pub struct State {
     /// The client whose exchanges the drops may hit, once reserved
     /// ([`Action::ReserveDrops`]); `None`: any client's.
     pub drops_for: Option<u8>,
+    /// The client whose `tools/call` reaches the server next, once
+    /// reserved ([`Action::ReserveCall`]); `None`: any client's.
+    pub calls_for: Option<u8>,
     /// Steps left out of this state's expansion, as other paths from its
     /// parent make their successors (`check::sleep`).
     pub covered: Unhashed<Covered>,
@@ -210,20 +231,19 @@ impl CheckModel {
     /// partial-order reduction run one client's component at a time; it is
     /// chosen where the reduction acts from the first state: two clients
     /// or more, what the content allows ([`Self::apart_by_content`]), and
-    /// a server script of `notify`s only (a step on "the oldest call" or on every session
-    /// keeps the reduction waiting until it has run, and a clock per
-    /// component only adds states until then). Elsewhere one clock, which
-    /// one client or such a script lose nothing by (`docs/reduction.md`,
-    /// "Reductions by default").
+    /// a server script of `notify`s and steps on the oldest call (a step
+    /// on every session at once keeps the reduction waiting until it has
+    /// run, and a clock per component only adds states until then).
+    /// Elsewhere one clock, which one client or such a script lose nothing
+    /// by (`docs/reduction.md`, "Reductions by default").
     pub fn auto_settings(scenario: &Scenario) -> super::scenario::Settings {
         let mut st = scenario.settings.clone();
         if st.clocks == Clocks::Auto {
             let apart = scenario.clients.len() > 1
                 && Self::apart_by_content(scenario)
-                && scenario
-                    .server
-                    .iter()
-                    .all(|step| *step == ServerStep::Notify);
+                && scenario.server.iter().all(|step| {
+                    *step == ServerStep::Notify || super::ample::on_the_oldest_call(*step)
+                });
             st.clocks = if apart {
                 Clocks::PerComponent
             } else {
@@ -314,6 +334,7 @@ impl CheckModel {
                 NotifyReach::PerSession => vec![0; self.scenario.clients.len()],
             },
             drops_for: None,
+            calls_for: None,
             covered: Unhashed(Covered::default()),
         }
     }
@@ -406,6 +427,22 @@ impl CheckModel {
             }
             return ControlFlow::Continue(());
         }
+        if let Some(callers) = self.must_reserve_call(s) {
+            for client in callers {
+                f(Action::ReserveCall { client })?;
+            }
+            return ControlFlow::Continue(());
+        }
+        self.each_step(s, f)
+    }
+
+    /// [`Self::each_enabled`] past the reservations: the steps of the
+    /// scripts, the network, time and the presets.
+    pub(super) fn each_step(
+        &self,
+        s: &State,
+        f: &mut impl FnMut(Action) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let w = &s.world;
         for c in 0..self.scenario.clients.len() {
             if self.client_step_enabled(s, c) {
@@ -426,6 +463,9 @@ impl CheckModel {
             })?;
         }
         for (http, is_request) in w.deliverable() {
+            if is_request && self.call_waits_its_turn(s, http) {
+                continue;
+            }
             f(if is_request {
                 Action::DeliverRequest { http }
             } else {
@@ -509,8 +549,11 @@ impl CheckModel {
                     f(Action::Idle { client: c })?;
                 }
             }
+            if w.server_deadline_of(Some(c)).is_some_and(within) {
+                f(Action::TickSessions { client: c })?;
+            }
         }
-        if w.server.poll_timeout().is_some_and(|(t, _)| within(t)) {
+        if w.server_deadline_of(None).is_some_and(within) {
             f(Action::TickServer)?;
         }
         ControlFlow::Continue(())
@@ -613,8 +656,18 @@ impl CheckModel {
                 }
             }
             Action::DeliverRequest { http } => {
+                if self.call_waits_its_turn(&n, *http) {
+                    return None;
+                }
+                let reserved_arrives = n
+                    .calls_for
+                    .is_some_and(|c| usize::from(c) == World::owner(*http))
+                    && super::ample::carries_a_call(&n.world, *http);
                 if !n.world.deliver_request(*http) {
                     return None;
+                }
+                if reserved_arrives {
+                    n.calls_for = None;
                 }
             }
             Action::DeliverNext { http } => {
@@ -666,6 +719,13 @@ impl CheckModel {
                 *pending -= 1;
                 n.world.server_notify_sessions_of(*client, LIST_CHANGED);
             }
+            Action::ReserveCall { client } => {
+                // Taken whenever nothing is reserved yet, like the drops'.
+                if n.calls_for.is_some() || *client >= n.client_pc.len() {
+                    return None;
+                }
+                n.calls_for = Some(*client as u8);
+            }
             Action::ReserveDrops { client } => {
                 // Taken whenever nothing is reserved yet, so a replay without
                 // the reduction can take a reduced run's steps too.
@@ -674,9 +734,16 @@ impl CheckModel {
                 }
                 n.drops_for = Some(*client as u8);
             }
-            Action::TickServer => {
-                let (due, _) = n.world.server.poll_timeout()?;
-                if !self.within_time(due) || !n.world.tick_server() {
+            Action::TickServer | Action::TickSessions { .. } => {
+                let part = match action {
+                    Action::TickSessions { client } => Some(*client),
+                    _ => None,
+                };
+                let due = n.world.server_deadline_of(part)?;
+                if n.world.server_clocks.is_empty()
+                    || !self.within_time(due)
+                    || !n.world.tick_server_part(part)
+                {
                     return None;
                 }
             }
@@ -692,6 +759,7 @@ impl CheckModel {
             }
         }
         self.forget_finished_clocks(&mut n);
+        self.release_call(&mut n);
         self.retire_finished(&mut n);
         Some(n)
     }
@@ -880,12 +948,21 @@ impl CheckModel {
                             .session(sid)
                             .is_none_or(|x| x.poll_timeout().is_none())
                     });
+                // A call held back by another client's reservation waits on
+                // that client's step, not on time.
+                let held_back = s.calls_for.is_some_and(|r| usize::from(r) != c)
+                    && w.links_of(c)
+                        .any(|(ch, _)| self.call_waits_its_turn(s, *ch));
                 w.only_deadlines_armed(c)
                     && sessions_quiet
+                    && !held_back
                     && self
                         .each_enabled(s, &mut |a| match self.component_of(s, &a) {
                             Some(d) if d != c => ControlFlow::Continue(()),
-                            _ if time(&a) || a == Action::ServerStep => ControlFlow::Continue(()),
+                            Some(_) if time(&a) => ControlFlow::Continue(()),
+                            None if time(&a) || a == Action::ServerStep => {
+                                ControlFlow::Continue(())
+                            }
                             _ => ControlFlow::Break(()),
                         })
                         .is_continue()

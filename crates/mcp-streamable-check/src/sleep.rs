@@ -83,11 +83,18 @@ impl CheckModel {
             // component's idle step to sleep, which `s` explored or left
             // asleep (it is enabled, and `a` being explored, the ample
             // component is `a`'s or none).
+            //
+            // The server script's step is a component's when it acts on the
+            // oldest call (that call's); a `notify` is nobody's, and the
+            // ample set that explores it (the `notify` alone) did not
+            // explore the idle steps, so none is added.
             Action::DeliverRequest { .. }
             | Action::ServerRespond { .. }
             | Action::NotifySession { .. }
             | Action::ServerNotices { .. }
-            | Action::ServerSchedule { .. } => {
+            | Action::ServerSchedule { .. }
+            | Action::ServerStep
+            | Action::TickSessions { .. } => {
                 let own = self
                     .component_of(s, a)
                     .filter(|c| self.idle_enabled(&s.world, *c))
@@ -97,10 +104,9 @@ impl CheckModel {
                     idles: idles | own,
                 }
             }
-            // Independent of every idle step, but not a component's: the
-            // ample set that explores it (the server script's `notify`
-            // alone) did not explore the idle steps, so none is added.
-            Action::ServerStep | Action::TickServer => Covered { tick: None, idles },
+            // Independent of every idle step, but not a component's (the
+            // sessions no client opened): none is added.
+            Action::TickServer => Covered { tick: None, idles },
             // Client `client`'s own steps read its clock: its idle step
             // wakes. Other clients' idle steps are independent of them.
             Action::ClientStep { client }
@@ -118,7 +124,9 @@ impl CheckModel {
             }
             // One clock for all, or the drops' owner chosen: nothing is
             // left out after them.
-            Action::Tick | Action::ReserveDrops { .. } => Covered::default(),
+            Action::Tick | Action::ReserveDrops { .. } | Action::ReserveCall { .. } => {
+                Covered::default()
+            }
         }
     }
 

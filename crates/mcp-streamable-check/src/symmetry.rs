@@ -72,12 +72,14 @@ impl Symmetry {
             drops,
             notices,
             drops_for,
+            calls_for,
             covered: _, // how it was reached, not what it is
         } = s;
         world.hash_shared(&mut h);
         server_pc.hash(&mut h);
         drops.hash(&mut h);
         drops_for.is_some().hash(&mut h);
+        calls_for.is_some().hash(&mut h);
         let mut parts = Vec::new();
         for group in &self.groups {
             parts.clear();
@@ -87,6 +89,7 @@ impl Symmetry {
                 client_pc[c].hash(&mut ch);
                 notices.get(c).hash(&mut ch);
                 (*drops_for == Some(c as u8)).hash(&mut ch);
+                (*calls_for == Some(c as u8)).hash(&mut ch);
                 ch.finish()
             }));
             parts.sort_unstable();

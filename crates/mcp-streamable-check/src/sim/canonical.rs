@@ -19,6 +19,7 @@ impl World {
             server,
             now,
             client_clocks: _, // each client's, in its part
+            server_clocks: _, // each client's part's, in its part
             links: _,
             by_server: _,
             session_owner: _, // follows from the history
@@ -44,6 +45,7 @@ impl World {
     pub fn hash_client<H: Hasher>(&self, c: usize, h: &mut H) {
         self.clients[c].hash(h);
         self.client_clocks.get(c).hash(h);
+        self.server_clocks.get(c).hash(h);
         hash_run(h, self.links_of(c), |(ch, link), h| {
             Self::local(*ch).hash(h);
             link.hash(h);

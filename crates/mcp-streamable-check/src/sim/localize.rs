@@ -30,6 +30,7 @@ impl<S: Servers> World<S> {
             server,
             now: _,
             client_clocks: _,
+            server_clocks: _,
             links,
             by_server,
             session_owner,

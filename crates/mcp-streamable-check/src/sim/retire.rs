@@ -50,7 +50,10 @@ impl World {
         self.by_server.retain(|_, h| Self::owner(*h) != c);
         self.outcomes.retain(|(owner, _), _| *owner != c);
         self.clients[c] = Shared::new(self.config.fresh_client(c));
-        if let Some(clock) = self.client_clocks.get_mut(c) {
+        for clock in [self.client_clocks.get_mut(c), self.server_clocks.get_mut(c)]
+            .into_iter()
+            .flatten()
+        {
             *clock = Instant::ZERO;
         }
     }

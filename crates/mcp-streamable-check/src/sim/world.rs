@@ -21,7 +21,9 @@ use mcp_streamable::policy::{ClientPolicy, ServerPolicy};
 use mcp_streamable::preset::{Scheduled, SchedulingPoint};
 use mcp_streamable::principal::{Caller, Principal};
 use mcp_streamable::server::RequestHead;
-use mcp_streamable::server::{Cause, EndpointConfig, ServerEndpoint, ServerEvent, ServerOutput};
+use mcp_streamable::server::{
+    Cause, EndpointConfig, ServerEndpoint, ServerEvent, ServerOutput, ServerSession,
+};
 use mcp_streamable::shared::Shared;
 use mcp_streamable::time::Instant;
 use mcp_streamable::unhashed::Unhashed;
@@ -164,12 +166,18 @@ pub struct World<S = ServerEndpoint> {
     /// touches a client only (its timers, a response item it reads) leaves
     /// a successor that neither copies the server nor hashes it again.
     pub server: Shared<S>,
-    /// The current time: everybody's under [`Clocks::Global`], the server
-    /// side's under [`Clocks::PerComponent`].
+    /// The current time: everybody's under [`Clocks::Global`]; under
+    /// [`Clocks::PerComponent`], that of the server side's sessions no
+    /// client opened.
     pub now: Instant,
     /// Each client's clock under [`Clocks::PerComponent`]; empty under one
     /// clock ([`World::client_now`]).
     pub client_clocks: Vec<Instant>,
+    /// Under [`Clocks::PerComponent`], the server side's clock for each
+    /// client's part of it: the sessions the client opened and the
+    /// exchanges it sent (their timers fire on it, what they are handed
+    /// reads it); empty under one clock ([`World::server_now_of`]).
+    pub server_clocks: Vec<Instant>,
     /// Exchanges by the client's id (unique across clients).
     pub links: BTreeMap<HttpId, Shared<Link>>,
     /// Server exchange id → client exchange id.
@@ -281,11 +289,62 @@ impl World {
         self.server.scheduling_points()
     }
 
+    /// The earliest deadline of client `c`'s part of the server side (the
+    /// sessions it opened), or with `None` of the sessions no client opened,
+    /// on that part's clock ([`World::server_now_of`]).
+    pub fn server_deadline_of(&self, c: Option<usize>) -> Option<Instant> {
+        self.server
+            .session_ids()
+            .filter(|sid| self.session_owner.get(*sid).copied() == c)
+            .filter_map(|sid| self.server.session(sid)?.poll_timeout())
+            .map(|(t, _)| t)
+            .min()
+    }
+
+    /// Under [`Clocks::PerComponent`]: the clock of client `c`'s part of
+    /// the server side (with `None`, of the sessions no client opened)
+    /// jumps to that part's next deadline, and the timers of its sessions
+    /// due then fire; nobody else's. Whether it had one.
+    pub fn tick_server_part(&mut self, c: Option<usize>) -> bool {
+        let Some(at) = self.server_deadline_of(c) else {
+            return false;
+        };
+        let now = match c.and_then(|c| self.server_clocks.get_mut(c)) {
+            Some(clock) => {
+                *clock = (*clock).max(at);
+                *clock
+            }
+            None => {
+                self.now = self.now.max(at);
+                self.now
+            }
+        };
+        let due: Vec<SessionId> = self
+            .server
+            .session_ids()
+            .filter(|sid| self.session_owner.get(*sid).copied() == c)
+            .filter(|sid| {
+                self.server
+                    .session(sid)
+                    .and_then(ServerSession::poll_timeout)
+                    .is_some_and(|(t, _)| t <= now)
+            })
+            .cloned()
+            .collect();
+        for sid in &due {
+            if let Some(s) = self.server.session_mut(sid) {
+                s.handle_timeout(now);
+            }
+        }
+        self.pump();
+        true
+    }
+
     /// Fires one server scheduling point.
     pub fn fire_server(&mut self, server_http: HttpId, point: SchedulingPoint) -> bool {
-        let fired = self
-            .server
-            .handle_scheduling_point(server_http, point, self.now);
+        let owner = self.by_server.get(&server_http).map(|ch| Self::owner(*ch));
+        let now = self.server_now_of(owner);
+        let fired = self.server.handle_scheduling_point(server_http, point, now);
         self.pump();
         fired
     }
@@ -303,6 +362,10 @@ impl<S: Servers> World<S> {
             server: Shared::new(server),
             now: Instant::ZERO,
             client_clocks: match config.clocks {
+                Clocks::Global | Clocks::Auto => Vec::new(),
+                Clocks::PerComponent => vec![Instant::ZERO; config.clients.max(1)],
+            },
+            server_clocks: match config.clocks {
                 Clocks::Global | Clocks::Auto => Vec::new(),
                 Clocks::PerComponent => vec![Instant::ZERO; config.clients.max(1)],
             },
@@ -472,7 +535,7 @@ impl<S: Servers> World<S> {
     /// The application answers request `id` of `sid`, which arrived on
     /// server exchange `origin` (when known: I1 judges where it is written).
     fn answer(&mut self, sid: SessionId, id: RequestId, origin: Option<HttpId>, result: RawJson) {
-        let now = self.now;
+        let now = self.session_now(&sid);
         let at = self.server.holder(&sid, &id);
         if let Some(s) = self.server.session_mut(at, &sid) {
             // Named only when the answer is written now, somewhere: the
@@ -537,7 +600,7 @@ impl<S: Servers> World<S> {
         method: &str,
         cause: Cause,
     ) -> bool {
-        let now = self.now;
+        let now = self.session_now(sid);
         let Some(s) = self.server.session_mut(at, sid) else {
             return false;
         };
@@ -676,21 +739,26 @@ impl<S: Servers> World<S> {
         method: &str,
         cause: Cause,
     ) -> Option<RequestId> {
-        let now = self.now;
+        let now = self.session_now(sid);
         let at = self.holder_of(sid, &cause);
         let r = self
             .server
             .session_mut(at, sid)?
             .request(method, None, cause.clone(), now);
-        let (id, key) = r.ok()?;
-        self.observe(&Observation::Sent {
-            session: sid.to_string(),
-            key,
-            cause,
-            origin: None,
+        let sent = r.ok().map(|(id, key)| {
+            self.observe(&Observation::Sent {
+                session: sid.to_string(),
+                key,
+                cause,
+                origin: None,
+            });
+            id
         });
+        // Drained whether or not the session took it: a refusal leaves it
+        // marked for the endpoint's drain, which would then happen at the
+        // next step of anybody and part two orders of independent steps.
         self.pump();
-        Some(id)
+        sent
     }
 
     /// The server closes request `id`'s connection for polling (first session).
@@ -703,7 +771,7 @@ impl<S: Servers> World<S> {
 
     /// The server closes request `id`'s connection in session `sid` for polling.
     pub fn server_close_connection_in(&mut self, sid: &SessionId, id: &RequestId) {
-        let now = self.now;
+        let now = self.session_now(sid);
         let at = self.server.holder(sid, id);
         if let Some(s) = self.server.session_mut(at, sid) {
             let _ = s.close_connection(id, now);
@@ -716,7 +784,7 @@ impl<S: Servers> World<S> {
     /// streams end, and a request naming it is answered `404` from then on.
     /// What its application still had to answer is moot.
     pub fn server_end_session_in(&mut self, sid: &SessionId, id: &RequestId) {
-        let now = self.now;
+        let now = self.session_now(sid);
         let at = self.server.holder(sid, id);
         if let Some(s) = self.server.session_mut(at, sid) {
             s.close(now);
@@ -818,8 +886,15 @@ impl<S: Servers> World<S> {
             monitor,
             log,
             config,
+            server_clocks,
             ..
         } = self;
+        let server_now = |ch: HttpId| {
+            server_clocks
+                .get(<World>::owner(ch))
+                .copied()
+                .unwrap_or(now)
+        };
         if !server.has_output() {
             return progressed; // untouched: shared, its hash kept
         }
@@ -845,7 +920,7 @@ impl<S: Servers> World<S> {
                     if ended && !link.client_gone {
                         link.client_gone = true;
                         link.server_told = true;
-                        server.handle_http_closed(t.http, now);
+                        server.handle_http_closed(t.http, server_now(ch));
                     }
                     return;
                 }
@@ -856,7 +931,7 @@ impl<S: Servers> World<S> {
                     }
                     if ended && link.client_gone && !link.server_told {
                         link.server_told = true;
-                        server.handle_http_closed(t.http, now);
+                        server.handle_http_closed(t.http, server_now(ch));
                     }
                 }
             }
@@ -881,14 +956,13 @@ impl<S: Servers> World<S> {
             return false;
         };
         let caller = self.caller_of(<World>::owner(ch));
+        let now = self.server_now_of(Some(<World>::owner(ch)));
         let http = match self.config.naming {
-            Naming::Arrival => self
-                .server
-                .handle_request(at, head, body, &caller, self.now),
+            Naming::Arrival => self.server.handle_request(at, head, body, &caller, now),
             Naming::ByExchange => {
                 let ids = Naming::source_for(self.config.seed, ch);
                 self.server
-                    .handle_request_named(at, ch, ids, head, body, &caller, self.now)
+                    .handle_request_named(at, ch, ids, head, body, &caller, now)
             }
         };
         self.links.insert(ch, Shared::new(link.delivered(http)));
@@ -1027,6 +1101,7 @@ impl<S: Servers> World<S> {
             server,
             now,
             client_clocks,
+            server_clocks,
             links,
             client_events,
             outcomes,
@@ -1044,6 +1119,7 @@ impl<S: Servers> World<S> {
             client_events,
             config,
             now: *now,
+            server_clocks,
         };
         f(
             &mut sinks,
@@ -1092,15 +1168,16 @@ impl<S: Servers> World<S> {
             .server_http
             .filter(|sh| self.server.minds_http_closed(*sh))
         {
-            self.server.handle_http_closed(sh, self.now);
+            let now = self.server_now_of(Some(<World>::owner(ch)));
+            self.server.handle_http_closed(sh, now);
         }
         self.pump();
     }
 
     fn client_abandons(&mut self, ch: HttpId, notice: bool) {
+        let now = self.server_now_of(Some(<World>::owner(ch)));
         let World {
             server,
-            now,
             links,
             monitor,
             log,
@@ -1110,7 +1187,7 @@ impl<S: Servers> World<S> {
             links,
             server,
             &mut |o| record(log, monitor, o),
-            *now,
+            now,
             ch,
             notice,
         );
@@ -1179,7 +1256,7 @@ impl<S: Servers> World<S> {
     pub fn advance(&mut self, ms: u64) {
         let by = Duration::from_millis(ms);
         self.now = self.now + by;
-        for clock in &mut self.client_clocks {
+        for clock in self.client_clocks.iter_mut().chain(&mut self.server_clocks) {
             *clock = *clock + by;
         }
         for (c, client) in self.clients.iter_mut().enumerate() {
@@ -1192,6 +1269,21 @@ impl<S: Servers> World<S> {
         self.pump();
     }
 
+    /// The server side's time for client `c`'s part of it (`None`: the
+    /// sessions no client opened): that part's own clock under
+    /// [`Clocks::PerComponent`], everybody's under [`Clocks::Global`].
+    pub fn server_now_of(&self, c: Option<usize>) -> Instant {
+        c.and_then(|c| self.server_clocks.get(c))
+            .copied()
+            .unwrap_or(self.now)
+    }
+
+    /// The server side's time for session `sid`: that of the part of the
+    /// client that opened it ([`World::server_now_of`]).
+    fn session_now(&self, sid: &SessionId) -> Instant {
+        self.server_now_of(self.session_owner.get(sid).copied())
+    }
+
     /// Client `c`'s time: its own clock under [`Clocks::PerComponent`],
     /// everybody's under [`Clocks::Global`].
     pub fn client_now(&self, c: usize) -> Instant {
@@ -1202,6 +1294,7 @@ impl<S: Servers> World<S> {
     pub fn latest_now(&self) -> Instant {
         self.client_clocks
             .iter()
+            .chain(&self.server_clocks)
             .copied()
             .chain([self.now])
             .max()
@@ -1263,19 +1356,6 @@ impl<S: Servers> World<S> {
         true
     }
 
-    /// Under [`Clocks::PerComponent`]: the server side's clock jumps to its
-    /// next deadline and its due timers fire. Whether it had one.
-    pub fn tick_server(&mut self) -> bool {
-        let Some(at) = self.server.poll_timeout() else {
-            return false;
-        };
-        self.now = self.now.max(at);
-        let now = self.now;
-        self.server.handle_timeout(now);
-        self.pump();
-        true
-    }
-
     /// Drives to quiescence, jumping time to each next deadline, for at most
     /// `horizon_ms` of simulated time.
     pub fn run(&mut self, horizon_ms: u64) {
@@ -1309,8 +1389,10 @@ struct ClientSinks<'a, S> {
     list_changes_heard: &'a mut BTreeMap<usize, u32>,
     client_events: &'a mut Vec<ClientEvent>,
     config: &'a PairConfig,
-    /// The server side's time (an abort reaches the server).
+    /// The server side's time (an abort reaches the server), and its clock
+    /// for each client's part under [`Clocks::PerComponent`].
     now: Instant,
+    server_clocks: &'a [Instant],
 }
 
 impl<S: Servers> ClientSinks<'_, S> {
@@ -1324,7 +1406,8 @@ impl<S: Servers> ClientSinks<'_, S> {
                         self.links.insert(ch, Shared::new(Link::new(head, body)));
                     }
                     ClientTransmitKind::Abort => {
-                        abandon(self.links, self.server, observe, self.now, ch, true)
+                        let now = self.server_clocks.get(c).copied().unwrap_or(self.now);
+                        abandon(self.links, self.server, observe, now, ch, true)
                     }
                 }
             }
