@@ -50,6 +50,57 @@ struct Dependent {
     what: &'static str,
 }
 
+/// Whether `other`, enabled in `s`, is independent of component `c`'s
+/// enabled actions `mine`: taking it leaves them as they were (none
+/// disabled, none enabled) and commutes with each (both orders can be taken
+/// and, where neither breaks a property, end in one state).
+fn stays_independent(
+    m: &CheckModel,
+    s: &State,
+    c: usize,
+    mine: &[Action],
+    other: &Action,
+    owner: &dyn Fn(&State, &Action) -> Option<usize>,
+) -> Result<(), Dependent> {
+    let Some(after_other) = m.step(s, other) else {
+        return Ok(());
+    };
+    let now_mine = of(&all_enabled(m, &after_other), c, &after_other, owner);
+    if let Some(changed) = mine
+        .iter()
+        .find(|a| !now_mine.contains(a))
+        .or_else(|| now_mine.iter().find(|a| !mine.contains(a)))
+    {
+        return Err(Dependent {
+            mine: changed.clone(),
+            other: other.clone(),
+            what: "disables or enables a step of the component",
+        });
+    }
+    for a in mine {
+        let (Some(ab), Some(ba)) = (
+            m.step(s, a).and_then(|t| m.step(&t, other)),
+            m.step(&after_other, a),
+        ) else {
+            return Err(Dependent {
+                mine: a.clone(),
+                other: other.clone(),
+                what: "one order cannot be taken",
+            });
+        };
+        let clean =
+            ab.world.monitor.violations().is_empty() && ba.world.monitor.violations().is_empty();
+        if clean && ab != ba {
+            return Err(Dependent {
+                mine: a.clone(),
+                other: other.clone(),
+                what: "the two orders end in different states",
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Every state of `m` (unreduced, at most `max` states) where `apart`
 /// holds: for every component, every action of another component (or of
 /// nobody, but the server's `notify`) leaves the component's enabled
@@ -82,42 +133,7 @@ fn check_independence(
                     .iter()
                     .filter(|b| **b != Action::ServerStep && owner(&s, b) != Some(c))
                 {
-                    let Some(after_other) = m.step(&s, other) else {
-                        continue;
-                    };
-                    let now_mine = of(&all_enabled(m, &after_other), c, &after_other, owner);
-                    if let Some(changed) = mine
-                        .iter()
-                        .find(|a| !now_mine.contains(a))
-                        .or_else(|| now_mine.iter().find(|a| !mine.contains(a)))
-                    {
-                        return Err(Dependent {
-                            mine: changed.clone(),
-                            other: other.clone(),
-                            what: "disables or enables a step of the component",
-                        });
-                    }
-                    for a in &mine {
-                        let (Some(ab), Some(ba)) = (
-                            m.step(&s, a).and_then(|t| m.step(&t, other)),
-                            m.step(&after_other, a),
-                        ) else {
-                            return Err(Dependent {
-                                mine: a.clone(),
-                                other: other.clone(),
-                                what: "one order cannot be taken",
-                            });
-                        };
-                        let clean = ab.world.monitor.violations().is_empty()
-                            && ba.world.monitor.violations().is_empty();
-                        if clean && ab != ba {
-                            return Err(Dependent {
-                                mine: a.clone(),
-                                other: other.clone(),
-                                what: "the two orders end in different states",
-                            });
-                        }
-                    }
+                    stays_independent(m, &s, c, &mine, other, owner)?;
                 }
             }
         }
@@ -309,42 +325,7 @@ fn check_ample_choices(m: &CheckModel, max: usize) -> Result<usize, Dependent> {
             let owner = |s: &State, a: &Action| m.component_of(s, a);
             let mine = of(&all, c, &s, &owner);
             for other in all.iter().filter(|b| !mine.contains(b)) {
-                let Some(after_other) = m.step(&s, other) else {
-                    continue;
-                };
-                let now_mine = of(&all_enabled(m, &after_other), c, &after_other, &owner);
-                if let Some(changed) = mine
-                    .iter()
-                    .find(|a| !now_mine.contains(a))
-                    .or_else(|| now_mine.iter().find(|a| !mine.contains(a)))
-                {
-                    return Err(Dependent {
-                        mine: changed.clone(),
-                        other: other.clone(),
-                        what: "disables or enables a step of the component",
-                    });
-                }
-                for a in &mine {
-                    let (Some(ab), Some(ba)) = (
-                        m.step(&s, a).and_then(|t| m.step(&t, other)),
-                        m.step(&after_other, a),
-                    ) else {
-                        return Err(Dependent {
-                            mine: a.clone(),
-                            other: other.clone(),
-                            what: "one order cannot be taken",
-                        });
-                    };
-                    let clean = ab.world.monitor.violations().is_empty()
-                        && ba.world.monitor.violations().is_empty();
-                    if clean && ab != ba {
-                        return Err(Dependent {
-                            mine: a.clone(),
-                            other: other.clone(),
-                            what: "the two orders end in different states",
-                        });
-                    }
-                }
+                stays_independent(m, &s, c, &mine, other, &owner)?;
             }
         }
         for a in &all {

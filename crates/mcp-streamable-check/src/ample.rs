@@ -220,23 +220,21 @@ impl CheckModel {
         }
         let w = &s.world;
         let clients = s.client_pc.len();
-        let owner = |sid: &mcp_streamable::ids::SessionId| w.session_owner.get(sid).copied();
         let mut order = CallOrder {
-            oldest: crate::script::oldest_call(w).and_then(|(sid, _)| owner(&sid)),
-            pending: vec![false; clients],
-            callers: vec![false; clients],
+            oldest: crate::script::oldest_call(w)
+                .and_then(|(sid, _)| w.session_owner.get(&sid).copied()),
+            pending: (0..clients)
+                .map(|c| self.has_a_call_pending(s, c))
+                .collect(),
+            // A client with no step of its own cannot bring a call: the
+            // components being apart, no other step gives it one.
+            callers: counts
+                .iter()
+                .enumerate()
+                .map(|(c, n)| *n > 0 && self.may_bring_a_call(s, c))
+                .collect(),
             arriving: vec![false; clients],
         };
-        for (sid, _, method, _) in w.server_pending.iter() {
-            if let Some(c) = owner(sid).filter(|_| &**method == "tools/call") {
-                order.pending[c] = true;
-            }
-        }
-        // A client with no step of its own cannot bring a call: the
-        // components being apart, no other step gives it one.
-        for (c, n) in counts.iter().enumerate() {
-            order.callers[c] = *n > 0 && self.may_bring_a_call(s, c);
-        }
         for a in all {
             if let (Action::DeliverRequest { http }, Some(c)) = (a, self.component_of(s, a)) {
                 order.arriving[c] |= carries_a_call(w, *http);

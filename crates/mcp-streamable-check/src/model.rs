@@ -950,9 +950,9 @@ impl CheckModel {
                     });
                 // A call held back by another client's reservation waits on
                 // that client's step, not on time.
-                let held_back = s.calls_for.is_some_and(|r| usize::from(r) != c)
-                    && w.links_of(c)
-                        .any(|(ch, _)| self.call_waits_its_turn(s, *ch));
+                let held_back = w
+                    .links_of(c)
+                    .any(|(ch, _)| self.call_waits_its_turn(s, *ch));
                 w.only_deadlines_armed(c)
                     && sessions_quiet
                     && !held_back
