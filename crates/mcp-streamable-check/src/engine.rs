@@ -549,7 +549,7 @@ impl<M: Explorable> Explorer<'_, M> {
 /// cut expanded every state it met in full, so it needs none.
 ///
 /// The second run judges the cut by the depths its states ended at
-/// ([`Seen::final_depths`]): a state first met at the bound and later by a
+/// (`Seen::final_depths`): a state first met at the bound and later by a
 /// shorter path was expanded from there, and where no state ended at the
 /// bound with actions enabled the model holds outright, as breadth first
 /// would say (`lifecycle_two_calls` at depth 34: every state within depth
