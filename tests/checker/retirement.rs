@@ -4,7 +4,7 @@
 
 use crate::check_support::bundled;
 use mcp_streamable_check::sim::Clocks;
-use mcp_streamable_check::{CheckModel, ClientStep, NotifyReach, Scenario, ServerStep, State};
+use mcp_streamable_check::{CheckModel, ClientStep, NotifyReach, ServerStep, State};
 use std::collections::{BTreeSet, HashSet, VecDeque};
 
 /// Every state the reduced search of `m` explores.
@@ -25,31 +25,19 @@ fn reachable(m: &CheckModel) -> Vec<State> {
 }
 
 /// Bundled `two_clients` under `server`, each client `initialize` + `call`,
-/// the server running `script`, `change` applied to the scenario last; a
-/// clock per component and per-session notifies.
-fn two_calling(
-    server: &str,
-    script: Vec<ServerStep>,
-    change: impl FnOnce(&mut Scenario),
-) -> CheckModel {
+/// the server notifying twice, one drop: issue 11's aim with two clients.
+fn two_callers(server: &str) -> CheckModel {
     let mut s = bundled()
         .into_iter()
         .find(|s| s.name == "two_clients")
         .expect("bundled");
     s.clients = vec![vec![ClientStep::Initialize, ClientStep::Call]; 2];
-    s.server = script;
-    change(&mut s);
+    s.server = vec![ServerStep::Notify, ServerStep::Notify];
+    s.bounds.drops = 1;
     CheckModel::new(s, server, "FIXED")
         .expect("presets")
         .with_clocks(Clocks::PerComponent)
         .with_notify(NotifyReach::PerSession)
-}
-
-/// The server notifying twice, one drop: issue 11's aim with two clients.
-fn two_callers(server: &str) -> CheckModel {
-    two_calling(server, vec![ServerStep::Notify, ServerStep::Notify], |s| {
-        s.bounds.drops = 1;
-    })
 }
 
 #[test]
@@ -115,13 +103,17 @@ fn a_retired_clients_end_of_run_violations_are_still_raised() {
 /// asking the oldest call's client and then notifying, no drop: a client
 /// stops early where its `initialize` times out on the way.
 fn asked_then_notified() -> CheckModel {
-    two_calling(
-        "FIXED",
-        vec![ServerStep::AskClient, ServerStep::Notify],
-        |s| {
-            s.settings.background_get = false;
-        },
-    )
+    let mut s = bundled()
+        .into_iter()
+        .find(|s| s.name == "two_clients")
+        .expect("bundled");
+    s.clients = vec![vec![ClientStep::Initialize, ClientStep::Call]; 2];
+    s.server = vec![ServerStep::AskClient, ServerStep::Notify];
+    s.settings.background_get = false;
+    CheckModel::new(s, "FIXED", "FIXED")
+        .expect("presets")
+        .with_clocks(Clocks::PerComponent)
+        .with_notify(NotifyReach::PerSession)
 }
 
 #[test]
