@@ -24,3 +24,4 @@ mod random_models;
 mod reductions;
 mod retirement;
 mod sleep_sets;
+mod stuck;

@@ -4,7 +4,7 @@
 
 use crate::check_support::bundled;
 use mcp_streamable_check::sim::Clocks;
-use mcp_streamable_check::{CheckModel, ClientStep, NotifyReach, ServerStep, State};
+use mcp_streamable_check::{CheckModel, ClientStep, NotifyReach, Scenario, ServerStep, State};
 use std::collections::{BTreeSet, HashSet, VecDeque};
 
 /// Every state the reduced search of `m` explores.
@@ -25,19 +25,31 @@ fn reachable(m: &CheckModel) -> Vec<State> {
 }
 
 /// Bundled `two_clients` under `server`, each client `initialize` + `call`,
-/// the server notifying twice, one drop: issue 11's aim with two clients.
-fn two_callers(server: &str) -> CheckModel {
+/// the server running `script`, `change` applied to the scenario last; a
+/// clock per component and per-session notifies.
+fn two_calling(
+    server: &str,
+    script: Vec<ServerStep>,
+    change: impl FnOnce(&mut Scenario),
+) -> CheckModel {
     let mut s = bundled()
         .into_iter()
         .find(|s| s.name == "two_clients")
         .expect("bundled");
     s.clients = vec![vec![ClientStep::Initialize, ClientStep::Call]; 2];
-    s.server = vec![ServerStep::Notify, ServerStep::Notify];
-    s.bounds.drops = 1;
+    s.server = script;
+    change(&mut s);
     CheckModel::new(s, server, "FIXED")
         .expect("presets")
         .with_clocks(Clocks::PerComponent)
         .with_notify(NotifyReach::PerSession)
+}
+
+/// The server notifying twice, one drop: issue 11's aim with two clients.
+fn two_callers(server: &str) -> CheckModel {
+    two_calling(server, vec![ServerStep::Notify, ServerStep::Notify], |s| {
+        s.bounds.drops = 1;
+    })
 }
 
 #[test]
@@ -97,4 +109,44 @@ fn a_retired_clients_end_of_run_violations_are_still_raised() {
         .map(|v| v.id)
         .collect();
     assert!(ids.contains("A5"), "{ids:?}");
+}
+
+/// Two clients, each `initialize` + `call`, no standalone GET, the server
+/// asking the oldest call's client and then notifying, no drop: a client
+/// stops early where its `initialize` times out on the way.
+fn asked_then_notified() -> CheckModel {
+    two_calling(
+        "FIXED",
+        vec![ServerStep::AskClient, ServerStep::Notify],
+        |s| {
+            s.settings.background_get = false;
+        },
+    )
+}
+
+#[test]
+fn a_client_out_of_the_notifys_reach_retires_before_it() {
+    // A client whose `initialize` never reached the server holds no
+    // session for a `notify` to reach: it retires while the server's
+    // script still has one to run, and the clients after it run once
+    // instead of once per way it stopped.
+    let m = asked_then_notified();
+    let states = reachable(&m);
+    let notify_at = m.scenario.server.len() - 1;
+    let early = states
+        .iter()
+        .filter(|s| usize::from(s.server_pc) <= notify_at)
+        .filter(|s| (0..2).any(|c| s.world.monitor.is_retired(c)))
+        .count();
+    assert!(early > 0, "no client retired before the notify");
+    // A retired client is owed nothing: the notify records no notice for
+    // it, and one it was owed is dropped with it.
+    for s in &states {
+        for c in 0..2 {
+            if s.world.monitor.is_retired(c) {
+                assert_eq!(s.notices[c], 0, "retired client {c} owed a notice");
+            }
+        }
+    }
+    assert!(states.len() > 1_000, "{} states", states.len());
 }

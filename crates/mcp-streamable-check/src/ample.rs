@@ -54,6 +54,7 @@ use super::model::{Action, CheckModel, State};
 use super::scenario::{ClientStep, NotifyReach, Scenario, ServerStep};
 use crate::sim::{Clocks, World};
 use mcp_streamable::client::ClientEra;
+use mcp_streamable::policy::StatelessRequests;
 use mcp_streamable::preset::Scheduled;
 use mcp_streamable::server::SessionConfig;
 use std::ops::ControlFlow;
@@ -113,8 +114,11 @@ impl CheckModel {
     }
 
     /// Whether the model keeps its components apart, the reduction on or
-    /// off: a clock per component, no `gets_max`, no attacker, and server
-    /// timers that cannot fire within the time bound. Where it does and
+    /// off: a clock per component, no `gets_max`, no attacker, server
+    /// timers that cannot fire within the time bound, and no server that
+    /// puts two clients' stateless requests in one session
+    /// (as the TypeScript SDK before 1.26.0 does with one stateless
+    /// transport reused). Where it does and
     /// the server's script has only per-session `notify`s left
     /// ([`Self::script_apart`]), what one client waits on is its own
     /// component's business: L2 is judged per client there, the same way
@@ -122,6 +126,29 @@ impl CheckModel {
     pub fn keeps_components_apart(&self) -> bool {
         self.scenario.settings.clocks == Clocks::PerComponent
             && Self::apart_by_content(&self.scenario)
+            && !self.shares_stateless_requests()
+    }
+
+    /// Whether the server serves every stateless request on one shared
+    /// transport ([`StatelessRequests::SharedTransport`]) and two clients
+    /// or more may send such requests: each then lands in the session the
+    /// first one opened, whose owner's component its answer would count
+    /// in, and a request under an id in flight takes another client's
+    /// place. One client's wait is then the others' business too: L2 is
+    /// judged on the whole world, and the reduction stays off.
+    pub(super) fn shares_stateless_requests(&self) -> bool {
+        let stateless = (0..self.scenario.clients.len())
+            .filter(|c| {
+                self.scenario
+                    .settings
+                    .eras
+                    .get(*c)
+                    .copied()
+                    .unwrap_or_default()
+                    != ClientEra::V2025
+            })
+            .count();
+        self.server.stateless_requests == StatelessRequests::SharedTransport && stateless > 1
     }
 
     /// What of keeping components apart a scenario's content decides,
@@ -181,18 +208,28 @@ impl CheckModel {
         let order = self.call_order(s, all, &counts);
         // The owner of the oldest call first (a step on it is its own),
         // then the client whose call is reserved to arrive next, then the
-        // first component with something to do: the same one until it is
-        // done or waits on another's step, so each component runs in one
+        // first component with something to do among those whose script
+        // has begun, then among the others: the same one until it is done
+        // or waits on another's step, so each component runs in one
         // stretch instead of the choice going back and forth (which would
-        // let the interleavings back in).
+        // let the interleavings back in). A client that has begun goes on
+        // before one that has not where the first two no longer apply (the
+        // server's last step on the oldest call has run): else the client
+        // whose call that step acted on would stop wherever it then was,
+        // and every such point would meet the other's whole run (two
+        // clients, `ask_client`, one drop: past 4 M states, not finished).
         let first = order
             .as_ref()
             .map(|o| [o.oldest, s.calls_for.map(usize::from)])
             .unwrap_or_default();
+        let clients = 0..counts.len();
+        let begun = clients.clone().filter(|c| s.client_pc[*c] > 0);
+        let not_begun = clients.filter(|c| s.client_pc[*c] == 0);
         let c = first
             .into_iter()
             .flatten()
-            .chain(0..counts.len())
+            .chain(begun)
+            .chain(not_begun)
             .find(|c| counts[*c] > 0 && order.as_ref().is_none_or(|o| o.alone(*c)))?;
         (all.len() > counts[c]).then_some(Ample::Component(c))
     }
@@ -348,18 +385,33 @@ impl CheckModel {
     }
 
     /// Under a clock per component, sets the clock of every finished client
-    /// back to zero: its script is done and it has nothing open, armed or in
-    /// flight, so no step will read its clock again (nothing can reach a
-    /// client with no exchange open, and it sends nothing more). Finished
-    /// clients that differ only in when they finished then meet: on one
-    /// client with a call, a notify and a drop, 515 states where the client
-    /// is done become 305 (`docs/reduction.md`).
+    /// back to zero: it has nothing open, armed or in flight, and its
+    /// script is done or can go no further ([`Self::stuck_for_good`]), so
+    /// no step will read its clock again (nothing can reach a client with no
+    /// exchange open, and it sends nothing more). Finished clients that
+    /// differ only in when they finished then meet: on one client with a
+    /// call, a notify and a drop, 515 states where the client is done
+    /// become 305 (`docs/reduction.md`).
     pub(super) fn forget_finished_clocks(&self, s: &mut State) {
         for c in 0..s.world.client_clocks.len() {
-            let done = usize::from(s.client_pc[c]) >= self.scenario.clients[c].len();
-            if done && is_quiet(&s.world, c) {
+            if is_quiet(&s.world, c) && self.stuck_for_good(s, c) {
                 s.world.client_clocks[c] = mcp_streamable::time::Instant::ZERO;
             }
+        }
+    }
+
+    /// Whether quiet client `c` of `s` runs no script step again: its
+    /// script is done, or its next step is not enabled and only its own
+    /// core could enable it (every step but `hijack`, which waits on
+    /// another client's session). A quiet client's core changes no more
+    /// (no exchange, no timer), so such a step stays disabled: an
+    /// `initialize` whose answer was lost leaves the `call` after it so.
+    fn stuck_for_good(&self, s: &State, c: usize) -> bool {
+        let pc = usize::from(s.client_pc[c]);
+        match self.scenario.clients[c].get(pc) {
+            None => true,
+            Some(ClientStep::Hijack) => false,
+            Some(_) => !self.client_step_enabled(s, c),
         }
     }
 
@@ -368,8 +420,15 @@ impl CheckModel {
     /// further (its next step waits on a session it lost, a call that
     /// timed out), it is still (an
     /// open standalone GET allowed, with nothing in flight on it), no
-    /// notice is owed to it, the server's script is over, no server timer
-    /// can fire within the time bound, and no enabled step is its own.
+    /// notice is owed to a session of its, no server timer can fire within the time
+    /// bound, no enabled step is its own, and what is left of the server's
+    /// script cannot reach it: steps on the oldest call where it has no
+    /// call pending and can bring none, and per-session `notify`s only
+    /// where the server holds no session of its (a notify reaches a
+    /// client's sessions and nothing else: a client whose `initialize`
+    /// never reached the server is out of its reach, its notices owed are
+    /// dropped, and a later `notify` records none for it, so retiring it
+    /// before or after a `notify` ends in the same state).
     /// Components being apart, no other step can give it one again, so
     /// nothing can reach its part any more: a GET left open is as final as
     /// at the end of the run, where the end-of-run checks judge it open.
@@ -377,10 +436,10 @@ impl CheckModel {
     pub(super) fn retire_finished(&self, s: &mut State) {
         let rest = self.script_rest(s);
         let notify_left = rest.iter().any(|step| !on_the_oldest_call(*step));
-        if !self.reduces() || notify_left || self.must_reserve_drops(s) {
+        if !self.reduces() || (notify_left && !self.script_apart(s)) || self.must_reserve_drops(s) {
             return;
         }
-        let calls_left = !rest.is_empty();
+        let calls_left = rest.iter().any(|step| on_the_oldest_call(*step));
         let unowned_timer_due = s
             .world
             .server_deadline_of(None)
@@ -390,8 +449,13 @@ impl CheckModel {
         }
         for c in 0..s.client_pc.len() {
             let w = &s.world;
+            // A notice reaches a client's sessions and nothing else: one
+            // owed to a client the server holds no session of is spent
+            // without a trace, and so is every later `notify` for it.
+            let reachable = w.session_owner.values().any(|owner| *owner == c);
+            let owed = s.notices.get(c).is_some_and(|n| *n > 0);
             if w.monitor.is_retired(c)
-                || s.notices.get(c).is_some_and(|n| *n > 0)
+                || (reachable && (owed || notify_left))
                 || !is_still(w, c)
                 || (calls_left && (self.has_a_call_pending(s, c) || self.may_bring_a_call(s, c)))
             {
@@ -400,8 +464,11 @@ impl CheckModel {
             // Asked of every new state while a finished client waits on a
             // step of its own: the first such step answers, and nothing
             // is listed.
+            // (A notice owed where no session of its is left to reach
+            // changes nothing but its count.)
             let owns_a_step = self.each_enabled(s, &mut |a| {
-                if self.component_of(s, &a) == Some(c) {
+                let spent = !reachable && a == Action::NotifySession { client: c };
+                if self.component_of(s, &a) == Some(c) && !spent {
                     ControlFlow::Break(())
                 } else {
                     ControlFlow::Continue(())
@@ -411,6 +478,9 @@ impl CheckModel {
                 continue;
             }
             s.world.retire_client(c);
+            if let Some(n) = s.notices.get_mut(c) {
+                *n = 0;
+            }
             // A script cut short stays so: the fresh core the client is
             // given could otherwise run its next step.
             s.client_pc[c] = u8::try_from(self.scenario.clients[c].len()).unwrap_or(u8::MAX);

@@ -606,8 +606,11 @@ impl CheckModel {
                 // answered; the others act in the oldest call's own session.
                 match self.scenario.server[usize::from(n.server_pc)] {
                     ServerStep::Notify if !n.notices.is_empty() => {
-                        for pending in &mut n.notices {
-                            *pending += 1;
+                        // A retired client has no session left to reach.
+                        for (c, pending) in n.notices.iter_mut().enumerate() {
+                            if !n.world.monitor.is_retired(c) {
+                                *pending += 1;
+                            }
                         }
                     }
                     ServerStep::Notify => {

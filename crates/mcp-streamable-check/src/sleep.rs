@@ -65,9 +65,14 @@ impl Covered {
 }
 
 impl CheckModel {
-    /// Whether sleep sets act: asked for, and the reduction on.
+    /// Whether sleep sets act: asked for, the reduction on, and every
+    /// step counted in the component it reaches. A server sharing one
+    /// stateless transport ([`CheckModel::shares_stateless_requests`])
+    /// counts an answer to one client in the component of the client whose
+    /// request opened the shared session: the step that reaches the first
+    /// would not wake its idle step.
     fn sleeps(&self) -> bool {
-        self.reduction && self.sleep_sets
+        self.reduction && self.sleep_sets && !self.shares_stateless_requests()
     }
 
     /// What the successor of `s` by `a` leaves out, asked of `s` before the
