@@ -42,7 +42,7 @@ use pool::{Item, Pool};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 /// The budget of one run.
@@ -664,49 +664,97 @@ fn explore_pass<M: Explorable>(
     // its own after an interrupt (below).
     let mut graveyard: Vec<Box<dyn Send>> = Vec::new();
     let mut depth = 0u32;
-    while !level.is_empty() && !shared.stopped() && !shared.dfs.load(Ordering::Relaxed) {
-        // A reading as each level starts, however short it is: a level can
-        // end before the watcher's first nap, and a process already past
-        // the frontier's share of memory turns depth first at once.
-        if gauge.read(memory::rss_bytes(), depth, &shared.dfs) {
-            let _ =
-                shared
-                    .stop
-                    .compare_exchange(RUNNING, MEMORY, Ordering::Relaxed, Ordering::Relaxed);
-        }
-        if shared.stopped() || shared.dfs.load(Ordering::Relaxed) {
-            break;
-        }
-        // A level of one chunk is work for one worker: it is expanded here,
-        // where spawning the workers and their watcher would cost more than
-        // its states (a model's first and last levels, and small models
-        // whole). An interrupt is seen as the next level starts.
-        let alone = level.len() == 1;
-        let work = Mutex::new(level);
-        let next = Mutex::new(Vec::new());
-        let unexpanded = Mutex::new(Vec::new());
-        if alone {
-            worker(&shared, &work, &next, &unexpanded);
-            note_interrupt();
-        } else {
-            let done = AtomicUsize::new(0);
-            let watcher = std::thread::current();
-            std::thread::scope(|scope| {
-                for _ in 0..threads {
-                    scope.spawn(|| {
-                        worker(&shared, &work, &next, &unexpanded);
-                        done.fetch_add(1, Ordering::Relaxed);
-                        watcher.unpark();
-                    });
+    // The workers are spawned once, at the first level of more than one
+    // chunk, and run every level after it, each between two barriers: a
+    // worker keeps its thread for the whole search, so the client memo's
+    // table it fills is the one it reads (a thread's slot), and a level
+    // does not pay for spawning threads. Spawned for each level, workers
+    // on two threads did 1.6 times what one did, against stateright's
+    // 1.8 (`docs/performance.md`).
+    let work: Mutex<Vec<Chunk<M::State>>> = Mutex::new(Vec::new());
+    let next: Mutex<Vec<Chunk<M::State>>> = Mutex::new(Vec::new());
+    let unexpanded: Mutex<Vec<Item<M::State>>> = Mutex::new(Vec::new());
+    let done = AtomicUsize::new(0);
+    let quit = AtomicBool::new(false);
+    let panicked: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
+    let begin = Barrier::new(threads + 1);
+    let end = Barrier::new(threads + 1);
+    let watcher = std::thread::current();
+    let lock = |m: &'_ Mutex<Vec<Chunk<M::State>>>| {
+        std::mem::take(&mut *m.lock().unwrap_or_else(|p| p.into_inner()))
+    };
+    std::thread::scope(|scope| {
+        let mut spawned = false;
+        while !level.is_empty() && !shared.stopped() && !shared.dfs.load(Ordering::Relaxed) {
+            // A reading as each level starts, however short it is: a level
+            // can end before the watcher's first nap, and a process already
+            // past the frontier's share of memory turns depth first at once.
+            if gauge.read(memory::rss_bytes(), depth, &shared.dfs) {
+                let _ = shared.stop.compare_exchange(
+                    RUNNING,
+                    MEMORY,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            if shared.stopped() || shared.dfs.load(Ordering::Relaxed) {
+                break;
+            }
+            // A level of one chunk is work for one worker: it is expanded
+            // here, where waking the workers and their watcher would cost
+            // more than its states (a model's first and last levels, and
+            // small models whole). An interrupt is seen as the next level
+            // starts.
+            let alone = level.len() == 1;
+            *work.lock().unwrap_or_else(|p| p.into_inner()) = std::mem::take(&mut level);
+            if alone {
+                worker(&shared, &work, &next, &unexpanded);
+                note_interrupt();
+            } else {
+                if !spawned {
+                    spawned = true;
+                    for _ in 0..threads {
+                        scope.spawn(|| loop {
+                            begin.wait();
+                            if quit.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            // A worker that panics stops the run and
+                            // still meets the barrier; the caller panics
+                            // with its payload once the workers are gone.
+                            let run = std::panic::AssertUnwindSafe(|| {
+                                worker(&shared, &work, &next, &unexpanded)
+                            });
+                            if let Err(payload) = std::panic::catch_unwind(run) {
+                                shared.stop.store(FOUND, Ordering::Relaxed);
+                                *panicked.lock().unwrap_or_else(|p| p.into_inner()) = Some(payload);
+                            }
+                            done.fetch_add(1, Ordering::Relaxed);
+                            watcher.unpark();
+                            end.wait();
+                        });
+                    }
                 }
+                done.store(0, Ordering::Relaxed);
+                begin.wait();
                 watch(&mut gauge, &done, depth);
-            });
+                end.wait();
+            }
+            // What a stopped level did not reach (none when it ran to its end).
+            graveyard.push(Box::new(lock(&work)));
+            left.extend(std::mem::take(
+                &mut *unexpanded.lock().unwrap_or_else(|p| p.into_inner()),
+            ));
+            level = lock(&next);
+            depth += 1;
         }
-        // What a stopped level did not reach (none when it ran to its end).
-        graveyard.push(Box::new(work.into_inner()));
-        left.extend(unexpanded.into_inner().unwrap_or_else(|p| p.into_inner()));
-        level = next.into_inner().unwrap_or_else(|p| p.into_inner());
-        depth += 1;
+        if spawned {
+            quit.store(true, Ordering::Relaxed);
+            begin.wait();
+        }
+    });
+    if let Some(payload) = panicked.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        std::panic::resume_unwind(payload);
     }
     // Depth first from whatever breadth first left, all workers sharing it.
     if shared.dfs.load(Ordering::Relaxed) && !shared.stopped() {
@@ -991,6 +1039,71 @@ mod tests {
         fn time_of(&self, _: &u8) -> u64 {
             0
         }
+    }
+
+    /// [`Graph`] whose step from state `from` panics.
+    struct Panics(Graph, u8);
+
+    impl Explorable for Panics {
+        type State = u8;
+        type Action = u8;
+        type Violation = &'static str;
+        fn initial(&self) -> u8 {
+            0
+        }
+        fn enabled(&self, s: &u8, out: &mut Vec<u8>) {
+            self.0.enabled(s, out);
+        }
+        fn step(&self, s: &u8, a: &u8) -> Option<u8> {
+            assert_ne!(*s, self.1, "a core panicked");
+            self.0.step(s, a)
+        }
+        fn fingerprint(&self, s: &u8) -> u64 {
+            self.0.fingerprint(s)
+        }
+        fn violation(&self, s: &u8) -> Option<&'static str> {
+            self.0.violation(s)
+        }
+        fn depth_bound(&self) -> usize {
+            self.0.depth_bound
+        }
+        fn time_of(&self, _: &u8) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn a_worker_that_panics_ends_the_search_with_its_panic() {
+        // 0 -> 1..=200 (a level of four chunks, run by the workers), each
+        // -> 201; the step from 150 panics. The workers wait for each other
+        // between levels: the panic must reach the caller, not leave the
+        // others waiting for ever.
+        let mut edges = vec![(1..=200).collect::<Vec<u8>>()];
+        edges.extend((1..=200).map(|_| vec![201]));
+        edges.push(vec![]);
+        let g = Panics(
+            Graph {
+                edges,
+                bad: 255,
+                depth_bound: 10,
+            },
+            150,
+        );
+        for threads in [1, 2] {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                explore(&g, Limits::new(threads), |_| {})
+            }));
+            let payload = run.expect_err("the panic reaches the caller");
+            let text = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .unwrap_or_default();
+            assert!(text.contains("a core panicked"), "{text}");
+        }
+        // Without the panic, the same graph is searched whole.
+        let out = explore(&g.0, Limits::new(2), |_| {});
+        assert!(out.exhaustive());
+        assert_eq!(out.states, 202);
     }
 
     #[test]
