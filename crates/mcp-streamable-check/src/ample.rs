@@ -138,15 +138,7 @@ impl CheckModel {
     /// judged on the whole world, and the reduction stays off.
     pub(super) fn shares_stateless_requests(&self) -> bool {
         let stateless = (0..self.scenario.clients.len())
-            .filter(|c| {
-                self.scenario
-                    .settings
-                    .eras
-                    .get(*c)
-                    .copied()
-                    .unwrap_or_default()
-                    != ClientEra::V2025
-            })
+            .filter(|c| self.scenario.settings.era(*c) != ClientEra::V2025)
             .count();
         self.server.stateless_requests == StatelessRequests::SharedTransport && stateless > 1
     }
@@ -217,7 +209,7 @@ impl CheckModel {
         // server's last step on the oldest call has run): else the client
         // whose call that step acted on would stop wherever it then was,
         // and every such point would meet the other's whole run (two
-        // clients, `ask_client`, one drop: past 4 M states, not finished).
+        // clients, `ask_client`, one drop: millions of states more).
         let first = order
             .as_ref()
             .map(|o| [o.oldest, s.calls_for.map(usize::from)])
@@ -370,13 +362,7 @@ impl CheckModel {
     fn may_bring_a_call(&self, s: &State, c: usize) -> bool {
         let w = &s.world;
         let pc = usize::from(s.client_pc[c]);
-        let era = self
-            .scenario
-            .settings
-            .eras
-            .get(c)
-            .copied()
-            .unwrap_or_default();
+        let era = self.scenario.settings.era(c);
         self.scenario.clients[c]
             .get(pc..)
             .is_some_and(|rest| rest.contains(&ClientStep::Call))

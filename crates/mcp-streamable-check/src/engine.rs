@@ -667,10 +667,10 @@ fn explore_pass<M: Explorable>(
     // The workers are spawned once, at the first level of more than one
     // chunk, and run every level after it, each between two barriers: a
     // worker keeps its thread for the whole search, so the client memo's
-    // table it fills is the one it reads (a thread's slot), and a level
-    // does not pay for spawning threads. Spawned for each level, workers
-    // on two threads did 1.6 times what one did, against stateright's
-    // 1.8 (`docs/performance.md`).
+    // table it fills is the one it reads (a table per thread), and a level
+    // does not pay for spawning threads. A worker spawned for each level
+    // would take a new thread, and read the cores other threads' tables
+    // hold (`docs/performance.md`, "Breadth first against stateright's").
     let work: Mutex<Vec<Chunk<M::State>>> = Mutex::new(Vec::new());
     let next: Mutex<Vec<Chunk<M::State>>> = Mutex::new(Vec::new());
     let unexpanded: Mutex<Vec<Item<M::State>>> = Mutex::new(Vec::new());
@@ -680,9 +680,6 @@ fn explore_pass<M: Explorable>(
     let begin = Barrier::new(threads + 1);
     let end = Barrier::new(threads + 1);
     let watcher = std::thread::current();
-    let lock = |m: &'_ Mutex<Vec<Chunk<M::State>>>| {
-        std::mem::take(&mut *m.lock().unwrap_or_else(|p| p.into_inner()))
-    };
     std::thread::scope(|scope| {
         let mut spawned = false;
         while !level.is_empty() && !shared.stopped() && !shared.dfs.load(Ordering::Relaxed) {
@@ -741,11 +738,9 @@ fn explore_pass<M: Explorable>(
                 end.wait();
             }
             // What a stopped level did not reach (none when it ran to its end).
-            graveyard.push(Box::new(lock(&work)));
-            left.extend(std::mem::take(
-                &mut *unexpanded.lock().unwrap_or_else(|p| p.into_inner()),
-            ));
-            level = lock(&next);
+            graveyard.push(Box::new(take_all(&work)));
+            left.extend(take_all(&unexpanded));
+            level = take_all(&next);
             depth += 1;
         }
         if spawned {
@@ -946,6 +941,11 @@ fn worker<M: Explorable>(
     hand_on(&mut local);
 }
 
+/// What `m` holds, leaving it empty.
+fn take_all<T>(m: &Mutex<Vec<T>>) -> Vec<T> {
+    std::mem::take(&mut *m.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 /// States a breadth-first worker takes or hands on at once.
 const CHUNK: usize = 64;
 
@@ -1007,11 +1007,13 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     /// A graph of numbered states: `edges[s]` are the successors of `s`
-    /// in action order; state `bad` breaks the property.
+    /// in action order; state `bad` breaks the property; a step from
+    /// `panics_from` panics, as a core with a bug would.
     struct Graph {
         edges: Vec<Vec<u8>>,
         bad: u8,
         depth_bound: usize,
+        panics_from: Option<u8>,
     }
 
     impl Explorable for Graph {
@@ -1024,7 +1026,8 @@ mod tests {
         fn enabled(&self, s: &u8, out: &mut Vec<u8>) {
             out.extend(&self.edges[usize::from(*s)]);
         }
-        fn step(&self, _: &u8, a: &u8) -> Option<u8> {
+        fn step(&self, s: &u8, a: &u8) -> Option<u8> {
+            assert_ne!(Some(*s), self.panics_from, "a core panicked");
             Some(*a)
         }
         fn fingerprint(&self, s: &u8) -> u64 {
@@ -1041,37 +1044,6 @@ mod tests {
         }
     }
 
-    /// [`Graph`] whose step from state `from` panics.
-    struct Panics(Graph, u8);
-
-    impl Explorable for Panics {
-        type State = u8;
-        type Action = u8;
-        type Violation = &'static str;
-        fn initial(&self) -> u8 {
-            0
-        }
-        fn enabled(&self, s: &u8, out: &mut Vec<u8>) {
-            self.0.enabled(s, out);
-        }
-        fn step(&self, s: &u8, a: &u8) -> Option<u8> {
-            assert_ne!(*s, self.1, "a core panicked");
-            self.0.step(s, a)
-        }
-        fn fingerprint(&self, s: &u8) -> u64 {
-            self.0.fingerprint(s)
-        }
-        fn violation(&self, s: &u8) -> Option<&'static str> {
-            self.0.violation(s)
-        }
-        fn depth_bound(&self) -> usize {
-            self.0.depth_bound
-        }
-        fn time_of(&self, _: &u8) -> u64 {
-            0
-        }
-    }
-
     #[test]
     fn a_worker_that_panics_ends_the_search_with_its_panic() {
         // 0 -> 1..=200 (a level of four chunks, run by the workers), each
@@ -1081,14 +1053,12 @@ mod tests {
         let mut edges = vec![(1..=200).collect::<Vec<u8>>()];
         edges.extend((1..=200).map(|_| vec![201]));
         edges.push(vec![]);
-        let g = Panics(
-            Graph {
-                edges,
-                bad: 255,
-                depth_bound: 10,
-            },
-            150,
-        );
+        let g = Graph {
+            edges,
+            bad: 255,
+            depth_bound: 10,
+            panics_from: Some(150),
+        };
         for threads in [1, 2] {
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 explore(&g, Limits::new(threads), |_| {})
@@ -1101,7 +1071,11 @@ mod tests {
             assert!(text.contains("a core panicked"), "{text}");
         }
         // Without the panic, the same graph is searched whole.
-        let out = explore(&g.0, Limits::new(2), |_| {});
+        let g = Graph {
+            panics_from: None,
+            ..g
+        };
+        let out = explore(&g, Limits::new(2), |_| {});
         assert!(out.exhaustive());
         assert_eq!(out.states, 202);
     }
@@ -1120,6 +1094,7 @@ mod tests {
                 edges: vec![first.clone(), vec![2], vec![4], vec![4], vec![5], vec![]],
                 bad: 5,
                 depth_bound: 4,
+                panics_from: None,
             };
             for threads in [1, 2] {
                 let limits = Limits {
@@ -1173,6 +1148,7 @@ mod tests {
                 ],
                 bad: 9,
                 depth_bound: 4,
+                panics_from: None,
             };
             for threads in [1, 2] {
                 let dfs = explore(
@@ -1201,6 +1177,7 @@ mod tests {
             edges: vec![vec![1, 2], vec![3], vec![3], vec![4], vec![]],
             bad: 4,
             depth_bound: 10,
+            panics_from: None,
         };
         let limits = Limits {
             depth_first: true,

@@ -208,12 +208,7 @@ impl CheckModel {
                     .clients
                     .iter()
                     .enumerate()
-                    .map(|(c, script)| {
-                        (
-                            script,
-                            scenario.settings.eras.get(c).copied().unwrap_or_default(),
-                        )
-                    })
+                    .map(|(c, script)| (script, scenario.settings.era(c)))
                     .collect::<Vec<_>>(),
             ),
             naming: Naming::ByExchange,

@@ -197,9 +197,9 @@ fn finish(
     mut progress: impl FnMut(&Progress),
 ) -> Outcome {
     // Asked every millisecond, so its time is measured to the millisecond
-    // as our explorer's is (a nap that doubled reported 7, 15, 31 … 505 ms:
-    // stateright's time came out up to twice what it took); progress every
-    // quarter second once half a second has gone.
+    // as our explorer's is (naps that doubled would end at 7, 15, 31 … ms
+    // and report up to twice the time taken); progress every quarter
+    // second once half a second has gone.
     let start = Instant::now();
     let mut reported = Duration::ZERO;
     while !checker.is_done() {

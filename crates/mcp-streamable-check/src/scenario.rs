@@ -206,6 +206,13 @@ fn default_events_max() -> usize {
     8
 }
 
+impl Settings {
+    /// Client `c`'s era: the one `eras` names, the session era past its end.
+    pub fn era(&self, c: usize) -> mcp_streamable::client::ClientEra {
+        self.eras.get(c).copied().unwrap_or_default()
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -371,7 +378,7 @@ impl Scenario {
             ));
         }
         for (c, script) in self.clients.iter().enumerate() {
-            let era = self.settings.eras.get(c).copied().unwrap_or_default();
+            let era = self.settings.era(c);
             let may_listen = era != mcp_streamable::client::ClientEra::V2025;
             let needs = "a client of era \"v2026\" or \"auto\" (settings.eras)";
             check_script(script, may_listen, needs).map_err(|m| err(format!("clients[{c}]"), m))?;
