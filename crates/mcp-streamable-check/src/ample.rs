@@ -221,20 +221,18 @@ impl CheckModel {
             .unwrap_or_default();
         let clients = 0..counts.len();
         let begun: Vec<usize> = clients.clone().filter(|c| s.client_pc[*c] > 0).collect();
-        let holds_a_call: Vec<bool> = clients
-            .clone()
-            .map(|c| self.has_a_call_pending(s, c))
-            .collect();
-        let done_calling = begun
-            .iter()
-            .filter(|c| !holds_a_call[**c] && !self.may_bring_a_call(s, **c));
-        let ending = begun.iter().filter(|c| !holds_a_call[**c]);
-        let holding = begun.iter().filter(|c| holds_a_call[**c]);
+        let (ending, holding): (Vec<usize>, Vec<usize>) = begun
+            .into_iter()
+            .partition(|c| !self.has_a_call_pending(s, *c));
+        let (done_calling, calling): (Vec<usize>, Vec<usize>) = ending
+            .into_iter()
+            .partition(|c| !self.may_bring_a_call(s, *c));
         let not_begun = clients.filter(|c| s.client_pc[*c] == 0);
         let c = done_calling
-            .copied()
+            .into_iter()
             .chain(first.into_iter().flatten())
-            .chain(ending.chain(holding).copied())
+            .chain(calling)
+            .chain(holding)
             .chain(not_begun)
             .find(|c| counts[*c] > 0 && order.as_ref().is_none_or(|o| o.alone(*c)))?;
         (all.len() > counts[c]).then_some(Ample::Component(c))
