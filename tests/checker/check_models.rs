@@ -331,7 +331,7 @@ fn every_request_ends_is_judged_and_its_breaches_caught() {
     };
     for (name, server, floor) in [
         ("response_on_background_get", "CONFORMANCE_SSE_RETRY", 1_000),
-        ("two_eras", "RMCP_0_16", 10_000),
+        ("two_eras", "RMCP_0_16", 2_500),
     ] {
         let scenario = find(name);
         let mut e = scenario.expect[0].clone();
