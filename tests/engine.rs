@@ -200,6 +200,68 @@ fn breadth_first_turns_depth_first_when_the_frontier_outgrows_its_share() {
     assert_eq!(out.counterexample.map(|c| c.violation.id), Some("B5"));
 }
 
+/// `check`'s default search: breadth first within its share, then depth
+/// first; the same states where the model holds, and where it does not, a
+/// counterexample as short as breadth first's alone, found again breadth
+/// first after depth first met one.
+#[test]
+fn the_default_search_turns_depth_first_and_keeps_shortest_counterexamples() {
+    // A share of zero: breadth first gives way at its first reading.
+    let mut limits = Limits::new(2);
+    limits.memory_max = None;
+    limits.bfs_memory_max = Some(0);
+    let m = model("competing_get_streams_3", "FIXED", "EVENTSOURCE_RECONNECT");
+    let whole = run_search(&m, Limits::new(2), Search::Bfs, |_| {});
+    let out = run_search(&m, limits, Search::Auto, |_| {});
+    assert_eq!(out.order, Order::BfsThenDfs { depth: 1 });
+    assert!(out.exhaustive() && out.counterexample.is_none());
+    assert_eq!(out.states, whole.states, "the same space");
+    assert!(out.states > 10_000, "{}", out.states);
+
+    // Depth first alone meets a longer one on at least one of them: the
+    // search again is what makes it shortest.
+    let mut longer = false;
+    for (name, server, client, id) in [
+        (
+            "resume_finished_request_stream",
+            "RMCP_3_9",
+            "EVENTSOURCE_RECONNECT",
+            "B5",
+        ),
+        ("three_clients", "RMCP_0_16", "FIXED", "A5"),
+    ] {
+        let bad = model(name, server, client);
+        let depth_first = run_search(&bad, limits, Search::Dfs, |_| {});
+        let breadth_first = run_search(&bad, Limits::new(2), Search::Bfs, |_| {});
+        let out = run_search(&bad, limits, Search::Auto, |_| {});
+        let len = |o: &mcp_streamable_check::Outcome| {
+            o.counterexample.as_ref().map(|c| c.steps.len()).unwrap()
+        };
+        assert_eq!(
+            out.counterexample.as_ref().map(|c| c.violation.id),
+            Some(id),
+            "{name}"
+        );
+        assert_eq!(len(&out), len(&breadth_first), "{name}: a shortest one");
+        assert_ne!(
+            out.order,
+            Order::BfsThenDfs { depth: 1 },
+            "{name}: searched again"
+        );
+        assert!(
+            len(&depth_first) >= len(&out),
+            "{name}: depth first's {} against {}",
+            len(&depth_first),
+            len(&out)
+        );
+        longer |= len(&depth_first) > len(&out);
+    }
+    assert!(
+        longer,
+        "depth first met a shortest counterexample everywhere"
+    );
+}
+
 #[test]
 fn random_walks_are_never_exhaustive() {
     let m = model("competing_get_streams_2", "FIXED", "FIXED");

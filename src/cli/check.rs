@@ -35,14 +35,18 @@ pub struct CheckArgs {
     /// Where counterexample traces and pictures go.
     #[arg(long, default_value = "target/check")]
     out: PathBuf,
-    /// Search: `bfs` (exhaustive, shortest counterexamples; turns depth first
-    /// by itself when the frontier outgrows half the memory budget), `dfs`
-    /// (exhaustive, least memory), `stateright` (stateright's own BFS, no
-    /// budget: a cross-check), `bitstate` (depth first against a bit array
-    /// instead of a table of states, for state spaces past memory: real
-    /// counterexamples, never "holds", and the chance it missed something)
-    /// or `simulation` (seeded random walks).
-    #[arg(long, default_value = "bfs")]
+    /// Search: `auto` (exhaustive, shortest counterexamples: breadth first
+    /// until its frontier has grown by 64 MiB, then depth first, which costs
+    /// half as much a state; a counterexample met depth first is searched
+    /// for again breadth first), `bfs` (exhaustive, shortest
+    /// counterexamples; turns depth first by itself when the frontier
+    /// outgrows half the memory budget), `dfs` (exhaustive, least memory),
+    /// `stateright` (stateright's own BFS, no budget: a cross-check),
+    /// `bitstate` (depth first against a bit array instead of a table of
+    /// states, for state spaces past memory: real counterexamples, never
+    /// "holds", and the chance it missed something) or `simulation` (seeded
+    /// random walks).
+    #[arg(long, default_value = "auto")]
     search: String,
     /// The bit array of `--search bitstate`: 2^N bits (20 to 40; 32 is
     /// 512 MiB). More bits, fewer states missed by collisions.
@@ -158,6 +162,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             .unwrap_or(1)
     });
     let search = match args.search.as_str() {
+        "auto" => Search::Auto,
         "bfs" => Search::Bfs,
         "dfs" => Search::Dfs,
         "stateright" => Search::StaterightBfs,
@@ -170,7 +175,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
         },
         other => {
             return Err(format!(
-                "--search {other:?}: expected bfs, dfs, stateright, bitstate or simulation"
+                "--search {other:?}: expected auto, bfs, dfs, stateright, bitstate or simulation"
             ))
         }
     };
@@ -378,9 +383,18 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, String> {
             ));
         }
         if let Order::BfsThenDfs { depth } = out.order {
+            let why = if search == Search::Auto {
+                "its frontier passed the share `--search auto` gives breadth first"
+            } else {
+                "the frontier outgrew its share of the memory budget"
+            };
             notes.push(format!(
-                "{label}: breadth first up to depth {depth}, then depth first (the frontier outgrew its share of the memory budget){}",
-                if out.counterexample.is_some() { "; the counterexample may not be the shortest" } else { "" }
+                "{label}: breadth first up to depth {depth}, then depth first ({why}){}",
+                if out.counterexample.is_some() {
+                    "; the counterexample may not be the shortest"
+                } else {
+                    ""
+                }
             ));
         }
         let listed = scenario

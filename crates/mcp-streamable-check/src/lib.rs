@@ -31,7 +31,7 @@ pub use ample::Ample;
 pub use diagram::Diagram;
 pub use engine::{Interrupt, Limit, Limits, Order, Progress};
 pub use model::{Action, CheckModel, State};
-pub use run::{found_reduced, run, run_search, Counterexample, Outcome, Search};
+pub use run::{found_reduced, run, run_search, Counterexample, Outcome, Search, AUTO_FRONTIER_MAX};
 pub use scenario::{
     ClientStep, Expectation, NotifyReach, Scenario, ScenarioError, ServerStep, Verdict,
 };

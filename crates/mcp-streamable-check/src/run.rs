@@ -58,6 +58,14 @@ impl<A, V> Outcome<A, V> {
 /// How the state space is searched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Search {
+    /// Breadth first while its frontier is small, then depth first; a
+    /// counterexample met depth first is searched for again breadth first,
+    /// for a shortest one (`check`'s default). Breadth first expands states
+    /// made long before, cold in every cache, and costs about twice what
+    /// depth first does per state (`docs/performance.md`); most models that
+    /// hold pass the share, and most violations lie within it. The share is
+    /// [`Limits::bfs_memory_max`] when set, else [`AUTO_FRONTIER_MAX`].
+    Auto,
     /// Breadth first (our explorer): shortest counterexamples; gives way to
     /// depth first when the frontier outgrows half the memory budget.
     Bfs,
@@ -83,6 +91,15 @@ pub enum Search {
         limit: Duration,
     },
 }
+
+/// How much the resident size may grow while [`Search::Auto`] searches
+/// breadth first, before it turns depth first. Small: a model that passes
+/// it is searched at depth first's cost, about half breadth first's per
+/// state (a model of 4.1 M states: 22 s against 43 s breadth first to half
+/// the memory budget; the three bundled checks that pass it, 4.4 s against
+/// 6.8 s); a violation met past it is searched for again breadth first
+/// (`docs/performance.md`).
+pub const AUTO_FRONTIER_MAX: u64 = 64 << 20;
 
 /// The least budget, in states, of the search for a shortest counterexample
 /// after the reduced search found one (ten times the reduced search's states
@@ -113,13 +130,58 @@ pub fn run_search(
     search: Search,
     mut progress: impl FnMut(&Progress),
 ) -> Outcome {
+    search_with(model, limits, search, &mut progress)
+}
+
+/// [`run_search`] with its progress behind a reference: [`Search::Auto`]
+/// runs two searches of its own through it.
+fn search_with(
+    model: &CheckModel,
+    limits: Limits,
+    search: Search,
+    progress: &mut dyn FnMut(&Progress),
+) -> Outcome {
     match search {
+        Search::Auto => {
+            let quick = Limits {
+                bfs_memory_max: Some(limits.bfs_memory_max.unwrap_or(AUTO_FRONTIER_MAX)),
+                depth_first: false,
+                ..limits
+            };
+            let out = search_with(model, quick, Search::Bfs, progress);
+            if out.counterexample.is_none() || !matches!(out.order, Order::BfsThenDfs { .. }) {
+                return out;
+            }
+            // Met depth first: breadth first again, to half the memory
+            // budget as `Search::Bfs` goes, for a shortest counterexample.
+            // One it cannot find (a budget, an interrupt) leaves the one
+            // depth first met, which the order says may be longer.
+            let again = Limits {
+                bfs_memory_max: None,
+                ..limits
+            };
+            let shortest = search_with(model, again, Search::Bfs, progress);
+            let elapsed = out.elapsed + shortest.elapsed;
+            let rss_peak = out.rss_peak.max(shortest.rss_peak);
+            if shortest.counterexample.is_some() {
+                return Outcome {
+                    elapsed,
+                    rss_peak,
+                    ..shortest
+                };
+            }
+            Outcome {
+                elapsed,
+                rss_peak,
+                ..out
+            }
+        }
         Search::Bfs | Search::Dfs => {
             let limits = Limits {
                 depth_first: search == Search::Dfs,
                 ..limits
             };
-            let out = engine::explore(model, limits, &mut progress);
+            let out = engine::explore(model, limits, &mut *progress);
             if out.counterexample.is_none() || !model.reduces() || out.order != Order::Bfs {
                 return out;
             }
@@ -139,7 +201,7 @@ pub fn run_search(
             let full = engine::explore(
                 &model.clone().with_reduction(false),
                 shortest,
-                &mut progress,
+                &mut *progress,
             );
             let elapsed = out.elapsed + full.elapsed;
             if full.counterexample.is_some() {
@@ -154,7 +216,7 @@ pub fn run_search(
             }
         }
         Search::BitState { log2_bits } => {
-            engine::bitstate::explore(model, limits, log2_bits, &mut progress)
+            engine::bitstate::explore(model, limits, log2_bits, &mut *progress)
         }
         Search::StaterightBfs => {
             let builder = stateright_builder(model, limits.threads);
