@@ -62,8 +62,9 @@ pub enum Search {
     /// counterexample met depth first is searched for again breadth first,
     /// for a shortest one (`check`'s default). Breadth first expands states
     /// made long before, cold in every cache, and costs about twice what
-    /// depth first does per state (`docs/performance.md`); most models that
-    /// hold pass the share, and most violations lie within it. The share is
+    /// depth first does per state (`docs/performance.md`): a large model that
+    /// holds is searched at depth first's cost, and a shallow violation is
+    /// still met breadth first, within the share. The share is
     /// [`Limits::bfs_memory_max`] when set, else [`AUTO_FRONTIER_MAX`].
     Auto,
     /// Breadth first (our explorer): shortest counterexamples; gives way to
