@@ -80,18 +80,28 @@ impl Symmetry {
         drops.hash(&mut h);
         drops_for.is_some().hash(&mut h);
         calls_for.is_some().hash(&mut h);
-        let mut parts = Vec::new();
+        // A group's parts sorted on the stack (a slice hashes as the vector
+        // it replaces: its length, then each part); a larger group than the
+        // buffer holds spills to the heap.
+        let mut buf = [0u64; 8];
+        let mut spill = Vec::new();
         for group in &self.groups {
-            parts.clear();
-            parts.extend(group.iter().map(|&c| {
+            let parts: &mut [u64] = match buf.get_mut(..group.len()) {
+                Some(parts) => parts,
+                None => {
+                    spill.resize(group.len(), 0);
+                    &mut spill
+                }
+            };
+            for (part, &c) in parts.iter_mut().zip(group) {
                 let mut ch = build.build_hasher();
                 world.hash_client(c, &mut ch);
                 client_pc[c].hash(&mut ch);
                 notices.get(c).hash(&mut ch);
                 (*drops_for == Some(c as u8)).hash(&mut ch);
                 (*calls_for == Some(c as u8)).hash(&mut ch);
-                ch.finish()
-            }));
+                *part = ch.finish();
+            }
             parts.sort_unstable();
             parts.hash(&mut h);
         }

@@ -24,7 +24,7 @@ use crate::principal::{Caller, Principal};
 use crate::release::Release;
 use crate::shared::Shared;
 use crate::time::Instant;
-use crate::unhashed::Unhashed;
+use crate::unhashed::{Compared, Unhashed};
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -125,7 +125,8 @@ pub struct ServerEndpoint {
     /// Fixed for the endpoint's life; shared, so copies of the endpoint
     /// (a checker's states) neither copy nor rehash it.
     config: Shared<EndpointConfig>,
-    policy: ServerPolicy,
+    /// Fixed for the endpoint's life: compared, never hashed.
+    policy: Compared<ServerPolicy>,
     ids: IdSource,
     /// Each session shared between clones until changed: a model checker's
     /// step touches one session of a world.
@@ -192,7 +193,7 @@ impl ServerEndpoint {
         ServerEndpoint {
             next_http: http_id_base + 1,
             config,
-            policy,
+            policy: Compared(policy),
             ids,
             sessions: BTreeMap::new(),
             stateless: 0,
@@ -399,7 +400,7 @@ impl ServerEndpoint {
             version,
             adoption,
             self.config.session.clone(),
-            self.policy,
+            *self.policy,
         )
         .with_principal(principal);
         self.sessions.insert(id.clone(), Shared::new(s));
@@ -1029,7 +1030,7 @@ impl ServerEndpoint {
             return Err(RequestError::Overloaded);
         }
         let id = self.fresh_session_id();
-        let mut s = ServerSession::stateless(id.clone(), &self.config.session, self.policy)
+        let mut s = ServerSession::stateless(id.clone(), &self.config.session, *self.policy)
             .with_principal(caller.principal.clone());
         if self.policy.stateless_requests == StatelessRequests::SharedTransport && !is_listen {
             // Every later 2026-07-28 request goes into this one, whoever sends it.
@@ -1078,7 +1079,7 @@ impl ServerEndpoint {
             namespace,
             version,
             self.config.session.clone(),
-            self.policy,
+            *self.policy,
         )
         .with_principal(admit.caller.principal.clone());
         self.sessions.insert(id.clone(), Shared::new(session));

@@ -41,6 +41,7 @@ use crate::release::Release;
 use crate::server::v2026::ListenFilter;
 use crate::shared::Shared;
 use crate::time::{Instant, Timers};
+use crate::unhashed::Compared;
 use crate::version::ProtocolVersion;
 pub use config::{
     key_base, request_id_base, ResponseMode, SessionConfig, SessionTimer, ADOPTIONS_SPAN,
@@ -64,7 +65,8 @@ pub struct ServerSession {
     version: ProtocolVersion,
     /// Shared with the endpoint's other sessions (`EndpointConfig::session`).
     config: Shared<SessionConfig>,
-    policy: ServerPolicy,
+    /// The endpoint's, fixed for the session's life: compared, never hashed.
+    policy: Compared<ServerPolicy>,
     phase: Phase,
     /// Its streams, and the ids they are numbered by.
     streams: Streams,
@@ -120,7 +122,7 @@ impl ServerSession {
             codec,
             version,
             config,
-            policy,
+            policy: Compared(policy),
             phase: Phase::New,
             streams,
             exchanges: BTreeMap::new(),
