@@ -910,6 +910,35 @@ fn ending_a_session_answers_404_only_where_no_head_went_out() {
     assert!(h.violations().is_empty(), "{:?}", h.violations());
 }
 
+/// A call to be answered in JSON that the client cancels before its answer
+/// (its connection died unnoticed, or the client keeps it open) still gets
+/// a head before its end: `202`, no body, as a POST with no request does.
+/// Ended with no head, a shell would have had a body's end to write on a
+/// response never opened (A4).
+#[test]
+fn a_json_call_cancelled_before_its_answer_is_accepted_with_202() {
+    let mut config = common::test_config();
+    config.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
+    let mut h = ready_with(config);
+    let (call, id) = h.call();
+    assert_eq!(h.log[&call].status, None, "undecided: no head yet");
+    let cancel = h.post(&format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+    ));
+    assert_eq!(status(&h, cancel), 202);
+    assert_eq!(h.log[&call].status, Some(202));
+    assert_eq!(h.log[&call].content, Some(Content::None), "no body");
+    assert_eq!(h.log[&call].end, Some(EndReason::Complete));
+    assert!(h.log[&call].json.is_empty());
+    // The application's late answer is dropped, and nothing more is
+    // written on the exchange.
+    h.respond(&id);
+    assert_eq!(h.log[&call].status, Some(202));
+    assert!(h.log[&call].json.is_empty());
+    h.finish();
+    assert!(h.violations().is_empty(), "{:?}", h.violations());
+}
+
 /// `streams_max` trims idle streams only: a standalone GET still attached is
 /// never trimmed, however many finished streams come after it.
 #[test]

@@ -81,7 +81,9 @@
 //! what lets a client resume it. [`ResponseMode::JsonWhenAlone`] answers
 //! `application/json` when the response is the first and only thing to
 //! write, and a stream otherwise (progress, a request to the client, a
-//! notification related to the call). Set it in
+//! notification related to the call). A call the client cancels before
+//! anything was written for it is answered `202` with no body, the head
+//! every exchange gets before its end. Set it in
 //! [`SessionConfig::response_mode`] through [`EndpointConfig::session`].
 //! Requests of the 2026-07-28 era are always answered as the era says,
 //! whatever this setting.

@@ -12,7 +12,8 @@ pub enum ResponseMode {
     #[default]
     Sse,
     /// `application/json` when the response is the first thing written, else SSE;
-    /// committed at the first write.
+    /// committed at the first write. A call cancelled before anything was
+    /// written is answered `202` with no body.
     JsonWhenAlone,
 }
 

@@ -1512,11 +1512,21 @@ impl ServerSession {
     }
 
     fn end(&mut self, http: HttpId, reason: EndReason) {
-        if let Some(e) = self.exchanges.get_mut(&http) {
+        if let Some(e) = self.exchanges.get(&http) {
             if e.ended {
                 return;
             }
-            e.ended = true;
+            // A head first, exactly once, on every exchange (the wire's
+            // contract, A4): one that ends before any was written (a call
+            // to be answered in JSON, cancelled by the client before its
+            // answer) is accepted with nothing to say, as a POST that
+            // carries no request is: 202, no body.
+            if !e.head_sent {
+                self.head(http, 202, Content::None);
+            }
+            if let Some(e) = self.exchanges.get_mut(&http) {
+                e.ended = true;
+            }
         }
         self.tx(http, TransmitKind::End(reason));
     }
