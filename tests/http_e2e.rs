@@ -48,6 +48,13 @@ impl App for TestApp {
                 self.later.insert(self.next, id);
                 cx.after(300, self.next);
             }
+            ("tools/call", Some("wait")) => {
+                // Answered only after five seconds: a call the client may
+                // cancel first.
+                self.next += 1;
+                self.later.insert(self.next, id);
+                cx.after(5_000, self.next);
+            }
             ("tools/call", Some("announce")) => {
                 cx.notify("notifications/tools/list_changed", None, Cause::Unrelated);
                 cx.respond(&id, Ok(RawJson::from(serde_json::json!({"content": []}))));
@@ -656,6 +663,39 @@ async fn a_request_waking_an_expired_session_gets_404_before_any_sweep() {
     let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
     let (status, body, _) = raw(addr, "POST", &h, ping).await;
     assert_eq!(status, 404, "{body}");
+    server.shutdown().await;
+}
+
+/// A call to be answered in JSON (`ResponseMode::JsonWhenAlone`) that the
+/// client cancels while its POST waits: the POST is answered at once, `202`
+/// with no body, over real HTTP (not left open until the application's late
+/// answer, which is dropped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_call_cancelled_while_its_post_waits_is_answered_202() {
+    let mut options = ServerOptions::default();
+    options.endpoint.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
+    let server = bind(options).await;
+    let addr = server.addr.unwrap();
+    let sid = open_session(addr).await;
+    let h = [POST[0], POST[1], ("mcp-session-id", sid.as_str())];
+    let named = sid.clone();
+    let call = tokio::spawn(async move {
+        let h = [POST[0], POST[1], ("mcp-session-id", named.as_str())];
+        let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait"}}"#;
+        raw(addr, "POST", &h, body).await
+    });
+    // The call reaches the server before its cancellation does.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!call.is_finished(), "the call waits for its answer");
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#;
+    let (status, _, _) = raw(addr, "POST", &h, cancel).await;
+    assert_eq!(status, 202);
+    let (status, body, _) = tokio::time::timeout(Duration::from_secs(2), call)
+        .await
+        .expect("answered once cancelled, not at the late answer")
+        .unwrap();
+    assert_eq!(status, 202);
+    assert!(body.is_empty(), "no body: {body}");
     server.shutdown().await;
 }
 
