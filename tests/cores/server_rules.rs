@@ -37,6 +37,14 @@ fn ready_with(config: mcp_streamable::server::EndpointConfig) -> Harness {
     h
 }
 
+/// The tests' endpoint configuration with calls answered in JSON when the
+/// answer is alone (`ResponseMode::JsonWhenAlone`).
+fn json_config() -> mcp_streamable::server::EndpointConfig {
+    let mut config = common::test_config();
+    config.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
+    config
+}
+
 fn status(h: &Harness, http: mcp_streamable::ids::HttpId) -> u16 {
     h.log[&http].status.expect("a head")
 }
@@ -242,9 +250,7 @@ fn no_priming_before_2025_11_25() {
 
 #[test]
 fn json_mode_commits_once() {
-    let mut config = common::test_config();
-    config.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
-    let mut h = ready_with(config);
+    let mut h = ready_with(json_config());
     let (plain, id) = h.call();
     h.respond(&id);
     assert_eq!(h.log[&plain].content, Some(Content::Json));
@@ -895,9 +901,7 @@ fn events_before_the_initialize_answer_are_numbered_except_under_rmcp_0_16() {
 /// one already streaming (the GET) just ends, with no second head.
 #[test]
 fn ending_a_session_answers_404_only_where_no_head_went_out() {
-    let mut config = common::test_config();
-    config.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
-    let mut h = ready_with(config);
+    let mut h = ready_with(json_config());
     let get = h.get(None);
     let (call, _id) = h.call();
     assert_eq!(h.log[&call].status, None, "undecided: no head yet");
@@ -917,9 +921,7 @@ fn ending_a_session_answers_404_only_where_no_head_went_out() {
 /// response never opened (A4).
 #[test]
 fn a_json_call_cancelled_before_its_answer_is_accepted_with_202() {
-    let mut config = common::test_config();
-    config.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
-    let mut h = ready_with(config);
+    let mut h = ready_with(json_config());
     let (call, id) = h.call();
     assert_eq!(h.log[&call].status, None, "undecided: no head yet");
     let cancel = h.post(&format!(
@@ -993,9 +995,11 @@ fn an_answered_live_exchange_is_forgotten_at_once() {
 /// commits to SSE when it opens, and carries every answer.
 #[test]
 fn a_batch_reply_commits_sse_at_once_even_when_json_could_wait() {
-    let mut config = common::test_config();
-    config.session.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
-    let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_03_26, config);
+    let mut h = Harness::with(
+        ServerPolicy::FIXED,
+        ProtocolVersion::V2025_03_26,
+        json_config(),
+    );
     h.initialize();
     h.initialized();
     let batch = h.post(
@@ -1197,10 +1201,8 @@ fn a_request_id_in_flight_is_refused_until_answered() {
 /// after an end.
 #[test]
 fn keep_alive_comments_go_only_to_open_streams_whose_head_is_out() {
-    use mcp_streamable::server::ResponseMode;
-    let mut config = common::test_config();
+    let mut config = json_config();
     config.session.keepalive_ms = Some(1_000);
-    config.session.response_mode = ResponseMode::JsonWhenAlone;
     let mut h = Harness::with(ServerPolicy::FIXED, ProtocolVersion::V2025_11_25, config);
     h.initialize();
     h.initialized();
