@@ -20,6 +20,7 @@ mod check_support;
 mod ample_sets;
 mod check_models;
 mod defaults;
+mod pool;
 mod random_models;
 mod reductions;
 mod retirement;

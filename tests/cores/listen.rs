@@ -7,8 +7,8 @@
 use mcp_streamable::client::{
     ClientConfig, ClientEra, ClientError, ClientEvent, ClientUsageError, Purpose,
 };
-use mcp_streamable::ids::HttpId;
-use mcp_streamable::policy::{ClientPolicy, Relisten};
+use mcp_streamable::ids::{HttpId, RequestId};
+use mcp_streamable::policy::{ClientPolicy, ListenPool, Relisten};
 use mcp_streamable::server::v2026::ListenFilter;
 use mcp_streamable_check::sim::{PairConfig, World};
 
@@ -267,4 +267,87 @@ fn unlisten_while_waiting_to_listen_again_is_over_for_the_monitor_too() {
     w.server_broadcast(TOOLS);
     w.drive();
     assert_eq!(violations(&mut w), Vec::<&str>::new());
+}
+
+/// A world whose client's transport keeps `pool` connections
+/// (`ClientConfig::connections_max`), its listens under `listen_pool`.
+fn pooled(pool: usize, listen_pool: ListenPool) -> World {
+    let config = PairConfig {
+        client: ClientConfig {
+            era: ClientEra::V2026,
+            connections_max: Some(pool),
+            ..ClientConfig::default()
+        },
+        client_policy: ClientPolicy {
+            listen_pool,
+            ..ClientPolicy::FIXED
+        },
+        ..PairConfig::default()
+    };
+    let mut w = World::with(config);
+    w.log = Some(Vec::new());
+    w.initialize();
+    w.drive();
+    assert!(w.client().is_v2026());
+    w
+}
+
+fn answered(w: &World, id: &RequestId) -> bool {
+    w.client_events
+        .iter()
+        .any(|e| matches!(e, ClientEvent::Response { id: r, .. } if r == id))
+}
+
+/// A listen holds its connection for as long as it lasts: FIXED never lets
+/// one take the last connection of the pool, so requests always have one.
+/// On a pool of one there is no listen; on a pool of two, one; once it
+/// ends, another may take its place.
+#[test]
+fn a_listen_never_takes_the_pools_last_connection() {
+    let mut w = pooled(1, ListenPool::LeavesOne);
+    let now = w.now;
+    assert_eq!(
+        w.client_mut().listen(ListenFilter::all(), now),
+        Err(ClientUsageError::NoSpareConnection)
+    );
+    let call = w.call_on(0, "echo").expect("call");
+    w.drive();
+    assert!(answered(&w, &call), "{:?}", w.client_events);
+
+    let mut w = pooled(2, ListenPool::LeavesOne);
+    let l = w
+        .listen_on(0)
+        .expect("the first listen leaves a connection");
+    w.drive();
+    assert!(w.client().is_listening(l));
+    let now = w.now;
+    assert_eq!(
+        w.client_mut().listen(ListenFilter::all(), now),
+        Err(ClientUsageError::NoSpareConnection)
+    );
+    let call = w.call_on(0, "echo").expect("call");
+    w.drive();
+    assert!(answered(&w, &call), "{:?}", w.client_events);
+    w.client_mut().unlisten(l).unwrap();
+    w.pump();
+    let again = w.listen_on(0).expect("its connection is free again");
+    w.drive();
+    assert!(w.client().is_listening(again));
+    assert_eq!(violations(&mut w), Vec::<&str>::new());
+}
+
+/// A client that ignores its pool (`ListenPool::IgnoringPool`): on a pool
+/// of one the listen takes the connection, and a call after it is never
+/// sent: it waits for its deadline (the checker's L2,
+/// `tests/checker/pool.rs`).
+#[test]
+fn a_listen_that_ignores_the_pool_leaves_requests_waiting() {
+    let mut w = pooled(1, ListenPool::IgnoringPool);
+    let l = w.listen_on(0).expect("listens whatever the pool");
+    w.drive();
+    assert!(w.client().is_listening(l));
+    let call = w.call_on(0, "echo").expect("call");
+    w.drive();
+    assert!(!answered(&w, &call), "{:?}", w.client_events);
+    assert!(w.client().pending().any(|p| p == call), "still pending");
 }

@@ -1024,6 +1024,30 @@ pub enum Relisten {
     Unnoticed,
 }
 
+/// Whether a `subscriptions/listen` stream (2026-07-28) may take the
+/// transport's last free connection
+/// ([`ClientConfig::connections_max`](crate::client::ClientConfig::connections_max)).
+/// A server holds a listen open for as long as it lasts, and so does its
+/// connection: the mechanism of csharp-sdk #1637 (R20, the standalone GET
+/// of the session era, [`BackgroundGet`]) in the era that replaced that GET.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListenPool {
+    /// Never: a listen that would leave the pool no connection for
+    /// requests is refused at once
+    /// ([`ClientUsageError::NoSpareConnection`](crate::client::ClientUsageError::NoSpareConnection)),
+    /// so a pool of `n` connections holds at most `n - 1` listens and a
+    /// pool of one none. The application hears why and may listen again
+    /// once another listen ended; its requests never wait behind a stream
+    /// that does not end.
+    #[default]
+    LeavesOne,
+    /// Whatever the pool: on a pool of one connection the listen takes it,
+    /// and every request after it waits, unsent, until its own deadline
+    /// (L2). A client that does not know its transport's pool does this.
+    IgnoringPool,
+}
+
 /// What the client does with a request whose `200` answer was a whole
 /// body (`application/json`) without its response: not JSON-RPC at all,
 /// `{}`, or another message (a progress notification that a server made
@@ -1218,6 +1242,8 @@ pub struct ClientPolicy {
     pub background_get: BackgroundGet,
     /// See [`Relisten`].
     pub relisten: Relisten,
+    /// See [`ListenPool`].
+    pub listen_pool: ListenPool,
     /// See [`SessionLoss`].
     pub session_loss: SessionLoss,
     /// See [`JsonWithoutResponse`].
@@ -1243,6 +1269,7 @@ impl ClientPolicy {
         reconnect_streams: ReconnectStreams::Unfinished,
         background_get: BackgroundGet::On,
         relisten: Relisten::AndRelist,
+        listen_pool: ListenPool::LeavesOne,
         session_loss: SessionLoss::FailPending,
         json_without_response: JsonWithoutResponse::Fail,
         resume_cursor: ResumeCursor::Stream,

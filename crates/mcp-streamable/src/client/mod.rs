@@ -74,8 +74,10 @@ pub struct ClientConfig {
     /// Connections the transport keeps to the server at once, its pool
     /// (`None`: as many as asked). An HTTP/1.1 client carries one exchange
     /// per connection, and one a pool has no room for waits for a free
-    /// one: the core never lets its standalone GET, which a server holds
-    /// open, take the last ([`BackgroundGet::On`](crate::policy::BackgroundGet::On)).
+    /// one: the core never lets its standalone GET or a listen, which a
+    /// server holds open, take the last
+    /// ([`BackgroundGet::On`](crate::policy::BackgroundGet::On),
+    /// [`ListenPool::LeavesOne`](crate::policy::ListenPool::LeavesOne)).
     /// Tell it what the transport's pool is (HttpClient's
     /// `MaxConnectionsPerServer`, reqwest's per-host limit).
     pub connections_max: Option<usize>,
@@ -298,6 +300,12 @@ pub enum ClientUsageError {
     /// No such listen.
     #[error("{0} is not listening")]
     UnknownListen(ListenId),
+    /// A listen would take the last connection of the transport's pool
+    /// (`connections_max`) that its other listens leave to requests: a
+    /// server holds a listen open, so requests would wait behind it for
+    /// ever (`ListenPool::LeavesOne`).
+    #[error("a listen would take the pool's last connection for requests")]
+    NoSpareConnection,
     /// `provide_input` takes a map of answers keyed as the server keyed
     /// its `inputRequests`.
     #[error("input responses must be a JSON object keyed by input request")]

@@ -34,11 +34,11 @@ use crate::jsonrpc::{self, ErrorObject, Message, RawJson};
 use crate::mrtr::input::METHODS;
 use crate::mrtr::{check_asked, Asked, ClientCapabilities, InputError};
 use crate::observe::Observation;
-use crate::policy::Relisten;
 use crate::policy::{
     BackgroundGet, ClientPolicy, CompletionGate, ForegroundAfterCompletion, ReconnectStreams,
     SessionCommit, SessionLoss,
 };
+use crate::policy::{ListenPool, Relisten};
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::sse::SseItem;
 use crate::time::{Instant, Timers};
@@ -1427,11 +1427,24 @@ impl ClientSession {
         if self.listens.len() >= self.config.listens_max {
             return Err(ClientUsageError::TooManyRequests);
         }
+        if !self.listen_leaves_a_connection() {
+            return Err(ClientUsageError::NoSpareConnection);
+        }
         let l = ListenId(self.next_listen);
         self.next_listen += 1;
         self.listens.insert(l, Listen::new(filter));
         self.open_listen(l, now);
         Ok(l)
+    }
+
+    /// Whether one more listen leaves the transport's pool a connection
+    /// for requests ([`ListenPool`]): the listens there are, each holding
+    /// its own for as long as it lasts, and the standalone GET if one is
+    /// open, leave at least two.
+    fn listen_leaves_a_connection(&self) -> bool {
+        let held = self.listens.len() + usize::from(self.background.http.is_some());
+        self.policy.listen_pool == ListenPool::IgnoringPool
+            || self.config.connections_max.is_none_or(|n| held + 1 < n)
     }
 
     /// Stops listening: the stream is closed (the era's cancellation),
