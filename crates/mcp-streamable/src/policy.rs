@@ -1048,6 +1048,31 @@ pub enum ListenPool {
     IgnoringPool,
 }
 
+/// What the client does when its answer to a server's request finds no
+/// connection in the transport's pool
+/// ([`ClientConfig::connections_max`](crate::client::ClientConfig::connections_max))
+/// because streams the server holds open take them all. The server may be
+/// waiting for that answer before it ends any of them: its question came
+/// on one (a tool awaiting its elicitation), and the answer queued behind
+/// it is never sent until someone's deadline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerRoom {
+    /// A stream gives up its connection to the answer: the standalone GET
+    /// (opened again, from its last event id, once a connection is spare),
+    /// else a request's stream the server can resume (it has an event id),
+    /// resumed at once from that id. The pool grants connections in the
+    /// order exchanges were opened, so the answer goes first and the
+    /// resumption after it; no message is lost, since the server replays
+    /// what the stream missed.
+    #[default]
+    YieldStream,
+    /// The answer waits for a connection whatever holds them: on a pool of
+    /// one, a call whose tool asks the client a question and awaits the
+    /// answer waits until a deadline (L2, `models/answer_behind_its_question.json`).
+    Wait,
+}
+
 /// What the client does with a request whose `200` answer was a whole
 /// body (`application/json`) without its response: not JSON-RPC at all,
 /// `{}`, or another message (a progress notification that a server made
@@ -1244,6 +1269,8 @@ pub struct ClientPolicy {
     pub relisten: Relisten,
     /// See [`ListenPool`].
     pub listen_pool: ListenPool,
+    /// See [`AnswerRoom`].
+    pub answer_room: AnswerRoom,
     /// See [`SessionLoss`].
     pub session_loss: SessionLoss,
     /// See [`JsonWithoutResponse`].
@@ -1270,6 +1297,7 @@ impl ClientPolicy {
         background_get: BackgroundGet::On,
         relisten: Relisten::AndRelist,
         listen_pool: ListenPool::LeavesOne,
+        answer_room: AnswerRoom::YieldStream,
         session_loss: SessionLoss::FailPending,
         json_without_response: JsonWithoutResponse::Fail,
         resume_cursor: ResumeCursor::Stream,

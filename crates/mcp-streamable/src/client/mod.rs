@@ -74,10 +74,14 @@ pub struct ClientConfig {
     /// Connections the transport keeps to the server at once, its pool
     /// (`None`: as many as asked). An HTTP/1.1 client carries one exchange
     /// per connection, and one a pool has no room for waits for a free
-    /// one: the core never lets its standalone GET or a listen, which a
-    /// server holds open, take the last
+    /// one, the pool granting them in the order they were opened: the core
+    /// never lets its standalone GET or a listen, which a server holds
+    /// open, take the last
     /// ([`BackgroundGet::On`](crate::policy::BackgroundGet::On),
-    /// [`ListenPool::LeavesOne`](crate::policy::ListenPool::LeavesOne)).
+    /// [`ListenPool::LeavesOne`](crate::policy::ListenPool::LeavesOne)),
+    /// and an answer to the server's question never waits behind the
+    /// streams that wait for it
+    /// ([`AnswerRoom::YieldStream`](crate::policy::AnswerRoom::YieldStream)).
     /// Tell it what the transport's pool is (HttpClient's
     /// `MaxConnectionsPerServer`, reqwest's per-host limit).
     pub connections_max: Option<usize>,

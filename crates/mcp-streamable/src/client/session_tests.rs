@@ -846,6 +846,119 @@ fn the_standalone_get_leaves_the_pools_last_connection_to_requests() {
     }
 }
 
+/// What the client transmits now, in order: each exchange sent (its
+/// `Last-Event-ID`, and the `id` of the answer its body carries) or
+/// aborted (`None`).
+#[allow(clippy::type_complexity)]
+fn transmits(c: &mut ClientSession) -> Vec<(HttpId, Option<(Option<String>, Value)>)> {
+    std::iter::from_fn(|| c.poll_transmit())
+        .map(|t| match t.kind {
+            super::ClientTransmitKind::Send { head, body } => {
+                let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let cursor = head.header("last-event-id").map(str::to_owned);
+                (t.http, Some((cursor, body["id"].clone())))
+            }
+            super::ClientTransmitKind::Abort => (t.http, None),
+        })
+        .collect()
+}
+
+/// On a pool of one connection, the call's stream holds it while its tool
+/// awaits the answer to the question that came on that stream. FIXED's
+/// stream gives the connection to the answer and resumes from its last
+/// event id behind it (`AnswerRoom::YieldStream`); `AnswerRoom::Wait`
+/// leaves the answer queued behind the stream that waits for it.
+#[test]
+fn an_answer_takes_the_connection_of_the_stream_that_asked() {
+    use crate::policy::AnswerRoom;
+    let run = |answer_room| {
+        let pool = |c: &mut ClientConfig| c.connections_max = Some(1);
+        let policy = ClientPolicy {
+            answer_room,
+            ..ClientPolicy::FIXED
+        };
+        let (mut c, after) = v2025_with(pool, policy);
+        let notified = &after[0];
+        let accepted = ResponseHead::from_wire(202, [("content-length", "0")]);
+        c.handle_response_head(notified.http, accepted, NOW);
+        c.handle_http_closed(notified.http, NOW);
+        assert!(sent(&mut c).is_empty(), "no GET on a pool of one");
+        let (_, post) = streaming(&mut c, "tools/call");
+        let question = json!({"jsonrpc": "2.0", "id": 7, "method": "roots/list"});
+        sse(&mut c, post.http, question);
+        events(&mut c);
+        c.respond(RequestId::Num(7), Ok(RawJson::empty_object()), NOW)
+            .unwrap();
+        (post.http, transmits(&mut c))
+    };
+    let (stream, out) = run(AnswerRoom::YieldStream);
+    let [(answer, Some((None, id))), (aborted, None), (resumed, Some((Some(cursor), _)))] =
+        &out[..]
+    else {
+        panic!("answer, abort, resumption: {out:?}");
+    };
+    assert_eq!(*id, json!(7), "the answer first");
+    assert_eq!(*aborted, stream, "the asking stream yields");
+    assert!(
+        resumed > answer,
+        "the resumption is queued after the answer"
+    );
+    assert_eq!(cursor, "e1", "from the stream's last event id");
+
+    let (_, out) = run(AnswerRoom::Wait);
+    assert!(
+        matches!(&out[..], [(_, Some((None, id)))] if *id == json!(7)),
+        "the answer alone, queued: {out:?}"
+    );
+}
+
+/// A question on the standalone GET while a call's stream, which has read
+/// nothing yet, and the GET fill a pool of two: the GET yields (it is
+/// opened again once a connection is spare), and the call's stream keeps
+/// its connection.
+#[test]
+fn an_answer_to_a_question_on_the_get_takes_the_gets_connection() {
+    let pool = |c: &mut ClientConfig| c.connections_max = Some(2);
+    let (mut c, after) = v2025_with(pool, ClientPolicy::FIXED);
+    let notified = &after[0];
+    let accepted = ResponseHead::from_wire(202, [("content-length", "0")]);
+    c.handle_response_head(notified.http, accepted, NOW);
+    c.handle_http_closed(notified.http, NOW);
+    let get = sent(&mut c).remove(0);
+    assert!(get.body.is_null(), "the GET, once the POST is done");
+    stream_head(&mut c, get.http);
+    let (_, post) = streaming(&mut c, "tools/call");
+    let question = json!({"jsonrpc": "2.0", "id": 8, "method": "roots/list"});
+    sse(&mut c, get.http, question);
+    events(&mut c);
+    c.respond(RequestId::Num(8), Ok(RawJson::empty_object()), NOW)
+        .unwrap();
+    let out = transmits(&mut c);
+    let [(answer, Some((None, id))), (aborted, None)] = &out[..] else {
+        panic!("answer, the GET aborted: {out:?}");
+    };
+    assert_eq!(*id, json!(8));
+    assert_eq!(*aborted, get.http, "the GET yields, not the call's stream");
+    c.handle_response_head(
+        *answer,
+        ResponseHead::from_wire(202, [("content-length", "0")]),
+        NOW,
+    );
+    c.handle_http_closed(*answer, NOW);
+    assert!(transmits(&mut c).is_empty(), "no spare connection yet");
+    let done = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
+    sse(&mut c, post.http, done);
+    c.handle_http_closed(post.http, NOW);
+    let again: Vec<_> = transmits(&mut c)
+        .into_iter()
+        .filter_map(|(_, send)| send)
+        .collect();
+    assert!(
+        matches!(&again[..], [(Some(cursor), Value::Null)] if cursor == "e1"),
+        "the GET again, from its cursor: {again:?}"
+    );
+}
+
 /// A call whose stream carries the server's request `0` and then its
 /// cancellation: what the application hears, and whether it may answer.
 fn question_then_cancel(policy: ClientPolicy) -> (ClientSession, Vec<ClientEvent>) {

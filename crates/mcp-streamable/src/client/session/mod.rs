@@ -34,11 +34,11 @@ use crate::jsonrpc::{self, ErrorObject, Message, RawJson};
 use crate::mrtr::input::METHODS;
 use crate::mrtr::{check_asked, Asked, ClientCapabilities, InputError};
 use crate::observe::Observation;
+use crate::policy::{AnswerRoom, ListenPool, Relisten};
 use crate::policy::{
     BackgroundGet, ClientPolicy, CompletionGate, ForegroundAfterCompletion, ReconnectStreams,
     SessionCommit, SessionLoss,
 };
-use crate::policy::{ListenPool, Relisten};
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::sse::SseItem;
 use crate::time::{Instant, Timers};
@@ -412,7 +412,7 @@ impl ClientSession {
         &mut self,
         id: RequestId,
         result: Result<RawJson, ErrorObject>,
-        _now: Instant,
+        now: Instant,
     ) -> Result<(), ClientUsageError> {
         self.check_ready()?;
         if self.is_v2026() {
@@ -429,7 +429,7 @@ impl ClientSession {
                 error,
             },
         };
-        self.send_post(Role::Notify, &msg);
+        self.send_answer(&msg, now);
         Ok(())
     }
 
@@ -671,6 +671,73 @@ impl ClientSession {
         self.open(role, head, msg.to_json().into_bytes())
     }
 
+    /// POSTs an answer to a server's request, and makes room for it in the
+    /// transport's pool ([`AnswerRoom`]).
+    fn send_answer(&mut self, msg: &Message, now: Instant) {
+        let http = self.send_post(Role::Notify, msg);
+        self.make_room_for(http, now);
+    }
+
+    /// While `answer` waits for a connection (the pool grants them in the
+    /// order exchanges were opened, `ClientConfig::connections_max` at
+    /// once) and a stream the server holds open has one, that stream
+    /// gives it up ([`AnswerRoom::YieldStream`]), in this order:
+    /// - a request's stream that read a message on this connection (the
+    ///   question itself came on one: its server is waiting for the
+    ///   answer, and the stream made progress, so a resumption costs no
+    ///   round of L3's "resumptions without a message"), resumed at once
+    ///   from its last event id, behind the answer;
+    /// - the standalone GET, opened again once a connection is spare;
+    /// - any other request's stream with an event id, resumed likewise.
+    fn make_room_for(&mut self, answer: HttpId, now: Instant) {
+        let Some(pool) = self.config.connections_max else {
+            return;
+        };
+        if self.policy.answer_room == AnswerRoom::Wait {
+            return;
+        }
+        while !self.exchanges.keys().take(pool).any(|h| *h == answer) {
+            let granted = || self.exchanges.iter().take(pool);
+            let resumable = |read: bool| {
+                granted().find_map(|(h, ex)| match ex.role {
+                    Role::Request(n)
+                        if ex.content == Content::Sse
+                            && ex.last_id.is_some()
+                            && (!read || ex.messages > 0) =>
+                    {
+                        Some((*h, n, ex.last_id.clone()))
+                    }
+                    _ => None,
+                })
+            };
+            let get = self
+                .background
+                .http
+                .filter(|h| granted().any(|(g, _)| g == h));
+            let (http, n, last) = match (resumable(true), get) {
+                (Some(stream), _) => stream,
+                (None, Some(get)) => {
+                    self.background.http = None;
+                    self.background.deferred = true;
+                    self.abort(get);
+                    continue;
+                }
+                (None, None) => match resumable(false) {
+                    Some(stream) => stream,
+                    None => return,
+                },
+            };
+            self.abort(http);
+            if let Some(p) = self.pending.get_mut(&n) {
+                p.http = None;
+                self.policy
+                    .resume_cursor
+                    .after_end(&mut p.last_id, last.as_deref());
+            }
+            self.resume(n, now);
+        }
+    }
+
     fn open(&mut self, role: Role, head: RequestHead, body: Vec<u8>) -> HttpId {
         let http = HttpId(self.next_http);
         self.next_http += 1;
@@ -736,7 +803,7 @@ impl ClientSession {
                         id: Some(id),
                         error,
                     };
-                    self.send_post(Role::Notify, &answer);
+                    self.send_answer(&answer, now);
                 }
             }
             Message::Request { id, method, params } => {
@@ -758,7 +825,7 @@ impl ClientSession {
                         id: Some(id),
                         error,
                     };
-                    self.send_post(Role::Notify, &answer);
+                    self.send_answer(&answer, now);
                 }
             }
             Message::Notification { method, params } => {
