@@ -307,16 +307,23 @@ impl WorldModel {
                     IdSource::reproducible(u64::from(i) + 1),
                 )
                 .expect("a fleet setting");
+                if !self.cancels() {
+                    instance.join_cancellations();
+                }
+                instance
+            })
+            .collect();
+        Fleet::new(instances, MemoryStore::new(64))
+            .with_timing(self.scenario.store)
+            .ready(mcp_streamable::time::Instant::ZERO)
+            .with_each(|instance| {
                 if self.broadcasts() {
                     instance.join_broadcasts();
                 }
                 if self.cancels() {
                     instance.join_cancellations();
                 }
-                instance
             })
-            .collect();
-        Fleet::new(instances, MemoryStore::new(64)).with_timing(self.scenario.store)
     }
 
     /// Whether the application's script broadcasts.
@@ -327,9 +334,13 @@ impl WorldModel {
             .any(|a| matches!(a, AppStep::Broadcast(_)))
     }
 
-    /// Whether the client's script cancels: the instances listen to the
-    /// fleet's cancellations channel only then (with nothing to cancel,
-    /// its subscription would only multiply the orders explored).
+    /// Whether the client's script cancels. The instances always listen
+    /// to the fleet's cancellations channel, as a shell's do
+    /// (`fleet::driver`): the client cancels on its own too, a call whose
+    /// stream it lost with nothing to resume from. They join it in every
+    /// order the store may take when the script cancels, and before the
+    /// run elsewhere ([`Fleet::ready`]: those orders would only multiply
+    /// the states of a run whose cancellations are the client's own).
     fn cancels(&self) -> bool {
         self.scenario.client.contains(&ClientStep::Cancel)
     }

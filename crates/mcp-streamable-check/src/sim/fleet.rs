@@ -88,6 +88,40 @@ impl Fleet {
         self
     }
 
+    /// The same fleet once the store has served every op its instances
+    /// sent so far, at `now`, and they took every answer: the channels
+    /// they joined on creation (broadcasts, cancellations) are in effect,
+    /// as a balancer sends requests only to an instance whose readiness
+    /// says so ([`Instance::is_ready`]). A run then starts from instances
+    /// that serve, not from every order of their subscriptions.
+    pub fn ready(mut self, now: Instant) -> Self {
+        loop {
+            for (i, inst) in self.instances.iter_mut().enumerate() {
+                if let Some(inst) = inst.as_mut() {
+                    while let Some(op) = inst.poll_op() {
+                        self.links.send(i as u16, op);
+                    }
+                }
+            }
+            let executable = self.links.executable().next();
+            let receivable = self.links.receivable().next();
+            match (executable, receivable) {
+                (Some(conn), _) => self.execute(conn, now),
+                (None, Some(conn)) => self.receive(conn, now),
+                (None, None) => return self,
+            };
+        }
+    }
+
+    /// The same fleet, `f` run on each live instance (joining a channel
+    /// after [`Self::ready`], so that the run explores when it takes effect).
+    pub fn with_each(mut self, mut f: impl FnMut(&mut Instance)) -> Self {
+        for inst in self.instances.iter_mut().flatten() {
+            f(inst);
+        }
+        self
+    }
+
     // ---- getters -------------------------------------------------------
 
     /// Instance `i`, unless it is dead.
