@@ -1061,10 +1061,11 @@ pub enum AnswerRoom {
     /// A stream gives up its connection to the answer: the standalone GET
     /// (opened again, from its last event id, once a connection is spare),
     /// else a request's stream the server can resume (it has an event id),
-    /// resumed at once from that id. The pool grants connections in the
-    /// order exchanges were opened, so the answer goes first and the
-    /// resumption after it; no message is lost, since the server replays
-    /// what the stream missed.
+    /// resumed from that id as if it had ended on its own (after the
+    /// server's `retry`, within `resume_attempts_max`). The pool grants
+    /// connections in the order exchanges were opened, so the answer goes
+    /// first and the resumption after it; no message is lost, since the
+    /// server replays what the stream missed.
     #[default]
     YieldStream,
     /// The answer waits for a connection whatever holds them: on a pool of

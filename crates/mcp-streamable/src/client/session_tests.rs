@@ -12,6 +12,7 @@ use crate::sse::SseItem;
 use crate::time::Instant;
 use crate::version::ProtocolVersion;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 const NOW: Instant = Instant::ZERO;
 
@@ -866,7 +867,8 @@ fn transmits(c: &mut ClientSession) -> Vec<(HttpId, Option<(Option<String>, Valu
 /// On a pool of one connection, the call's stream holds it while its tool
 /// awaits the answer to the question that came on that stream. FIXED's
 /// stream gives the connection to the answer and resumes from its last
-/// event id behind it (`AnswerRoom::YieldStream`); `AnswerRoom::Wait`
+/// event id behind it, after `retry` as any end it did not choose
+/// (`AnswerRoom::YieldStream`); `AnswerRoom::Wait`
 /// leaves the answer queued behind the stream that waits for it.
 #[test]
 fn an_answer_takes_the_connection_of_the_stream_that_asked() {
@@ -889,23 +891,25 @@ fn an_answer_takes_the_connection_of_the_stream_that_asked() {
         events(&mut c);
         c.respond(RequestId::Num(7), Ok(RawJson::empty_object()), NOW)
             .unwrap();
-        (post.http, transmits(&mut c))
+        let out = transmits(&mut c);
+        (c, post.http, out)
     };
-    let (stream, out) = run(AnswerRoom::YieldStream);
-    let [(answer, Some((None, id))), (aborted, None), (resumed, Some((Some(cursor), _)))] =
-        &out[..]
-    else {
-        panic!("answer, abort, resumption: {out:?}");
+    let (mut c, stream, out) = run(AnswerRoom::YieldStream);
+    let [(answer, Some((None, id))), (aborted, None)] = &out[..] else {
+        panic!("answer, abort: {out:?}");
     };
     assert_eq!(*id, json!(7), "the answer first");
     assert_eq!(*aborted, stream, "the asking stream yields");
-    assert!(
-        resumed > answer,
-        "the resumption is queued after the answer"
-    );
+    let retry = Duration::from_millis(c.config().retry_default_ms);
+    c.handle_timeout(NOW + retry);
+    let resumed = transmits(&mut c);
+    let [(resumption, Some((Some(cursor), _)))] = &resumed[..] else {
+        panic!("the resumption, after retry: {resumed:?}");
+    };
+    assert!(resumption > answer, "queued after the answer");
     assert_eq!(cursor, "e1", "from the stream's last event id");
 
-    let (_, out) = run(AnswerRoom::Wait);
+    let (_, _, out) = run(AnswerRoom::Wait);
     assert!(
         matches!(&out[..], [(_, Some((None, id)))] if *id == json!(7)),
         "the answer alone, queued: {out:?}"

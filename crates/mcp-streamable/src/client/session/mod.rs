@@ -684,11 +684,15 @@ impl ClientSession {
     /// gives it up ([`AnswerRoom::YieldStream`]), in this order:
     /// - a request's stream that read a message on this connection (the
     ///   question itself came on one: its server is waiting for the
-    ///   answer, and the stream made progress, so a resumption costs no
-    ///   round of L3's "resumptions without a message"), resumed at once
-    ///   from its last event id, behind the answer;
+    ///   answer, and the stream made progress, so its resumption starts
+    ///   the bound of resumptions without a message afresh);
     /// - the standalone GET, opened again once a connection is spare;
-    /// - any other request's stream with an event id, resumed likewise.
+    /// - any other request's stream with an event id.
+    ///
+    /// A request's stream given up so is resumed from its last event id
+    /// as if it had ended on its own: after the server's `retry`, counted
+    /// against `resume_attempts_max` (`request_stream_ended`), and queued
+    /// behind the answer.
     fn make_room_for(&mut self, answer: HttpId, now: Instant) {
         let Some(pool) = self.config.connections_max else {
             return;
@@ -705,7 +709,7 @@ impl ClientSession {
                             && ex.last_id.is_some()
                             && (!read || ex.messages > 0) =>
                     {
-                        Some((*h, n, ex.last_id.clone()))
+                        Some((*h, n, ex.clone()))
                     }
                     _ => None,
                 })
@@ -714,7 +718,7 @@ impl ClientSession {
                 .background
                 .http
                 .filter(|h| granted().any(|(g, _)| g == h));
-            let (http, n, last) = match (resumable(true), get) {
+            let (http, n, ex) = match (resumable(true), get) {
                 (Some(stream), _) => stream,
                 (None, Some(get)) => {
                     self.background.http = None;
@@ -727,14 +731,10 @@ impl ClientSession {
                     None => return,
                 },
             };
+            // As any end of the stream the client did not choose: resumed
+            // after the server's `retry`, within the same bound.
             self.abort(http);
-            if let Some(p) = self.pending.get_mut(&n) {
-                p.http = None;
-                self.policy
-                    .resume_cursor
-                    .after_end(&mut p.last_id, last.as_deref());
-            }
-            self.resume(n, now);
+            self.request_stream_ended(n, http, &ex, now);
         }
     }
 
