@@ -4,7 +4,7 @@
 mod raw_http;
 mod spawned;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use spawned::Spawned;
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -69,7 +69,7 @@ fn fixed_holds_every_rule_it_can_test() {
     assert!(violated.is_empty(), "{violated:?}\n{text}");
     for rule in [
         "R21", "R24", "A1", "A2", "A3", "A5", "C1", "R36", "R37", "R38", "B9", "B10", "I1", "I2",
-        "B1", "R18", "B4", "B2", "B3", "B5", "B8",
+        "B1", "R18", "B4", "B2", "B3", "B5", "B8", "A4",
         // The 2026-07-28 era, on the same endpoint.
         "D1", "H1", "H2", "H3", "H4", "H5", "H6", "V1", "U1", "G1", "M1", "M2", "M3", "J1",
     ] {
@@ -545,4 +545,105 @@ fn a_hostile_server_is_probed_within_bounds() {
             assert!(e.chars().count() <= 401 && !e.contains('\n'), "{e}");
         }
     }
+}
+
+/// A server whose `tools/call` opens an event stream and never writes to
+/// it or ends it, cancelled or not: a server that drops a cancelled call's
+/// answer and waits for ever for one to end the stream with. It keeps
+/// every such connection open until the test process ends; everything
+/// else is answered at once (a session, its tools: `slow_progress`, 202 to
+/// notifications, -32601 to other requests, 405 to GETs) and closed.
+fn never_ends_a_call() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().take(500) {
+            let Ok(mut c) = conn else { continue };
+            let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = c.read(&mut buf) {
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let len = text[..end]
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if seen.len() >= end + 4 + len {
+                        break;
+                    }
+                }
+            }
+            let text = String::from_utf8_lossy(&seen).into_owned();
+            let message = text
+                .split_once("\r\n\r\n")
+                .and_then(|(_, b)| serde_json::from_str::<Value>(b).ok())
+                .unwrap_or(Value::Null);
+            let id = message.get("id").cloned().unwrap_or(Value::Null);
+            let answer = |status: &str, body: Value| {
+                let body = body.to_string();
+                format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nmcp-session-id: s1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            };
+            let reply = match message["method"].as_str() {
+                _ if text.starts_with("GET") => answer("405 Method Not Allowed", json!({})),
+                Some("tools/call") => {
+                    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+                    let _ = c.write_all(head.as_bytes());
+                    held.push(c);
+                    continue;
+                }
+                Some("initialize") => answer(
+                    "200 OK",
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}}, "serverInfo": {"name": "x", "version": "1"}}}),
+                ),
+                Some("tools/list") => answer(
+                    "200 OK",
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                        {"name": "slow_progress", "inputSchema": {"type": "object"}}]}}),
+                ),
+                Some(_) if id.is_null() => {
+                    "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                        .to_owned()
+                }
+                _ => answer(
+                    "200 OK",
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}}),
+                ),
+            };
+            let _ = c.write_all(reply.as_bytes());
+        }
+    });
+    format!("http://{addr}/mcp")
+}
+
+/// A4 after a cancellation: `serve` ends a cancelled call's POST at once
+/// (`fixed_holds_every_rule_it_can_test` requires it to hold); a server
+/// that never ends it is reported, with what the POST got.
+#[test]
+fn a_cancelled_call_whose_post_never_ends_is_reported() {
+    let s = serve("FIXED", &[]);
+    let (_, _, _, text) = probe(&s.url, &[]);
+    let fixed = finding(&text, "A4", "cancelled while its POST waits");
+    assert_eq!(fixed["verdict"], "holds", "{text}");
+    assert!(
+        fixed["evidence"].as_str().unwrap().contains("ended after"),
+        "{text}"
+    );
+
+    let url = never_ends_a_call();
+    let (code, violated, _, text) = probe(&url, &[]);
+    assert!(violated.contains("A4"), "{violated:?}\n{text}");
+    let hang = finding(&text, "A4", "cancelled while its POST waits");
+    let evidence = hang["evidence"].as_str().unwrap();
+    assert!(evidence.contains("still open"), "{evidence}");
+    assert_eq!(hang["must"], false, "the spec does not say it in a MUST");
+    assert_ne!(code, None, "the prober ends: {text}");
 }

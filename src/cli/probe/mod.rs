@@ -13,6 +13,7 @@
 //! and `M*` the 2026-07-28 era's (`v2026.rs`; `M*` as in docs/properties.md).
 
 mod before_get;
+mod cancelled;
 mod isolation;
 mod one_id;
 mod principals;
@@ -56,6 +57,14 @@ pub struct ProbeArgs {
     /// elicitation). Default: `test_elicitation` if the server lists it.
     #[arg(long)]
     ask_tool: Option<String>,
+    /// A tool that takes a while to answer (a few hundred ms to 3 s), for
+    /// A4 after a cancellation: the prober cancels its call while the
+    /// call's POST waits. Default: `slow_progress` if the server lists it.
+    #[arg(long)]
+    slow_tool: Option<String>,
+    /// Arguments for `--slow-tool`, as a JSON object.
+    #[arg(long, default_value = "{}", requires = "slow_tool")]
+    slow_args: String,
     /// A bearer token every request carries: the principal the probe's
     /// sessions are opened by, on a server that requires one.
     #[arg(long, value_name = "TOKEN")]
@@ -114,6 +123,8 @@ pub struct Probe {
     notify: Option<(String, Value)>,
     poll_tool: Option<String>,
     ask_tool: Option<String>,
+    /// `--slow-tool` and its arguments.
+    slow: Option<(String, Value)>,
     /// The `Authorization` of a second principal (`--intruder-bearer`).
     intruder: Option<String>,
     next_id: Cell<u64>,
@@ -304,6 +315,11 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     if !notify_args.is_object() {
         return Err("--notify-args: expected a JSON object".into());
     }
+    let slow_args: Value =
+        serde_json::from_str(&args.slow_args).map_err(|e| format!("--slow-args: {e}"))?;
+    if !slow_args.is_object() {
+        return Err("--slow-args: expected a JSON object".into());
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -325,6 +341,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
             notify: args.notify_tool.map(|n| (n, notify_args)),
             poll_tool: args.poll_tool,
             ask_tool: args.ask_tool,
+            slow: args.slow_tool.map(|t| (t, slow_args)),
             intruder: args.intruder_bearer.map(|t| format!("Bearer {t}")),
             next_id: Cell::new(1),
             findings: Vec::new(),
@@ -338,6 +355,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         sessionless::run(&mut p).await;
         principals::run(&mut p).await;
         questions::run(&mut p).await;
+        cancelled::run(&mut p).await;
         v2026::run(&mut p).await;
         Ok::<_, String>(p.findings)
     })?;
