@@ -417,36 +417,43 @@ fn a_bad_notify_args_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--notify-args"));
 }
 
+/// One request read off `c`: its head and a body of its Content-Length
+/// (within two seconds).
+fn read_request(c: &mut std::net::TcpStream) -> Vec<u8> {
+    use std::io::Read;
+    let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n @ 1..) = c.read(&mut buf) {
+        seen.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len = text[..end]
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if seen.len() >= end + 4 + len {
+                break;
+            }
+        }
+    }
+    seen
+}
+
 /// A server that answers every request with one canned HTTP answer (`ID`
 /// in `body` becomes the request's id): what a careless or 2025-only server
 /// might do. One connection at a time, each
 /// closed after its answer; the thread ends with the test process.
 fn canned(status: &str, body: &'static str) -> String {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let status = status.to_owned();
     std::thread::spawn(move || {
         for conn in listener.incoming().take(500) {
             let Ok(mut c) = conn else { continue };
-            let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-            // Read the head and a body of its Content-Length, then answer.
-            let mut seen = Vec::new();
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = c.read(&mut buf) {
-                seen.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text[..end]
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if seen.len() >= end + 4 + len {
-                        break;
-                    }
-                }
-            }
+            let seen = read_request(&mut c);
             let id = String::from_utf8_lossy(&seen)
                 .split_once("\r\n\r\n")
                 .and_then(|(_, b)| serde_json::from_str::<Value>(b).ok())
@@ -554,30 +561,14 @@ fn a_hostile_server_is_probed_within_bounds() {
 /// else is answered at once (a session, its tools: `slow_progress`, 202 to
 /// notifications, -32601 to other requests, 405 to GETs) and closed.
 fn never_ends_a_call() -> String {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         let mut held = Vec::new();
         for conn in listener.incoming().take(500) {
             let Ok(mut c) = conn else { continue };
-            let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-            let mut seen = Vec::new();
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = c.read(&mut buf) {
-                seen.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len = text[..end]
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if seen.len() >= end + 4 + len {
-                        break;
-                    }
-                }
-            }
+            let seen = read_request(&mut c);
             let text = String::from_utf8_lossy(&seen).into_owned();
             let message = text
                 .split_once("\r\n\r\n")
