@@ -33,7 +33,7 @@ fn bit_state_finds_what_an_exact_search_finds_and_never_holds() {
         let bits = run_search(
             &m,
             Limits::new(1),
-            Search::BitState { log2_bits: 25 },
+            Search::BitState { log2_bits: 28 },
             |_| {},
         );
         let coverage = match (bits.limit, &bits.counterexample) {
@@ -44,10 +44,13 @@ fn bit_state_finds_what_an_exact_search_finds_and_never_holds() {
         match (&exact.counterexample, &bits.counterexample) {
             (None, None) => {
                 assert!(!bits.exhaustive(), "{label}: never holds");
-                // 2^25 bits for at most a few hundred thousand states: a
-                // collision is so unlikely that the counts agree, and the
-                // estimate says so.
-                assert!(coverage.missed_expected < 0.01, "{label}: {coverage:?}");
+                // 2^28 bits (32 MiB) for at most a few hundred thousand
+                // states: a collision is so unlikely that the counts agree,
+                // and the estimate says so. At 2^25 bits one pair expected
+                // 2.9e-3 states missed, and one was: every fingerprint
+                // draws the dice again, and a test must not rest on
+                // thousandths.
+                assert!(coverage.missed_expected < 1e-4, "{label}: {coverage:?}");
                 assert!(coverage.bits_set <= 3 * bits.states as u64, "{label}");
                 if !coverage.depth_cut {
                     assert_eq!(bits.states, exact.states, "{label}: the same space");
