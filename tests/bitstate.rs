@@ -46,10 +46,10 @@ fn bit_state_finds_what_an_exact_search_finds_and_never_holds() {
                 assert!(!bits.exhaustive(), "{label}: never holds");
                 // 2^28 bits (32 MiB) for at most a few hundred thousand
                 // states: a collision is so unlikely that the counts agree,
-                // and the estimate says so. At 2^25 bits one pair expected
-                // 2.9e-3 states missed, and one was: every fingerprint
-                // draws the dice again, and a test must not rest on
-                // thousandths.
+                // and the estimate says so. At 2^25 bits a pair of 60 k
+                // states expects about 3e-3 states missed, and any change
+                // to the fingerprints draws again: too likely, over every
+                // pair, to rest a test on.
                 assert!(coverage.missed_expected < 1e-4, "{label}: {coverage:?}");
                 assert!(coverage.bits_set <= 3 * bits.states as u64, "{label}");
                 if !coverage.depth_cut {

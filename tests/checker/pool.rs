@@ -4,25 +4,33 @@
 //! waits behind the stream that carried it, is caught.
 
 use crate::check_support::{model, verdict};
-use mcp_streamable::policy::{AnswerRoom, ListenPool};
+use mcp_streamable::policy::{AnswerRoom, ClientPolicy, ListenPool};
 use mcp_streamable_check::run;
+
+/// The bundled model `name` under FIXED x FIXED holds, exhaustively; with
+/// one client knob changed by `edit`, every other FIXED, it breaks L2.
+fn fixed_holds_and_the_other_value_is_l2(name: &str, edit: impl FnOnce(&mut ClientPolicy)) {
+    let fixed = model(name, "FIXED", "FIXED");
+    let held = run(&fixed, 2);
+    assert!(held.exhaustive(), "{name}: {held:?}");
+    assert_eq!(verdict(&held), None, "{name}");
+    let mut other = fixed.clone();
+    edit(&mut other.client);
+    let caught = run(&other, 2);
+    let (id, steps) = verdict(&caught).expect("caught");
+    assert_eq!(id, "L2", "{name}: {caught:?}");
+    assert!(steps > 5, "{name}: {steps} steps");
+}
 
 /// `listens_fill_the_pool`: FIXED refuses the listen that would take the
 /// pool's last connection and holds (`check_models` asserts its states);
-/// the same client with `ListenPool::IgnoringPool`, every other knob
-/// FIXED, leaves its call waiting behind two listens: L2.
+/// the same client with `ListenPool::IgnoringPool` leaves its call waiting
+/// behind two listens: L2.
 #[test]
 fn a_listen_that_takes_the_pools_last_connection_is_caught() {
-    let fixed = model("listens_fill_the_pool", "FIXED", "FIXED");
-    let held = run(&fixed, 2);
-    assert!(held.exhaustive(), "{held:?}");
-    assert_eq!(verdict(&held), None);
-    let mut ignoring = fixed.clone();
-    ignoring.client.listen_pool = ListenPool::IgnoringPool;
-    let caught = run(&ignoring, 2);
-    let (id, steps) = verdict(&caught).expect("caught");
-    assert_eq!(id, "L2", "{caught:?}");
-    assert!(steps > 5, "{steps} steps");
+    fixed_holds_and_the_other_value_is_l2("listens_fill_the_pool", |c| {
+        c.listen_pool = ListenPool::IgnoringPool;
+    });
 }
 
 /// `answer_behind_its_question`: FIXED's call stream yields the pool's one
@@ -30,14 +38,7 @@ fn a_listen_that_takes_the_pools_last_connection_is_caught() {
 /// with `AnswerRoom::Wait` leaves the answer queued behind that stream: L2.
 #[test]
 fn an_answer_queued_behind_its_question_is_caught() {
-    let fixed = model("answer_behind_its_question", "FIXED", "FIXED");
-    let held = run(&fixed, 2);
-    assert!(held.exhaustive(), "{held:?}");
-    assert_eq!(verdict(&held), None);
-    let mut waiting = fixed.clone();
-    waiting.client.answer_room = AnswerRoom::Wait;
-    let caught = run(&waiting, 2);
-    let (id, steps) = verdict(&caught).expect("caught");
-    assert_eq!(id, "L2", "{caught:?}");
-    assert!(steps > 5, "{steps} steps");
+    fixed_holds_and_the_other_value_is_l2("answer_behind_its_question", |c| {
+        c.answer_room = AnswerRoom::Wait;
+    });
 }

@@ -15,16 +15,28 @@ use mcp_streamable_check::sim::{PairConfig, World};
 const TOOLS: &str = "notifications/tools/list_changed";
 
 fn world(relisten: Relisten) -> World {
-    let config = PairConfig {
-        client: ClientConfig {
-            era: ClientEra::V2026,
-            retry_default_ms: 100,
-            ..ClientConfig::default()
-        },
-        client_policy: ClientPolicy {
+    let client = ClientConfig {
+        retry_default_ms: 100,
+        ..ClientConfig::default()
+    };
+    world_with(
+        client,
+        ClientPolicy {
             relisten,
             ..ClientPolicy::FIXED
         },
+    )
+}
+
+/// A 2026-07-28 client (`client`, its era set) under `policy`, initialized
+/// against our server.
+fn world_with(client: ClientConfig, policy: ClientPolicy) -> World {
+    let config = PairConfig {
+        client: ClientConfig {
+            era: ClientEra::V2026,
+            ..client
+        },
+        client_policy: policy,
         ..PairConfig::default()
     };
     let mut w = World::with(config);
@@ -272,24 +284,17 @@ fn unlisten_while_waiting_to_listen_again_is_over_for_the_monitor_too() {
 /// A world whose client's transport keeps `pool` connections
 /// (`ClientConfig::connections_max`), its listens under `listen_pool`.
 fn pooled(pool: usize, listen_pool: ListenPool) -> World {
-    let config = PairConfig {
-        client: ClientConfig {
-            era: ClientEra::V2026,
-            connections_max: Some(pool),
-            ..ClientConfig::default()
-        },
-        client_policy: ClientPolicy {
+    let client = ClientConfig {
+        connections_max: Some(pool),
+        ..ClientConfig::default()
+    };
+    world_with(
+        client,
+        ClientPolicy {
             listen_pool,
             ..ClientPolicy::FIXED
         },
-        ..PairConfig::default()
-    };
-    let mut w = World::with(config);
-    w.log = Some(Vec::new());
-    w.initialize();
-    w.drive();
-    assert!(w.client().is_v2026());
-    w
+    )
 }
 
 fn answered(w: &World, id: &RequestId) -> bool {

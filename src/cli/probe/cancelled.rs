@@ -15,7 +15,7 @@
 //! until it ends, for [`ENDED_WITHIN`]: longer than the tool's own answer
 //! takes, so a server that ignores the cancellation holds too.
 
-use super::wire::has_result;
+use super::wire::{has_result, NO_HEAD};
 use super::{Probe, Verdict};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -75,7 +75,7 @@ pub async fn run(p: &mut Probe) {
             Verdict::CouldNotTest,
             format!("the cancellation got {}", p.t.no_answer()),
         ),
-        None if p.t.no_answer().contains("no response head") => (
+        None if p.t.no_answer().contains(NO_HEAD) => (
             Verdict::Violates,
             format!(
                 "the call's POST got {} after its cancellation",

@@ -310,16 +310,8 @@ impl Probe {
 pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     let (authority, path) =
         mcp_streamable_hyper::client::split_url(&args.url).map_err(|e| e.to_string())?;
-    let notify_args: Value =
-        serde_json::from_str(&args.notify_args).map_err(|e| format!("--notify-args: {e}"))?;
-    if !notify_args.is_object() {
-        return Err("--notify-args: expected a JSON object".into());
-    }
-    let slow_args: Value =
-        serde_json::from_str(&args.slow_args).map_err(|e| format!("--slow-args: {e}"))?;
-    if !slow_args.is_object() {
-        return Err("--slow-args: expected a JSON object".into());
-    }
+    let notify_args = json_object("--notify-args", &args.notify_args)?;
+    let slow_args = json_object("--slow-args", &args.slow_args)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -375,6 +367,15 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// A tool's arguments given as option `flag`: a JSON object.
+fn json_object(flag: &str, text: &str) -> Result<Value, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("{flag}: {e}"))?;
+    if !v.is_object() {
+        return Err(format!("{flag}: expected a JSON object"));
+    }
+    Ok(v)
 }
 
 /// Characters of evidence a finding keeps.

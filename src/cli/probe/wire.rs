@@ -17,6 +17,9 @@ use tokio::task::JoinHandle;
 /// Connect and response-head timeout: a server that does not answer within
 /// it "could not be tested" rather than hanging the prober.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// What [`Target::no_answer`] says when a request's head did not come
+/// within [`HEAD_TIMEOUT`] (the server took the request and said nothing).
+pub const NO_HEAD: &str = "no response head within";
 
 /// Body bytes an [`Open`] keeps (a JSON answer is read no further; an SSE
 /// stream is read on, its bytes past this not kept): the server under test
@@ -401,7 +404,7 @@ impl Target {
             }
             Err(_) => {
                 driver.abort();
-                return self.failed(format!("no response head within {HEAD_TIMEOUT:?}"));
+                return self.failed(format!("{NO_HEAD} {HEAD_TIMEOUT:?}"));
             }
         };
         *self.failure.lock().unwrap() = None;

@@ -96,20 +96,10 @@ impl Fleet {
     /// that serve, not from every order of their subscriptions.
     pub fn ready(mut self, now: Instant) -> Self {
         loop {
-            for (i, inst) in self.instances.iter_mut().enumerate() {
-                if let Some(inst) = inst.as_mut() {
-                    while let Some(op) = inst.poll_op() {
-                        self.links.send(i as u16, op);
-                    }
-                }
+            let sent = (0..self.instances.len()).fold(false, |any, i| self.send_ops(i) | any);
+            if !self.serve_where(now, |_| true) && !sent {
+                return self;
             }
-            let executable = self.links.executable().next();
-            let receivable = self.links.receivable().next();
-            match (executable, receivable) {
-                (Some(conn), _) => self.execute(conn, now),
-                (None, Some(conn)) => self.receive(conn, now),
-                (None, None) => return self,
-            };
         }
     }
 
@@ -185,18 +175,24 @@ impl Fleet {
     /// Serves what [`StoreTiming`] says is served at once, until none is
     /// left. Whether anything was.
     fn serve_at_once(&mut self, now: Instant) -> bool {
+        let timing = self.timing;
+        self.serve_where(now, |conn| timing.at_once(conn))
+    }
+
+    /// Serves the ops and answers on the connections `pick` names, ops
+    /// first, until none is left. Whether anything was.
+    fn serve_where(&mut self, now: Instant, pick: impl Fn(Conn) -> bool) -> bool {
         let mut any = false;
         loop {
-            let timing = self.timing;
             let next = self
                 .links
                 .executable()
-                .find(|k| timing.at_once(k.1))
+                .find(|k| pick(k.1))
                 .map(|k| (k, true))
                 .or_else(|| {
                     self.links
                         .receivable()
-                        .find(|k| timing.at_once(k.1))
+                        .find(|k| pick(k.1))
                         .map(|k| (k, false))
                 });
             let Some((conn, op)) = next else {
@@ -209,6 +205,19 @@ impl Fleet {
                 self.receive(conn, now);
             }
         }
+    }
+
+    /// Instance `i`'s ops onto its connections to the store. Whether it
+    /// had any.
+    fn send_ops(&mut self, i: usize) -> bool {
+        let mut sent = false;
+        if let Some(Some(inst)) = self.instances.get_mut(i) {
+            while let Some(op) = inst.poll_op() {
+                sent = true;
+                self.links.send(i as u16, op);
+            }
+        }
+        sent
     }
 
     /// Instance `conn.0` takes the next thing the store sent on `conn`.
@@ -411,13 +420,7 @@ impl Fleet {
                 handle(self, ServerOutput::Transmit(t), observe);
             }
         }
-        if let Some(Some(inst)) = self.instances.get_mut(i) {
-            while let Some(op) = inst.poll_op() {
-                progressed = true;
-                self.links.send(i as u16, op);
-            }
-        }
-        progressed
+        self.send_ops(i) | progressed
     }
 }
 

@@ -809,6 +809,14 @@ fn ts_sdk_1_32_loses_its_place_after_an_empty_resumption() {
     assert!(from.is_empty() && !failed && pending, "TS: left pending");
 }
 
+/// A POST `http` answered `202` with no body, and over: how a server
+/// accepts a notification or an answer.
+fn accepted(c: &mut ClientSession, http: HttpId) {
+    let head = ResponseHead::from_wire(202, [("content-length", "0")]);
+    c.handle_response_head(http, head, NOW);
+    c.handle_http_closed(http, NOW);
+}
+
 /// The standalone GET never takes the pool's last free connection
 /// (`ClientConfig::connections_max`): on one connection there is none; on
 /// two it waits for the `notifications/initialized` POST to be done, then
@@ -839,9 +847,7 @@ fn the_standalone_get_leaves_the_pools_last_connection_to_requests() {
             "{:?}",
             notified.body
         );
-        let accepted = ResponseHead::from_wire(202, [("content-length", "0")]);
-        c.handle_response_head(notified.http, accepted, NOW);
-        c.handle_http_closed(notified.http, NOW);
+        accepted(&mut c, notified.http);
         let later = sent(&mut c);
         assert_eq!(gets(&later), n - 1, "pool of {n}, the POST done");
     }
@@ -880,10 +886,7 @@ fn an_answer_takes_the_connection_of_the_stream_that_asked() {
             ..ClientPolicy::FIXED
         };
         let (mut c, after) = v2025_with(pool, policy);
-        let notified = &after[0];
-        let accepted = ResponseHead::from_wire(202, [("content-length", "0")]);
-        c.handle_response_head(notified.http, accepted, NOW);
-        c.handle_http_closed(notified.http, NOW);
+        accepted(&mut c, after[0].http);
         assert!(sent(&mut c).is_empty(), "no GET on a pool of one");
         let (_, post) = streaming(&mut c, "tools/call");
         let question = json!({"jsonrpc": "2.0", "id": 7, "method": "roots/list"});
@@ -924,10 +927,7 @@ fn an_answer_takes_the_connection_of_the_stream_that_asked() {
 fn an_answer_to_a_question_on_the_get_takes_the_gets_connection() {
     let pool = |c: &mut ClientConfig| c.connections_max = Some(2);
     let (mut c, after) = v2025_with(pool, ClientPolicy::FIXED);
-    let notified = &after[0];
-    let accepted = ResponseHead::from_wire(202, [("content-length", "0")]);
-    c.handle_response_head(notified.http, accepted, NOW);
-    c.handle_http_closed(notified.http, NOW);
+    accepted(&mut c, after[0].http);
     let get = sent(&mut c).remove(0);
     assert!(get.body.is_null(), "the GET, once the POST is done");
     stream_head(&mut c, get.http);
@@ -943,12 +943,7 @@ fn an_answer_to_a_question_on_the_get_takes_the_gets_connection() {
     };
     assert_eq!(*id, json!(8));
     assert_eq!(*aborted, get.http, "the GET yields, not the call's stream");
-    c.handle_response_head(
-        *answer,
-        ResponseHead::from_wire(202, [("content-length", "0")]),
-        NOW,
-    );
-    c.handle_http_closed(*answer, NOW);
+    accepted(&mut c, *answer);
     assert!(transmits(&mut c).is_empty(), "no spare connection yet");
     let done = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
     sse(&mut c, post.http, done);
