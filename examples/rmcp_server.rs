@@ -54,8 +54,9 @@ use std::time::Duration;
 /// 2026-07-28 MRTR fixtures (rmcp serves that era without a session
 /// manager). `test_reconnection` only on our core: rmcp's own manager has
 /// no way for a handler to close its stream (polling, SEP-1699).
-const INTERACTIVE: [&str; 8] = [
+const INTERACTIVE: [&str; 9] = [
     "notify",
+    "slow_progress",
     "test_reconnection",
     "test_tool_with_logging",
     "test_tool_with_progress",
@@ -170,6 +171,22 @@ impl Reference {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 })
+            }
+            "slow_progress" => {
+                // `steps` progress notifications `step_ms` apart: the call
+                // `probe` cancels halfway (A4 after a cancellation).
+                let counting = everything::Counting::slow(&args);
+                let token = serde_json::to_value(&cx.meta)
+                    .ok()
+                    .and_then(|m| m.get("progressToken").cloned());
+                for step in 1..=counting.steps {
+                    tokio::time::sleep(Duration::from_millis(counting.step_ms)).await;
+                    if let Some(token) = &token {
+                        let params = json!({"progressToken": token, "progress": step, "total": counting.steps});
+                        notify(&peer, "notifications/progress", params).await;
+                    }
+                }
+                text_result(format!("{} steps", counting.steps))
             }
             "test_reconnection" => {
                 // Close the connection now; the answer comes after the

@@ -237,8 +237,11 @@ done
 # sent before the client's GET opens: B10, java-sdk #1114's window; Python 2.3.0
 # and TS 2.4.0 answer a resumption of a finished stream at its last id with an
 # empty 200 stream, from which an EventSource reader reconnects for ever: B5,
-# rust-sdk #958's loop; TS 1.32.2 answers it 409), nothing more.
-for peer in "ts $((PORT + 1)) B10,F1,R42" "python $((PORT + 2)) B10,B5" "ts2 $((PORT + 6)) B10,B5,G1"; do
+# rust-sdk #958's loop; TS 1.32.2 answers it 409); both TS SDKs never end the POST of
+# a call the client cancelled (their handler's result is dropped once the request is
+# aborted, and the stream waits for it): A4, mcp-ts-core #401, where Python answers the
+# cancelled call with an error and ends the stream; nothing more.
+for peer in "ts $((PORT + 1)) A4,B10,F1,R42" "python $((PORT + 2)) B10,B5" "ts2 $((PORT + 6)) A4,B10,B5,G1"; do
     set -- $peer
     echo "== probe against the $1 SDK server"
     timeout 60 "$BIN" probe --json --notify-tool notify --notify-args '{"delay_ms":100}' "http://127.0.0.1:$2/mcp" > "$LOG/probe-$1.json" || true

@@ -333,6 +333,20 @@ fn java_sdk_2_0_drops_what_it_sends_before_the_get() {
     assert_eq!(violated.len(), 1, "only the window: {violated:?}\n{text}");
 }
 
+/// The TypeScript SDK's server (1.32.2, 2.4.0): a cancelled call's POST
+/// is never ended (A4), and nothing waits for a GET not open yet (B10);
+/// the two findings `probe` makes on the real servers, and nothing more.
+#[test]
+fn ts_sdk_1_32_never_ends_a_cancelled_calls_post() {
+    let s = serve("TS_SDK_1_32", &[]);
+    let (_, violated, _, text) = probe(&s.url, &NOTIFY);
+    let expected: BTreeSet<String> = ["A4", "B10"].map(str::to_owned).into();
+    assert_eq!(violated, expected, "{text}");
+    let hang = finding(&text, "A4", "cancelled while its POST waits");
+    let evidence = hang["evidence"].as_str().unwrap();
+    assert!(evidence.contains("still open"), "{evidence}");
+}
+
 #[test]
 fn go_sdk_1_7_lets_a_change_precede_the_acknowledgement() {
     // `serve` holds the listen's acknowledgement back for its step delay,

@@ -1,6 +1,7 @@
 # An official Python SDK server (with an in-memory event store) for our client:
 # and for probe: tools echo, notify, test_tool_with_progress, test_reconnection,
-# test_param_headers (SEP-2243's x-mcp-header).
+# slow_progress (the call the prober cancels halfway), test_param_headers (SEP-2243's
+# x-mcp-header).
 # Loopback only.
 import asyncio
 import itertools
@@ -85,6 +86,18 @@ async def test_tool_with_progress(ctx: Context) -> str:
         await ctx.report_progress(p, 100)
         await anyio.sleep(0.02)
     return "done"
+
+
+@mcp.tool()
+async def slow_progress(ctx: Context, steps: int = 10, step_ms: int = 100) -> str:
+    """Reports progress `steps` times, `step_ms` apart, then answers: the call the prober
+    cancels halfway (A4 after a cancellation)."""
+    n = min(max(steps, 0), 100)
+    gap = min(max(step_ms, 0), 1000)
+    for i in range(1, n + 1):
+        await anyio.sleep(gap / 1000)
+        await ctx.report_progress(i, n)
+    return f"{n} steps"
 
 
 @mcp.tool()

@@ -1,6 +1,7 @@
 // An official TypeScript SDK server (stateful, with an event store) for our
 // client and for probe: tools echo, notify, test_tool_with_progress,
-// test_reconnection. Loopback only. `ts-server.mjs PORT --example-store` uses
+// test_reconnection, slow_progress (`steps` progress notifications `step_ms`
+// apart, then an answer: the call the prober cancels halfway). Loopback only. `ts-server.mjs PORT --example-store` uses
 // the SDK's own example `InMemoryEventStore` (the one many servers copy)
 // instead of the store below.
 import { randomUUID } from 'node:crypto';
@@ -53,6 +54,16 @@ app.post('/mcp', async (req, res) => {
         await new Promise((r) => setTimeout(r, 20));
       }
       return { content: [{ type: 'text', text: String(token) }] };
+    });
+    s.registerTool('slow_progress', { description: 'reports progress steps times, step_ms apart, then answers', inputSchema: { steps: z.number().optional(), step_ms: z.number().optional() } }, async ({ steps, step_ms }, extra) => {
+      const n = Math.min(steps ?? 10, 100);
+      const gap = Math.min(step_ms ?? 100, 1000);
+      const token = extra._meta?.progressToken;
+      for (let i = 1; i <= n; i++) {
+        await new Promise((r) => setTimeout(r, gap));
+        if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: n } });
+      }
+      return { content: [{ type: 'text', text: token === undefined ? `${n} steps` : String(token) }] };
     });
     s.registerTool('test_reconnection', { description: 'closes the stream, answers after the client resumed', inputSchema: {} }, async (_a, extra) => {
       extra.closeSSEStream?.();

@@ -5,7 +5,7 @@
 //   2025-11-25  requests isLegacyRequest() routes away from it go to sessionful
 //               WebStandardStreamableHTTPServerTransports (with an event store);
 //               the handler's own legacy fallback is stateless, with no sessions
-// Tools echo, notify, test_tool_with_progress, test_reconnection (as ts-server.mjs).
+// Tools echo, notify, test_tool_with_progress, test_reconnection, slow_progress (as ts-server.mjs).
 // Loopback only; the SDK speaks fetch (Request/Response), adapted to node:http below.
 //   node ts2-server.mjs PORT
 import { randomUUID } from 'node:crypto';
@@ -66,6 +66,16 @@ function build() {
       await new Promise((r) => setTimeout(r, 20));
     }
     return { content: [{ type: 'text', text: String(token) }] };
+  });
+  s.registerTool('slow_progress', { description: 'reports progress steps times, step_ms apart, then answers', inputSchema: z.object({ steps: z.number().optional(), step_ms: z.number().optional() }) }, async ({ steps, step_ms }, ctx) => {
+    const n = Math.min(steps ?? 10, 100);
+    const gap = Math.min(step_ms ?? 100, 1000);
+    const token = ctx.mcpReq._meta?.progressToken;
+    for (let i = 1; i <= n; i++) {
+      await new Promise((r) => setTimeout(r, gap));
+      if (token !== undefined) await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: n } });
+    }
+    return { content: [{ type: 'text', text: token === undefined ? `${n} steps` : String(token) }] };
   });
   // Session era: closes the request's SSE stream (the client resumes with Last-Event-ID).
   // 2026-07-28 era: no closeSSE there, so it answers on the same stream.

@@ -556,3 +556,36 @@ fn python_1_27_1_serves_a_stolen_session_id() {
     assert_eq!(statuses, [200, 200, 200], "bob is served");
     assert_eq!(ids, ["I2", "I2", "I2"], "each verb is caught");
 }
+
+/// The TypeScript SDK's server (1.32.2, 2.4.0; mcp-ts-core #401): a call
+/// the client cancels is never answered, and the POST that waits for its
+/// answer never ends (L4, judged once nothing more can happen). FIXED
+/// settles the cancelled request as an answer would: the stream ends. The
+/// application's late answer is dropped either way.
+#[test]
+fn ts_sdk_1_32_leaves_a_cancelled_calls_post_open() {
+    let run = |policy: ServerPolicy| {
+        let mut h = Harness::new(policy);
+        h.initialize();
+        h.initialized();
+        let (post, id) = h.call();
+        h.notify("notifications/progress", Cause::Request(id.clone()));
+        h.post(&format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+        ));
+        h.respond(&id);
+        h.finish();
+        let end = h.log[&post].end;
+        (end, h.dropped.len(), h.mon.held_open(), ids(&h))
+    };
+    let (end, dropped, held, violations) = run(ServerPolicy::FIXED);
+    assert_eq!(end, Some(EndReason::Complete));
+    assert_eq!(dropped, 1, "the late answer, dropped visibly");
+    assert!(held.is_empty(), "{held:?}");
+    assert!(violations.is_empty(), "{violations:?}");
+    let (end, dropped, held, violations) = run(ServerPolicy::TS_SDK_1_32);
+    assert_eq!(end, None, "the POST is never ended");
+    assert_eq!(dropped, 1, "the late answer, dropped as under FIXED");
+    assert_eq!(held.len(), 1, "one stream held open for nothing");
+    assert!(violations.is_empty(), "{violations:?}");
+}

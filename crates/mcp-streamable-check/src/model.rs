@@ -858,6 +858,27 @@ impl CheckModel {
             return Some(v.clone());
         }
         self.unanswered_questions(s)
+            .or_else(|| self.streams_held_open(&w))
+    }
+
+    /// L4, every stream ends: once nothing more can happen, no exchange is
+    /// open at both ends with every request it carries over (answered, or
+    /// cancelled by the client): the server would keep its writer, and the
+    /// client the connection, for as long as either lives
+    /// ([`Monitor::held_open`](crate::monitor::Monitor::held_open)).
+    fn streams_held_open(&self, w: &World) -> Option<Violation> {
+        if !self.judged("L4") {
+            return None;
+        }
+        let held = w.monitor.held_open();
+        (!held.is_empty()).then(|| Violation {
+            id: "L4",
+            step: usize::MAX,
+            http: held.first().copied(),
+            detail: format!(
+                "nothing more can happen, and exchanges {held:?} are open at both ends with every request they carried over"
+            ),
+        })
     }
 
     /// L2, every request ends: once nothing can happen to a client but

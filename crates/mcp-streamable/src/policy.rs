@@ -502,6 +502,28 @@ impl SessionBinding {
     }
 }
 
+/// What becomes of the stream of a request the client cancels
+/// (`notifications/cancelled`, session era) while it waits for its answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelledCall {
+    /// The request is settled on its stream as an answer would settle it:
+    /// a stream that carried nothing else ends, and with it the POST and
+    /// the connection it held (the spec's receiver "frees associated
+    /// resources"; the application's late answer is dropped).
+    #[default]
+    Ends,
+    /// The answer is dropped and nothing else settles the request, so its
+    /// stream stays open, without an end, for as long as the client keeps
+    /// reading it. The TypeScript SDK 1.x and 2.x server (`Protocol`'s
+    /// `_onrequest` returns without sending once the handler's
+    /// `AbortController` is aborted, and the transport ends a POST's stream
+    /// only once every request on it is answered; mcp-ts-core #401 against
+    /// `@modelcontextprotocol/server` 2.0.0; `probe`'s A4 on 1.32.2 and
+    /// 2.4.0).
+    LeftOpen,
+}
+
 /// All server knobs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
@@ -542,6 +564,8 @@ pub struct ServerPolicy {
     pub streamless_unrelated: StreamlessUnrelated,
     /// See [`StatelessRequests`].
     pub stateless_requests: StatelessRequests,
+    /// See [`CancelledCall`].
+    pub cancelled_call: CancelledCall,
 }
 
 impl ServerPolicy {
@@ -565,6 +589,7 @@ impl ServerPolicy {
         resume_lookup: ResumeLookup::NamedSession,
         streamless_unrelated: StreamlessUnrelated::Hold,
         stateless_requests: StatelessRequests::OwnSession,
+        cancelled_call: CancelledCall::Ends,
     };
 
     /// Whether this policy has scheduling points the driver must choose
@@ -741,6 +766,22 @@ impl ServerPolicy {
         ..ServerPolicy::FIXED
     };
 
+    /// The TypeScript SDK server, 1.32.2 (`@modelcontextprotocol/sdk`,
+    /// `StreamableHTTPServerTransport`) and 2.4.0
+    /// (`@modelcontextprotocol/server`, its session-era transport), as
+    /// `probe` found them (`docs/compatibility.md`): a call the client
+    /// cancels is never answered and its POST never ends
+    /// ([`CancelledCall::LeftOpen`], A4 over the wire; mcp-ts-core #401),
+    /// and nothing is kept for a standalone GET not open yet
+    /// ([`StreamlessUnrelated::Drop`], B10 over the wire: java-sdk #1114's
+    /// window, which its maintainers say the TS SDK shares). Its Origin
+    /// check (R42) is the shell's, not the session's.
+    pub const TS_SDK_1_32: ServerPolicy = ServerPolicy {
+        cancelled_call: CancelledCall::LeftOpen,
+        streamless_unrelated: StreamlessUnrelated::Drop,
+        ..ServerPolicy::FIXED
+    };
+
     /// The conformance suite's `sse-retry` mock (@modelcontextprotocol/conformance
     /// 0.1.13, `src/scenarios/client/sse-retry.ts`, a1b8aaae): a pending tool
     /// response goes on whatever GET arrives, `Last-Event-ID` ignored. Race C's
@@ -828,6 +869,10 @@ impl ServerPolicy {
             NamedServerPolicy {
                 name: "TS_SDK_1_25_SHARED",
                 policy: ServerPolicy::TS_SDK_1_25_SHARED,
+            },
+            NamedServerPolicy {
+                name: "TS_SDK_1_32",
+                policy: ServerPolicy::TS_SDK_1_32,
             },
             NamedServerPolicy {
                 name: "CONFORMANCE_SSE_RETRY",
@@ -1250,6 +1295,28 @@ impl LostStream {
     }
 }
 
+/// What the client does with the stream of a request it gives up and tells
+/// the server of with `notifications/cancelled` (its caller cancelled it, or
+/// its deadline passed; session era: the 2026-07-28 era cancels by closing
+/// the stream).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelledStream {
+    /// Aborted with the request: its connection is free at once, whatever
+    /// the server does with the stream.
+    #[default]
+    Abort,
+    /// Read on until the server ends it (what arrives is dropped), holding
+    /// its connection meanwhile. The TypeScript SDK 1.x and 2.x client:
+    /// `Protocol.request`'s cancel (an aborted signal, or the request's
+    /// timeout) sends `notifications/cancelled` and rejects the promise, and the POST's `fetch` (whose signal is the
+    /// transport's, not the request's) is read by `_handleSseStream` until
+    /// it is done. Against a server that never ends a cancelled call's
+    /// stream ([`CancelledCall::LeftOpen`]) each cancellation keeps a
+    /// connection, and a pool (a browser's six per host) runs out (L2).
+    ReadToEnd,
+}
+
 /// All client knobs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
@@ -1284,6 +1351,8 @@ pub struct ClientPolicy {
     pub server_cancels: ServerCancels,
     /// See [`StandaloneRequests`].
     pub standalone_requests: StandaloneRequests,
+    /// See [`CancelledStream`].
+    pub cancelled_stream: CancelledStream,
 }
 
 impl ClientPolicy {
@@ -1305,6 +1374,7 @@ impl ClientPolicy {
         lost_stream: LostStream::Fail,
         server_cancels: ServerCancels::Obeyed,
         standalone_requests: StandaloneRequests::OnArrival,
+        cancelled_stream: CancelledStream::Abort,
     };
 
     /// Whether this policy has scheduling points the driver must choose.
@@ -1404,13 +1474,16 @@ impl ClientPolicy {
     /// ([`JsonWithoutResponse::WaitAfterMessages`]). Like 2.0.x it reads a
     /// cancellation of request `0` as naming none
     /// ([`ServerCancels::IdZeroIgnored`], typescript-sdk #2654, never fixed
-    /// on 1.x: `probe-client`'s `withdrawn-request-id-0`).
+    /// on 1.x: `probe-client`'s `withdrawn-request-id-0`). A request it
+    /// gives up (cancelled, or past its deadline) keeps its POST's stream,
+    /// read to its end ([`CancelledStream::ReadToEnd`]).
     pub const TS_SDK_1_32: ClientPolicy = ClientPolicy {
         resume_cursor: ResumeCursor::Connection,
         lost_stream: LostStream::Leave,
         session_loss: SessionLoss::OrphanInFlight,
         json_without_response: JsonWithoutResponse::WaitAfterMessages,
         server_cancels: ServerCancels::IdZeroIgnored,
+        cancelled_stream: CancelledStream::ReadToEnd,
         ..ClientPolicy::FIXED
     };
 

@@ -204,6 +204,12 @@ pub enum WorldViolation {
         /// The application's requests.
         requests: Vec<RequestId>,
     },
+    /// L4: these exchanges stay open at both ends with every request they
+    /// carried over ([`Monitor::held_open`](crate::monitor::Monitor::held_open)).
+    HeldOpen {
+        /// The exchanges, by the world's ids.
+        https: Vec<HttpId>,
+    },
     /// F7: the client heard a broadcast's notification this many times,
     /// for this many broadcasts.
     Broadcasts {
@@ -221,6 +227,7 @@ impl WorldViolation {
             WorldViolation::Monitor(v) => v.id,
             WorldViolation::Stuck { .. } | WorldViolation::Unanswered { .. } => "F5",
             WorldViolation::AnswerLost { .. } => "F6",
+            WorldViolation::HeldOpen { .. } => "L4",
             WorldViolation::Broadcasts { .. } => "F7",
         }
     }
@@ -627,6 +634,10 @@ impl Explorable for WorldModel {
         let lost = s.world.server.awaited_answers();
         if !lost.is_empty() {
             return Some(WorldViolation::AnswerLost { requests: lost });
+        }
+        let held = w.monitor.held_open();
+        if !held.is_empty() {
+            return Some(WorldViolation::HeldOpen { https: held });
         }
         // A message written on a connection that broke before the client
         // read a single event id is lost to it however it is sent (A5's

@@ -29,6 +29,28 @@ fn ok_status(ex: &Exchange) -> bool {
     ex.status.is_some_and(accepted)
 }
 
+/// L4, every stream ends: whether exchange `ex`, at the end of a run, is
+/// held open for nothing: neither side ended it, it is not a listen (whose
+/// stream lives as long as the client listens), and every request of its
+/// stream (`lineage`: the POST's, for a resumption too) is over, answered
+/// on it or `cancelled` by the client. The server keeps a writer and the
+/// client a connection for a stream that has nothing left to carry.
+pub(super) fn l4_held_for_nothing(
+    ex: &Exchange,
+    lineage: &Lineage,
+    cancelled: impl Fn(&RequestId) -> bool,
+) -> bool {
+    !ex.ended
+        && !ex.closed
+        && ex.listen.is_none()
+        && matches!(ex.kind, Kind::PostRequests(_) | Kind::GetResume(_))
+        && !lineage.requests.is_empty()
+        && lineage
+            .requests
+            .iter()
+            .all(|r| lineage.answered.contains(r) || cancelled(r))
+}
+
 /// A4, one response per exchange: one head, first; nothing after the end.
 pub(super) fn a4_response_in_order(http: HttpId, ex: &Exchange, part: Part) -> Option<Flag> {
     let detail = match part {

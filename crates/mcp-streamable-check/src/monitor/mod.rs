@@ -41,10 +41,10 @@ pub use retire::RetiredPart;
 /// Every property id the monitor can report, as `docs/properties.md` lists
 /// them: what a model may name in `invariants`, `judge` and `violates` (a
 /// name not here would judge nothing and make every run "hold").
-pub const PROPERTIES: [&str; 34] = [
+pub const PROPERTIES: [&str; 35] = [
     "A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10",
-    "C1", "C2", "C3", "C4", "C5", "C6", "I1", "I2", "L1", "L2", "L3", "M1", "M2", "M3", "M4", "M5",
-    "R13", "R21", "R32",
+    "C1", "C2", "C3", "C4", "C5", "C6", "I1", "I2", "L1", "L2", "L3", "L4", "M1", "M2", "M3", "M4",
+    "M5", "R13", "R21", "R32",
 ];
 pub use mcp_streamable::observe::{body_messages, Observation};
 use std::collections::{BTreeMap, BTreeSet};
@@ -298,6 +298,36 @@ impl Monitor {
         self.exchanges
             .iter()
             .filter(|(_, e)| e.status.is_none() && !e.ended && !e.closed)
+            .map(|(h, _)| *h)
+            .collect()
+    }
+
+    /// Whether a POST of session `session` carrying request `id` reached
+    /// the server.
+    fn has_request(&self, session: &Text, id: &RequestId) -> bool {
+        self.exchanges.values().any(|e| {
+            e.session.as_ref() == Some(session)
+                && matches!(&e.kind, Kind::PostRequests(ids) if ids.contains(id))
+        })
+    }
+
+    /// L4, every stream ends: exchanges open at both ends (the server has
+    /// not ended them, the client still reads them) whose requests are all
+    /// over (answered, or cancelled by the client), a listen's excepted: at
+    /// the end of a run, streams held open for nothing, each keeping a
+    /// connection until the client gives up.
+    pub fn held_open(&self) -> Vec<HttpId> {
+        self.exchanges
+            .iter()
+            .filter(|(_, e)| {
+                let Some(lineage) = self.lineages.get(&e.lineage) else {
+                    return false;
+                };
+                let session = e.session.clone().unwrap_or_default();
+                assertions::l4_held_for_nothing(e, lineage, |r| {
+                    self.rare.cancelled.contains(&(session.clone(), r.clone()))
+                })
+            })
             .map(|(h, _)| *h)
             .collect()
     }
@@ -711,10 +741,14 @@ impl Monitor {
                 } = m
                 {
                     if method == "notifications/cancelled" {
+                        // Only a request the server has: one that reaches it
+                        // after its cancellation is served as any other (the
+                        // receiver MAY ignore a cancellation it cannot match).
                         if let Some(id) = p
                             .to_value()
                             .get("requestId")
                             .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok())
+                            .filter(|id| self.has_request(s, id))
                         {
                             self.rare.cancelled.insert((s.clone(), id));
                         }

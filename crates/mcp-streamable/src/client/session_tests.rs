@@ -1099,3 +1099,42 @@ fn a_request_on_the_get_waits_for_the_calls_only_under_after_calls() {
     );
     assert!(events(&mut c).iter().any(asked));
 }
+
+/// A cancelled request's POST: FIXED aborts it with the request (its
+/// connection free at once, whatever the server does with the stream); the
+/// TypeScript SDK's client ([`CancelledStream::ReadToEnd`]) reads it on,
+/// dropping what comes, until the server ends it. Either way the caller has
+/// its outcome and the server is told.
+///
+/// [`CancelledStream::ReadToEnd`]: crate::policy::CancelledStream::ReadToEnd
+#[test]
+fn a_cancelled_requests_stream_is_aborted_or_read_to_its_end() {
+    use super::Purpose;
+    let run = |policy: ClientPolicy| {
+        let (mut c, _) = v2025(policy);
+        let (id, post) = streaming(&mut c, "tools/call");
+        c.cancel(&id, NOW).unwrap();
+        let notice = sent(&mut c);
+        assert_eq!(notice[0].body["method"], "notifications/cancelled");
+        let failed = events(&mut c).into_iter().any(|e| {
+            matches!(e, ClientEvent::Failed { id: f, error: ClientError::Cancelled } if f == id)
+        });
+        assert!(failed, "the caller has its outcome");
+        (c, post)
+    };
+    let (c, post) = run(ClientPolicy::FIXED);
+    assert_eq!(c.purpose(post.http), None, "aborted with the request");
+    let (mut c, post) = run(ClientPolicy::TS_SDK_1_32);
+    assert!(
+        matches!(c.purpose(post.http), Some(Purpose::Request(_))),
+        "still read"
+    );
+    let late = json!({"jsonrpc": "2.0", "id": post.body["id"], "result": {}});
+    let post = post.http;
+    sse(&mut c, post, late);
+    assert!(events(&mut c).is_empty(), "the late answer is dropped");
+    c.handle_http_closed(post, NOW);
+    assert_eq!(c.purpose(post), None, "gone once the server ends it");
+    assert!(events(&mut c).is_empty());
+    assert!(c.is_ready());
+}

@@ -34,7 +34,7 @@ use crate::jsonrpc::{self, ErrorObject, Message, RawJson};
 use crate::mrtr::input::METHODS;
 use crate::mrtr::{check_asked, Asked, ClientCapabilities, InputError};
 use crate::observe::Observation;
-use crate::policy::{AnswerRoom, ListenPool, Relisten};
+use crate::policy::{AnswerRoom, CancelledStream, ListenPool, Relisten};
 use crate::policy::{
     BackgroundGet, ClientPolicy, CompletionGate, ForegroundAfterCompletion, ReconnectStreams,
     SessionCommit, SessionLoss,
@@ -445,7 +445,8 @@ impl ClientSession {
         }
         match self.wire_of(*h) {
             Some(n) if self.pending.get(&n).is_some_and(|p| !p.returned) => {
-                self.give_up(n, ClientError::Cancelled, true, now);
+                let abort = self.aborts_given_up_streams();
+                self.give_up_with(n, ClientError::Cancelled, true, abort, now);
                 Ok(())
             }
             _ => Err(ClientUsageError::UnknownRequest(id.clone())),
@@ -943,6 +944,13 @@ impl ClientSession {
     /// C3). The last one in flight releases the server's requests held back
     /// for it ([`StandaloneRequests::AfterCalls`](crate::policy::StandaloneRequests::AfterCalls)).
     fn retire(&mut self, n: i64) {
+        self.retire_with(n, true);
+    }
+
+    /// Retires request `n`; its own streams are aborted only when
+    /// `abort_streams` (else read on to their end, their connections held:
+    /// [`CancelledStream::ReadToEnd`]).
+    fn retire_with(&mut self, n: i64, abort_streams: bool) {
         self.pending.remove(&n);
         if self.pending.is_empty() {
             for (id, method, params) in self.asked.release() {
@@ -955,8 +963,10 @@ impl ClientSession {
         let mine: Vec<HttpId> = self
             .exchanges
             .iter()
-            .filter(|(_, e)| {
-                matches!(e.role, Role::Request(r) | Role::Round(_, r) | Role::Initialize(r) if r == n)
+            .filter(|(_, e)| match e.role {
+                Role::Request(r) => r == n && abort_streams,
+                Role::Round(_, r) | Role::Initialize(r) => r == n,
+                _ => false,
             })
             .map(|(h, _)| *h)
             .collect();
@@ -1062,6 +1072,27 @@ impl ClientSession {
 
     /// Fails request `n` without a response; optionally tells the server.
     fn give_up(&mut self, n: i64, error: ClientError, tell_server: bool, now: Instant) {
+        self.give_up_with(n, error, tell_server, true, now);
+    }
+
+    /// Whether a request the client gives up and tells the server of (its
+    /// caller cancelled it, or its deadline passed) has its streams aborted
+    /// ([`CancelledStream`]); the 2026-07-28 era's cancellation is the
+    /// stream's close.
+    fn aborts_given_up_streams(&self) -> bool {
+        self.policy.cancelled_stream == CancelledStream::Abort || self.is_v2026()
+    }
+
+    /// [`Self::give_up`], the request's own streams aborted only when
+    /// `abort_streams` ([`Self::retire_with`]).
+    fn give_up_with(
+        &mut self,
+        n: i64,
+        error: ClientError,
+        tell_server: bool,
+        abort_streams: bool,
+        now: Instant,
+    ) {
         if !self.pending.contains_key(&n) {
             return;
         }
@@ -1082,7 +1113,7 @@ impl ClientSession {
             .is_some_and(|p| p.method == "initialize");
         let handle = self.handle_of(n);
         self.end_rounds(handle);
-        self.retire(n);
+        self.retire_with(n, abort_streams);
         if tell_server && self.phase.ready() && !was_initialize {
             let params = serde_json::json!({"requestId": n, "reason": error.to_string()});
             self.send_post(
@@ -1209,7 +1240,10 @@ impl ClientSession {
     pub fn handle_timeout(&mut self, now: Instant) {
         for timer in self.timers.expire(now) {
             match timer {
-                ClientTimer::Deadline(n) => self.give_up(n, ClientError::Timeout, true, now),
+                ClientTimer::Deadline(n) => {
+                    let abort = self.aborts_given_up_streams();
+                    self.give_up_with(n, ClientError::Timeout, true, abort, now)
+                }
                 ClientTimer::Resume(n) => self.resume(n, now),
                 ClientTimer::Background => self.open_background(),
                 ClientTimer::Reader(r) => self.reopen_reader(r),

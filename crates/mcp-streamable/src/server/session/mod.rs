@@ -934,7 +934,9 @@ impl ServerSession {
         // have reached the client, which gave up on it and on everything
         // asked for it.
         self.cancel_outbound_of(&id, now);
-        self.drop_call(&id);
+        if !self.departures().leave_cancelled_open(&id) {
+            self.drop_call(&id);
+        }
     }
 
     /// Client request `id` is no longer served: out of flight, remembered

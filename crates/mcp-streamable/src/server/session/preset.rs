@@ -29,6 +29,9 @@
 //! for polling before then leaves the client a stream without an event.
 //! java-sdk 2.0.x ([`StreamlessUnrelated::Drop`]) buffers nothing for a
 //! standalone GET not open yet: what it sends meanwhile is dropped.
+//! The TypeScript SDK's server ([`CancelledCall::LeftOpen`]) sends
+//! nothing for a request the client cancelled, so the stream that waits for
+//! its answer never ends.
 //! The TypeScript SDK before 1.26.0 on one shared transport
 //! ([`StatelessRequests::SharedTransport`]) keys its requests by id alone:
 //! a second request under an id in flight takes the first one's place.
@@ -43,13 +46,14 @@
 //! [`RequestWriter::Lazy`]: crate::policy::RequestWriter::Lazy
 //! [`StreamlessUnrelated::Drop`]: crate::policy::StreamlessUnrelated::Drop
 //! [`StatelessRequests::SharedTransport`]: crate::policy::StatelessRequests::SharedTransport
+//! [`CancelledCall::LeftOpen`]: crate::policy::CancelledCall::LeftOpen
 
 use super::{Exchange, Phase, ResponseMode, Role, ServerSession};
 use crate::error::RequestError;
 use crate::ids::{EventId, HttpId, MsgKey, StreamId};
 use crate::policy::{
-    DetachedResponse, GetRegistration, JsonAnswer, RequestWriter, ServerPolicy, SessionQueue,
-    StandaloneAttach, StandaloneResume, StatelessRequests, StreamlessUnrelated,
+    CancelledCall, DetachedResponse, GetRegistration, JsonAnswer, RequestWriter, ServerPolicy,
+    SessionQueue, StandaloneAttach, StandaloneResume, StatelessRequests, StreamlessUnrelated,
 };
 use crate::preset::{Scheduled, SchedulingPoint};
 use crate::server::event_ids::{EventIdCodec, Priming, COMMON};
@@ -416,6 +420,24 @@ impl Departures<'_> {
             reason: DropReason::NoStream,
         });
         None
+    }
+
+    /// Request `id`, which the client cancelled: under
+    /// [`CancelledCall::LeftOpen`] it is taken out of flight and its late
+    /// answer dropped, as under FIXED, but nothing settles it on its
+    /// stream, which stays open for as long as the client reads it (the
+    /// TypeScript SDK's `Protocol` sends nothing for an aborted handler).
+    /// Whether the preset took it; under FIXED the hub settles it.
+    pub(super) fn leave_cancelled_open(&mut self, id: &crate::ids::RequestId) -> bool {
+        if self.hub.policy.cancelled_call != CancelledCall::LeftOpen {
+            return false;
+        }
+        if self.hub.in_flight.remove(id).is_some() {
+            self.hub
+                .cancelled
+                .remember(id.clone(), self.hub.config.cancelled_max);
+        }
+        true
     }
 
     /// An unrelated message finds no attached stream once the handshake is
