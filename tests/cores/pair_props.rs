@@ -1,7 +1,8 @@
 //! Random operations, delivery orders and faults over `Pair`.
 //!
-//! FIXED x FIXED: the monitor finds nothing and no request hangs (each one
-//! ends in a response or a typed failure after the liveness phase). Each buggy
+//! FIXED x FIXED: the monitor finds nothing, no request hangs (each one
+//! ends in a response or a typed failure after the liveness phase) and no
+//! stream is left open with every request it carried over (L4). Each buggy
 //! client preset is caught against the server that exposes it, with the shrunk
 //! case printed.
 
@@ -276,6 +277,14 @@ impl Run {
                 }
             }
         }
+        if targets.is_empty() || targets.contains(&"L4") {
+            let held = self.p.monitor.held_open();
+            if !held.is_empty() {
+                return Err(format!(
+                    "L4 {held:?} open at both ends with every request they carried over"
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -382,6 +391,19 @@ fn eventsource_reconnect_is_caught_against_rmcp_0_16() {
         ServerPolicy::RMCP_0_16,
         ClientPolicy::EVENTSOURCE_RECONNECT,
         &["B1", "B5"],
+    );
+}
+
+/// The TypeScript SDK on both sides: a request the client gives up (its
+/// caller cancels it, or its deadline passes) keeps its POST, which the
+/// server never ends (L4), while the client reads it on (C3).
+#[test]
+fn ts_sdk_1_32_on_both_sides_is_caught_holding_a_given_up_stream() {
+    assert_caught(
+        "TS_SDK_1_32 x TS_SDK_1_32",
+        ServerPolicy::TS_SDK_1_32,
+        ClientPolicy::TS_SDK_1_32,
+        &["L4", "C3"],
     );
 }
 
