@@ -411,6 +411,35 @@ fn a_notification_on_a_cancelled_requests_stream_is_a3() {
     assert_eq!(run(Some("notifications/cancelled")), ["A3"]);
 }
 
+/// A cancellation that reaches the server before its request names
+/// nothing there yet (the receiver may ignore it): the request is served
+/// as any other, its progress is no A3, and its stream left open is no L4
+/// either. After the request, the same cancellation makes the request over:
+/// a stream still open for it is held for nothing (L4).
+#[test]
+fn a_cancellation_counts_only_once_its_request_reached_the_server() {
+    let progress = |key| event(1, None, key, Some(1), PROGRESS);
+    let cancel = posted(
+        2,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+    );
+    let run = |cancel_first: bool| {
+        let mut m = issued(None);
+        if cancel_first {
+            m.observe(&cancel);
+        }
+        m.observe(&post(1));
+        m.observe(&head(1, 200, Content::Sse));
+        m.observe(&progress(1));
+        if !cancel_first {
+            m.observe(&cancel);
+        }
+        (ids(&m), m.held_open())
+    };
+    assert_eq!(run(true), (vec![], vec![]), "a cancellation of nothing yet");
+    assert_eq!(run(false), (vec![], vec![HttpId(1)]), "held for nothing");
+}
+
 fn ids(m: &Monitor) -> Vec<&'static str> {
     m.violations().iter().map(|v| v.id).collect()
 }
