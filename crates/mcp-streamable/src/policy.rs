@@ -1309,11 +1309,13 @@ pub enum CancelledStream {
     /// Read on until the server ends it (what arrives is dropped), holding
     /// its connection meanwhile. The TypeScript SDK 1.x and 2.x client:
     /// `Protocol.request`'s cancel (an aborted signal, or the request's
-    /// timeout) sends `notifications/cancelled` and rejects the promise, and the POST's `fetch` (whose signal is the
-    /// transport's, not the request's) is read by `_handleSseStream` until
-    /// it is done. Against a server that never ends a cancelled call's
-    /// stream ([`CancelledCall::LeftOpen`]) each cancellation keeps a
-    /// connection, and a pool (a browser's six per host) runs out (L2).
+    /// timeout) sends `notifications/cancelled` and rejects the promise,
+    /// and the POST's `fetch` (whose signal is the transport's, not the
+    /// request's) is read by `_handleSseStream` until it is done. Against
+    /// a server that never ends a cancelled call's stream
+    /// ([`CancelledCall::LeftOpen`]) each cancellation keeps a connection
+    /// for good (L4; C3 on the client's side), out of a pool a browser
+    /// holds to six per host.
     ReadToEnd,
 }
 

@@ -943,13 +943,21 @@ impl ServerSession {
     /// (the last `cancelled_max`) so that its late response is dropped, its
     /// stream settled. Whether it was in flight.
     fn drop_call(&mut self, id: &RequestId) -> bool {
-        let Some(Flight { stream, .. }) = self.in_flight.remove(id) else {
+        let Some(stream) = self.forget_call(id) else {
             return false;
         };
-        self.cancelled
-            .remember(id.clone(), self.config.cancelled_max);
         self.settle_request(stream, id);
         true
+    }
+
+    /// Client request `id` out of flight and remembered (the last
+    /// `cancelled_max`) so that its late response is dropped; its stream,
+    /// if it was in flight, for the caller to settle or not.
+    fn forget_call(&mut self, id: &RequestId) -> Option<StreamId> {
+        let Flight { stream, .. } = self.in_flight.remove(id)?;
+        self.cancelled
+            .remember(id.clone(), self.config.cancelled_max);
+        Some(stream)
     }
 
     /// The client cancelled `call`: the requests this session sent for it

@@ -432,11 +432,7 @@ impl Departures<'_> {
         if self.hub.policy.cancelled_call != CancelledCall::LeftOpen {
             return false;
         }
-        if self.hub.in_flight.remove(id).is_some() {
-            self.hub
-                .cancelled
-                .remember(id.clone(), self.hub.config.cancelled_max);
-        }
+        self.hub.forget_call(id);
         true
     }
 
