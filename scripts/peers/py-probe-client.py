@@ -3,7 +3,10 @@
 # answers elicitations, calls MCP_PROBE_TOOL with MCP_PROBE_ARGUMENTS (JSON)
 # MCP_PROBE_CALLS times at once (default 1; each call settles on its own, so
 # one that hangs keeps the script waiting), prints the results and exits 0;
-# exits 1 on any failure. No deadline of its own: the prober bounds the run.
+# exits 1 on any failure. No deadline of its own unless MCP_PROBE_GIVE_UP_MS
+# asks: then each call is given up that long after it was sent (the SDK's
+# own `read_timeout_seconds`), and the client stays connected
+# MCP_PROBE_LINGER_MS, closes and exits 0; otherwise the prober bounds the run.
 #
 # With MCP_PROBE_LISTEN=tools it first listens for tool-list changes (a
 # 2026-07-28 connection; in the session era `listen` is refused and it only
@@ -19,6 +22,7 @@ import sys
 import anyio
 from mcp import Client
 from mcp.client.subscriptions import SubscriptionLost, ToolsListChanged
+from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult
 
 
@@ -33,7 +37,10 @@ async def main(url: str, mode: str) -> None:
     args = json.loads(os.environ.get("MCP_PROBE_ARGUMENTS", "{}"))
     calls = max(1, int(os.environ.get("MCP_PROBE_CALLS") or "1"))
     listen_for_tools = os.environ.get("MCP_PROBE_LISTEN") == "tools"
+    give_up = int(os.environ.get("MCP_PROBE_GIVE_UP_MS") or "0") / 1000 or None
+    linger = int(os.environ.get("MCP_PROBE_LINGER_MS") or "0") / 1000
     failures = []
+    given_up = []
     learned = anyio.Event()
 
     async with Client(url, mode=mode, elicitation_callback=elicit) as client:
@@ -64,10 +71,13 @@ async def main(url: str, mode: str) -> None:
 
         async def one() -> None:
             try:
-                r = await client.call_tool(tool, args)
+                r = await client.call_tool(tool, args, read_timeout_seconds=give_up)
                 print(r.model_dump_json())
                 if r.is_error:
                     failures.append("tool error")
+            except MCPError as e:
+                # -32001: the SDK's own deadline gave the call up.
+                (given_up if give_up and e.code == -32001 else failures).append(repr(e))
             except Exception as e:  # one call's failure, kept apart from the others
                 failures.append(repr(e))
 
@@ -83,6 +93,10 @@ async def main(url: str, mode: str) -> None:
                 tg.start_soon(one)
             if listening:
                 await learned.wait()
+        if given_up and not failures:
+            # The application lives on, connected, as a long-lived one does.
+            print(f"py-probe-client {mode}: gave the call up; staying {linger} s", file=sys.stderr)
+            await anyio.sleep(linger)
     if failures:
         print(f"py-probe-client {mode}: {failures}", file=sys.stderr)
         sys.exit(1)

@@ -5,7 +5,10 @@
 // negotiation mode, answers elicitations, calls MCP_PROBE_TOOL with
 // MCP_PROBE_ARGUMENTS (JSON) MCP_PROBE_CALLS times at once (default 1),
 // prints the results and exits 0; exits 1 on any failure. No deadline of its
-// own: the prober bounds the run.
+// own unless MCP_PROBE_GIVE_UP_MS asks: then each call is given up that long
+// after it was sent (the SDK's own request `timeout`), and the client stays
+// connected MCP_PROBE_LINGER_MS, closes and exits 0; otherwise the prober
+// bounds the run.
 //
 // With MCP_PROBE_LISTEN=tools it first listens for tool-list changes (a
 // 2026-07-28 connection; the session era refuses `listen`, and then it only
@@ -26,6 +29,8 @@ const bySdk = flags.includes('--list-changed');
 const tool = process.env.MCP_PROBE_TOOL ?? 'test_simple_text';
 const args = JSON.parse(process.env.MCP_PROBE_ARGUMENTS ?? '{}');
 const calls = Math.max(1, Number(process.env.MCP_PROBE_CALLS || '1') || 1);
+const giveUp = Number(process.env.MCP_PROBE_GIVE_UP_MS || '0') || 0;
+const linger = Number(process.env.MCP_PROBE_LINGER_MS || '0') || 0;
 const listenForTools = process.env.MCP_PROBE_LISTEN === 'tools';
 setInterval(() => {}, 1000);
 let changed = () => {};
@@ -83,8 +88,17 @@ try {
   // MCP_PROBE_CALLS calls at once, each settled on its own: one that hangs
   // keeps the process waiting.
   const settled = await Promise.allSettled(
-    Array.from({ length: calls }, () => client.callTool({ name: tool, arguments: args })),
+    Array.from({ length: calls }, () =>
+      client.callTool({ name: tool, arguments: args }, giveUp ? { timeout: giveUp } : undefined)),
   );
+  // A call given up (the SDK's REQUEST_TIMEOUT): the application lives on,
+  // connected, as a long-lived one does, then closes.
+  if (giveUp && settled.every((s) => s.status === 'rejected' && s.reason?.code === 'REQUEST_TIMEOUT')) {
+    console.error(`ts2-probe-client ${mode}: gave the call up after ${giveUp} ms; staying ${linger} ms`);
+    await new Promise((resolve) => setTimeout(resolve, linger));
+    await client.close();
+    process.exit(0);
+  }
   let failed = false;
   for (const s of settled) {
     if (s.status === 'fulfilled') console.log(JSON.stringify(s.value));

@@ -23,7 +23,9 @@
 //! acknowledgement. `MCP_PROBE_ANSWER_DELAY_MS=N` answers each server
 //! request N ms after it came (as `--elicit` says, or declined), unless
 //! the server withdrew it meanwhile: the core no longer holds it then, and
-//! the answer is not sent.
+//! the answer is not sent. `MCP_PROBE_GIVE_UP_MS=N` gives each call up N ms
+//! after it was sent (the client cancels it), then stays connected
+//! `MCP_PROBE_LINGER_MS` before it closes and exits 0.
 
 use mcp_streamable::client::{ClientEra, ClientEvent};
 use mcp_streamable::jsonrpc::{ErrorObject, RawJson, METHOD_NOT_FOUND};
@@ -150,12 +152,9 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         _ => 1,
     };
     let listen_for_tools = std::env::var("MCP_PROBE_LISTEN").is_ok_and(|l| l == "tools");
-    let answer_delay_ms: u64 = match std::env::var("MCP_PROBE_ANSWER_DELAY_MS") {
-        Ok(n) if !n.is_empty() => n
-            .parse()
-            .map_err(|_| format!("MCP_PROBE_ANSWER_DELAY_MS={n}: expected milliseconds"))?,
-        _ => 0,
-    };
+    let answer_delay_ms = env_ms("MCP_PROBE_ANSWER_DELAY_MS")?;
+    let give_up_ms = env_ms("MCP_PROBE_GIVE_UP_MS")?;
+    let linger_ms = env_ms("MCP_PROBE_LINGER_MS")?;
     let verbose = args.verbose;
     let background_get = args.background_get;
     let use_monitor = args.monitor;
@@ -244,6 +243,19 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
                     client
                         .call_tool_with_progress(&tool, arguments, serde_json::json!("call"))
                         .await
+                }
+                Step::Call(tool, arguments) if give_up_ms > 0 => {
+                    match give_up_after(&client, &tool, arguments, give_up_ms).await {
+                        Ok(None) => {
+                            eprintln!(
+                                "gave the call up after {give_up_ms} ms; staying {linger_ms} ms"
+                            );
+                            tokio::time::sleep(std::time::Duration::from_millis(linger_ms)).await;
+                            break;
+                        }
+                        Ok(Some(answer)) => Ok(answer),
+                        Err(e) => Err(e),
+                    }
                 }
                 Step::Call(tool, arguments) if at_once > 1 => {
                     calls_at_once(&client, &tool, arguments, at_once).await
@@ -344,6 +356,38 @@ async fn calls_at_once(
         }
     }
     last
+}
+
+/// A call of `tool` given up `ms` after it was sent, as an application with
+/// a deadline does: cancelled through the client, which tells the server
+/// and lets the call's stream go. None when it was given up.
+async fn give_up_after(
+    client: &Client,
+    tool: &str,
+    arguments: serde_json::Value,
+    ms: u64,
+) -> Result<Option<Result<RawJson, ErrorObject>>, ShellError> {
+    let params = RawJson::from(serde_json::json!({"name": tool, "arguments": arguments}));
+    let (id, answer) = client.start_request("tools/call", Some(params)).await?;
+    match tokio::time::timeout(std::time::Duration::from_millis(ms), answer).await {
+        Ok(Ok(answer)) => Ok(Some(answer?)),
+        Ok(Err(_)) => Err(ShellError::Stopped),
+        Err(_) => {
+            client.cancel(id).await?;
+            Ok(None)
+        }
+    }
+}
+
+/// Milliseconds from the prober's environment variable `name` (0 when unset
+/// or empty).
+fn env_ms(name: &str) -> Result<u64, String> {
+    match std::env::var(name) {
+        Ok(n) if !n.is_empty() => n
+            .parse()
+            .map_err(|_| format!("{name}={n}: expected milliseconds")),
+        _ => Ok(0),
+    }
 }
 
 /// A listen for tool-list changes, its acknowledgement awaited: `false` when

@@ -1478,7 +1478,8 @@ impl ClientPolicy {
     /// ([`ServerCancels::IdZeroIgnored`], typescript-sdk #2654, never fixed
     /// on 1.x: `probe-client`'s `withdrawn-request-id-0`). A request it
     /// gives up (cancelled, or past its deadline) keeps its POST's stream,
-    /// read to its end ([`CancelledStream::ReadToEnd`]).
+    /// read to its end ([`CancelledStream::ReadToEnd`]; `probe-client`'s
+    /// `given-up-call`).
     pub const TS_SDK_1_32: ClientPolicy = ClientPolicy {
         resume_cursor: ResumeCursor::Connection,
         lost_stream: LostStream::Leave,
@@ -1522,11 +1523,16 @@ impl ClientPolicy {
     /// and a `200` JSON body that is another message leaves the request
     /// waiting ([`JsonWithoutResponse::WaitAfterMessages`]). A lost listen
     /// is the application's to renew (`SubscriptionLost`:
-    /// [`Relisten::Never`]).
+    /// [`Relisten::Never`]). A request given up in the session era (its
+    /// `read_timeout_seconds`, or its caller cancelled) keeps its POST,
+    /// whose task runs on under a scope of its own and reads the stream to
+    /// its end ([`CancelledStream::ReadToEnd`]; `probe-client`'s
+    /// `given-up-call`); the 2026-07-28 transport cancels that scope.
     pub const PYTHON_2_3: ClientPolicy = ClientPolicy {
         resume_bound: ResumeBound::ResetOnCleanEnd,
         json_without_response: JsonWithoutResponse::WaitAfterMessages,
         relisten: Relisten::Never,
+        cancelled_stream: CancelledStream::ReadToEnd,
         ..ClientPolicy::FIXED
     };
 

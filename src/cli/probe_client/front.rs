@@ -71,6 +71,20 @@ pub struct Seen {
     pub status: u16,
     /// Whether a scripted fault answered it rather than the server.
     pub faulted: bool,
+    /// For a POST carrying a `tools/call`: when its answer ended, in ms
+    /// since the scenario started: the server wrote its last byte
+    /// ([`StreamEnd::Ended`]), or the client closed it first
+    /// ([`StreamEnd::Closed`]). None while it is still open.
+    pub end: Option<(StreamEnd, u64)>,
+}
+
+/// How the answer to a call's POST ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The server ended it.
+    Ended,
+    /// The client closed it (or went) before the server ended it.
+    Closed,
 }
 
 impl Seen {
@@ -129,6 +143,9 @@ pub struct Record {
     /// How many requests had reached the front when a listen was cut
     /// ([`Fault::CutListen`]): those after are the client's recovery.
     pub cut_after: Option<usize>,
+    /// When the client's command ended (exited or was killed), in ms since
+    /// the scenario started: a stream still open then closes with it.
+    pub client_ended_ms: Option<u64>,
 }
 
 impl Record {
@@ -207,6 +224,11 @@ impl Front {
             started: Instant::now(),
             record: Mutex::new(Record::default()),
         })
+    }
+
+    /// `at`, in ms since the scenario started.
+    pub fn ms_at(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.started).as_millis() as u64
     }
 
     /// What it saw so far.
@@ -373,6 +395,7 @@ impl Front {
             rpc: Vec::new(),
             status: 0,
             faulted: false,
+            end: None,
         };
         let (parts, body) = req.into_parts();
         let body = match Limited::new(body, BODY_MAX).collect().await {
@@ -395,6 +418,7 @@ impl Front {
         // a client may end (and the run with it) before a request it sent
         // last is answered, and the record must still show it.
         let listen = self.fault == Fault::CutListen && seen.calls("subscriptions/listen");
+        let watched = of_the_call && seen.method == "POST";
         let at = self.keep(seen);
         let resp = self
             .forward(parts, body)
@@ -417,8 +441,27 @@ impl Front {
                 }
                 .boxed()
             }),
+            Some(r) if watched => r.map(|inner| {
+                Watched {
+                    inner,
+                    front: self.clone(),
+                    seen: at,
+                    ended: false,
+                }
+                .boxed()
+            }),
             Some(r) => r,
             None => answer(502, None, ""),
+        }
+    }
+
+    /// Records how the answer of the request recorded at `seen` ended, the
+    /// first time it does.
+    fn ended(&self, seen: Option<usize>, how: StreamEnd) {
+        let at_ms = self.started.elapsed().as_millis() as u64;
+        let mut r = self.record();
+        if let Some(s) = seen.and_then(|i| r.seen.get_mut(i)) {
+            s.end.get_or_insert((how, at_ms));
         }
     }
 
@@ -512,6 +555,51 @@ impl hyper::body::Body for CutBeforeChange {
         match frame.into_data() {
             Ok(data) if at > 0 => Poll::Ready(Some(Ok(Frame::data(data.slice(..at))))),
             _ => Poll::Ready(Some(Err("cut by the prober before a list change".into()))),
+        }
+    }
+}
+
+/// The answer to a call's POST, passed on untouched, noting when it ended:
+/// by the server's last frame, or by being dropped first (hyper drops a
+/// response body whose connection the client closed).
+struct Watched {
+    inner: Body,
+    front: Arc<Front>,
+    seen: Option<usize>,
+    ended: bool,
+}
+
+impl hyper::body::Body for Watched {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) && !this.ended {
+            this.ended = true;
+            this.front.ended(this.seen, StreamEnd::Ended);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if !self.ended {
+            let how = if hyper::body::Body::is_end_stream(&self.inner) {
+                StreamEnd::Ended
+            } else {
+                StreamEnd::Closed
+            };
+            self.front.ended(self.seen, how);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! From what reached the server and how the client's command ended, the
 //! scenario's verdict.
 
-use super::front::{Record, Seen};
+use super::front::{Record, Seen, StreamEnd};
 use super::scenario::{Expect, Fault, Scenario};
 use serde::Serialize;
 
@@ -163,6 +163,7 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
             }
         }
         Expect::DropsWithdrawn => withdrawn(rec, ok, &exit),
+        Expect::ReleasesGivenUp => released(s, rec, &exit),
         Expect::ResumesAgain => {
             let Some(at) = rec.seen.iter().position(|r| r.faulted && r.is_resume()) else {
                 return (
@@ -236,6 +237,72 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
             ),
             (Some(lost), _) => (Verdict::Violates, format!("{lost} ({exit})")),
         },
+    }
+}
+
+/// How long after its own deadline a client may take to close the POST of
+/// a call it gave up: the cancellation's own round trip, with room for a
+/// slow machine.
+pub const RELEASE_GRACE_MS: u64 = 1000;
+
+/// A stream closed this close to the client's end closed with it.
+const EXIT_CLOSE_MS: u64 = 200;
+
+/// A call given up by the client (`MCP_PROBE_GIVE_UP_MS` after it was
+/// sent) whose POST the server never ends: the client must close that
+/// stream itself soon after, not read it for as long as it lives (C3; both
+/// ends holding it break L4). A call answered before the deadline did not
+/// test the client.
+fn released(s: &Scenario, rec: &Record, exit: &str) -> (Verdict, String) {
+    let Some(call) = rec
+        .seen
+        .iter()
+        .find(|r| r.method == "POST" && r.calls("tools/call"))
+    else {
+        return (
+            Verdict::NotApplicable,
+            format!("the client never called ({exit})"),
+        );
+    };
+    let deadline = call.at_ms + s.give_up_ms;
+    let cancelled = rec
+        .seen
+        .iter()
+        .find(|r| r.calls("notifications/cancelled"))
+        .map_or("sent no notifications/cancelled".to_owned(), |r| {
+            format!("cancelled it at {} ms", r.at_ms)
+        });
+    match call.end.or(rec.client_ended_ms.map(|at| (StreamEnd::Closed, at))) {
+        Some((StreamEnd::Ended, at)) if at <= deadline => (
+            Verdict::NotApplicable,
+            format!("the server ended the call's stream at {at} ms, before the client's deadline ({exit})"),
+        ),
+        Some((how, at)) if at <= deadline + RELEASE_GRACE_MS => (
+            Verdict::Holds,
+            format!(
+                "gave the call up at {deadline} ms ({cancelled}); its POST {} {} ms later ({exit})",
+                match how {
+                    StreamEnd::Closed => "closed",
+                    StreamEnd::Ended => "ended by the server",
+                },
+                at.saturating_sub(deadline)
+            ),
+        ),
+        Some((_, at)) => (
+            Verdict::Violates,
+            format!(
+                "gave the call up at {deadline} ms ({cancelled}) and kept reading its POST for {} ms more, until {} (C3, L4) ({exit})",
+                at - deadline,
+                match rec.client_ended_ms {
+                    Some(exited) if at + EXIT_CLOSE_MS >= exited => "it exited",
+                    _ => "it closed it",
+                }
+            ),
+        ),
+        None => (
+            Verdict::Violates,
+            format!("gave the call up at {deadline} ms ({cancelled}) and never closed its POST (C3, L4) ({exit})"),
+        ),
     }
 }
 
@@ -423,11 +490,76 @@ mod tests {
             rpc,
             status: 200,
             faulted: false,
+            end: None,
         }
     }
 
     fn record(seen: Vec<Seen>) -> Record {
         Record::of(seen)
+    }
+
+    /// A given-up call's POST closed by the client soon after its deadline
+    /// holds; read on until the client exits (or never closed) violates; a
+    /// call the server answered before the deadline, or none at all, is
+    /// not judged.
+    #[test]
+    fn a_given_up_calls_post_held_past_the_grace_violates() {
+        let s = named("given-up-call").unwrap();
+        let rpc = |method: &str, id: Option<&str>| Rpc::Call {
+            method: method.into(),
+            id: id.map(Into::into),
+        };
+        let init = seen(0, "POST", None, vec![rpc("initialize", Some("1"))]);
+        let call = |end| Seen {
+            end,
+            ..seen(10, "POST", None, vec![rpc("tools/call", Some("2"))])
+        };
+        let cancel = seen(
+            510,
+            "POST",
+            None,
+            vec![rpc("notifications/cancelled", None)],
+        );
+        let run = |seen: Vec<Seen>, exited: u64| {
+            let mut r = record(seen);
+            r.client_ended_ms = Some(exited);
+            judge(s, &r, &Ending::Exited(Some(0)), 5000)
+        };
+        let deadline = 10 + s.give_up_ms;
+        let closed = |at| Some((StreamEnd::Closed, at));
+        let (v, why) = run(
+            vec![init.clone(), call(closed(deadline + 3)), cancel.clone()],
+            2400,
+        );
+        assert_eq!(v, Verdict::Holds, "{why}");
+        assert!(why.contains("cancelled it at 510 ms"), "{why}");
+        let (v, why) = run(vec![init.clone(), call(closed(2390)), cancel.clone()], 2400);
+        assert_eq!(v, Verdict::Violates, "{why}");
+        assert!(why.contains("until it exited"), "{why}");
+        let late = deadline + RELEASE_GRACE_MS + 1;
+        let (v, why) = run(vec![init.clone(), call(closed(late))], 2400);
+        assert_eq!(v, Verdict::Violates, "{why}");
+        assert!(why.contains("until it closed it"), "{why}");
+        assert!(why.contains("sent no notifications/cancelled"), "{why}");
+        // Still open when the record was taken: it closed with the client.
+        let (v, why) = run(vec![init.clone(), call(None)], 2400);
+        assert_eq!(v, Verdict::Violates, "{why}");
+        let mut never = record(vec![init.clone(), call(None)]);
+        never.client_ended_ms = None;
+        let (v, why) = judge(s, &never, &Ending::Exited(Some(0)), 5000);
+        assert_eq!(v, Verdict::Violates, "{why}");
+        assert!(why.contains("never closed"), "{why}");
+        let answered = Some((StreamEnd::Ended, deadline - 100));
+        assert_eq!(
+            run(vec![init.clone(), call(answered)], 900).0,
+            Verdict::NotApplicable
+        );
+        let ended_late = Some((StreamEnd::Ended, deadline + 10));
+        assert_eq!(
+            run(vec![init.clone(), call(ended_late)], 900).0,
+            Verdict::Holds
+        );
+        assert_eq!(run(vec![init], 900).0, Verdict::NotApplicable);
     }
 
     /// A withdrawn request answered after the withdrawal passed violates;

@@ -12,7 +12,11 @@
 //! (how long the application takes to answer a server request, 0 unless a
 //! scenario withdraws the request first), `MCP_PROBE_LISTEN`
 //! (`tools`: listen for tool-list changes first, 2026-07-28 clients, and
-//! end only once one is learned; empty otherwise), and, for conformance
+//! end only once one is learned; empty otherwise), `MCP_PROBE_GIVE_UP_MS`
+//! (when not 0, the application gives each call up that long after sending
+//! it, by the SDK's own means: its request timeout, an abort signal, a
+//! cancellation), `MCP_PROBE_LINGER_MS` (how long a client that gave a call
+//! up stays connected before it closes and exits 0), and, for conformance
 //! client drivers, `MCP_CONFORMANCE_SCENARIO` and a
 //! `MCP_CONFORMANCE_CONTEXT` whose `toolCalls` names the call. Each run is
 //! bounded in time; a client still running at the bound is judged `hangs`
@@ -181,11 +185,13 @@ async fn run_one(s: &'static Scenario, args: &ProbeClientArgs) -> Result<Outcome
     let serving = tokio::spawn(front.clone().serve(front_listener));
     let url = format!("http://localhost:{}/mcp", front_addr.port());
     let started = Instant::now();
-    let (ending, stderr) = run_client(s, &args.command, &url, args.timeout_ms).await?;
+    let (ending, ended_at, stderr) = run_client(s, &args.command, &url, args.timeout_ms).await?;
     let ms = started.elapsed().as_millis() as u64;
+    let client_ended_ms = front.ms_at(ended_at);
     serving.abort();
     server.shutdown().await;
-    let record = front.take();
+    let mut record = front.take();
+    record.client_ended_ms = Some(client_ended_ms);
     let (verdict, evidence) = judge::judge(s, &record, &ending, args.timeout_ms);
     let mut requests: Vec<String> = record.seen.iter().map(front::Seen::line).collect();
     if record.unrecorded > 0 {
@@ -222,13 +228,14 @@ async fn tail(mut pipe: impl tokio::io::AsyncRead + Unpin) -> String {
 }
 
 /// Runs the client command in a process group of its own, bounded by
-/// `bound_ms`; the group is killed at the end either way.
+/// `bound_ms`; the group is killed at the end either way. How it ended,
+/// when, and the end of its stderr.
 async fn run_client(
     s: &Scenario,
     command: &[String],
     url: &str,
     bound_ms: u64,
-) -> Result<(Ending, String), String> {
+) -> Result<(Ending, Instant, String), String> {
     let arguments = s.arguments();
     let context = serde_json::json!({"toolCalls": [{"name": s.tool, "arguments": arguments}]});
     let mut child = tokio::process::Command::new(&command[0])
@@ -240,6 +247,8 @@ async fn run_client(
         .env("MCP_PROBE_CALLS", s.calls.to_string())
         .env("MCP_PROBE_ANSWER_DELAY_MS", s.answer_delay_ms.to_string())
         .env("MCP_PROBE_LISTEN", if s.listen { "tools" } else { "" })
+        .env("MCP_PROBE_GIVE_UP_MS", s.give_up_ms.to_string())
+        .env("MCP_PROBE_LINGER_MS", s.linger_ms.to_string())
         .env(
             "MCP_CONFORMANCE_SCENARIO",
             format!("probe-client-{}", s.name),
@@ -260,6 +269,7 @@ async fn run_client(
         Ok(Err(e)) => return Err(format!("waiting for the client: {e}")),
         Err(_) => Ending::TimedOut,
     };
+    let ended_at = Instant::now();
     if let Some(pid) = pid {
         kill_group(pid);
     }
@@ -276,7 +286,7 @@ async fn run_client(
     };
     let _stdout = grab(out).await;
     let stderr = grab(err).await;
-    Ok((ending, stderr))
+    Ok((ending, ended_at, stderr))
 }
 
 /// Kills process group `pgid` (the client and whatever it started).

@@ -79,6 +79,15 @@ pub enum Expect {
     /// `initialize`, and the call succeeds; a client that never asks is not
     /// tested.
     FallsBack,
+    /// The client gives its call up (`MCP_PROBE_GIVE_UP_MS` after sending
+    /// it), and the server never ends the call's POST: the client closes
+    /// that stream itself within [`RELEASE_GRACE_MS`] of its deadline
+    /// rather than read it for as long as it stays connected
+    /// (`MCP_PROBE_LINGER_MS`). A call the server answered before the
+    /// deadline did not test the client.
+    ///
+    /// [`RELEASE_GRACE_MS`]: super::judge::RELEASE_GRACE_MS
+    ReleasesGivenUp,
     /// After its listen was cut with a change in flight, the client listens
     /// again and, told by the new acknowledgement that it may have missed
     /// something, lists again; a client that never listened is not judged.
@@ -123,6 +132,12 @@ pub struct Scenario {
     /// 2026-07-28 client with `subscriptions/listen`; a session-era client
     /// hears changes on its GET, and is not judged by such a scenario.
     pub listen: bool,
+    /// When not 0, the client's application gives each call up this many ms
+    /// after sending it (`MCP_PROBE_GIVE_UP_MS`).
+    pub give_up_ms: u64,
+    /// How long a client that gave a call up stays connected before it
+    /// closes and exits (`MCP_PROBE_LINGER_MS`).
+    pub linger_ms: u64,
 }
 
 impl Fault {
@@ -165,6 +180,8 @@ const CALL: Scenario = Scenario {
     calls: 1,
     answer_delay_ms: 0,
     listen: false,
+    give_up_ms: 0,
+    linger_ms: 0,
 };
 
 /// Every scenario, in the order they run.
@@ -298,6 +315,18 @@ pub const SCENARIOS: &[Scenario] = &[
         first_request_number: 0,
         expect: Expect::DropsWithdrawn,
         answer_delay_ms: 800,
+        ..CALL
+    },
+    Scenario {
+        name: "given-up-call",
+        what: "the client gives a slow call up 500 ms in and stays connected; the server, as TypeScript SDK servers do, never ends a cancelled call's POST: the client must close that stream itself (C3, L4)",
+        preset: "TS_SDK_1_32",
+        tool: "slow_progress",
+        arguments: r#"{"steps":100,"step_ms":100}"#,
+        expect: Expect::ReleasesGivenUp,
+        session_era: false,
+        give_up_ms: 500,
+        linger_ms: 1800,
         ..CALL
     },
     Scenario {

@@ -7,17 +7,49 @@
 //! `MCP_PROBE_ARGUMENTS` (JSON; elicitations get rmcp's default answer, a
 //! decline, `MCP_PROBE_ANSWER_DELAY_MS` after they came) `MCP_PROBE_CALLS` times at once (default 1; every call settled
 //! before it judges, so one that hangs keeps it waiting), prints the
-//! results; exit 1 on any failure, and no deadline of its own: the prober
-//! bounds the run. With `MCP_PROBE_LISTEN=tools` (and a MODE other than
+//! results; exit 1 on any failure, and no deadline of its own unless
+//! `MCP_PROBE_GIVE_UP_MS` asks: then each call is given up that long after
+//! it was sent (rmcp's own request timeout, `PeerRequestOptions`), and the
+//! client stays connected `MCP_PROBE_LINGER_MS`, closes and exits 0;
+//! otherwise the prober bounds the run. With `MCP_PROBE_LISTEN=tools` (and a MODE other than
 //! `initialize`) it first listens for tool-list changes and ends only once it
 //! has learned of one: the notification, or a `tools/list` after a new
 //! listen's acknowledgement. rmcp ends a lost listen's `Subscription`
 //! (`next` gives `None`, `end` says `Abrupt`) and never listens again by
 //! itself: this program, the application, does.
 
-use rmcp::model::{CallToolRequestParams, ProtocolVersion, ServerNotification, SubscriptionFilter};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ProtocolVersion,
+    ServerNotification, ServerResult, SubscriptionFilter,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, Peer, PeerRequestOptions, RoleClient, ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
+
+/// A call of the tool, given up `give_up_ms` after it was sent when that is
+/// not 0 (rmcp's own request timeout, which tells the server): none then.
+async fn call_or_give_up(
+    peer: Peer<RoleClient>,
+    params: CallToolRequestParams,
+    give_up_ms: u64,
+) -> Result<Option<CallToolResult>, ServiceError> {
+    if give_up_ms == 0 {
+        return peer.call_tool(params).await.map(Some);
+    }
+    let handle = peer
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::with_timeout(std::time::Duration::from_millis(give_up_ms)),
+        )
+        .await?;
+    match handle.await_response().await {
+        Ok(ServerResult::CallToolResult(r)) => Ok(Some(r)),
+        Ok(_) => Err(ServiceError::UnexpectedResponse),
+        Err(ServiceError::Timeout { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
 
 /// The prober's application: rmcp's default answers, an elicitation's
 /// after `delay_ms` (the time an application takes to ask its user).
@@ -81,10 +113,15 @@ async fn main() {
             .unwrap_or(1);
         let listen =
             mode != "initialize" && std::env::var("MCP_PROBE_LISTEN").is_ok_and(|l| l == "tools");
-        let delay_ms = std::env::var("MCP_PROBE_ANSWER_DELAY_MS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
+        let ms = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let delay_ms = ms("MCP_PROBE_ANSWER_DELAY_MS");
+        let give_up_ms = ms("MCP_PROBE_GIVE_UP_MS");
+        let linger_ms = ms("MCP_PROBE_LINGER_MS");
         let run = async {
             let transport = StreamableHttpClientTransport::from_uri(url);
             let client = Prober { delay_ms }
@@ -109,16 +146,26 @@ async fn main() {
             for _ in 0..calls {
                 let peer = client.peer().clone();
                 let params = params.clone();
-                at_once.spawn(async move { peer.call_tool(params).await });
+                at_once.spawn(call_or_give_up(peer, params, give_up_ms));
             }
             let mut results = Vec::new();
+            let mut given_up = false;
             while let Some(settled) = at_once.join_next().await {
                 results.push(match settled {
-                    Ok(Ok(r)) if r.is_error != Some(true) => Ok(r),
-                    Ok(Ok(r)) => Err(format!("tool error {r:?}")),
+                    Ok(Ok(None)) => {
+                        given_up = true;
+                        continue;
+                    }
+                    Ok(Ok(Some(r))) if r.is_error != Some(true) => Ok(r),
+                    Ok(Ok(Some(r))) => Err(format!("tool error {r:?}")),
                     Ok(Err(e)) => Err(format!("tools/call: {e}")),
                     Err(e) => Err(format!("tools/call task: {e}")),
                 });
+            }
+            if given_up && results.iter().all(Result::is_ok) {
+                // The application lives on, connected, as a long-lived one does.
+                eprintln!("rmcp-client probe {mode}: gave the call up; staying {linger_ms} ms");
+                tokio::time::sleep(std::time::Duration::from_millis(linger_ms)).await;
             }
             // A failed call ends the run; the change is awaited after the
             // calls that made it.

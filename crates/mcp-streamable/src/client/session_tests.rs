@@ -1102,7 +1102,8 @@ fn a_request_on_the_get_waits_for_the_calls_only_under_after_calls() {
 
 /// A cancelled request's POST: FIXED aborts it with the request (its
 /// connection free at once, whatever the server does with the stream); the
-/// TypeScript SDK's client ([`CancelledStream::ReadToEnd`]) reads it on,
+/// TypeScript SDK's client, and Python's in the session era
+/// ([`CancelledStream::ReadToEnd`]), read it on,
 /// dropping what comes, until the server ends it. Either way the caller has
 /// its outcome and the server is told.
 ///
@@ -1122,8 +1123,15 @@ fn a_cancelled_requests_stream_is_aborted_or_read_to_its_end() {
         assert!(failed, "the caller has its outcome");
         (c, post)
     };
-    let (c, post) = run(ClientPolicy::FIXED);
-    assert_eq!(c.purpose(post.http), None, "aborted with the request");
+    for policy in [ClientPolicy::FIXED, ClientPolicy::RMCP_3_9] {
+        let (c, post) = run(policy);
+        assert_eq!(c.purpose(post.http), None, "aborted with the request");
+    }
+    let (c, post) = run(ClientPolicy::PYTHON_2_3);
+    assert!(
+        matches!(c.purpose(post.http), Some(Purpose::Request(_))),
+        "Python's session era reads it on too"
+    );
     let (mut c, post) = run(ClientPolicy::TS_SDK_1_32);
     assert!(
         matches!(c.purpose(post.http), Some(Purpose::Request(_))),
