@@ -50,8 +50,8 @@ fn our_client_holds_every_scenario_it_takes() {
     assert_eq!(code, Some(0), "{v:?}");
     assert_eq!(
         with(&v, "holds").len(),
-        17,
-        "baseline, the fifteen session-era scenarios and given-up-call: {v:?}"
+        18,
+        "baseline, the sixteen session-era scenarios and given-up-call: {v:?}"
     );
     assert_eq!(
         with(&v, "not_applicable"),
@@ -161,8 +161,9 @@ fn each_buggy_client_preset_is_caught_by_its_scenario() {
     assert_eq!(v["second-drop"], "holds", "it keeps its place: {v:?}");
     // The TypeScript SDK's client: a stream it cannot resume, and a JSON
     // body that is another message, leave the call waiting; a body that is
-    // not JSON-RPC fails it; a call it gave up keeps its POST read for as
-    // long as it stays connected (the server never ends it).
+    // not JSON-RPC fails it; a call it gave up keeps its POST, or the
+    // resumption it was polling with, read for as long as it stays
+    // connected (the server never ends them).
     let (code, v) = probe_client(
         &[
             "--scenario",
@@ -173,6 +174,8 @@ fn each_buggy_client_preset_is_caught_by_its_scenario() {
             "malformed-json",
             "--scenario",
             "given-up-call",
+            "--scenario",
+            "given-up-while-polling",
         ],
         &["--preset", "TS_SDK_1_32"],
     );
@@ -181,6 +184,7 @@ fn each_buggy_client_preset_is_caught_by_its_scenario() {
     assert_eq!(v["json-not-the-response"], "hangs", "{v:?}");
     assert_eq!(v["malformed-json"], "holds", "{v:?}");
     assert_eq!(v["given-up-call"], "violates", "{v:?}");
+    assert_eq!(v["given-up-while-polling"], "violates", "{v:?}");
     // Race C: the C# client before PR #1381 completes a call only once its
     // own stream (or a resumption of it) returns; the response sent on the
     // background GET does not count, and the resumption, answered 204 (the

@@ -124,6 +124,9 @@ pub struct EverythingApp {
 }
 
 impl EverythingApp {
+    /// Longest `slow_reconnection` waits before it answers.
+    pub const RECONNECTION_MS_MAX: u64 = 10_000;
+
     /// An application that, like toolhive's session hook before PR #4075,
     /// announces `notifications/resources/list_changed` while registering the
     /// session, right after answering `initialize`: race A's source. The
@@ -189,6 +192,8 @@ pub fn tools() -> Value {
         {"name": "slow_progress", "description": "Reports progress `steps` times (default 10, at most 100), `step_ms` apart (default 100, at most 1000), then answers: a call that stays in flight while its stream is cut or its instance killed.",
          "inputSchema": object(json!({"steps": {"type": "integer", "minimum": 1, "maximum": 100}, "step_ms": {"type": "integer", "minimum": 0, "maximum": 1000}}), &[])},
         {"name": "test_reconnection", "description": "Tests SSE stream disconnection and client reconnection (SEP-1699). Server will close the stream mid-call and send the result after client reconnects.", "inputSchema": empty},
+        {"name": "slow_reconnection", "description": "Closes the call's stream at once, for polling (SEP-1699), and answers `answer_after_ms` later (default 3000, at most 10000) on the stream the client resumed: a call that stays in flight while the client polls for it.",
+         "inputSchema": object(json!({"answer_after_ms": {"type": "integer", "minimum": 0, "maximum": 10000}}), &[])},
         {"name": "test_sampling", "description": "Tests server-initiated sampling (LLM completion request)",
          "inputSchema": object(json!({"prompt": {"type": "string", "description": "The prompt to send to the LLM"}}), &["prompt"])},
         {"name": "test_elicitation", "description": "Tests server-initiated elicitation (user input request)",
@@ -555,10 +560,18 @@ impl EverythingApp {
                 self.progress(cx, id, 0, count, token);
                 return;
             }
-            "test_reconnection" => {
+            "test_reconnection" | "slow_reconnection" => {
                 // Close the connection now; the answer comes after the client resumed.
+                let after = match name {
+                    "slow_reconnection" => args
+                        .get("answer_after_ms")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(3_000)
+                        .min(Self::RECONNECTION_MS_MAX),
+                    _ => 100,
+                };
                 cx.close_connection(&id);
-                self.later(cx, 100, Pending::Reconnection { id });
+                self.later(cx, after, Pending::Reconnection { id });
                 return;
             }
             "test_sampling" => {

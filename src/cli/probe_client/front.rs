@@ -71,14 +71,17 @@ pub struct Seen {
     pub status: u16,
     /// Whether a scripted fault answered it rather than the server.
     pub faulted: bool,
-    /// For a POST carrying a `tools/call`: when its answer ended, in ms
-    /// since the scenario started: the server wrote its last byte
+    /// Whether it carries the call: a POST with a `tools/call`, or a GET
+    /// resuming a stream that did.
+    pub of_the_call: bool,
+    /// For a request of the call: when its answer ended, in ms since the
+    /// scenario started: the server wrote its last byte
     /// ([`StreamEnd::Ended`]), or the client closed it first
     /// ([`StreamEnd::Closed`]). None while it is still open.
     pub end: Option<(StreamEnd, u64)>,
 }
 
-/// How the answer to a call's POST ended.
+/// How the answer to a request of the call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StreamEnd {
     /// The server ended it.
@@ -395,6 +398,7 @@ impl Front {
             rpc: Vec::new(),
             status: 0,
             faulted: false,
+            of_the_call: false,
             end: None,
         };
         let (parts, body) = req.into_parts();
@@ -408,6 +412,7 @@ impl Front {
         };
         seen.rpc = messages(&body);
         let of_the_call = seen.calls("tools/call") || self.record().resumes_the_call(&seen);
+        seen.of_the_call = of_the_call;
         if let Some(resp) = self.fault_for(&seen) {
             seen.status = resp.status().as_u16();
             seen.faulted = true;
@@ -418,7 +423,6 @@ impl Front {
         // a client may end (and the run with it) before a request it sent
         // last is answered, and the record must still show it.
         let listen = self.fault == Fault::CutListen && seen.calls("subscriptions/listen");
-        let watched = of_the_call && seen.method == "POST";
         let at = self.keep(seen);
         let resp = self
             .forward(parts, body)
@@ -441,7 +445,7 @@ impl Front {
                 }
                 .boxed()
             }),
-            Some(r) if watched => r.map(|inner| {
+            Some(r) if of_the_call => r.map(|inner| {
                 Watched {
                     inner,
                     front: self.clone(),
@@ -559,7 +563,8 @@ impl hyper::body::Body for CutBeforeChange {
     }
 }
 
-/// The answer to a call's POST, passed on untouched, noting when it ended:
+/// The answer to a request of the call (its POST, a resumption of its
+/// stream), passed on untouched, noting when it ended:
 /// by the server's last frame, or by being dropped first (hyper drops a
 /// response body whose connection the client closed).
 struct Watched {

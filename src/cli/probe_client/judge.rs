@@ -249,10 +249,12 @@ pub const RELEASE_GRACE_MS: u64 = 1000;
 const EXIT_CLOSE_MS: u64 = 200;
 
 /// A call given up by the client (`MCP_PROBE_GIVE_UP_MS` after it was
-/// sent) whose POST the server never ends: the client must close that
-/// stream itself soon after, not read it for as long as it lives (C3; both
-/// ends holding it break L4). A call answered before the deadline did not
-/// test the client.
+/// sent) whose streams the server never ends: the client must close each of
+/// them itself soon after (its POST, a resumption it had open) and resume
+/// none later, not read or poll for as long as it lives (C3; both ends
+/// holding a stream break L4). A call whose every stream the server had
+/// ended before the deadline (answered, or the client stopped polling on
+/// its own) did not test the client.
 fn released(s: &Scenario, rec: &Record, exit: &str) -> (Verdict, String) {
     let Some(call) = rec
         .seen
@@ -272,26 +274,46 @@ fn released(s: &Scenario, rec: &Record, exit: &str) -> (Verdict, String) {
         .map_or("sent no notifications/cancelled".to_owned(), |r| {
             format!("cancelled it at {} ms", r.at_ms)
         });
-    match call.end.or(rec.client_ended_ms.map(|at| (StreamEnd::Closed, at))) {
-        Some((StreamEnd::Ended, at)) if at <= deadline => (
+    let of_the_call: Vec<&Seen> = rec.seen.iter().filter(|r| r.of_the_call).collect();
+    // When each of the call's exchanges ended; one still open when the
+    // record was taken closed with the client.
+    let ended = |r: &Seen| {
+        r.end
+            .or(rec.client_ended_ms.map(|at| (StreamEnd::Closed, at)))
+    };
+    let open_at_deadline = of_the_call
+        .iter()
+        .any(|r| !matches!(ended(r), Some((StreamEnd::Ended, at)) if at <= deadline));
+    if !open_at_deadline {
+        return (
             Verdict::NotApplicable,
-            format!("the server ended the call's stream at {at} ms, before the client's deadline ({exit})"),
-        ),
-        Some((how, at)) if at <= deadline + RELEASE_GRACE_MS => (
-            Verdict::Holds,
-            format!(
-                "gave the call up at {deadline} ms ({cancelled}); its POST {} {} ms later ({exit})",
-                match how {
-                    StreamEnd::Closed => "closed",
-                    StreamEnd::Ended => "ended by the server",
-                },
-                at.saturating_sub(deadline)
-            ),
-        ),
-        Some((_, at)) => (
+            format!("the server had ended every stream of the call by the client's deadline at {deadline} ms ({exit})"),
+        );
+    }
+    let what = |r: &Seen| match r.method.as_str() {
+        "POST" => "its POST".to_owned(),
+        _ => format!("its stream's resumption (GET at {} ms)", r.at_ms),
+    };
+    let late = deadline + RELEASE_GRACE_MS;
+    if let Some(r) = of_the_call.iter().find(|r| r.at_ms > late) {
+        return (
             Verdict::Violates,
             format!(
-                "gave the call up at {deadline} ms ({cancelled}) and kept reading its POST for {} ms more, until {} (C3, L4) ({exit})",
+                "gave the call up at {deadline} ms ({cancelled}) and resumed its stream at {} ms (C3) ({exit})",
+                r.at_ms
+            ),
+        );
+    }
+    let held = of_the_call
+        .iter()
+        .map(|r| (*r, ended(r)))
+        .max_by_key(|(_, end)| end.map_or(u64::MAX, |(_, at)| at));
+    match held {
+        Some((r, Some((_, at)))) if at > late => (
+            Verdict::Violates,
+            format!(
+                "gave the call up at {deadline} ms ({cancelled}) and kept reading {} for {} ms more, until {} (C3, L4) ({exit})",
+                what(r),
                 at - deadline,
                 match rec.client_ended_ms {
                     Some(exited) if at + EXIT_CLOSE_MS >= exited => "it exited",
@@ -299,10 +321,29 @@ fn released(s: &Scenario, rec: &Record, exit: &str) -> (Verdict, String) {
                 }
             ),
         ),
-        None => (
+        Some((r, None)) => (
             Verdict::Violates,
-            format!("gave the call up at {deadline} ms ({cancelled}) and never closed its POST (C3, L4) ({exit})"),
+            format!(
+                "gave the call up at {deadline} ms ({cancelled}) and never closed {} (C3, L4) ({exit})",
+                what(r)
+            ),
         ),
+        _ => {
+            let (r, end) = held.unwrap_or((call, call.end));
+            let (how, at) = end.unwrap_or((StreamEnd::Closed, deadline));
+            (
+                Verdict::Holds,
+                format!(
+                    "gave the call up at {deadline} ms ({cancelled}); {} {} {} ms later ({exit})",
+                    what(r),
+                    match how {
+                        StreamEnd::Closed => "closed",
+                        StreamEnd::Ended => "ended by the server",
+                    },
+                    at.saturating_sub(deadline)
+                ),
+            )
+        }
     }
 }
 
@@ -490,6 +531,7 @@ mod tests {
             rpc,
             status: 200,
             faulted: false,
+            of_the_call: false,
             end: None,
         }
     }
@@ -512,6 +554,7 @@ mod tests {
         let init = seen(0, "POST", None, vec![rpc("initialize", Some("1"))]);
         let call = |end| Seen {
             end,
+            of_the_call: true,
             ..seen(10, "POST", None, vec![rpc("tools/call", Some("2"))])
         };
         let cancel = seen(
@@ -559,7 +602,38 @@ mod tests {
             run(vec![init.clone(), call(ended_late)], 900).0,
             Verdict::Holds
         );
-        assert_eq!(run(vec![init], 900).0, Verdict::NotApplicable);
+        assert_eq!(run(vec![init.clone()], 900).0, Verdict::NotApplicable);
+        // Polling: the POST ended by the server at once, the resumption
+        // open at the deadline is the client's to close.
+        let polled = call(Some((StreamEnd::Ended, 20)));
+        let resume = |at, end| Seen {
+            end,
+            of_the_call: true,
+            ..seen(at, "GET", Some("e-1"), vec![])
+        };
+        let (v, why) = run(vec![init.clone(), polled.clone(), resume(220, None)], 2400);
+        assert_eq!(v, Verdict::Violates, "{why}");
+        assert!(
+            why.contains("its stream's resumption (GET at 220 ms)"),
+            "{why}"
+        );
+        let (v, why) = run(
+            vec![
+                init.clone(),
+                polled.clone(),
+                resume(220, closed(deadline + 4)),
+            ],
+            2400,
+        );
+        assert_eq!(v, Verdict::Holds, "{why}");
+        // A resumption begun well after the deadline polls for nothing.
+        let again = resume(late + 1, closed(late + 2));
+        let (v, why) = run(vec![init.clone(), polled.clone(), again], 2400);
+        assert_eq!(v, Verdict::Violates, "{why}");
+        assert!(why.contains("resumed its stream"), "{why}");
+        // Every stream of the call over before the deadline: not tested.
+        let done = resume(220, Some((StreamEnd::Ended, 300)));
+        assert_eq!(run(vec![init, polled, done], 900).0, Verdict::NotApplicable);
     }
 
     /// A withdrawn request answered after the withdrawal passed violates;

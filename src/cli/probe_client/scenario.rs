@@ -330,6 +330,17 @@ pub const SCENARIOS: &[Scenario] = &[
         ..CALL
     },
     Scenario {
+        name: "given-up-while-polling",
+        what: "the server closes a slow call's stream for polling at once; the client gives the call up 500 ms in, while it has the stream's resumption open, and stays connected; the server, as TypeScript SDK servers do, never ends a cancelled call's stream: the client must close the resumption and poll no more (C3, L4)",
+        preset: "TS_SDK_1_32",
+        tool: "slow_reconnection",
+        arguments: r#"{"answer_after_ms":4000}"#,
+        expect: Expect::ReleasesGivenUp,
+        give_up_ms: 500,
+        linger_ms: 1800,
+        ..CALL
+    },
+    Scenario {
         name: "discover-refused-400",
         what: "server/discover refused 400 with -32000, as a 2025 TypeScript server refuses a request without a session: an auto client falls back",
         fault: Fault::DiscoverRefused {
