@@ -870,15 +870,7 @@ impl CheckModel {
         if !self.judged("L4") {
             return None;
         }
-        let held = w.monitor.held_open();
-        (!held.is_empty()).then(|| Violation {
-            id: "L4",
-            step: usize::MAX,
-            http: held.first().copied(),
-            detail: format!(
-                "nothing more can happen, and exchanges {held:?} are open at both ends with every request they carried over"
-            ),
-        })
+        w.monitor.held_open_violation()
     }
 
     /// L2, every request ends: once nothing can happen to a client but

@@ -51,6 +51,20 @@ pub(super) fn l4_held_for_nothing(
             .all(|r| lineage.answered.contains(r) || cancelled(r))
 }
 
+/// L4 over a finished run (or a retired client's finished part): the
+/// exchanges [`l4_held_for_nothing`] holds, named.
+pub(super) fn l4_streams_held_open(held: &[HttpId]) -> Option<Flag> {
+    (!held.is_empty()).then(|| {
+        Flag::new(
+            "L4",
+            held.first().copied(),
+            format!(
+                "nothing more can happen, and exchanges {held:?} are open at both ends with every request they carried over"
+            ),
+        )
+    })
+}
+
 /// A4, one response per exchange: one head, first; nothing after the end.
 pub(super) fn a4_response_in_order(http: HttpId, ex: &Exchange, part: Part) -> Option<Flag> {
     let detail = match part {

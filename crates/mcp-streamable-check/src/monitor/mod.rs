@@ -332,6 +332,18 @@ impl Monitor {
             .collect()
     }
 
+    /// L4 at the end of a run: the exchanges [`Monitor::held_open`] names,
+    /// as a violation, if any.
+    pub fn held_open_violation(&self) -> Option<Violation> {
+        let f = assertions::l4_streams_held_open(&self.held_open())?;
+        Some(Violation {
+            id: f.id,
+            step: usize::MAX,
+            http: f.http,
+            detail: f.detail,
+        })
+    }
+
     /// The first violation, if any.
     pub fn first_violation(&self) -> Option<&Violation> {
         self.violations.0.first()
@@ -1410,12 +1422,16 @@ impl Monitor {
         alone.owed.retain(owns);
         alone.sent.retain(|(s, _), _| mine(s));
         alone.finish(queued);
-        let flags = alone
+        let mut flags: Vec<Flag> = alone
             .violations
             .0
             .into_iter()
             .map(|v| Flag::new(v.id, v.http, v.detail))
             .collect();
+        // L4 is judged over the run's exchanges once it is over (the
+        // checker asks `held_open`), and the part's leave with it here.
+        let held: Vec<HttpId> = self.held_open().into_iter().filter(|h| owns(*h)).collect();
+        flags.extend(assertions::l4_streams_held_open(&held));
 
         self.exchanges.retain(|h, _| !owns(*h));
         self.lineages.retain(|h, _| !owns(*h));
