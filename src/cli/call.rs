@@ -336,7 +336,7 @@ async fn calls_at_once(
     arguments: serde_json::Value,
     n: usize,
 ) -> Answer {
-    let params = RawJson::from(serde_json::json!({"name": tool, "arguments": arguments}));
+    let params = call_params(tool, arguments);
     let mut answers = Vec::with_capacity(n);
     for _ in 0..n {
         let (_, answer) = client
@@ -367,7 +367,7 @@ async fn give_up_after(
     arguments: serde_json::Value,
     ms: u64,
 ) -> Result<Option<Result<RawJson, ErrorObject>>, ShellError> {
-    let params = RawJson::from(serde_json::json!({"name": tool, "arguments": arguments}));
+    let params = call_params(tool, arguments);
     let (id, answer) = client.start_request("tools/call", Some(params)).await?;
     match tokio::time::timeout(std::time::Duration::from_millis(ms), answer).await {
         Ok(Ok(answer)) => Ok(Some(answer?)),
@@ -377,6 +377,11 @@ async fn give_up_after(
             Ok(None)
         }
     }
+}
+
+/// A `tools/call`'s params: the tool's name and its arguments.
+fn call_params(tool: &str, arguments: serde_json::Value) -> RawJson {
+    RawJson::from(serde_json::json!({"name": tool, "arguments": arguments}))
 }
 
 /// Milliseconds from the prober's environment variable `name` (0 when unset

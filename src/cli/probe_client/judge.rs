@@ -240,9 +240,9 @@ pub fn judge(s: &Scenario, rec: &Record, ending: &Ending, bound_ms: u64) -> (Ver
     }
 }
 
-/// How long after its own deadline a client may take to close the POST of
-/// a call it gave up: the cancellation's own round trip, with room for a
-/// slow machine.
+/// How long after its own deadline a client may take to close the streams
+/// of a call it gave up (its POST, a resumption): the cancellation's own
+/// round trip, with room for a slow machine.
 pub const RELEASE_GRACE_MS: u64 = 1000;
 
 /// A stream closed this close to the client's end closed with it.

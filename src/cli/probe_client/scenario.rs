@@ -80,11 +80,12 @@ pub enum Expect {
     /// tested.
     FallsBack,
     /// The client gives its call up (`MCP_PROBE_GIVE_UP_MS` after sending
-    /// it), and the server never ends the call's POST: the client closes
-    /// that stream itself within [`RELEASE_GRACE_MS`] of its deadline
-    /// rather than read it for as long as it stays connected
-    /// (`MCP_PROBE_LINGER_MS`). A call the server answered before the
-    /// deadline did not test the client.
+    /// it), and the server never ends the call's streams: the client closes
+    /// each (its POST, the resumption it polls with) within
+    /// [`RELEASE_GRACE_MS`] of its deadline and resumes none later, rather
+    /// than read or poll for as long as it stays connected
+    /// (`MCP_PROBE_LINGER_MS`). A call whose every stream the server had
+    /// ended before the deadline did not test the client.
     ///
     /// [`RELEASE_GRACE_MS`]: super::judge::RELEASE_GRACE_MS
     ReleasesGivenUp,
