@@ -190,7 +190,12 @@ struct Rare {
     sessions_issued: Shared<BTreeSet<Text>>,
     sessions_deleted: Shared<BTreeSet<Text>>,
     sessions_ended: Shared<BTreeSet<Text>>,
-    cancelled: Shared<BTreeSet<(Text, RequestId)>>,
+    /// Requests the server had a `notifications/cancelled` for, each with
+    /// the messages the application had handed over for it by then: those
+    /// were sent before the server knew, and a replay of one after the
+    /// cancellation is a resumption doing its work, not a message the
+    /// cancelled request caused afterwards (A3).
+    cancelled: Shared<BTreeMap<(Text, RequestId), BTreeSet<MsgKey>>>,
     dropped: Shared<BTreeSet<(Text, MsgKey)>>,
     gets_per_session: Shared<BTreeMap<Text, usize>>,
     /// Who opened each session (the principal of its `initialize`).
@@ -311,6 +316,32 @@ impl Monitor {
         })
     }
 
+    /// The messages of session `session` the application has handed over
+    /// for request `id` so far (`Sent` with that cause) and that no stream
+    /// has carried yet.
+    fn sent_for(&self, session: &Text, id: &RequestId) -> BTreeSet<MsgKey> {
+        self.sent
+            .range((session.clone(), MsgKey(0))..)
+            .take_while(|((s, _), _)| s == session)
+            .filter(|(sk, cause)| {
+                matches!(cause, Cause::Request(r) if r == id)
+                    && !self.fresh_writes.contains_key(*sk)
+            })
+            .map(|((_, k), _)| *k)
+            .collect()
+    }
+
+    /// Whether request `id` of `session` is over for message `key` written
+    /// now: the server had its cancellation before the application handed
+    /// the message over (a message the monitor saw no `Sent` for, on the
+    /// wire alone, counts as after).
+    fn cancelled_for(&self, session: &Text, id: &RequestId, key: Option<MsgKey>) -> bool {
+        self.rare
+            .cancelled
+            .get(&(session.clone(), id.clone()))
+            .is_some_and(|before| key.is_none_or(|k| !before.contains(&k)))
+    }
+
     /// L4, every stream ends: exchanges open at both ends (the server has
     /// not ended them, the client still reads them) whose requests are all
     /// over (answered, or cancelled by the client), a listen's excepted: at
@@ -325,7 +356,9 @@ impl Monitor {
                 };
                 let session = e.session.clone().unwrap_or_default();
                 assertions::l4_held_for_nothing(e, lineage, |r| {
-                    self.rare.cancelled.contains(&(session.clone(), r.clone()))
+                    self.rare
+                        .cancelled
+                        .contains_key(&(session.clone(), r.clone()))
                 })
             })
             .map(|(h, _)| *h)
@@ -452,6 +485,9 @@ impl Monitor {
                 let sk: (Text, MsgKey) = (session.as_str().into(), *key);
                 self.check_dropped_beside_get(&sk, *reason);
                 self.check_dropped_unheld(&sk, *reason);
+                if let Some(Cause::Request(r)) = self.sent.get(&sk).cloned() {
+                    self.excused(&sk.0, &r, sk.1);
+                }
                 self.rare.dropped.insert(sk);
             }
             Observation::ClientTransmit { client, transmit } => {
@@ -762,7 +798,8 @@ impl Monitor {
                             .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok())
                             .filter(|id| self.has_request(s, id))
                         {
-                            self.rare.cancelled.insert((s.clone(), id));
+                            let before = self.sent_for(s, &id);
+                            self.rare.cancelled.entry((s.clone(), id)).or_insert(before);
                         }
                     }
                 }
@@ -1201,7 +1238,28 @@ impl Monitor {
             return; // judged when first written
         }
         self.check_related_on_get(http, ex, message, cause);
-        self.check_causality(http, ex, message, cause);
+        self.check_causality(http, ex, key, message, cause);
+        if let (Some(k), Some(Cause::Request(r)), Some(s)) = (key, cause, &ex.session) {
+            self.excused(s, r, k);
+        }
+    }
+
+    /// Message `key` of request `id`, sent before the request's
+    /// cancellation, is written: its excuse has done its work. Keeping
+    /// only the excuses still owed keeps states that differ in nothing
+    /// else one.
+    fn excused(&mut self, session: &Text, id: &RequestId, key: MsgKey) {
+        let at = (session.clone(), id.clone());
+        if self
+            .rare
+            .cancelled
+            .get(&at)
+            .is_some_and(|b| b.contains(&key))
+        {
+            if let Some(before) = self.rare.cancelled.get_mut(&at) {
+                before.remove(&key);
+            }
+        }
     }
 
     /// B8: a request or notification for a client request goes on that
@@ -1319,11 +1377,14 @@ impl Monitor {
 
     /// What a stream may carry, by the request it belongs to: a response
     /// only on its request's stream (C1), which it answers; otherwise only
-    /// what its requests caused, while one is unanswered (A3).
+    /// what its requests caused, while one is unanswered (A3). A request
+    /// the server had a cancellation for is over for the messages the
+    /// application handed over after it (`key`, the message's serial).
     fn check_causality(
         &mut self,
         http: HttpId,
         ex: &Exchange,
+        key: Option<MsgKey>,
         message: &Message,
         cause: Option<&Cause>,
     ) {
@@ -1343,10 +1404,10 @@ impl Monitor {
         }
         let session = ex.session.clone().unwrap_or_default();
         let lineage = &self.lineages[&ex.lineage];
-        let all_answered = lineage.requests.iter().all(|r| {
-            lineage.answered.contains(r)
-                || self.rare.cancelled.contains(&(session.clone(), r.clone()))
-        });
+        let all_answered = lineage
+            .requests
+            .iter()
+            .all(|r| lineage.answered.contains(r) || self.cancelled_for(&session, r, key));
         let found = assertions::a3_caused_by_the_streams_requests(
             http,
             lineage,

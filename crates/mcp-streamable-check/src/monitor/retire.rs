@@ -64,7 +64,7 @@ impl Rare {
     /// they were issued or deleted: I1 and B6 judge ids for the whole
     /// run). The record is copied only when it holds something of theirs.
     pub(super) fn forget(rare: &mut Shared<Self>, mine: impl Fn(&Text) -> bool) {
-        let holds = rare.cancelled.iter().any(|(s, _)| mine(s))
+        let holds = rare.cancelled.keys().any(|(s, _)| mine(s))
             || rare.dropped.iter().any(|(s, _)| mine(s))
             || rare.sessions_ended.iter().any(&mine)
             || rare.gets_per_session.keys().any(&mine);
@@ -72,7 +72,7 @@ impl Rare {
             return;
         }
         let rare = &mut **rare;
-        rare.cancelled.retain(|(s, _)| !mine(s));
+        rare.cancelled.retain(|(s, _), _| !mine(s));
         rare.dropped.retain(|(s, _)| !mine(s));
         rare.sessions_ended.retain(|s| !mine(s));
         rare.gets_per_session.retain(|s, _| !mine(s));

@@ -440,6 +440,47 @@ fn a_cancellation_counts_only_once_its_request_reached_the_server() {
     assert_eq!(run(false), (vec![], vec![HttpId(1)]), "held for nothing");
 }
 
+/// A cancelled request's message counts by when the application handed
+/// it over, not when it was first written: one sent before the server had
+/// the cancellation and first written after it (kept in the stream's log
+/// while no connection was attached, then handed to a resumption) is the
+/// resumption doing its work; one sent after it is A3. A message the
+/// monitor saw no `Sent` for is judged by when it was written.
+#[test]
+fn a_cancelled_requests_message_counts_by_when_it_was_sent() {
+    let sent_for_1 = |key| Observation::Sent {
+        session: "s".into(),
+        key: MsgKey(key),
+        cause: Cause::Request(mcp_streamable::ids::RequestId::Num(1)),
+        origin: None,
+    };
+    let cancel = posted(
+        2,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+    );
+    let run = |sent_before: Option<bool>| {
+        let mut m = issued(None);
+        m.observe(&post(1));
+        m.observe(&head(1, 200, Content::Sse));
+        if sent_before == Some(true) {
+            m.observe(&sent_for_1(7));
+        }
+        m.observe(&cancel);
+        if sent_before == Some(false) {
+            m.observe(&sent_for_1(7));
+        }
+        m.observe(&event(1, None, 7, Some(1), PROGRESS));
+        ids(&m)
+    };
+    assert_eq!(
+        run(Some(true)),
+        [] as [&str; 0],
+        "sent before, written after"
+    );
+    assert_eq!(run(Some(false)), ["A3"], "sent after the cancellation");
+    assert_eq!(run(None), ["A3"], "no Sent seen: judged on the wire");
+}
+
 fn ids(m: &Monitor) -> Vec<&'static str> {
     m.violations().iter().map(|v| v.id).collect()
 }
