@@ -249,7 +249,9 @@ impl Driver {
                         pending.retain(|(s, _)| s != &sid);
                         outbound.retain(|(s, _)| s != &sid);
                     }
-                    ServerEvent::Dropped { .. } | ServerEvent::Notification { .. } => {}
+                    ServerEvent::Dropped { .. }
+                    | ServerEvent::Withdrawn { .. }
+                    | ServerEvent::Notification { .. } => {}
                 },
             });
             if !self.auto_close || self.ended.is_empty() {

@@ -1405,6 +1405,58 @@ fn the_last_cancelled_max_cancellations_are_remembered() {
 /// client is told (`notifications/cancelled` on its standalone GET), and an
 /// answer that comes after is counted late, not delivered. A request with a
 /// later deadline still waits; the session's next deadline is its own.
+/// The `notifications/cancelled` the core sends on its own, for a request
+/// to the client it gave up at its deadline, reaches every observer as
+/// that message's `Sent` (the event `Withdrawn`, through the shared drain),
+/// before the notice is written: the monitor tells a notice sent before a
+/// call's cancellation from one sent after it (A3).
+#[test]
+fn a_notice_the_core_sends_itself_is_observed_as_sent() {
+    use mcp_streamable::observe::Observation;
+    use mcp_streamable::server::{ServerEvent, TransmitKind};
+    use mcp_streamable::time::Instant;
+    let mut config = common::test_config();
+    config.session.outbound_timeout_ms = Some(500);
+    let mut h = ready_with(config);
+    let get = h.get(None);
+    let sid = h.session.clone().unwrap();
+    let t0 = h.now;
+    let s = h.ep.session_mut(&sid).unwrap();
+    let (asked, _) = s.request("roots/list", None, Cause::Unrelated, t0).unwrap();
+    h.drain();
+    h.ep.handle_timeout(Instant::from_millis(t0.as_millis() + 500));
+    let mut seen = Vec::new();
+    let mut withdrawn = Vec::new();
+    h.ep.drain_observed(&mut |o| seen.push(o.clone()), |_, out, _| {
+        if let mcp_streamable::server::ServerOutput::Event(
+            _,
+            ServerEvent::Withdrawn { id, key, cause },
+        ) = out
+        {
+            withdrawn.push((id, key, cause));
+        }
+    });
+    let [(id, key, cause)] = &withdrawn[..] else {
+        panic!("one notice: {withdrawn:?}");
+    };
+    assert_eq!((id, cause), (&asked, &Cause::Unrelated));
+    let sent = seen.iter().position(
+        |o| matches!(o, Observation::Sent { key: k, cause: Cause::Unrelated, .. } if k == key),
+    );
+    let written = seen.iter().position(|o| match o {
+        Observation::Transmit(t) => {
+            t.http == get
+                && matches!(&t.kind, TransmitKind::Event { message: Some(m), .. }
+                    if m.key == *key && m.message.method() == Some("notifications/cancelled"))
+        }
+        _ => false,
+    });
+    assert!(
+        matches!((sent, written), (Some(a), Some(b)) if a < b),
+        "sent {sent:?}, written {written:?}"
+    );
+}
+
 #[test]
 fn a_request_to_the_client_ends_at_its_deadline() {
     use mcp_streamable::jsonrpc::REQUEST_TIMEOUT;

@@ -544,6 +544,10 @@ impl<X> Bridge<X> {
                 });
                 return;
             }
+            ServerEvent::Withdrawn { key, cause, .. } => {
+                self.sent(key, cause);
+                return;
+            }
             ServerEvent::SessionEnded => {
                 self.outputs.push_back(Output::SessionEnded);
                 return;

@@ -21,7 +21,7 @@ use mcp_streamable::fleet::store::{MemoryStore, Output};
 use mcp_streamable::fleet::{Conn, Record};
 use mcp_streamable::ids::{HttpId, MsgKey, RequestId, SessionId};
 use mcp_streamable::principal::Caller;
-use mcp_streamable::server::{observe_dropped, RequestHead, ServerOutput, ServerSession, Transmit};
+use mcp_streamable::server::{observe_own, RequestHead, ServerOutput, ServerSession, Transmit};
 use mcp_streamable::shared::Shared;
 use mcp_streamable::time::Instant;
 
@@ -400,7 +400,7 @@ impl Fleet {
                 break;
             };
             progressed = true;
-            observe_dropped(&session, &event, observe);
+            observe_own(&session, &event, observe);
             handle(self, ServerOutput::Event(session, event), observe);
         }
         loop {

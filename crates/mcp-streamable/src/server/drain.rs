@@ -30,20 +30,30 @@ pub enum ServerOutput {
     Transmit(Transmit),
 }
 
-/// Shows a message the core dropped on purpose (by announced policy) to
-/// the observer, before anyone acts on the event: every drain does, so A5
-/// never mistakes a policy drop for a loss.
-pub fn observe_dropped(
+/// Shows what the core did with messages on its own to the observer,
+/// before anyone acts on the event: every drain does. A message dropped on
+/// purpose (by announced policy), so that A5 never mistakes a policy drop
+/// for a loss; a notice the core sent itself, as the message's `Sent`, so
+/// that A3 tells a notice sent before a call's cancellation from one sent
+/// after it.
+pub fn observe_own(
     session: &SessionId,
     event: &ServerEvent,
     observe: &mut dyn FnMut(&Observation),
 ) {
-    if let ServerEvent::Dropped { key, reason } = event {
-        observe(&Observation::Dropped {
+    match event {
+        ServerEvent::Dropped { key, reason } => observe(&Observation::Dropped {
             session: session.to_string(),
             key: *key,
             reason: *reason,
-        });
+        }),
+        ServerEvent::Withdrawn { key, cause, .. } => observe(&Observation::Sent {
+            session: session.to_string(),
+            key: *key,
+            cause: cause.clone(),
+            origin: None,
+        }),
+        _ => {}
     }
 }
 

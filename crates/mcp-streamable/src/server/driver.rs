@@ -417,7 +417,8 @@ pub(crate) fn run_app<A: App>(
     f(parts.app, &mut cx);
 }
 
-/// An event for the application (dropped messages were already observed).
+/// An event for the application (what the core did with messages on its
+/// own, dropped or sent, was already observed: `observe_own`).
 pub(crate) fn dispatch<A: App>(
     parts: Parts<'_, A>,
     session: SessionId,
@@ -425,7 +426,7 @@ pub(crate) fn dispatch<A: App>(
     now: Instant,
 ) {
     match event {
-        ServerEvent::Dropped { .. } => {}
+        ServerEvent::Dropped { .. } | ServerEvent::Withdrawn { .. } => {}
         ServerEvent::SessionEnded => {
             parts.app.on_session_ended(&session);
             parts.timers.retain(|(_, s, _)| *s != session);

@@ -6,7 +6,7 @@
 //! `Mcp-Session-Id`. Its outputs are the sessions' outputs, merged.
 
 use super::admission::{Admission, AdmissionLimits};
-use super::drain::{observe_dropped, BroadcastOrigin, ServerOutput};
+use super::drain::{observe_own, BroadcastOrigin, ServerOutput};
 use super::request::{self, AllowList, UnreadBody};
 use super::session::{ServerSession, SessionConfig, SessionTimer};
 use super::v2026;
@@ -768,7 +768,7 @@ impl ServerEndpoint {
             let mut progressed = false;
             while let Some((session, event)) = self.poll_event() {
                 progressed = true;
-                observe_dropped(&session, &event, observe);
+                observe_own(&session, &event, observe);
                 handle(self, ServerOutput::Event(session, event), observe);
             }
             while let Some(t) = self.poll_transmit() {

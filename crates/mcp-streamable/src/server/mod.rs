@@ -18,7 +18,7 @@ pub mod wire;
 pub use crate::head::{Content, Method, RequestHead, ResponseHead};
 pub use crate::principal::{Caller, Principal};
 pub use admission::{Admission, AdmissionLimits, SessionState};
-pub use drain::observe_dropped;
+pub use drain::observe_own;
 pub use drain::{BroadcastOrigin, ServerOutput};
 pub use driver::{AppTimer, ServerDriver};
 pub use endpoint::session_version;
@@ -168,6 +168,22 @@ pub enum ServerEvent {
         key: MsgKey,
         /// Why.
         reason: DropReason,
+    },
+    /// The core told the client that the server's request `id` is no
+    /// longer awaited (`notifications/cancelled`, message `key`, routed by
+    /// `cause`): a request the application withdrew, or one given up at its
+    /// deadline or with the call it was asked for (then also a
+    /// [`ServerEvent::Response`] with the error). Nothing for the
+    /// application to do; shown to the observer as the message's `Sent`,
+    /// so that what was sent before a call's cancellation is told from what
+    /// was sent after it (A3).
+    Withdrawn {
+        /// The server's request.
+        id: RequestId,
+        /// The notice's serial number.
+        key: MsgKey,
+        /// What the notice was sent for.
+        cause: Cause,
     },
     /// The session ended; its id answers 404 from now on.
     SessionEnded,

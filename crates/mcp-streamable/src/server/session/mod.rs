@@ -1012,7 +1012,13 @@ impl ServerSession {
             _ => Cause::Unrelated,
         };
         // Refused only once the session ended, when nobody waits.
-        let _ = self.send(notice, cause, now);
+        if let Ok(key) = self.send(notice, cause.clone(), now) {
+            self.events.push_back(ServerEvent::Withdrawn {
+                id: id.clone(),
+                key,
+                cause,
+            });
+        }
     }
 
     fn accept_without_stream(&mut self, http: HttpId) {
