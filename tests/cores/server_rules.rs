@@ -1400,11 +1400,26 @@ fn the_last_cancelled_max_cancellations_are_remembered() {
     assert!(answer(s, &ids[0]).is_err(), "past cancelled_max: forgotten");
 }
 
-/// A request to the client waits until its deadline (`outbound_timeout_ms`)
-/// and no longer: the application hears it failed (`REQUEST_TIMEOUT`), the
-/// client is told (`notifications/cancelled` on its standalone GET), and an
-/// answer that comes after is counted late, not delivered. A request with a
-/// later deadline still waits; the session's next deadline is its own.
+/// A ready session whose requests to the client wait `ms` for their
+/// answer, with its standalone GET open: the harness, the GET, the session
+/// and the time.
+fn asking_with_a_deadline_of(
+    ms: u64,
+) -> (
+    Harness,
+    mcp_streamable::ids::HttpId,
+    mcp_streamable::ids::SessionId,
+    mcp_streamable::time::Instant,
+) {
+    let mut config = common::test_config();
+    config.session.outbound_timeout_ms = Some(ms);
+    let mut h = ready_with(config);
+    let get = h.get(None);
+    let sid = h.session.clone().unwrap();
+    let t0 = h.now;
+    (h, get, sid, t0)
+}
+
 /// The `notifications/cancelled` the core sends on its own, for a request
 /// to the client it gave up at its deadline, reaches every observer as
 /// that message's `Sent` (the event `Withdrawn`, through the shared drain),
@@ -1415,12 +1430,7 @@ fn a_notice_the_core_sends_itself_is_observed_as_sent() {
     use mcp_streamable::observe::Observation;
     use mcp_streamable::server::{ServerEvent, TransmitKind};
     use mcp_streamable::time::Instant;
-    let mut config = common::test_config();
-    config.session.outbound_timeout_ms = Some(500);
-    let mut h = ready_with(config);
-    let get = h.get(None);
-    let sid = h.session.clone().unwrap();
-    let t0 = h.now;
+    let (mut h, get, sid, t0) = asking_with_a_deadline_of(500);
     let s = h.ep.session_mut(&sid).unwrap();
     let (asked, _) = s.request("roots/list", None, Cause::Unrelated, t0).unwrap();
     h.drain();
@@ -1457,17 +1467,17 @@ fn a_notice_the_core_sends_itself_is_observed_as_sent() {
     );
 }
 
+/// A request to the client waits until its deadline (`outbound_timeout_ms`)
+/// and no longer: the application hears it failed (`REQUEST_TIMEOUT`), the
+/// client is told (`notifications/cancelled` on its standalone GET), and an
+/// answer that comes after is counted late, not delivered. A request with a
+/// later deadline still waits; the session's next deadline is its own.
 #[test]
 fn a_request_to_the_client_ends_at_its_deadline() {
     use mcp_streamable::jsonrpc::REQUEST_TIMEOUT;
     use mcp_streamable::server::ServerEvent;
     use mcp_streamable::time::Instant;
-    let mut config = common::test_config();
-    config.session.outbound_timeout_ms = Some(500);
-    let mut h = ready_with(config);
-    let get = h.get(None);
-    let sid = h.session.clone().unwrap();
-    let t0 = h.now;
+    let (mut h, get, sid, t0) = asking_with_a_deadline_of(500);
     let s = h.ep.session_mut(&sid).unwrap();
     let (first, _) = s.request("roots/list", None, Cause::Unrelated, t0).unwrap();
     let t1 = Instant::from_millis(t0.as_millis() + 200);
