@@ -80,14 +80,17 @@ pub fn apart_runs() -> &'static [(CheckModel, Outcome)] {
 /// Breadth first over all of `m` on one thread (the models share the
 /// cores: [`par_map`]); it must finish within the model's bounds.
 pub fn bfs_on_one_thread(m: &CheckModel) -> Outcome {
-    let out = mcp_streamable_check::run_search(
-        m,
-        mcp_streamable_check::Limits::new(1),
-        mcp_streamable_check::Search::Bfs,
-        |_| {},
-    );
+    let out = bfs_within(m, None);
     assert!(out.exhaustive(), "{}", m.scenario.name);
     out
+}
+
+/// [`bfs_on_one_thread`], stopped after `states_max` states if it is set
+/// (the outcome then says it is not exhaustive).
+pub fn bfs_within(m: &CheckModel, states_max: Option<usize>) -> Outcome {
+    let mut limits = mcp_streamable_check::Limits::new(1);
+    limits.states_max = states_max;
+    mcp_streamable_check::run_search(m, limits, mcp_streamable_check::Search::Bfs, |_| {})
 }
 
 /// Every action enabled in `s`, reduced or not.

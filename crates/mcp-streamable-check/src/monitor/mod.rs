@@ -1249,6 +1249,8 @@ impl Monitor {
     /// only the excuses still owed keeps states that differ in nothing
     /// else one.
     fn excused(&mut self, session: &Text, id: &RequestId, key: MsgKey) {
+        // Looked up first: a change copies the shared record, and nearly
+        // every message written has no excuse to drop.
         let at = (session.clone(), id.clone());
         if self
             .rare
