@@ -245,7 +245,7 @@ impl Driver {
                     ServerEvent::Response { id, .. } => {
                         outbound.retain(|(s, i)| !(s == &sid && i == &id));
                     }
-                    ServerEvent::SessionEnded => {
+                    ServerEvent::SessionEnded { .. } => {
                         pending.retain(|(s, _)| s != &sid);
                         outbound.retain(|(s, _)| s != &sid);
                     }

@@ -554,7 +554,19 @@ fn python_1_27_1_serves_a_stolen_session_id() {
     assert!(ids.is_empty(), "{ids:?}");
     let (statuses, ids) = run(ServerPolicy::PYTHON_1_27_1);
     assert_eq!(statuses, [200, 200, 200], "bob is served");
-    assert_eq!(ids, ["I2", "I2", "I2"], "each verb is caught");
+    // Each verb served, and the session's end by bob's DELETE (the core's
+    // account of it names his exchange).
+    assert_eq!(ids, ["I2", "I2", "I2", "I2"], "each verb is caught");
+    let (mut h, _) = Harness::opened_by(ServerPolicy::PYTHON_1_27_1, "alice");
+    h.as_principal(Some("bob"));
+    h.delete();
+    let details: Vec<&str> = h.violations().iter().map(|v| v.detail.as_str()).collect();
+    assert!(
+        details
+            .iter()
+            .any(|d| d.contains("ended by another principal's DELETE")),
+        "{details:?}"
+    );
 }
 
 /// The TypeScript SDK's server (1.32.2, 2.4.0; mcp-ts-core #401): a call

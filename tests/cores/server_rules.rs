@@ -425,6 +425,37 @@ fn unknown_expired_and_foreign_event_ids_get_400_and_replay_nothing() {
     assert_eq!(small.log[&r].status, Some(400));
 }
 
+/// The core says why a session ended, to its application and, through the
+/// shared drain, to the observer: the DELETE's exchange when one ended it,
+/// none when the server did (I2 tells the two apart).
+#[test]
+fn a_sessions_end_names_the_delete_that_caused_it() {
+    use mcp_streamable::observe::Observation;
+    use mcp_streamable::server::{ServerEvent, ServerOutput};
+    fn ends(h: &mut Harness) -> (Vec<Option<mcp_streamable::ids::HttpId>>, usize) {
+        let (mut told, mut observed) = (Vec::new(), 0);
+        h.ep.drain_observed(
+            &mut |o| observed += matches!(o, Observation::SessionEnded { .. }) as usize,
+            |_, out, _| {
+                if let ServerOutput::Event(_, ServerEvent::SessionEnded { deleted_by }) = out {
+                    told.push(deleted_by);
+                }
+            },
+        );
+        (told, observed)
+    }
+    let mut h = ready();
+    let sid = h.session.clone().expect("a session");
+    let d =
+        h.ep.handle_request_from(&RequestHead::delete(&sid), b"", &Caller::default(), h.now)
+            .http;
+    assert_eq!(ends(&mut h), (vec![Some(d)], 1));
+    let mut h = ready();
+    let sid = h.session.clone().expect("a session");
+    h.ep.session_mut(&sid).expect("live").close(h.now);
+    assert_eq!(ends(&mut h), (vec![None], 1));
+}
+
 #[test]
 fn delete_ends_the_session_and_its_streams() {
     let mut h = ready();

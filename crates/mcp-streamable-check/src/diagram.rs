@@ -309,6 +309,14 @@ impl Diagram {
                 Lane::Server,
                 format!("app broadcasts {method}"),
             ),
+            Observation::SessionEnded { deleted_by, .. } => (
+                Lane::Server,
+                Lane::Server,
+                match deleted_by {
+                    Some(h) => format!("session ends (DELETE on {})", h.0),
+                    None => "session ends".to_owned(),
+                },
+            ),
             Observation::Closed { .. } | Observation::Fault => return None,
         };
         Some(Row {

@@ -548,7 +548,11 @@ impl<X> Bridge<X> {
                 self.sent(key, cause);
                 return;
             }
-            ServerEvent::SessionEnded => {
+            ServerEvent::SessionEnded { deleted_by } => {
+                self.observe(&Observation::SessionEnded {
+                    session: self.core.id().to_string(),
+                    deleted_by,
+                });
                 self.outputs.push_back(Output::SessionEnded);
                 return;
             }

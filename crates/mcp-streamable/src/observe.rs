@@ -109,6 +109,14 @@ pub enum Observation {
         /// Why.
         reason: DropReason,
     },
+    /// The session ended (the core's own account of it, with its cause):
+    /// what the wire shows later, a 404 to its owner, is then explained.
+    SessionEnded {
+        /// The session.
+        session: String,
+        /// The DELETE that ended it, if one did (the server's exchange).
+        deleted_by: Option<HttpId>,
+    },
     /// The application broadcast a change notification (observed where it
     /// originates, once, before the core is handed it): every listen
     /// acknowledged by now that subscribed to it must get it (M3), and

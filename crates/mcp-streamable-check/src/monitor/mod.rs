@@ -490,6 +490,10 @@ impl Monitor {
                 }
                 self.rare.dropped.insert(sk);
             }
+            Observation::SessionEnded {
+                session,
+                deleted_by,
+            } => self.on_session_ended(session, *deleted_by),
             Observation::ClientTransmit { client, transmit } => {
                 if let ClientTransmitKind::Send { head, body } = &transmit.kind {
                     if let Some(why) = self.headers.on_client_send(head, body) {
@@ -755,8 +759,15 @@ impl Monitor {
             .as_ref()
             .and_then(|s| self.rare.owners.get(s))
             .is_some_and(|owner| owner != principal);
+        // A DELETE for a session already gone changes nothing: its owner's
+        // later 404 is the earlier end's.
+        let gone = |s: &Text| {
+            self.rare.sessions_ended.contains(s) || self.rare.sessions_deleted.contains(s)
+        };
         if let (true, Method::Delete, Some(s)) = (foreign, method, session) {
-            self.rare.foreign_deletes.insert(s.clone());
+            if !gone(s) {
+                self.rare.foreign_deletes.insert(s.clone());
+            }
         }
         let kind = match method {
             Method::Post => {
@@ -1116,6 +1127,29 @@ impl Monitor {
             Some(_) => self
                 .owed
                 .written(http, &listen::label(method, params.as_ref())),
+        }
+    }
+
+    /// The core's account of a session's end. Ended by another principal's
+    /// DELETE, it was changed on that principal's behalf, whatever the
+    /// DELETE was answered (I2). Ended otherwise (its owner's DELETE, its
+    /// application, an expiry), a foreign DELETE seen before it did not end
+    /// it, and the owner's 404 after it is no sign that one did.
+    fn on_session_ended(&mut self, session: &str, deleted_by: Option<HttpId>) {
+        let s: Text = session.into();
+        let foreign = deleted_by.and_then(|h| self.exchanges.get(&h).map(|e| e.foreign));
+        if foreign == Some(true) {
+            self.flag(
+                "I2",
+                deleted_by,
+                format!("session {s} ended by another principal's DELETE"),
+            );
+        }
+        if self.rare.foreign_deletes.contains(&s) {
+            self.rare.foreign_deletes.remove(&s);
+        }
+        if !self.rare.sessions_ended.contains(&s) {
+            self.rare.sessions_ended.insert(s);
         }
     }
 

@@ -1050,6 +1050,54 @@ fn i2_flags_a_session_lost_to_another_principals_delete() {
     assert!(i2(&fed(&obs)).is_empty());
 }
 
+/// The core's account of a session's end says why it ended: by another
+/// principal's DELETE is I2 whatever that DELETE was answered; ended for its
+/// own reasons, before the stranger's DELETE or after it, the owner's 404
+/// is that end's, not the stranger's doing.
+#[test]
+fn i2_judges_a_sessions_end_by_its_cause() {
+    let ended = |deleted_by: Option<u64>| Observation::SessionEnded {
+        session: "s".into(),
+        deleted_by: deleted_by.map(HttpId),
+    };
+    let owner_told_gone = [
+        by(Some("alice"), 3, Method::Get, None),
+        head_of(3, 404, None),
+    ];
+    // Ended by the stranger's DELETE, though it was answered 404.
+    let mut obs = opened_by_alice();
+    obs.push(by(Some("bob"), 2, Method::Delete, None));
+    obs.push(ended(Some(2)));
+    obs.push(head_of(2, 404, None));
+    let found = i2(&fed(&obs));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("ended by another principal's DELETE"),
+        "{found:?}"
+    );
+    // Ended by its owner's DELETE: hers to end.
+    let mut obs = opened_by_alice();
+    obs.push(by(Some("alice"), 2, Method::Delete, None));
+    obs.push(ended(Some(2)));
+    obs.push(head_of(2, 200, None));
+    obs.extend(owner_told_gone.clone());
+    assert!(i2(&fed(&obs)).is_empty());
+    // Ended by the server, then a stranger's DELETE, refused.
+    let mut obs = opened_by_alice();
+    obs.push(ended(None));
+    obs.push(by(Some("bob"), 2, Method::Delete, None));
+    obs.push(head_of(2, 404, None));
+    obs.extend(owner_told_gone.clone());
+    assert!(i2(&fed(&obs)).is_empty(), "ended before the DELETE");
+    // A stranger's DELETE, refused, then the server ends the session.
+    let mut obs = opened_by_alice();
+    obs.push(by(Some("bob"), 2, Method::Delete, None));
+    obs.push(head_of(2, 404, None));
+    obs.push(ended(None));
+    obs.extend(owner_told_gone);
+    assert!(i2(&fed(&obs)).is_empty(), "ended after the DELETE");
+}
+
 #[test]
 fn a_request_stream_closed_for_polling_before_any_event_id_is_b9() {
     // POST 1 carries request 1 on an SSE stream the server closes for

@@ -35,7 +35,9 @@ pub enum ServerOutput {
 /// purpose (by announced policy), so that A5 never mistakes a policy drop
 /// for a loss; a notice the core sent itself, as the message's `Sent`, so
 /// that A3 tells a notice sent before a call's cancellation from one sent
-/// after it.
+/// after it; the session's end, with the DELETE that caused it if one did,
+/// so that I2 tells a session another principal deleted from one that ended
+/// for its own reasons.
 pub fn observe_own(
     session: &SessionId,
     event: &ServerEvent,
@@ -52,6 +54,10 @@ pub fn observe_own(
             key: *key,
             cause: cause.clone(),
             origin: None,
+        }),
+        ServerEvent::SessionEnded { deleted_by } => observe(&Observation::SessionEnded {
+            session: session.to_string(),
+            deleted_by: *deleted_by,
         }),
         _ => {}
     }

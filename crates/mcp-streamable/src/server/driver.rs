@@ -427,7 +427,7 @@ pub(crate) fn dispatch<A: App>(
 ) {
     match event {
         ServerEvent::Dropped { .. } | ServerEvent::Withdrawn { .. } => {}
-        ServerEvent::SessionEnded => {
+        ServerEvent::SessionEnded { .. } => {
             parts.app.on_session_ended(&session);
             parts.timers.retain(|(_, s, _)| *s != session);
         }

@@ -186,5 +186,11 @@ pub enum ServerEvent {
         cause: Cause,
     },
     /// The session ended; its id answers 404 from now on.
-    SessionEnded,
+    SessionEnded {
+        /// The DELETE that ended it (the exchange it arrived on); `None`
+        /// when the server ended it itself (its application, an expiry, an
+        /// eviction). Whose DELETE it was decides whether the session was
+        /// changed on another principal's behalf (I2).
+        deleted_by: Option<HttpId>,
+    },
 }

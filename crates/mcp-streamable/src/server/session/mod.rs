@@ -483,7 +483,7 @@ impl ServerSession {
 
     /// A DELETE for this session: it ends (R26).
     pub fn handle_delete(&mut self, http: HttpId, now: Instant) {
-        self.end_session(now);
+        self.end_session(now, Some(http));
         self.head(http, 200, Content::None);
         self.end(http, EndReason::Complete);
     }
@@ -515,12 +515,12 @@ impl ServerSession {
             match timer {
                 SessionTimer::Idle => {
                     if self.exchanges.is_empty() {
-                        self.end_session(now);
+                        self.end_session(now, None);
                     }
                 }
                 SessionTimer::Init => {
                     if !self.is_initialized() {
-                        self.end_session(now);
+                        self.end_session(now, None);
                     }
                 }
                 SessionTimer::HeldExpiry => self.expire_held(now),
@@ -730,7 +730,7 @@ impl ServerSession {
 
     /// Ends the session from the server side (R24).
     pub fn close(&mut self, now: Instant) {
-        self.end_session(now);
+        self.end_session(now, None);
     }
 
     // ---- outputs -------------------------------------------------------
@@ -1476,7 +1476,7 @@ impl ServerSession {
         result
     }
 
-    fn end_session(&mut self, _now: Instant) {
+    fn end_session(&mut self, _now: Instant, deleted_by: Option<HttpId>) {
         if self.phase == Phase::Ended {
             return;
         }
@@ -1507,7 +1507,8 @@ impl ServerSession {
         }
         self.in_flight.clear();
         self.timers = Timers::default();
-        self.events.push_back(ServerEvent::SessionEnded);
+        self.events
+            .push_back(ServerEvent::SessionEnded { deleted_by });
     }
 
     // ---- internals: transmit helpers ----------------------------------
