@@ -107,6 +107,66 @@ prop_compose! {
     }
 }
 
+/// A model drawn over the whole schema: [`scenario`]'s, then what it leaves
+/// at its defaults drawn too: the steps that answer the server's requests
+/// (`answer`), turn a client attacker (`hijack`, which makes every client
+/// authenticate) and end a session from the server's side (`end_session`),
+/// and the settings of timers, pools, response modes and request numbering.
+/// Kept apart from [`scenario`] so that the reduction's comparisons keep
+/// drawing the models they were written for.
+fn whole_schema_scenario() -> impl Strategy<Value = Scenario> {
+    let extras = (
+        (
+            prop::collection::vec((0usize..3, 1usize..6), 0..=2),
+            prop::bool::weighted(0.2),
+            prop::bool::weighted(0.25),
+        ),
+        (
+            prop_oneof![Just(100u64), Just(500), Just(1_000)],
+            prop_oneof![Just(1_000u64), Just(4_000)],
+            prop_oneof![Just(None), Just(Some(500u64)), Just(Some(2_000))],
+            prop::bool::weighted(0.8),
+        ),
+        (
+            any::<bool>(),
+            prop_oneof![Just(None), Just(Some(1usize)), Just(Some(2))],
+            prop_oneof![Just(0i64), Just(1)],
+            any::<bool>(),
+        ),
+    );
+    (scenario(), extras).prop_map(|(mut sc, extras)| {
+        let ((answers, hijack, end_session), timers, rest) = extras;
+        let (retry_ms, request_timeout_ms, outbound_timeout_ms, clients_answer) = timers;
+        let (json, connections_max, first_request_number, calls_await_questions) = rest;
+        let n = sc.clients.len();
+        for (c, at) in answers {
+            let script = &mut sc.clients[c % n];
+            let at = at.min(script.len());
+            script.insert(at, ClientStep::Answer);
+        }
+        if hijack && n >= 2 {
+            sc.clients[n - 1].insert(1, ClientStep::Hijack);
+        }
+        if end_session {
+            sc.server.push(ServerStep::EndSession);
+        }
+        let s = &mut sc.settings;
+        s.retry_ms = retry_ms;
+        s.request_timeout_ms = request_timeout_ms;
+        s.outbound_timeout_ms = outbound_timeout_ms;
+        // A client that never answers a question no deadline ends is L1
+        // for every server: not a model FIXED can hold on.
+        s.clients_answer = clients_answer || outbound_timeout_ms.is_none();
+        if json {
+            s.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
+        }
+        s.connections_max = connections_max;
+        s.first_request_number = first_request_number;
+        s.calls_await_questions = calls_await_questions;
+        sc
+    })
+}
+
 fn steps_max() -> usize {
     env("RANDOM_MODELS_STEPS", 4)
 }
@@ -175,6 +235,53 @@ fn fixed_holds_on_random_models() {
     // Not vacuous: models are explored, and some to the end (a "holds").
     assert!(states >= cases as usize * 20, "{states} states");
     assert!(exhaustive >= 1, "no random model was explored to the end");
+}
+
+/// FIXED x FIXED on models drawn over the whole schema
+/// ([`whole_schema_scenario`]): attackers, answers, a server that ends
+/// sessions, pools, deadlines. `RANDOM_MODELS_CASES` and
+/// `RANDOM_MODELS_STATES` as above.
+#[test]
+fn fixed_holds_on_random_models_of_the_whole_schema() {
+    let cases = env("RANDOM_MODELS_CASES", 24) as u32;
+    let budget = env("RANDOM_MODELS_STATES", 20_000);
+    let mut runner = seeded_runner(Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 200,
+        ..Config::default()
+    });
+    let (states, exhaustive, attacked) = (
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    );
+    runner
+        .run(&whole_schema_scenario(), |sc| {
+            let out = explore(&sc, "FIXED", "FIXED", budget);
+            states.fetch_add(out.states, Ordering::Relaxed);
+            exhaustive.fetch_add(out.exhaustive() as usize, Ordering::Relaxed);
+            let attacker = sc.clients.iter().any(|s| s.contains(&ClientStep::Hijack));
+            attacked.fetch_add(attacker as usize, Ordering::Relaxed);
+            if let Some(c) = &out.counterexample {
+                return Err(TestCaseError::fail(format!(
+                    "FIXED x FIXED: {} ({}) after {} steps on\n{}",
+                    c.violation.id,
+                    c.violation.detail,
+                    c.steps.len(),
+                    serde_json::to_string(&sc).unwrap_or_default()
+                )));
+            }
+            Ok(())
+        })
+        .unwrap();
+    let (states, exhaustive) = (states.into_inner(), exhaustive.into_inner());
+    println!(
+        "{cases} models of the whole schema, {} with an attacker, {exhaustive} explored to the end, {states} states in all",
+        attacked.into_inner()
+    );
+    assert!(states >= cases as usize * 20, "{states} states");
+    assert!(exhaustive >= 1, "no model explored to the end");
 }
 
 /// The generator has teeth: on random models of the same seed, every buggy preset is
