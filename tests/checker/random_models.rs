@@ -154,9 +154,13 @@ fn whole_schema_scenario() -> impl Strategy<Value = Scenario> {
         s.retry_ms = retry_ms;
         s.request_timeout_ms = request_timeout_ms;
         s.outbound_timeout_ms = outbound_timeout_ms;
-        // A client that never answers a question no deadline ends is L1
-        // for every server: not a model FIXED can hold on.
+        // A question no deadline ends, never answered or lost with a
+        // dropped connection, is L1 for every server (`docs/models.md`):
+        // not a model FIXED can hold on.
         s.clients_answer = clients_answer || outbound_timeout_ms.is_none();
+        if outbound_timeout_ms.is_none() {
+            sc.bounds.drops = 0;
+        }
         if json {
             s.response_mode = mcp_streamable::server::ResponseMode::JsonWhenAlone;
         }

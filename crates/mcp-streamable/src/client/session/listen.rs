@@ -325,6 +325,36 @@ mod tests {
         ));
     }
 
+    /// A listen whose stream broke waits for its re-listen; closing the
+    /// client then ends it, and the application is told, as it is of a
+    /// listen whose stream is open.
+    #[test]
+    fn a_listen_waiting_to_listen_again_ends_with_the_client() {
+        let now = Instant::ZERO;
+        let mut c = v2026(serde_json::json!({}));
+        let (waiting, http, n) = opened(&mut c);
+        c.handle_sse_event(http, message(ack(n)), now);
+        c.handle_http_closed(http, now);
+        let (open, http, n) = opened(&mut c);
+        c.handle_sse_event(http, message(ack(n)), now);
+        events(&mut c);
+        c.close(now);
+        let mut ended: Vec<ListenId> = events(&mut c)
+            .into_iter()
+            .filter_map(|e| match e {
+                ClientEvent::ListenEnded {
+                    listen,
+                    error: Some(ClientError::Closed),
+                } => Some(listen),
+                _ => None,
+            })
+            .collect();
+        ended.sort();
+        assert_eq!(ended, [waiting, open]);
+        assert!(c.listens().next().is_none());
+        assert!(c.poll_timeout().is_none(), "no re-listen after the close");
+    }
+
     #[test]
     fn a_listen_answered_whole_instead_of_with_a_stream_ends_as_malformed() {
         let now = Instant::ZERO;

@@ -1174,6 +1174,13 @@ impl ClientSession {
             }
         }
         self.fail_awaiting(&error);
+        // A listen between two streams (its re-listen timer armed) has no
+        // request in flight to give up: it ends here, told, or its
+        // application would keep a list it believes is still kept fresh.
+        let listens: Vec<ListenId> = self.listens.keys().copied().collect();
+        for l in listens {
+            self.end_listen(l, Some(error.clone()));
+        }
         self.drop_streams();
     }
 
