@@ -8,14 +8,24 @@ pub fn rss_bytes() -> Option<u64> {
     kib_field(&status, "VmRSS:").map(|k| k * 1024)
 }
 
-/// The default memory budget: 60% of what the machine has available now
-/// (at most 60% of its total), so that a run stops cleanly long before the
-/// kernel's OOM killer would end it without a word.
+/// The default memory budget: 60% of what this process could hold now,
+/// what the machine has available plus what the process already holds (at
+/// most 60% of the machine's total), so that a run stops cleanly long
+/// before the kernel's OOM killer would end it without a word.
+///
+/// The budget is compared with the process's resident size, so memory the
+/// process already holds counts on both sides: read from what is available
+/// alone, a process that kept memory from earlier runs (an allocator that
+/// has not given it back, or other searches of the same process, as a test
+/// binary runs them) would get a budget smaller for every byte it holds,
+/// and a run would turn depth first, or stop, at once, for a reason that is
+/// not its own.
 pub fn default_budget_bytes() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let total = kib_field(&info, "MemTotal:")? * 1024;
     let available = kib_field(&info, "MemAvailable:").map_or(total, |k| k * 1024);
-    Some(available.min(total) / 10 * 6)
+    let reachable = available.saturating_add(rss_bytes().unwrap_or(0));
+    Some(reachable.min(total) / 10 * 6)
 }
 
 /// Parses a size such as `8G`, `512M`, `300000K` or a plain number of bytes.
@@ -82,5 +92,15 @@ mod tests {
         assert!(rss > 1 << 20, "{rss}");
         let budget = default_budget_bytes().expect("linux has /proc/meminfo");
         assert!(budget > rss, "{budget} vs {rss}");
+        // What the process holds counts as within its reach: holding more
+        // does not shrink the budget by as much.
+        let held: Vec<u8> = vec![1; 512 << 20];
+        let after = default_budget_bytes().expect("linux has /proc/meminfo");
+        assert!(
+            after + (128 << 20) >= budget,
+            "512 MiB held took {} MiB off the budget",
+            budget.saturating_sub(after) >> 20
+        );
+        drop(held);
     }
 }
