@@ -202,66 +202,31 @@ fn env(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-#[test]
-fn fixed_holds_on_random_models() {
-    let cases = env("RANDOM_MODELS_CASES", 24) as u32;
-    let budget = env("RANDOM_MODELS_STATES", 20_000);
-    let exhaustive = AtomicUsize::new(0);
-    let states = AtomicUsize::new(0);
-    let mut runner = seeded_runner(Config {
-        cases,
-        failure_persistence: None,
-        // A failing model is shrunk to a smaller one: fewer steps and clients.
-        max_shrink_iters: 200,
-        ..Config::default()
-    });
-    runner
-        .run(&scenario(), |sc| {
-            let out = explore(&sc, "FIXED", "FIXED", budget);
-            states.fetch_add(out.states, Ordering::Relaxed);
-            if out.exhaustive() {
-                exhaustive.fetch_add(1, Ordering::Relaxed);
-            }
-            if let Some(c) = &out.counterexample {
-                return Err(TestCaseError::fail(format!(
-                    "FIXED x FIXED: {} ({}) after {} steps on\n{}",
-                    c.violation.id,
-                    c.violation.detail,
-                    c.steps.len(),
-                    serde_json::to_string(&sc).unwrap_or_default()
-                )));
-            }
-            Ok(())
-        })
-        .unwrap();
-    let (exhaustive, states) = (exhaustive.into_inner(), states.into_inner());
-    println!("{cases} random models, {exhaustive} explored to the end, {states} states in all");
-    // Not vacuous: models are explored, and some to the end (a "holds").
-    assert!(states >= cases as usize * 20, "{states} states");
-    assert!(exhaustive >= 1, "no random model was explored to the end");
+/// What FIXED x FIXED explored over a run of random models.
+struct Tally {
+    states: usize,
+    exhaustive: usize,
+    attacked: usize,
 }
 
-/// FIXED x FIXED on models drawn over the whole schema
-/// ([`whole_schema_scenario`]): attackers, answers, a server that ends
-/// sessions, pools, deadlines. `RANDOM_MODELS_CASES` and
-/// `RANDOM_MODELS_STATES` as above.
-#[test]
-fn fixed_holds_on_random_models_of_the_whole_schema() {
-    let cases = env("RANDOM_MODELS_CASES", 24) as u32;
+/// FIXED x FIXED on `cases` models drawn from `models`, each breadth first
+/// up to `RANDOM_MODELS_STATES`; a counterexample fails the test, the model
+/// shrunk first to a smaller one (fewer steps and clients).
+fn fixed_holds_on(models: impl Strategy<Value = Scenario>, cases: u32) -> Tally {
     let budget = env("RANDOM_MODELS_STATES", 20_000);
-    let mut runner = seeded_runner(Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 200,
-        ..Config::default()
-    });
     let (states, exhaustive, attacked) = (
         AtomicUsize::new(0),
         AtomicUsize::new(0),
         AtomicUsize::new(0),
     );
+    let mut runner = seeded_runner(Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 200,
+        ..Config::default()
+    });
     runner
-        .run(&whole_schema_scenario(), |sc| {
+        .run(&models, |sc| {
             let out = explore(&sc, "FIXED", "FIXED", budget);
             states.fetch_add(out.states, Ordering::Relaxed);
             exhaustive.fetch_add(out.exhaustive() as usize, Ordering::Relaxed);
@@ -279,13 +244,43 @@ fn fixed_holds_on_random_models_of_the_whole_schema() {
             Ok(())
         })
         .unwrap();
-    let (states, exhaustive) = (states.into_inner(), exhaustive.into_inner());
+    Tally {
+        states: states.into_inner(),
+        exhaustive: exhaustive.into_inner(),
+        attacked: attacked.into_inner(),
+    }
+}
+
+#[test]
+fn fixed_holds_on_random_models() {
+    let cases = env("RANDOM_MODELS_CASES", 24) as u32;
+    let Tally {
+        states, exhaustive, ..
+    } = fixed_holds_on(scenario(), cases);
+    println!("{cases} random models, {exhaustive} explored to the end, {states} states in all");
+    // Not vacuous: models are explored, and some to the end (a "holds").
+    assert!(states >= cases as usize * 20, "{states} states");
+    assert!(exhaustive >= 1, "no random model was explored to the end");
+}
+
+/// FIXED x FIXED on models drawn over the whole schema
+/// ([`whole_schema_scenario`]): attackers, answers, a server that ends
+/// sessions, pools, deadlines. `RANDOM_MODELS_CASES` and
+/// `RANDOM_MODELS_STATES` as above.
+#[test]
+fn fixed_holds_on_random_models_of_the_whole_schema() {
+    let cases = env("RANDOM_MODELS_CASES", 24) as u32;
+    let Tally {
+        states,
+        exhaustive,
+        attacked,
+    } = fixed_holds_on(whole_schema_scenario(), cases);
     println!(
-        "{cases} models of the whole schema, {} with an attacker, {exhaustive} explored to the end, {states} states in all",
-        attacked.into_inner()
+        "{cases} models of the whole schema, {attacked} with an attacker, {exhaustive} explored to the end, {states} states in all"
     );
     assert!(states >= cases as usize * 20, "{states} states");
     assert!(exhaustive >= 1, "no model explored to the end");
+    assert!(attacked >= 1, "no model with an attacker");
 }
 
 /// The generator has teeth: on random models of the same seed, every buggy preset is
