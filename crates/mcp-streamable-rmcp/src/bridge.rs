@@ -39,7 +39,9 @@ use mcp_streamable::ids::{HttpId, RequestId};
 use mcp_streamable::jsonrpc::{Body, ErrorObject, Message, ParseError, RawJson};
 use mcp_streamable::observe::Observation;
 use mcp_streamable::principal::Principal;
-use mcp_streamable::server::{Cause, EndReason, ServerEvent, ServerSession, TransmitKind};
+use mcp_streamable::server::{
+    observe_own, Cause, EndReason, ServerEvent, ServerSession, TransmitKind,
+};
 use mcp_streamable::time::Instant;
 use mcp_streamable::version::ProtocolVersion;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -514,6 +516,10 @@ impl<X> Bridge<X> {
     }
 
     fn event(&mut self, event: ServerEvent) {
+        // What the core did on its own (a drop by policy, a withdrawal's
+        // notice, the session's end) is shown to the tap as every drain
+        // shows it.
+        observe_own(self.core.id(), &event, &mut |o| self.observe(o));
         let deliver = match event {
             ServerEvent::Request { id, method, params } => {
                 let extra = self.request_extras.remove(&id);
@@ -536,23 +542,8 @@ impl<X> Bridge<X> {
                 };
                 (message, None)
             }
-            ServerEvent::Dropped { key, reason } => {
-                self.observe(&Observation::Dropped {
-                    session: self.core.id().to_string(),
-                    key,
-                    reason,
-                });
-                return;
-            }
-            ServerEvent::Withdrawn { key, cause, .. } => {
-                self.sent(key, cause);
-                return;
-            }
-            ServerEvent::SessionEnded { deleted_by } => {
-                self.observe(&Observation::SessionEnded {
-                    session: self.core.id().to_string(),
-                    deleted_by,
-                });
+            ServerEvent::Dropped { .. } | ServerEvent::Withdrawn { .. } => return,
+            ServerEvent::SessionEnded { .. } => {
                 self.outputs.push_back(Output::SessionEnded);
                 return;
             }
